@@ -1,0 +1,135 @@
+// Import-rule and cycle check (run by `npm test`): layers point one way (DESIGN.md), other
+// folders are reached only through their index.ts, and no module cycle exists. Default-deny:
+// a top-level folder not listed here may import nothing but base.
+
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+
+const SRC = resolve(import.meta.dirname, "..", "src");
+
+/** Which top-level src folders each folder may import (itself always allowed). */
+const ALLOWED: Record<string, readonly string[]> = {
+  base: [],
+  api: ["base"],
+  csi: ["base"],
+  kube: ["base", "api", "csi"],
+  apiserver: ["base", "api"],
+  migration: ["base", "api"],
+  controllers: ["base", "api", "csi", "kube", "migration"],
+  node: ["base", "api", "csi", "kube", "migration"],
+  sidecars: ["base", "api", "csi", "kube", "migration"],
+  drivers: ["base", "csi"],
+  sanity: ["base", "csi"],
+  cluster: [
+    "base",
+    "api",
+    "csi",
+    "kube",
+    "apiserver",
+    "migration",
+    "controllers",
+    "node",
+    "sidecars",
+    "drivers",
+  ],
+  cli: [
+    "base",
+    "api",
+    "csi",
+    "kube",
+    "apiserver",
+    "migration",
+    "controllers",
+    "node",
+    "sidecars",
+    "drivers",
+    "sanity",
+    "cluster",
+  ],
+};
+
+/** Sub-folders that are components of their own: siblings reach each other through index.ts too. */
+const COMPONENT_PARENTS = new Set(["controllers", "sidecars", "drivers", "node"]);
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) walk(path, out);
+    else if (path.endsWith(".ts")) out.push(path);
+  }
+  return out;
+}
+
+function importsOf(source: string): string[] {
+  const specs: string[] = [];
+  const pattern =
+    /(?:^|[\s;])(?:import|export)\s(?:[^"';]*?\sfrom\s)?["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/gm;
+  for (const match of source.matchAll(pattern)) specs.push((match[1] ?? match[2])!);
+  return specs;
+}
+
+/** The unit a file belongs to: "csi", or "sidecars/provisioner" for component folders. */
+function unitOf(file: string): string {
+  const parts = relative(SRC, file).split(sep);
+  const top = parts[0]!;
+  if (COMPONENT_PARENTS.has(top) && parts.length > 2) return `${top}/${parts[1]}`;
+  return top;
+}
+
+const problems: string[] = [];
+const graph = new Map<string, string[]>();
+const files = walk(SRC).filter((f) => !f.endsWith(".test.ts"));
+for (const file of files) {
+  const fromUnit = unitOf(file);
+  const fromTop = fromUnit.split("/")[0]!;
+  const edges: string[] = [];
+  for (const spec of importsOf(readFileSync(file, "utf8"))) {
+    if (!spec.startsWith(".")) continue;
+    const target = resolve(dirname(file), spec);
+    const rel = relative(SRC, target);
+    if (rel.startsWith("..")) {
+      if (!/package\.json$/.test(rel)) problems.push(`${relative(SRC, file)}: imports outside src: ${spec}`);
+      continue;
+    }
+    edges.push(target);
+    const toUnit = unitOf(target);
+    const toTop = toUnit.split("/")[0]!;
+    if (toUnit === fromUnit) continue;
+    if (toTop !== fromTop && !(ALLOWED[fromTop] ?? []).includes(toTop)) {
+      problems.push(`${relative(SRC, file)}: layer ${fromTop} may not import ${toTop} (${spec})`);
+    }
+    const unitRoot = join(SRC, ...toUnit.split("/"));
+    if (target !== join(unitRoot, "index.ts")) {
+      problems.push(`${relative(SRC, file)}: import ${toUnit} through its index.ts, not ${spec}`);
+    }
+  }
+  graph.set(file, edges);
+}
+
+// Cycle check: depth-first search with colours.
+const colour = new Map<string, 1 | 2>();
+const stack: string[] = [];
+function visit(node: string): void {
+  colour.set(node, 1);
+  stack.push(node);
+  for (const next of graph.get(node) ?? []) {
+    const c = colour.get(next);
+    if (c === 1) {
+      const cycle = stack
+        .slice(stack.indexOf(next))
+        .concat(next)
+        .map((f) => relative(SRC, f));
+      problems.push(`import cycle: ${cycle.join(" -> ")}`);
+    } else if (c === undefined && graph.has(next)) visit(next);
+  }
+  stack.pop();
+  colour.set(node, 2);
+}
+for (const file of graph.keys()) if (!colour.has(file)) visit(file);
+
+if (problems.length > 0) {
+  for (const p of problems) process.stderr.write(p + "\n");
+  process.stderr.write(`check-imports: ${problems.length} problem(s)\n`);
+  process.exit(1);
+}
+process.stdout.write(`check-imports: ${files.length} modules, layers and cycles ok\n`);

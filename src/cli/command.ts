@@ -1,0 +1,84 @@
+// The shape of a subcommand and the shared plumbing around it: parse Go-style flags, answer
+// --help and --version, build the logger from -v/--log-format, hand a SIGINT/SIGTERM signal
+// to the command's run. Subcommands hold no logic beyond turning flags into options.
+
+import {
+  FlagError,
+  Flags,
+  LOGGING_FLAGS,
+  Logger,
+  formatHelp,
+  parseFlags,
+  processSignal,
+  type FlagSpecs,
+  type LogFormat,
+} from "../base/index.ts";
+import { readFileSync } from "node:fs";
+
+export interface CommandContext {
+  flags: Flags;
+  logger: Logger;
+  signal: AbortSignal;
+  /** Where normal output (reports, summaries) goes. */
+  stdout: NodeJS.WritableStream;
+}
+
+export interface Command {
+  name: string;
+  /** One line for the command list. */
+  summary: string;
+  usage: string;
+  description?: string;
+  flags: FlagSpecs;
+  /** Returns the process exit code. */
+  run(context: CommandContext): Promise<number>;
+}
+
+export function csikitVersion(): string {
+  const pkg: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+  return typeof pkg === "object" && pkg !== null && "version" in pkg && typeof pkg.version === "string"
+    ? pkg.version
+    : "unknown";
+}
+
+/** Runs a command with argv (after the subcommand name); returns the exit code. */
+export async function runCommand(command: Command, argv: readonly string[]): Promise<number> {
+  const specs: FlagSpecs = { ...LOGGING_FLAGS, ...command.flags };
+  let flags: Flags;
+  try {
+    flags = new Flags(parseFlags(specs, argv));
+  } catch (error) {
+    if (error instanceof FlagError) {
+      process.stderr.write(`csikit ${command.name}: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  if (flags.parsed.help) {
+    process.stdout.write(formatHelp(command.usage, specs, command.description));
+    return 0;
+  }
+  if (flags.parsed.version) {
+    process.stdout.write(`csikit ${csikitVersion()}\n`);
+    return 0;
+  }
+  const format = flags.string("log-format");
+  if (format !== "text" && format !== "json") {
+    process.stderr.write(
+      `csikit ${command.name}: invalid value "${format}" for flag -log-format: want text or json\n`,
+    );
+    return 2;
+  }
+  const logFormat: LogFormat = format;
+  const logger = new Logger({ verbosity: flags.number("v"), format: logFormat });
+  try {
+    return await command.run({ flags, logger, signal: processSignal(), stdout: process.stdout });
+  } catch (error) {
+    if (error instanceof FlagError) {
+      process.stderr.write(`csikit ${command.name}: ${error.message}\n`);
+      return 2;
+    }
+    logger.error(`${command.name} failed`, { err: error instanceof Error ? error.message : String(error) });
+    return 1;
+  }
+}

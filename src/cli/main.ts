@@ -1,0 +1,33 @@
+// The csikit command: `csikit <subcommand> [flags]`. One file per subcommand; this file only
+// dispatches.
+
+import { csikitVersion, runCommand, type Command } from "./command.ts";
+import { commands } from "./commands.ts";
+
+function usage(list: readonly Command[]): string {
+  const width = Math.max(...list.map((c) => c.name.length));
+  const lines = ["Usage: csikit <command> [flags]", "", "Commands:"];
+  for (const command of list) lines.push(`  ${command.name.padEnd(width)}  ${command.summary}`);
+  lines.push("", "Run `csikit <command> --help` for the flags of a command.");
+  return lines.join("\n") + "\n";
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    process.stdout.write(usage(commands));
+    return name === undefined ? 2 : 0;
+  }
+  if (name === "--version" || name === "-version" || name === "version") {
+    process.stdout.write(`csikit ${csikitVersion()}\n`);
+    return 0;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    process.stderr.write(`csikit: unknown command ${JSON.stringify(name)}\n\n${usage(commands)}`);
+    return 2;
+  }
+  return runCommand(command, rest);
+}
+
+process.exitCode = await main(process.argv.slice(2));
