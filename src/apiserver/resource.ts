@@ -1,0 +1,83 @@
+// The contract between the REST layer (server, handlers, watch, patch) and the per-resource
+// definitions (kinds, defaults, validation, printing, discovery). The REST layer is generic:
+// everything it knows of a kind comes from a ResourceDef. Built-in kinds are defined under
+// resources/; an installed CRD becomes a ResourceDef built from its spec at run time.
+
+import type { KubeObject } from "./storage/types.ts";
+
+export type { KubeObject };
+
+/** One invalid field, as Status.details.causes[] reports it. */
+export interface FieldCause {
+  /** "FieldValueRequired" | "FieldValueInvalid" | "FieldValueNotSupported" | "FieldValueForbidden" | "FieldValueDuplicate" | "FieldValueTooLong" */
+  reason: string;
+  message: string;
+  /** JSON path as upstream prints it, e.g. "spec.storageClassName", "metadata.name". */
+  field: string;
+}
+
+export interface TableColumn {
+  name: string;
+  type: "string" | "integer" | "number" | "boolean" | "date";
+  format?: string;
+  description: string;
+  /** Columns kubectl shows only with -o wide have priority 1. */
+  priority: number;
+}
+
+export interface ResourceDef {
+  group: string; // "" for core
+  version: string;
+  /** Plural lower-case name, e.g. "persistentvolumes". */
+  resource: string;
+  singular: string;
+  kind: string;
+  listKind: string;
+  namespaced: boolean;
+  shortNames: readonly string[];
+  categories: readonly string[];
+  verbs: readonly string[];
+  /** Subresources served besides the main resource, e.g. ["status"] or ["status", "binding"]. */
+  subresources: readonly string[];
+  /** Whether the status subresource splits writes (main ignores status, /status changes only status). */
+  hasStatus: boolean;
+
+  /** Defaults applied on create (and on update, to the new object), mutating `object`. */
+  applyDefaults(object: KubeObject): void;
+  /** Validation of a new object (metadata already defaulted by the REST layer). */
+  validateCreate(object: KubeObject): FieldCause[];
+  /** Validation of an update of the main resource (immutability rules). */
+  validateUpdate(object: KubeObject, old: KubeObject): FieldCause[];
+  /** Validation of a /status update. */
+  validateStatusUpdate(object: KubeObject, old: KubeObject): FieldCause[];
+  /** True when the change from old to object bumps metadata.generation (spec changed). */
+  specChanged(object: KubeObject, old: KubeObject): boolean;
+
+  /** Field-selector paths this kind supports, each mapped to the object's value ("" when absent). */
+  fieldSelectors: Readonly<Record<string, (object: KubeObject) => string>>;
+
+  /** Server-side printing for `kubectl get` (Table responses). */
+  tableColumns: readonly TableColumn[];
+  /** One row's cells, aligned with tableColumns (Name first). `now` is ms since epoch for ages. */
+  tableRow(object: KubeObject, now: number): unknown[];
+
+  /**
+   * Strategic-merge-patch metadata: for each list field path (dot path from the object root with
+   * "[]" for list elements, e.g. "spec.containers", "spec.containers[].env", "metadata.finalizers"),
+   * how lists merge: { mergeKey: "name" } merges by key; { merge: "set" } merges primitive lists as
+   * sets; absent = replace (as upstream for atomic lists).
+   */
+  patchStrategies: Readonly<Record<string, { mergeKey: string } | { merge: "set" }>>;
+
+  /** OpenAPI v3 schema of the kind (for /openapi/v3 and kubectl), if known. */
+  openAPISchema?: Record<string, unknown>;
+}
+
+/** The set of served resources; CRDs add and remove entries at run time. */
+export interface ResourceRegistry {
+  all(): readonly ResourceDef[];
+  /** By group/version/resource. */
+  lookup(group: string, version: string, resource: string): ResourceDef | undefined;
+  /** Listen for CRD-driven changes (discovery caches, routing). */
+  onChange(listener: () => void): void;
+}
