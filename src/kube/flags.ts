@@ -1,0 +1,168 @@
+// The flags every csikit sidecar shares, as csi-lib-utils' standard flags define them
+// (FACTS.md "Common sidecar flags"): names, types and defaults are the upstream contract, so a
+// Deployment written for an upstream sidecar passes the same arguments here. Per-sidecar flags
+// (e.g. --retry-interval-start) live with the sidecar; the work-queue pair is here because
+// every controller built on src/kube/workqueue.ts takes it. `commonSidecarOptions` turns
+// parsed flags into typed options, validating ranges and naming the bad flag.
+
+import { FlagError, type FlagSpecs, type Flags } from "../base/index.ts";
+
+export const COMMON_SIDECAR_FLAGS: FlagSpecs = {
+  kubeconfig: {
+    type: "string",
+    help: "Absolute path to the kubeconfig file. Required only when running out of cluster.",
+  },
+  master: {
+    type: "string",
+    help: "The address of the Kubernetes API server (overrides any value in kubeconfig).",
+  },
+  "csi-address": { type: "string", default: "/run/csi/socket", help: "Address of the CSI driver socket." },
+  "leader-election": { type: "bool", default: "false", help: "Enable leader election." },
+  "leader-election-namespace": {
+    type: "string",
+    help: "Namespace where the leader election Lease lives. Defaults to the pod namespace if not set.",
+  },
+  "leader-election-lease-duration": {
+    type: "duration",
+    default: "15s",
+    help: "Duration, in seconds, that non-leader candidates will wait to force acquire leadership.",
+  },
+  "leader-election-renew-deadline": {
+    type: "duration",
+    default: "10s",
+    help: "Duration, in seconds, that the acting leader will retry refreshing leadership before giving up.",
+  },
+  "leader-election-retry-period": {
+    type: "duration",
+    default: "5s",
+    help: "Duration, in seconds, the LeaderElector clients should wait between tries of actions.",
+  },
+  "leader-election-labels": {
+    type: "map",
+    help: "List of labels to add to the leader election Lease, in the format key1=value1,key2=value2.",
+  },
+  "kube-api-qps": {
+    type: "float",
+    default: "5",
+    help: "QPS to use while communicating with the Kubernetes API server.",
+  },
+  "kube-api-burst": {
+    type: "int",
+    default: "10",
+    help: "Burst to use while communicating with the Kubernetes API server.",
+  },
+  "http-endpoint": {
+    type: "string",
+    help: 'The TCP network address where the HTTP server for diagnostics, including metrics and leader election health check, will listen (example: ":8080", all interfaces as in Go; "127.0.0.1:8080" for loopback only). Empty (the default) disables the server.',
+  },
+  "metrics-address": {
+    type: "string",
+    help: "(deprecated) The TCP network address where the prometheus metrics endpoint will listen.",
+    deprecated: "use --http-endpoint instead",
+  },
+  "metrics-path": {
+    type: "string",
+    default: "/metrics",
+    help: "The HTTP path where prometheus metrics will be exposed.",
+  },
+  "feature-gates": {
+    type: "map",
+    help: "A set of key=value pairs that describe feature gates for alpha/experimental features.",
+  },
+  "retry-interval-start": {
+    type: "duration",
+    default: "1s",
+    help: "Initial retry interval of failed operations. It exponentially doubles with each failure, up to --retry-interval-max.",
+  },
+  "retry-interval-max": {
+    type: "duration",
+    default: "5m",
+    help: "Maximum retry interval of failed operations.",
+  },
+};
+
+export interface LeaderElectionFlagOptions {
+  enabled: boolean;
+  /** Empty = the pod's namespace (POD_NAMESPACE / service-account namespace file), else "default". */
+  namespace: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  labels: Record<string, string>;
+}
+
+export interface CommonSidecarOptions {
+  kubeconfig: string;
+  master: string;
+  csiAddress: string;
+  leaderElection: LeaderElectionFlagOptions;
+  kubeApiQps: number;
+  kubeApiBurst: number;
+  /** "" = disabled. --metrics-address is folded in here when --http-endpoint is unset. */
+  httpEndpoint: string;
+  metricsPath: string;
+  featureGates: Record<string, boolean>;
+  retryIntervalStartMs: number;
+  retryIntervalMaxMs: number;
+}
+
+function positive(flags: Flags, name: string): number {
+  const value = flags.number(name);
+  if (!(value > 0)) throw new FlagError(`flag -${name} must be greater than zero, got ${value}`);
+  return value;
+}
+
+function parseFeatureGates(raw: Record<string, string>): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const lower = value.toLowerCase();
+    if (lower === "true") out[key] = true;
+    else if (lower === "false") out[key] = false;
+    else throw new FlagError(`flag -feature-gates: invalid value of ${key}=${value}, want true or false`);
+  }
+  return out;
+}
+
+/** Typed options from flags parsed with COMMON_SIDECAR_FLAGS; FlagError names any bad flag. */
+export function commonSidecarOptions(flags: Flags): CommonSidecarOptions {
+  const leaseDurationMs = positive(flags, "leader-election-lease-duration");
+  const renewDeadlineMs = positive(flags, "leader-election-renew-deadline");
+  const retryPeriodMs = positive(flags, "leader-election-retry-period");
+  // The same ordering client-go's NewLeaderElector enforces.
+  if (leaseDurationMs <= renewDeadlineMs)
+    throw new FlagError(
+      "flag -leader-election-lease-duration must be greater than -leader-election-renew-deadline",
+    );
+  if (renewDeadlineMs <= retryPeriodMs * 1.2)
+    throw new FlagError(
+      "flag -leader-election-renew-deadline must be greater than 1.2 × -leader-election-retry-period",
+    );
+  const retryStart = positive(flags, "retry-interval-start");
+  const retryMax = positive(flags, "retry-interval-max");
+  if (retryMax < retryStart)
+    throw new FlagError("flag -retry-interval-max must not be smaller than -retry-interval-start");
+  const httpEndpoint = flags.string("http-endpoint");
+  const metricsAddress = flags.string("metrics-address");
+  if (httpEndpoint !== "" && metricsAddress !== "")
+    throw new FlagError("only one of -metrics-address and -http-endpoint can be set");
+  return {
+    kubeconfig: flags.string("kubeconfig"),
+    master: flags.string("master"),
+    csiAddress: flags.string("csi-address"),
+    leaderElection: {
+      enabled: flags.bool("leader-election"),
+      namespace: flags.string("leader-election-namespace"),
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
+      labels: flags.map("leader-election-labels"),
+    },
+    kubeApiQps: positive(flags, "kube-api-qps"),
+    kubeApiBurst: positive(flags, "kube-api-burst"),
+    httpEndpoint: httpEndpoint !== "" ? httpEndpoint : metricsAddress,
+    metricsPath: flags.string("metrics-path"),
+    featureGates: parseFeatureGates(flags.map("feature-gates")),
+    retryIntervalStartMs: retryStart,
+    retryIntervalMaxMs: retryMax,
+  };
+}

@@ -1,0 +1,162 @@
+// The diagnostics HTTP server of every sidecar (--http-endpoint, --metrics-path): prom-client
+// metrics at `metricsPath`, an aggregate health check at `/healthz`, and each named check at
+// `/healthz/<name>` (the leader-election check at `/healthz/leader-election`, where upstream
+// sidecars serve it). A check passes when its function returns or resolves; a throw or
+// rejection fails it with HTTP 500. Like Kubernetes' healthz, failure bodies say which check
+// failed but withhold the reason unless `?verbose` is asked for (reasons are logged).
+//
+// Address: Go's net.Listen semantics, because upstream Deployments pass `--http-endpoint=:8080`
+// and the kubelet probes the pod IP — ":8080" listens on all interfaces, "127.0.0.1:8080" on
+// loopback only, "[::1]:8080" on IPv6 loopback. Security by default comes from the flag being
+// empty (server off) unless asked for, and from `csikit up` passing a loopback address.
+//
+// Lifecycle: `startHttpEndpoint` resolves once listening (so callers learn the port when they
+// asked for port 0); `stopped` resolves after `signal` aborts and the server has closed.
+
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+import { FlagError, errorMessage, silentLogger, type Logger } from "../base/index.ts";
+
+export type HealthCheck = () => Promise<void> | void;
+
+export interface HttpEndpointOptions {
+  /** --http-endpoint: "host:port", ":port" (all interfaces) or "[v6]:port". */
+  address: string;
+  /** --metrics-path. Default "/metrics". */
+  metricsPath?: string;
+  registry: Registry;
+  /** Named checks served at /healthz/<name> and aggregated at /healthz. Default none. */
+  healthChecks?: Record<string, HealthCheck>;
+  logger?: Logger;
+}
+
+export interface HttpEndpoint {
+  host: string;
+  port: number;
+  /** e.g. "http://127.0.0.1:8080" (loopback when bound to all interfaces). */
+  url: string;
+  /** Resolves after the signal aborted and the server closed. */
+  stopped: Promise<void>;
+}
+
+/** Splits an --http-endpoint value; host "" means all interfaces (Go semantics). */
+export function parseListenAddress(address: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.%a-zA-Z]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(address);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535)
+    throw new FlagError(
+      `invalid value ${JSON.stringify(address)} for flag -http-endpoint: want host:port or :port`,
+    );
+  return { host: match[1] ?? match[2] ?? "", port };
+}
+
+async function runChecks(
+  checks: [string, HealthCheck][],
+): Promise<{ name: string; error: string | undefined }[]> {
+  return Promise.all(
+    checks.map(async ([name, check]) => {
+      try {
+        await check();
+        return { name, error: undefined };
+      } catch (error) {
+        return { name, error: errorMessage(error) };
+      }
+    }),
+  );
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  contentType = "text/plain; charset=utf-8",
+): void {
+  res.writeHead(status, { "content-type": contentType, "x-content-type-options": "nosniff" });
+  res.end(body);
+}
+
+export async function startHttpEndpoint(
+  options: HttpEndpointOptions,
+  signal: AbortSignal,
+): Promise<HttpEndpoint> {
+  const { host, port } = parseListenAddress(options.address);
+  const metricsPath = options.metricsPath ?? "/metrics";
+  const logger = options.logger ?? silentLogger;
+  const checks = options.healthChecks ?? {};
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? "/", "http://endpoint");
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      send(res, 405, "method not allowed\n");
+      return;
+    }
+    if (url.pathname === metricsPath) {
+      send(res, 200, await options.registry.metrics(), options.registry.contentType);
+      return;
+    }
+    let selected: [string, HealthCheck][];
+    if (url.pathname === "/healthz" || url.pathname === "/healthz/") selected = Object.entries(checks);
+    else if (url.pathname.startsWith("/healthz/")) {
+      const name = decodeURIComponent(url.pathname.slice("/healthz/".length));
+      const check = Object.hasOwn(checks, name) ? checks[name] : undefined;
+      if (!check) {
+        send(res, 404, `no health check named ${JSON.stringify(name)}\n`);
+        return;
+      }
+      selected = [[name, check]];
+    } else {
+      send(res, 404, "not found\n");
+      return;
+    }
+    const results = await runChecks(selected);
+    const verbose = url.searchParams.has("verbose");
+    const failed = results.filter((r) => r.error !== undefined);
+    for (const f of failed) logger.warn("health check failed", { check: f.name, err: f.error });
+    if (failed.length === 0 && !verbose) {
+      send(res, 200, "ok");
+      return;
+    }
+    const lines = results.map((r) =>
+      r.error === undefined
+        ? `[+]${r.name} ok`
+        : `[-]${r.name} failed: ${verbose ? r.error : "reason withheld"}`,
+    );
+    lines.push(failed.length === 0 ? "healthz check passed" : "healthz check failed");
+    send(res, failed.length === 0 ? 200 : 500, lines.join("\n") + "\n");
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      logger.error("diagnostics request failed", { path: req.url, err: errorMessage(error) });
+      if (!res.headersSent) send(res, 500, "internal error\n");
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    const onListening = (): void => {
+      server.off("error", reject);
+      resolve();
+    };
+    if (host === "") server.listen(port, onListening);
+    else server.listen(port, host, onListening);
+  });
+  const info = server.address() as AddressInfo;
+  const urlHost = host === "" || host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const stopped = new Promise<void>((resolve) => {
+    const close = (): void => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    };
+    if (signal.aborted) close();
+    else signal.addEventListener("abort", close, { once: true });
+  });
+  logger.info(1, "diagnostics endpoint listening", { address: options.address, port: info.port });
+  return {
+    host,
+    port: info.port,
+    url: `http://${urlHost.includes(":") ? `[${urlHost}]` : urlHost}:${info.port}`,
+    stopped,
+  };
+}

@@ -1,0 +1,9 @@
+// The controller plumbing every csikit sidecar and controller shares: client construction with
+// client-side rate limiting, work queue and rate limiters, informers, leader election, event
+// recording, CSI call metrics, the diagnostics HTTP endpoint and the common sidecar flags.
+export * from "./flags.ts";
+export * from "./ratelimit.ts";
+export * from "./workqueue.ts";
+export * from "./metrics.ts";
+export * from "./http-endpoint.ts";
+export * from "./lease-name.ts";

@@ -1,0 +1,96 @@
+// The CSI call metric every sidecar exports, named and shaped exactly as csi-lib-utils'
+// metrics manager does so existing dashboards work: histogram
+// `csi_sidecar_operations_seconds{driver_name, method_name, grpc_status_code[, migrated]}`
+// with the upstream buckets. `driver_name` is "unknown-driver" until `setDriverName` is called
+// (after GetPluginInfo). `method_name` is the full gRPC path ("/csi.v1.Controller/CreateVolume");
+// `grpc_status_code` is the Go name of the code ("OK", "DeadlineExceeded"), as Go's
+// codes.Code.String() prints it. src/csi is a lower layer and cannot import this module; its
+// client takes a plain `CsiCallObserver` function, which `observer()` returns.
+
+import { Histogram, type Registry } from "prom-client";
+
+export const CSI_OPERATIONS_METRIC = "csi_sidecar_operations_seconds";
+export const CSI_OPERATIONS_HELP =
+  "Container Storage Interface operation duration with gRPC error code status total";
+export const CSI_OPERATIONS_BUCKETS: readonly number[] = [
+  0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600,
+];
+export const UNKNOWN_DRIVER_NAME = "unknown-driver";
+
+/** Go's names of gRPC status codes, by number. */
+export const GRPC_CODE_NAMES: readonly string[] = [
+  "OK",
+  "Canceled",
+  "Unknown",
+  "InvalidArgument",
+  "DeadlineExceeded",
+  "NotFound",
+  "AlreadyExists",
+  "PermissionDenied",
+  "ResourceExhausted",
+  "FailedPrecondition",
+  "Aborted",
+  "OutOfRange",
+  "Unimplemented",
+  "Internal",
+  "Unavailable",
+  "DataLoss",
+  "Unauthenticated",
+];
+
+/** The Go name of a gRPC code given as number or name; unknown numbers print as Go does: Code(N). */
+export function grpcCodeName(code: number | string): string {
+  if (typeof code === "string") return code;
+  return GRPC_CODE_NAMES[code] ?? `Code(${code})`;
+}
+
+/** What src/csi's client calls after every RPC: method path, status code, duration in seconds. */
+export type CsiCallObserver = (method: string, code: number | string, seconds: number) => void;
+
+export interface CsiMetricsOptions {
+  registry: Registry;
+  /** Add the `migrated` label (the provisioner/attacher/resizer with CSI migration). Default false. */
+  migratedLabel?: boolean;
+}
+
+export class CsiOperationMetrics {
+  readonly histogram: Histogram;
+  #driverName = UNKNOWN_DRIVER_NAME;
+  readonly #migratedLabel: boolean;
+
+  constructor(options: CsiMetricsOptions) {
+    this.#migratedLabel = options.migratedLabel ?? false;
+    const labelNames = ["driver_name", "method_name", "grpc_status_code"];
+    if (this.#migratedLabel) labelNames.push("migrated");
+    this.histogram = new Histogram({
+      name: CSI_OPERATIONS_METRIC,
+      help: CSI_OPERATIONS_HELP,
+      labelNames,
+      buckets: [...CSI_OPERATIONS_BUCKETS],
+      registers: [options.registry],
+    });
+  }
+
+  get driverName(): string {
+    return this.#driverName;
+  }
+
+  setDriverName(name: string): void {
+    this.#driverName = name === "" ? UNKNOWN_DRIVER_NAME : name;
+  }
+
+  observeCsiCall(method: string, code: number | string, seconds: number, migrated = false): void {
+    const labels: Record<string, string> = {
+      driver_name: this.#driverName,
+      method_name: method,
+      grpc_status_code: grpcCodeName(code),
+    };
+    if (this.#migratedLabel) labels.migrated = migrated ? "true" : "false";
+    this.histogram.observe(labels, seconds);
+  }
+
+  /** A plain function for src/csi's client hook. */
+  observer(): CsiCallObserver {
+    return (method, code, seconds) => this.observeCsiCall(method, code, seconds);
+  }
+}
