@@ -3,3 +3,12 @@
 // request validation and per-volume locks, and the csi_secret-driven log sanitizer.
 export * from "./types.ts";
 export { CsiError, GrpcStatus, grpcCode, statusName } from "./errors.ts";
+export { parseEndpoint } from "./endpoint.ts";
+export { serveCsi, type CsiServer, type CsiServerOptions } from "./server.ts";
+export { CsiClient, type CsiClientOptions, type WaitForReadyOptions } from "./client.ts";
+export { requireField } from "./validate.ts";
+export { OperationLocks } from "./locks.ts";
+export { sanitizeRequest, STRIPPED } from "./sanitize.ts";
+export { packageDefinition, LOADER_OPTIONS } from "./loader.ts";
+export type { MethodSpec, ServiceSpec, ServiceKey } from "./services.ts";
+export { SERVICE_SPECS } from "./services.ts";

@@ -1,0 +1,256 @@
+// A typed CSI client over a Unix socket: one grpc-js channel, connected lazily, shared by all
+// services. Every method returns a promise of the decoded response (see types.ts) and rejects
+// with grpc-js's ServiceError (numeric `code`, `details`). A lost connection fails calls with
+// UNAVAILABLE; the channel reconnects by itself (backoff capped at 1s, as csi-lib-utils dials)
+// so later calls work once the driver is back.
+
+import * as grpc from "@grpc/grpc-js";
+import type { MethodDefinition } from "@grpc/proto-loader";
+import type { Clock, Logger } from "../base/index.ts";
+import { Backoff, errorMessage, realClock, silentLogger } from "../base/index.ts";
+import { grpcTarget, parseEndpoint } from "./endpoint.ts";
+import { CsiError, GrpcStatus } from "./errors.ts";
+import { serviceDefinition } from "./loader.ts";
+import { SERVICE_SPECS, type MethodSpec, type ServiceKey } from "./services.ts";
+import { traceCall } from "./trace.ts";
+import type {
+  CallOptions,
+  ClientMethods,
+  ControllerMethods,
+  GroupControllerMethods,
+  IdentityMethods,
+  NodeMethods,
+  RegistrationMethods,
+  SnapshotMetadataMethods,
+} from "./types.ts";
+
+export interface CsiClientOptions {
+  /** Request/response traces at -v 5 (sanitized), Probe failures at -v 4. Default: silent. */
+  logger?: Logger;
+  /** Deadline of each call in ms unless the call gives its own. Default: none. */
+  timeoutMs?: number;
+}
+
+export interface WaitForReadyOptions {
+  signal?: AbortSignal;
+  /** Clock for the waits between probes. Default: the real clock. */
+  clock?: Clock;
+  /** Give up (DEADLINE_EXCEEDED) after this many ms. Default: never, as the sidecars wait. */
+  timeoutMs?: number;
+}
+
+/** Deadline of one Probe inside waitForReady when the client has no timeoutMs. */
+const DEFAULT_PROBE_TIMEOUT_MS = 10_000;
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 1000,
+};
+
+type UntypedMethod = (request: never, options?: CallOptions) => unknown;
+
+export class CsiClient {
+  /** Absolute path of the driver's socket. */
+  readonly path: string;
+  readonly identity: ClientMethods<IdentityMethods>;
+  readonly controller: ClientMethods<ControllerMethods>;
+  readonly node: ClientMethods<NodeMethods>;
+  readonly groupController: ClientMethods<GroupControllerMethods>;
+  readonly snapshotMetadata: ClientMethods<SnapshotMetadataMethods>;
+  readonly registration: ClientMethods<RegistrationMethods>;
+  readonly #channel: grpc.Client;
+  readonly #logger: Logger;
+  readonly #timeoutMs: number | undefined;
+
+  /** A client for `endpoint`; nothing is dialled until the first call. */
+  static connect(endpoint: string, options: CsiClientOptions = {}): CsiClient {
+    return new CsiClient(parseEndpoint(endpoint), options);
+  }
+
+  private constructor(path: string, options: CsiClientOptions) {
+    this.path = path;
+    this.#logger = options.logger ?? silentLogger;
+    this.#timeoutMs = options.timeoutMs;
+    this.#channel = new grpc.Client(grpcTarget(path), grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+    this.identity = this.#methods("identity") as ClientMethods<IdentityMethods>;
+    this.controller = this.#methods("controller") as ClientMethods<ControllerMethods>;
+    this.node = this.#methods("node") as ClientMethods<NodeMethods>;
+    this.groupController = this.#methods("groupController") as ClientMethods<GroupControllerMethods>;
+    this.snapshotMetadata = this.#methods("snapshotMetadata") as ClientMethods<SnapshotMetadataMethods>;
+    this.registration = this.#methods("registration") as ClientMethods<RegistrationMethods>;
+  }
+
+  /**
+   * Calls Probe until the plugin answers ready (a missing `ready` counts as ready, as the
+   * spec allows). Connection errors and ready:false both retry, with backoff from 100ms up to
+   * 1s (the sidecars probe once a second); each failure is logged at -v 4.
+   */
+  async waitForReady(options: WaitForReadyOptions = {}): Promise<void> {
+    const clock = options.clock ?? realClock;
+    const { signal, timeoutMs } = options;
+    const backoff = new Backoff({ initial: 100, max: 1000 });
+    const started = clock.now();
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      let reason: string;
+      try {
+        const probeOptions: CallOptions = { timeoutMs: this.#timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS };
+        if (signal) probeOptions.signal = signal;
+        const response = await this.identity.probe({}, probeOptions);
+        if (response.ready === null || response.ready.value) {
+          this.#logger.info(4, "CSI driver is ready", { endpoint: this.path, attempts: attempt });
+          return;
+        }
+        reason = "the driver answered ready: false";
+      } catch (error) {
+        signal?.throwIfAborted();
+        reason = errorMessage(error);
+      }
+      this.#logger.info(4, "CSI driver is not ready yet, probing again", {
+        endpoint: this.path,
+        attempt,
+        reason,
+      });
+      const delay = backoff.next();
+      if (timeoutMs !== undefined && clock.now() - started + delay > timeoutMs) {
+        throw new CsiError(
+          GrpcStatus.DEADLINE_EXCEEDED,
+          `CSI driver at ${this.path} was not ready within ${timeoutMs}ms: ${reason}`,
+        );
+      }
+      await clock.sleep(delay, signal);
+    }
+  }
+
+  /** Plugin capability names: service types (CONTROLLER_SERVICE, ...) and expansion types (ONLINE, OFFLINE). */
+  async pluginCapabilities(options?: CallOptions): Promise<Set<string>> {
+    const response = await this.identity.getPluginCapabilities({}, options);
+    const names = new Set<string>();
+    for (const capability of response.capabilities) {
+      if (capability.service) names.add(capability.service.type);
+      if (capability.volumeExpansion) names.add(capability.volumeExpansion.type);
+    }
+    names.delete("UNKNOWN");
+    return names;
+  }
+
+  /** Controller RPC capability names (CREATE_DELETE_VOLUME, ...). */
+  async controllerCapabilities(options?: CallOptions): Promise<Set<string>> {
+    const response = await this.controller.controllerGetCapabilities({}, options);
+    return rpcTypes(response.capabilities);
+  }
+
+  /** Node RPC capability names (STAGE_UNSTAGE_VOLUME, ...). */
+  async nodeCapabilities(options?: CallOptions): Promise<Set<string>> {
+    const response = await this.node.nodeGetCapabilities({}, options);
+    return rpcTypes(response.capabilities);
+  }
+
+  /** Group controller RPC capability names (CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT). */
+  async groupControllerCapabilities(options?: CallOptions): Promise<Set<string>> {
+    const response = await this.groupController.groupControllerGetCapabilities({}, options);
+    return rpcTypes(response.capabilities);
+  }
+
+  /** Closes the channel; calls in flight fail with CANCELLED or UNAVAILABLE. */
+  close(): void {
+    this.#channel.close();
+  }
+
+  #methods(key: ServiceKey): Record<string, UntypedMethod> {
+    const spec = SERVICE_SPECS[key];
+    const definition = serviceDefinition(spec.name);
+    const methods: Record<string, UntypedMethod> = {};
+    for (const [name, method] of Object.entries(spec.methods)) {
+      const wire = definition[method.name];
+      if (!wire) throw new Error(`${method.path} is missing from the loaded protos`);
+      methods[name] = method.responseStream
+        ? this.#streamMethod(method, wire)
+        : this.#unaryMethod(method, wire);
+    }
+    return methods;
+  }
+
+  #callOptions(options: CallOptions): grpc.CallOptions {
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    return timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs };
+  }
+
+  #unaryMethod(method: MethodSpec, wire: MethodDefinition<object, object>): UntypedMethod {
+    return (request: unknown, options: CallOptions = {}) =>
+      new Promise<unknown>((resolve, reject) => {
+        options.signal?.throwIfAborted();
+        const trace = traceCall(this.#logger, method, request);
+        const onAbort = (): void => call.cancel();
+        const call = this.#channel.makeUnaryRequest<unknown, unknown>(
+          wire.path,
+          (value) => wire.requestSerialize(toObject(value)),
+          (bytes) => wire.responseDeserialize(bytes),
+          request,
+          new grpc.Metadata(),
+          this.#callOptions(options),
+          (error, response) => {
+            options.signal?.removeEventListener("abort", onAbort);
+            if (error) {
+              trace.failure(error);
+              reject(error);
+            } else {
+              trace.response(response);
+              resolve(response);
+            }
+          },
+        );
+        options.signal?.addEventListener("abort", onAbort, { once: true });
+      });
+  }
+
+  #streamMethod(method: MethodSpec, wire: MethodDefinition<object, object>): UntypedMethod {
+    const channel = this.#channel;
+    const logger = this.#logger;
+    const callOptions = (options: CallOptions): grpc.CallOptions => this.#callOptions(options);
+    return (request: unknown, options: CallOptions = {}) => ({
+      async *[Symbol.asyncIterator]() {
+        options.signal?.throwIfAborted();
+        const trace = traceCall(logger, method, request);
+        const call = channel.makeServerStreamRequest<unknown, unknown>(
+          wire.path,
+          (value) => wire.requestSerialize(toObject(value)),
+          (bytes) => wire.responseDeserialize(bytes),
+          request,
+          new grpc.Metadata(),
+          callOptions(options),
+        );
+        const onAbort = (): void => call.cancel();
+        options.signal?.addEventListener("abort", onAbort, { once: true });
+        try {
+          for await (const message of call as AsyncIterable<unknown>) {
+            trace.message(message);
+            yield message;
+          }
+          trace.response(undefined);
+        } catch (error) {
+          trace.failure(error);
+          throw error;
+        } finally {
+          options.signal?.removeEventListener("abort", onAbort);
+          call.cancel();
+        }
+      },
+    });
+  }
+}
+
+function rpcTypes(capabilities: readonly { rpc?: { type: string } }[]): Set<string> {
+  const names = new Set<string>();
+  for (const capability of capabilities) if (capability.rpc) names.add(capability.rpc.type);
+  names.delete("UNKNOWN");
+  return names;
+}
+
+/** proto-loader serializers take objects; a request of another shape is a caller bug. */
+function toObject(value: unknown): object {
+  if (typeof value !== "object" || value === null) {
+    throw new CsiError(GrpcStatus.INVALID_ARGUMENT, "a CSI request must be an object");
+  }
+  return value;
+}

@@ -1,0 +1,57 @@
+// The one secret redactor (CONVENTIONS.md §15): the generated secret table, built from the
+// proto's csi_secret markers, says which fields hold secrets and which message fields can
+// lead to one. No name heuristics. Used by the server and client logging wrappers.
+
+import { secretTable } from "./generated/secrets.ts";
+
+export const STRIPPED = "***stripped***";
+
+/**
+ * A deep copy of `message` (a decoded or input message of type `messageType`, e.g.
+ * "csi.v1.CreateVolumeRequest") with every csi_secret value replaced by "***stripped***":
+ * a string field as a whole, each value of a map, each element of a repeated field. Empty
+ * values stay empty so a log still shows that no secret was given.
+ */
+export function sanitizeRequest(messageType: string, message: unknown): unknown {
+  return copyMessage(messageType, message);
+}
+
+function copyMessage(messageType: string, message: unknown): unknown {
+  if (Array.isArray(message)) return message.map((item) => copyMessage(messageType, item));
+  if (!isPlainObject(message)) return copyValue(message);
+  const entry = secretTable[messageType];
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    if (entry?.secrets.includes(key)) out[key] = redact(value);
+    else {
+      const nested = entry?.messages[key];
+      out[key] = nested === undefined ? copyValue(value) : copyMessage(nested, value);
+    }
+  }
+  return out;
+}
+
+function redact(value: unknown): unknown {
+  if (value === undefined || value === null || value === "") return value;
+  if (Array.isArray(value)) return value.map(redact);
+  if (isPlainObject(value)) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) out[key] = STRIPPED;
+    return out;
+  }
+  return STRIPPED;
+}
+
+function copyValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(copyValue);
+  if (!isPlainObject(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = copyValue(item);
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
