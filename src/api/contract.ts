@@ -1,0 +1,332 @@
+// The upstream contract as data (FACTS.md): annotation keys, finalizers, labels and Event
+// reasons, each with who sets it. Components import these instead of spelling strings, and a
+// docs test checks the tables against docs/ both ways.
+
+export interface ContractEntry {
+  readonly key: string;
+  /** Kinds that carry it. */
+  readonly on: readonly string[];
+  /** The component that writes it (upstream's and csikit's twin). */
+  readonly setBy: string;
+  readonly meaning: string;
+}
+
+function entry(key: string, on: readonly string[], setBy: string, meaning: string): ContractEntry {
+  return Object.freeze({ key, on: Object.freeze([...on]), setBy, meaning });
+}
+
+export const ANNOTATIONS = Object.freeze({
+  storageProvisioner: entry(
+    "volume.kubernetes.io/storage-provisioner",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "which provisioner acts on the claim",
+  ),
+  betaStorageProvisioner: entry(
+    "volume.beta.kubernetes.io/storage-provisioner",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "legacy twin of storage-provisioner, still written and read",
+  ),
+  selectedNode: entry(
+    "volume.kubernetes.io/selected-node",
+    ["PersistentVolumeClaim"],
+    "scheduler / distributed provisioner",
+    "WaitForFirstConsumer node; removed to reschedule",
+  ),
+  provisionedBy: entry(
+    "pv.kubernetes.io/provisioned-by",
+    ["PersistentVolume"],
+    "provisioner",
+    "driver that created the volume",
+  ),
+  bindCompleted: entry(
+    "pv.kubernetes.io/bind-completed",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "binding done",
+  ),
+  boundByController: entry(
+    "pv.kubernetes.io/bound-by-controller",
+    ["PersistentVolume", "PersistentVolumeClaim"],
+    "PV controller",
+    'the controller made the bind (value "yes")',
+  ),
+  migratedTo: entry(
+    "pv.kubernetes.io/migrated-to",
+    ["PersistentVolume", "PersistentVolumeClaim"],
+    "PV controller (migration on)",
+    "CSI driver of a migrated in-tree object",
+  ),
+  storageResizer: entry(
+    "volume.kubernetes.io/storage-resizer",
+    ["PersistentVolumeClaim"],
+    "expand controller",
+    "which resizer acts",
+  ),
+  provisionerDeletionSecretName: entry(
+    "volume.kubernetes.io/provisioner-deletion-secret-name",
+    ["PersistentVolume"],
+    "provisioner",
+    "secret name for DeleteVolume",
+  ),
+  provisionerDeletionSecretNamespace: entry(
+    "volume.kubernetes.io/provisioner-deletion-secret-namespace",
+    ["PersistentVolume"],
+    "provisioner",
+    "secret namespace for DeleteVolume",
+  ),
+  nodeID: entry("csi.volume.kubernetes.io/nodeid", ["Node"], "kubelet", "JSON map {driver: nodeID}"),
+  migratedPlugins: entry(
+    "storage.alpha.kubernetes.io/migrated-plugins",
+    ["CSINode"],
+    "kubelet",
+    "in-tree plugins migrated on this node",
+  ),
+  attachmentNodeID: entry(
+    "csi.alpha.kubernetes.io/node-id",
+    ["VolumeAttachment"],
+    "attacher",
+    "node ID used at attach",
+  ),
+  controllerManagedAttachDetach: entry(
+    "volumes.kubernetes.io/controller-managed-attach-detach",
+    ["Node"],
+    "kubelet",
+    'the attach/detach controller manages attach (value "true")',
+  ),
+  isDefaultSnapshotClass: entry(
+    "snapshot.storage.kubernetes.io/is-default-class",
+    ["VolumeSnapshotClass"],
+    "admin",
+    "default snapshot class",
+  ),
+  isDefaultStorageClass: entry(
+    "storageclass.kubernetes.io/is-default-class",
+    ["StorageClass"],
+    "admin",
+    "default storage class",
+  ),
+  betaIsDefaultStorageClass: entry(
+    "storageclass.beta.kubernetes.io/is-default-class",
+    ["StorageClass"],
+    "admin",
+    "legacy twin of is-default-class, still honoured",
+  ),
+});
+
+/** PV volumeAttributes key the provisioner stamps: `<unix-ms>-<rand 0..9999>-<driver>[-<node>]`. */
+export const PROVISIONER_IDENTITY_ATTRIBUTE = "storage.kubernetes.io/csiProvisionerIdentity";
+
+export const FINALIZERS = Object.freeze({
+  pvcProtection: entry(
+    "kubernetes.io/pvc-protection",
+    ["PersistentVolumeClaim"],
+    "PVC protection admission / controller",
+    "claim in use by a pod is not removed",
+  ),
+  pvProtection: entry(
+    "kubernetes.io/pv-protection",
+    ["PersistentVolume"],
+    "PV protection admission / controller",
+    "bound volume is not removed",
+  ),
+  provisionerDeletion: entry(
+    "external-provisioner.volume.kubernetes.io/finalizer",
+    ["PersistentVolume"],
+    "provisioner (HonorPVReclaimPolicy)",
+    "DeleteVolume runs before the PV goes",
+  ),
+  cloningProtection: entry(
+    "provisioner.storage.kubernetes.io/cloning-protection",
+    ["PersistentVolumeClaim"],
+    "provisioner",
+    "clone source claim kept while a clone is provisioned",
+  ),
+  snapshotAsSourceProtectionProvisioner: entry(
+    "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection",
+    ["VolumeSnapshot"],
+    "provisioner",
+    "restore source snapshot kept while provisioning",
+  ),
+  volumeSnapshotContentBound: entry(
+    "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection",
+    ["VolumeSnapshotContent"],
+    "snapshot-controller",
+    "content bound to a snapshot",
+  ),
+  volumeSnapshotBound: entry(
+    "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection",
+    ["VolumeSnapshot"],
+    "snapshot-controller",
+    "snapshot bound to a content",
+  ),
+  volumeSnapshotAsSource: entry(
+    "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+    ["VolumeSnapshot"],
+    "snapshot-controller",
+    "snapshot used as a restore source",
+  ),
+  pvcAsSource: entry(
+    "snapshot.storage.kubernetes.io/pvc-as-source-protection",
+    ["PersistentVolumeClaim"],
+    "snapshot-controller",
+    "claim being snapshotted",
+  ),
+});
+
+/**
+ * The attacher's finalizer for one driver: `external-attacher/` + the driver name with every
+ * character outside [a-zA-Z0-9-] replaced by "-" (on the VolumeAttachment and the PV).
+ */
+export function attacherFinalizer(driverName: string): string {
+  return `external-attacher/${driverName.replace(/[^a-zA-Z0-9-]/g, "-")}`;
+}
+
+export const LABELS = Object.freeze({
+  capacityDriverName: entry(
+    "csi.storage.k8s.io/drivername",
+    ["CSIStorageCapacity"],
+    "provisioner (capacity tracking)",
+    "driver the capacity belongs to",
+  ),
+  capacityManagedBy: entry(
+    "csi.storage.k8s.io/managed-by",
+    ["CSIStorageCapacity"],
+    "provisioner (capacity tracking)",
+    '"external-provisioner" or "external-provisioner-<node>"',
+  ),
+  hostname: entry("kubernetes.io/hostname", ["Node"], "kubelet", "node host name"),
+  metadataName: entry(
+    "kubernetes.io/metadata.name",
+    ["Namespace"],
+    "API server",
+    "the namespace's own name, set on every namespace",
+  ),
+});
+
+/** generateName of CSIStorageCapacity objects. */
+export const CAPACITY_GENERATE_NAME = "csisc-";
+
+/** Event reasons, by the component that records them (upstream values). */
+export const EVENT_REASONS = Object.freeze({
+  // sig-storage-lib-external-provisioner / external-provisioner
+  provisioning: entry("Provisioning", ["PersistentVolumeClaim"], "provisioner", "CreateVolume started"),
+  provisioningSucceeded: entry(
+    "ProvisioningSucceeded",
+    ["PersistentVolumeClaim"],
+    "provisioner",
+    "volume created",
+  ),
+  provisioningFailed: entry(
+    "ProvisioningFailed",
+    ["PersistentVolumeClaim"],
+    "provisioner / PV controller",
+    "provisioning failed",
+  ),
+  volumeFailedDelete: entry(
+    "VolumeFailedDelete",
+    ["PersistentVolume"],
+    "provisioner / PV controller",
+    "DeleteVolume failed",
+  ),
+  // pv-controller
+  externalProvisioning: entry(
+    "ExternalProvisioning",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "waiting for an external provisioner",
+  ),
+  waitForFirstConsumer: entry(
+    "WaitForFirstConsumer",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "binding waits for a pod",
+  ),
+  waitForPodScheduled: entry(
+    "WaitForPodScheduled",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "waiting for the pod to be scheduled",
+  ),
+  failedBinding: entry(
+    "FailedBinding",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "no volume matches and no class to provision",
+  ),
+  volumeMismatch: entry(
+    "VolumeMismatch",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "requested volume does not fit the claim",
+  ),
+  claimLost: entry("ClaimLost", ["PersistentVolumeClaim"], "PV controller", "bound volume disappeared"),
+  claimMisbound: entry(
+    "ClaimMisbound",
+    ["PersistentVolumeClaim"],
+    "PV controller",
+    "two claims bound one volume",
+  ),
+  // expand controller / external-resizer / kubelet
+  externalExpanding: entry(
+    "ExternalExpanding",
+    ["PersistentVolumeClaim"],
+    "expand controller",
+    "waiting for an external resizer",
+  ),
+  resizing: entry("Resizing", ["PersistentVolumeClaim"], "resizer", "ControllerExpandVolume started"),
+  volumeResizeFailed: entry(
+    "VolumeResizeFailed",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "ControllerExpandVolume failed",
+  ),
+  volumeResizeSuccessful: entry(
+    "VolumeResizeSuccessful",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "controller expansion done",
+  ),
+  fileSystemResizeRequired: entry(
+    "FileSystemResizeRequired",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "node expansion pending",
+  ),
+  fileSystemResizeSuccessful: entry(
+    "FileSystemResizeSuccessful",
+    ["PersistentVolumeClaim", "Pod"],
+    "kubelet",
+    "NodeExpandVolume done",
+  ),
+  // scheduler
+  scheduled: entry("Scheduled", ["Pod"], "scheduler", "pod bound to a node"),
+  failedScheduling: entry("FailedScheduling", ["Pod"], "scheduler", "no node fits"),
+  // attach/detach controller and kubelet
+  successfulAttachVolume: entry(
+    "SuccessfulAttachVolume",
+    ["Pod"],
+    "attach/detach controller",
+    "VolumeAttachment reports attached",
+  ),
+  failedAttachVolume: entry(
+    "FailedAttachVolume",
+    ["Pod"],
+    "attach/detach controller",
+    "attach failed or timed out",
+  ),
+  failedMount: entry("FailedMount", ["Pod"], "kubelet", "stage/publish failed or timed out"),
+  failedMapVolume: entry("FailedMapVolume", ["Pod"], "kubelet", "block volume map failed"),
+  // external-snapshotter
+  snapshotCreated: entry("SnapshotCreated", ["VolumeSnapshot"], "snapshot-controller", "snapshot taken"),
+  snapshotReady: entry("SnapshotReady", ["VolumeSnapshot"], "snapshot-controller", "snapshot ready to use"),
+  snapshotContentCreationFailed: entry(
+    "SnapshotContentCreationFailed",
+    ["VolumeSnapshot"],
+    "snapshot-controller",
+    "content could not be created",
+  ),
+  // leader election
+  leaderElection: entry("LeaderElection", ["Lease"], "leader election", "became leader"),
+});

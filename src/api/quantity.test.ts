@@ -1,0 +1,86 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  canonicalQuantity,
+  compareQuantities,
+  parseQuantity,
+  quantityFromValue,
+  quantityMilliValue,
+  quantityValue,
+  tryParseQuantity,
+} from "./quantity.ts";
+
+test("parses exact values in every suffix family", () => {
+  const cases: [string, bigint][] = [
+    ["1Gi", 1073741824n],
+    ["100Mi", 104857600n],
+    ["1.5G", 1500000000n],
+    ["1.5Gi", 1610612736n],
+    ["1Ki", 1024n],
+    ["2Ei", 2n * 1024n ** 6n],
+    ["1e3", 1000n],
+    ["1E", 10n ** 18n],
+    ["12345", 12345n],
+    ["+5", 5n],
+    ["-5k", -5000n],
+    ["0", 0n],
+  ];
+  for (const [input, bytes] of cases) assert.equal(quantityValue(parseQuantity(input)), bytes, input);
+  assert.equal(quantityMilliValue(parseQuantity("500m")), 500n);
+  assert.equal(quantityMilliValue(parseQuantity(".5")), 500n);
+  assert.equal(parseQuantity("1n").nanos, 1n);
+  // sub-nano precision rounds up, as upstream
+  assert.equal(parseQuantity("0.1n").nanos, 1n);
+});
+
+test("canonical format follows upstream", () => {
+  const cases: [string, string][] = [
+    ["1Gi", "1Gi"],
+    ["1024Mi", "1Gi"],
+    ["1.5Gi", "1536Mi"],
+    ["1.5G", "1500M"],
+    ["0.5", "500m"],
+    ["1000", "1k"],
+    ["1500", "1500"],
+    ["500m", "500m"],
+    ["100m", "100m"],
+    ["0.1", "100m"],
+    ["1e3", "1e3"],
+    ["1.5e3", "1500"],
+    ["512", "512"],
+    ["0.5Ki", "512"],
+    ["1000Ki", "1000Ki"],
+    ["1.5Ki", "1536"],
+    ["0Gi", "0"],
+    ["-1Gi", "-1Gi"],
+    ["1E", "1E"],
+    ["10E", "10E"],
+  ];
+  for (const [input, canonical] of cases) assert.equal(canonicalQuantity(input), canonical, input);
+});
+
+test("compares across formats", () => {
+  assert.equal(compareQuantities(parseQuantity("1Gi"), parseQuantity("1073741824")), 0);
+  assert.equal(compareQuantities(parseQuantity("1G"), parseQuantity("1Gi")), -1);
+  assert.equal(compareQuantities(parseQuantity("2Gi"), parseQuantity("1.5Gi")), 1);
+  assert.equal(compareQuantities(parseQuantity("999m"), parseQuantity("1")), -1);
+});
+
+test("rejects malformed quantities with upstream messages", () => {
+  for (const bad of ["", "abc", "1.5.5", "Gi", "1 Gi", "1Gi ", "1K", "1e", "--1"]) {
+    assert.throws(() => parseQuantity(bad), /quantit|numeric/, bad);
+  }
+  assert.throws(() => parseQuantity("abc"), {
+    message: "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+  });
+  assert.equal(tryParseQuantity("x"), undefined);
+  assert.equal(tryParseQuantity(5)?.nanos, 5_000_000_000n);
+  assert.equal(tryParseQuantity({}), undefined);
+});
+
+test("values beyond 2^53 stay exact", () => {
+  const q = quantityFromValue(2n ** 60n);
+  assert.equal(canonicalQuantity("1Ei"), "1Ei");
+  assert.equal(quantityValue(q), 2n ** 60n);
+  assert.equal(canonicalQuantity("9007199254740993"), "9007199254740993");
+});
