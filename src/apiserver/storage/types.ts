@@ -5,9 +5,17 @@
 // an empty segment). Values are whole JSON objects; the store writes `resourceVersion` into
 // `metadata` itself and never otherwise interprets them.
 //
-// Guarantees: a write that resolved is durable (survives kill -9); revisions strictly
-// increase across restarts; watch delivers every change after `fromRevision` in revision
-// order, or fails with StoreError("Gone") once that revision was compacted.
+// Guarantees: a write that returned is durable (survives kill -9; with the default
+// synchronous=FULL also power loss); revisions strictly increase across restarts and
+// compaction and are never reused; watch delivers every change after `fromRevision` in
+// revision order with no gap and no duplicate, or fails with StoreError("Gone") once that
+// revision was compacted (or when the watcher fell too far behind to be buffered).
+// All methods except watch iteration are synchronous: one write is one SQLite transaction, so
+// nothing interleaves with it inside the process.
+//
+// Objects returned by get/list/create/update/delete are fresh copies the caller may change.
+// Objects inside watch events are shared by every watcher of that change: treat them as
+// read-only (copy before changing).
 
 export type KubeObject = Record<string, unknown> & { metadata?: Record<string, unknown> };
 
@@ -53,8 +61,19 @@ export interface ListResult {
 }
 
 export interface Watch {
-  /** Events in revision order; ends when closed. Throws StoreError("Gone") if fromRevision is compacted. */
+  /**
+   * Events in revision order; ends (done) when closed or when the store closes. Rejects once with
+   * StoreError("Gone") if fromRevision is compacted, if compaction overtook a replay in progress, or
+   * if the consumer fell more than the store's watch buffer limit behind; after that it is done.
+   * One consumer per watch.
+   */
   [Symbol.asyncIterator](): AsyncIterator<StoreEvent>;
+  /**
+   * Every change under the prefix with revision <= this number has already been yielded: the
+   * revision a BOOKMARK event may carry. Never decreases; at least fromRevision.
+   */
+  progressRevision(): number;
+  /** Ends the iterator (a pending next() resolves done) and frees its buffer. Idempotent. */
   close(): void;
 }
 
@@ -70,13 +89,29 @@ export interface Store {
    * StoreError("NotFound") if absent.
    */
   update(key: string, object: KubeObject, expectedRevision?: number): StoredObject;
-  /** Remove the object; returns its last state. StoreError("NotFound") if absent. ConflictError on revision mismatch. */
+  /**
+   * Remove the object; returns its last state with resourceVersion (and `revision`) = the
+   * deletion revision, as the DELETED watch event carries it. StoreError("NotFound") if absent,
+   * StoreError("Conflict") on a revision mismatch.
+   */
   delete(key: string, expectedRevision?: number): StoredObject;
+  /**
+   * Keys in ascending (UTF-8 byte) order. With `revision` < currentRevision() the list is the
+   * state as of that revision (StoreError("Gone") if it is below compactedRevision()); a
+   * revision above currentRevision() reads the latest state.
+   */
   list(options: ListOptions): ListResult;
-  /** Events for keys under `prefix` with revision > fromRevision. */
+  /**
+   * Events for keys under `prefix` with revision > fromRevision: first the stored history, then
+   * live changes, with no gap or duplicate between the two.
+   */
   watch(prefix: string, fromRevision: number): Watch;
-  /** Drop history older than the newest `keep` revisions. */
+  /**
+   * Drop history older than the newest `keep` revisions: afterwards compactedRevision() is
+   * currentRevision() - keep, and list/watch at any revision >= that still answer exactly.
+   */
   compact(keep: number): void;
+  /** Ends every watch and closes the database. Idempotent; other calls afterwards throw. */
   close(): void;
 }
 

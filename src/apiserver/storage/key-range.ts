@@ -1,0 +1,41 @@
+// Key ranges for prefix scans. SQLite compares TEXT keys byte-wise on their UTF-8 encoding,
+// which orders strings by code point, so "every key starting with P" is exactly the half-open
+// range [P, end(P)) where end(P) is P with its last code point incremented. Expressing prefixes
+// as ranges (instead of LIKE or substr) lets every scan walk an index.
+
+export interface KeyRange {
+  /** Lower bound. */
+  lo: string;
+  /** Whether `lo` itself is in the range (`>=`) or not (`>`, for startAfter). */
+  loInclusive: boolean;
+  /** Exclusive upper bound; undefined when the range is unbounded above. */
+  hi: string | undefined;
+}
+
+/** The smallest string greater than every string that starts with `prefix`, or undefined if none exists. */
+export function prefixEnd(prefix: string): string | undefined {
+  const codePoints = Array.from(prefix, (ch) => ch.codePointAt(0) ?? 0);
+  while (codePoints.length > 0) {
+    const last = codePoints.pop()!;
+    if (last < 0x10ffff) {
+      // Surrogate code points are not encodable in UTF-8: skip straight past them.
+      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+      return String.fromCodePoint(...codePoints, next);
+    }
+  }
+  return undefined;
+}
+
+/** Byte-wise UTF-8 comparison, the order SQLite uses for TEXT with the BINARY collation. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+/** Keys under `prefix`, strictly after `startAfter` when that is given. */
+export function keyRange(prefix: string, startAfter?: string): KeyRange {
+  const hi = prefixEnd(prefix);
+  if (startAfter !== undefined && compareKeys(startAfter, prefix) >= 0) {
+    return { lo: startAfter, loInclusive: false, hi };
+  }
+  return { lo: prefix, loInclusive: true, hi };
+}
