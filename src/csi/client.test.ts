@@ -1,0 +1,208 @@
+// The typed client against real servers on real Unix sockets: waitForReady, connection loss
+// and reconnect, capability helpers, deadlines and cancellation.
+
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import { errorMessage, memoryLogger } from "../base/index.ts";
+import {
+  CsiClient,
+  GrpcStatus,
+  serveCsi,
+  type CsiServer,
+  type CsiServerOptions,
+  type IdentityService,
+} from "./index.ts";
+
+async function tempDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-csic-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function serve(t: TestContext, options: CsiServerOptions): Promise<CsiServer> {
+  const server = await serveCsi(options);
+  t.after(() => server.close());
+  return server;
+}
+
+function connect(
+  t: TestContext,
+  endpoint: string,
+  options?: Parameters<typeof CsiClient.connect>[1],
+): CsiClient {
+  const client = CsiClient.connect(endpoint, options);
+  t.after(() => client.close());
+  return client;
+}
+
+/** Polls `condition` every 10ms, at most `attempts` times. */
+async function eventually(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  attempts = 500,
+): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+function codeIs(code: number) {
+  return (error: unknown): boolean => {
+    assert.ok(typeof error === "object" && error !== null && "code" in error, String(error));
+    assert.equal(error.code, code, errorMessage(error));
+    return true;
+  };
+}
+
+const identity: IdentityService = {
+  getPluginInfo: async () => ({ name: "test.csi.k8s.io", vendorVersion: "1" }),
+  getPluginCapabilities: async () => ({
+    capabilities: [
+      { service: { type: "CONTROLLER_SERVICE" } },
+      { service: { type: "GROUP_CONTROLLER_SERVICE" } },
+      { volumeExpansion: { type: "OFFLINE" } },
+      {},
+    ],
+  }),
+  probe: async () => ({}),
+};
+
+test("waitForReady keeps probing until a late server comes up, logging each failure at -v 4", async (t) => {
+  const dir = await tempDir(t);
+  const endpoint = join(dir, "late.sock");
+  const { logger, lines } = memoryLogger({ verbosity: 4 });
+  const client = connect(t, endpoint, { logger });
+  const ready = client.waitForReady();
+  await eventually(() => lines.some((line) => line.includes("not ready yet")), "a failed probe");
+  await serve(t, { endpoint, identity });
+  await ready;
+  assert.ok(lines.some((line) => line.includes("CSI driver is ready")));
+  assert.ok(!lines.some((line) => line.includes("GRPC call")), "per-call traces stay at -v 5");
+});
+
+test("waitForReady retries while the driver answers ready: false", async (t) => {
+  const dir = await tempDir(t);
+  const { logger, lines } = memoryLogger({ verbosity: 4 });
+  let probes = 0;
+  const server = await serve(t, {
+    endpoint: join(dir, "csi.sock"),
+    identity: { ...identity, probe: async () => ({ ready: { value: ++probes >= 3 } }) },
+  });
+  const client = connect(t, server.path, { logger });
+  await client.waitForReady();
+  assert.equal(probes, 3);
+  assert.equal(lines.filter((line) => line.includes("ready: false")).length, 2);
+});
+
+test("waitForReady gives up with DEADLINE_EXCEEDED after timeoutMs, and stops on abort", async (t) => {
+  const dir = await tempDir(t);
+  const client = connect(t, join(dir, "absent.sock"));
+  await assert.rejects(client.waitForReady({ timeoutMs: 0 }), (error: unknown) => {
+    codeIs(GrpcStatus.DEADLINE_EXCEEDED)(error);
+    assert.match(String(error), /absent\.sock was not ready within 0ms/);
+    return true;
+  });
+  const controller = new AbortController();
+  controller.abort(new Error("stop waiting"));
+  await assert.rejects(client.waitForReady({ signal: controller.signal }), /stop waiting/);
+});
+
+test("connection loss surfaces as UNAVAILABLE and later calls reconnect to a restarted server", async (t) => {
+  const dir = await tempDir(t);
+  const endpoint = join(dir, "csi.sock");
+  const first = await serveCsi({ endpoint, identity });
+  const client = connect(t, endpoint);
+  assert.equal((await client.identity.getPluginInfo({})).name, "test.csi.k8s.io");
+  await first.close();
+  await assert.rejects(client.identity.getPluginInfo({}), codeIs(GrpcStatus.UNAVAILABLE));
+  await serve(t, { endpoint, identity: { ...identity, getPluginInfo: async () => ({ name: "restarted" }) } });
+  let name = "";
+  await eventually(async () => {
+    name = await client.identity.getPluginInfo({}).then(
+      (info) => info.name,
+      () => "",
+    );
+    return name !== "";
+  }, "a successful call after the restart");
+  assert.equal(name, "restarted");
+});
+
+test("capability helpers return the enum names the driver announces", async (t) => {
+  const dir = await tempDir(t);
+  const server = await serve(t, {
+    endpoint: join(dir, "csi.sock"),
+    identity,
+    controller: {
+      controllerGetCapabilities: async () => ({
+        capabilities: [{ rpc: { type: "CREATE_DELETE_VOLUME" } }, { rpc: { type: "GET_SNAPSHOT" } }, {}],
+      }),
+    },
+    node: {
+      nodeGetCapabilities: async () => ({
+        capabilities: [{ rpc: { type: "STAGE_UNSTAGE_VOLUME" } }, { rpc: { type: 2 } }],
+      }),
+    },
+    groupController: {
+      groupControllerGetCapabilities: async () => ({
+        capabilities: [{ rpc: { type: "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT" } }],
+      }),
+    },
+  });
+  const client = connect(t, server.path);
+  assert.deepEqual([...(await client.pluginCapabilities())].sort(), [
+    "CONTROLLER_SERVICE",
+    "GROUP_CONTROLLER_SERVICE",
+    "OFFLINE",
+  ]);
+  assert.deepEqual([...(await client.controllerCapabilities())].sort(), [
+    "CREATE_DELETE_VOLUME",
+    "GET_SNAPSHOT",
+  ]);
+  assert.deepEqual([...(await client.nodeCapabilities())].sort(), [
+    "GET_VOLUME_STATS",
+    "STAGE_UNSTAGE_VOLUME",
+  ]);
+  assert.deepEqual(
+    [...(await client.groupControllerCapabilities())],
+    ["CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"],
+  );
+});
+
+test("per-call deadlines give DEADLINE_EXCEEDED and abort the handler; a signal cancels a call", async (t) => {
+  const dir = await tempDir(t);
+  const started: string[] = [];
+  const aborted: string[] = [];
+  const server = await serve(t, {
+    endpoint: join(dir, "csi.sock"),
+    identity,
+    controller: {
+      deleteVolume: async (request, context) => {
+        started.push(request.volumeId);
+        await new Promise<void>((resolve) => context.signal.addEventListener("abort", () => resolve()));
+        aborted.push(request.volumeId);
+        return {};
+      },
+    },
+  });
+  const client = connect(t, server.path, { timeoutMs: 60_000 });
+  await assert.rejects(
+    client.controller.deleteVolume({ volumeId: "slow" }, { timeoutMs: 20 }),
+    codeIs(GrpcStatus.DEADLINE_EXCEEDED),
+  );
+  const controller = new AbortController();
+  const call = client.controller.deleteVolume({ volumeId: "cancelled" }, { signal: controller.signal });
+  const outcome = call.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  await eventually(() => started.includes("cancelled"), "the call to reach the handler");
+  controller.abort();
+  codeIs(GrpcStatus.CANCELLED)(await outcome);
+  await eventually(() => aborted.length === 2, "both handlers to see their signal abort");
+  assert.deepEqual(aborted.sort(), ["cancelled", "slow"]);
+});

@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { sanitizeRequest } from "./index.ts";
+
+const SECRET = "s3cr3t-password";
+
+test("CreateVolumeRequest: every secret value is stripped, keys and other fields survive", () => {
+  const request = {
+    name: "pvc-1",
+    capacityRange: { requiredBytes: "1048576", limitBytes: "0" },
+    volumeCapabilities: [
+      { mount: { fsType: "ext4", mountFlags: [] }, accessMode: { mode: "SINGLE_NODE_WRITER" } },
+    ],
+    parameters: { type: "fast" },
+    secrets: { password: SECRET, user: "admin" },
+    mutableParameters: {},
+  };
+  const sanitized = sanitizeRequest("csi.v1.CreateVolumeRequest", request);
+  assert.deepEqual(sanitized, {
+    ...request,
+    secrets: { password: "***stripped***", user: "***stripped***" },
+  });
+  assert.equal(request.secrets.password, SECRET, "the input is not modified");
+  assert.notEqual((sanitized as { parameters: unknown }).parameters, request.parameters, "a deep copy");
+});
+
+test("NodeStage, NodePublish, ControllerPublish and CreateSnapshot secrets are stripped", () => {
+  for (const type of [
+    "csi.v1.NodeStageVolumeRequest",
+    "csi.v1.NodePublishVolumeRequest",
+    "csi.v1.ControllerPublishVolumeRequest",
+    "csi.v1.CreateSnapshotRequest",
+    "csi.v1.NodeExpandVolumeRequest",
+    "csi.v1.CreateVolumeGroupSnapshotRequest",
+    "csi.v1.GetMetadataDeltaRequest",
+  ]) {
+    const request = { volumeId: "vol-1", volumeContext: { a: "b" }, secrets: { key: SECRET } };
+    const sanitized = sanitizeRequest(type, request);
+    assert.ok(!JSON.stringify(sanitized).includes(SECRET), type);
+    assert.deepEqual(sanitized, {
+      volumeId: "vol-1",
+      volumeContext: { a: "b" },
+      secrets: { key: "***stripped***" },
+    });
+  }
+});
+
+test("types without secrets are copied unchanged; empty secrets stay empty", () => {
+  const volume = {
+    volumeId: "v",
+    capacityBytes: "9223372036854775807",
+    volumeContext: { secrets: "not-a-secret-field" },
+  };
+  assert.deepEqual(sanitizeRequest("csi.v1.Volume", volume), volume);
+  assert.deepEqual(sanitizeRequest("csi.v1.DeleteVolumeRequest", { volumeId: "v", secrets: {} }), {
+    volumeId: "v",
+    secrets: {},
+  });
+  assert.equal(sanitizeRequest("csi.v1.ProbeRequest", undefined), undefined);
+});
