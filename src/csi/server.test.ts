@@ -113,7 +113,7 @@ test("the socket has mode 0660 or stricter; a looser mode is refused", async (t)
   );
 });
 
-test("a stale socket is removed; a regular file at the path is kept and named in the error", async (t) => {
+test("a stale socket is removed; a live socket or a regular file at the path is kept, with an error naming it", async (t) => {
   const dir = await tempDir(t);
   const stale = join(dir, "stale.sock");
   // A driver that died leaves its socket file behind: a child process that binds and exits.
@@ -125,6 +125,9 @@ test("a stale socket is removed; a regular file at the path is kept and named in
   assert.ok((await stat(stale)).isSocket(), "precondition: a stale socket exists");
   await serve(t, { endpoint: stale, identity });
   assert.equal((await connect(t, stale).identity.getPluginInfo({})).name, "test.csi.k8s.io");
+
+  await assert.rejects(serveCsi({ endpoint: stale, identity }), /another process is serving on it/);
+  assert.equal((await connect(t, stale).identity.getPluginInfo({})).name, "test.csi.k8s.io", "still served");
 
   const regular = join(dir, "not-a-socket");
   await writeFile(regular, "precious");
@@ -360,4 +363,16 @@ test("secret values never appear in server or client logs, at the highest verbos
   assert.ok(all.includes('"fast":"yes"'), "non-secret fields are logged");
   assert.ok(all.includes("/csi.v1.Node/NodeStageVolume"));
   assert.ok(!all.includes(secret), "a secret value reached a log line");
+});
+
+test("aborting the signal closes the server and removes the socket", async (t) => {
+  const dir = await tempDir(t);
+  const controller = new AbortController();
+  const server = await serveCsi({ endpoint: join(dir, "csi.sock"), identity, signal: controller.signal });
+  const client = connect(t, server.path);
+  await client.identity.probe({});
+  controller.abort();
+  await server.close(); // the same shutdown the abort started
+  await assert.rejects(stat(server.path), /ENOENT/);
+  await assert.rejects(client.identity.probe({}), codeIs(GrpcStatus.UNAVAILABLE));
 });

@@ -1,8 +1,9 @@
 // Driver-server scaffolding: serves any subset of the CSI services (and kubelet plugin
 // registration) on a Unix socket with @grpc/grpc-js.
 // Invariants:
-// - A stale socket at the path is removed first; any other kind of file there is left alone
-//   and serveCsi fails naming the path (a typo must never delete someone's file).
+// - A stale socket at the path is removed first; any other kind of file there, or a socket a
+//   live process still serves, is left alone and serveCsi fails naming the path (a typo must
+//   never delete someone's file).
 // - The socket is chmod 0660 right after bind, before serveCsi resolves.
 // - A method a service object lacks answers UNIMPLEMENTED; a service not given is not
 //   registered, so grpc-js answers UNIMPLEMENTED for all of its methods.
@@ -13,6 +14,7 @@
 
 import * as grpc from "@grpc/grpc-js";
 import { chmod, lstat, mkdir, unlink } from "node:fs/promises";
+import { connect } from "node:net";
 import { dirname } from "node:path";
 import type { Logger } from "../base/index.ts";
 import { CsikitError, errorMessage, isErrno, silentLogger } from "../base/index.ts";
@@ -129,7 +131,11 @@ export async function serveCsi(options: CsiServerOptions): Promise<CsiServer> {
   return { path, close };
 }
 
-/** Removes a leftover socket from an earlier run; refuses to touch anything that is not a socket. */
+/**
+ * Removes a leftover socket from an earlier run. Refuses to touch anything that is not a
+ * socket, and a socket some live process still accepts connections on (two drivers on one
+ * path would silently steal each other's traffic).
+ */
 async function removeStaleSocket(path: string): Promise<void> {
   let stat;
   try {
@@ -144,7 +150,25 @@ async function removeStaleSocket(path: string): Promise<void> {
       `cannot listen on ${path}: it exists and is not a socket (refusing to delete it)`,
     );
   }
+  if (await isListening(path)) {
+    throw new CsikitError("CSIKIT_ERR_SOCKET", `cannot listen on ${path}: another process is serving on it`);
+  }
   await unlink(path);
+}
+
+/** True when something accepts connections on the socket; a stale socket refuses them. */
+function isListening(path: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = connect(path);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
 }
 
 async function shutdown(options: {
