@@ -1,0 +1,54 @@
+// Kubernetes API failures as one error class with the HTTP status and the Status reason, plus
+// predicates (NotFound, Conflict, AlreadyExists, Gone) that also understand client-node's own
+// ApiException, so callers classify errors without caring which client raised them.
+
+import { ApiException } from "@kubernetes/client-node";
+import { CsikitError } from "../base/index.ts";
+
+export class KubeApiError extends CsikitError {
+  /** HTTP status code (0 when the request never got an answer). */
+  readonly statusCode: number;
+  /** Status.reason ("NotFound", "Conflict", "Expired", ...) or "" when absent. */
+  readonly reason: string;
+  constructor(statusCode: number, reason: string, message: string, options?: ErrorOptions) {
+    super("CSIKIT_ERR_KUBE_API", message, options);
+    this.name = "KubeApiError";
+    this.statusCode = statusCode;
+    this.reason = reason;
+  }
+}
+
+/** The HTTP status of a failed Kubernetes request, from our error or client-node's. */
+export function apiStatusCode(error: unknown): number | undefined {
+  if (error instanceof KubeApiError) return error.statusCode;
+  if (error instanceof ApiException) return error.code;
+  return undefined;
+}
+
+export const isNotFound = (error: unknown): boolean => apiStatusCode(error) === 404;
+export const isConflict = (error: unknown): boolean =>
+  apiStatusCode(error) === 409 && !isAlreadyExists(error);
+export const isGone = (error: unknown): boolean => apiStatusCode(error) === 410;
+
+export function isAlreadyExists(error: unknown): boolean {
+  if (apiStatusCode(error) !== 409) return false;
+  if (error instanceof KubeApiError) return error.reason === "AlreadyExists";
+  if (error instanceof ApiException) return /AlreadyExists/.test(String(error.body));
+  return false;
+}
+
+/** Builds a KubeApiError from an HTTP status and a (possibly non-JSON) body. */
+export function kubeApiErrorFromResponse(statusCode: number, body: string, what: string): KubeApiError {
+  let reason = "";
+  let message = body.trim().slice(0, 500);
+  try {
+    const status: unknown = JSON.parse(body);
+    if (typeof status === "object" && status !== null) {
+      if ("reason" in status && typeof status.reason === "string") reason = status.reason;
+      if ("message" in status && typeof status.message === "string") message = status.message;
+    }
+  } catch {
+    // Not a Status object: keep the raw text.
+  }
+  return new KubeApiError(statusCode, reason, `${what}: ${statusCode} ${reason || "error"}: ${message}`);
+}
