@@ -3,7 +3,8 @@
 
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
 import { test } from "node:test";
 import protobuf from "protobufjs";
 import { packageDefinition } from "./index.ts";
@@ -46,7 +47,7 @@ function ourRoot(): protobuf.Root {
   const root = new protobuf.Root();
   root.resolvePath = (origin, target) =>
     target.startsWith("google/protobuf/")
-      ? join(import.meta.dirname, "../../node_modules/protobufjs", target)
+      ? join(dirname(createRequire(import.meta.url).resolve("protobufjs/package.json")), target)
       : resolve(PROTO_DIR, target);
   root.loadSync([join(PROTO_DIR, "csi.proto"), join(PROTO_DIR, "pluginregistration.proto")], {
     keepCase: true,
