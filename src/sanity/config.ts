@@ -1,0 +1,169 @@
+// Configuration of a sanity run: the options runSanity takes, and loaders for the files the
+// CLI points at — secrets in csi-test's format (one map per RPC, e.g. `CreateVolumeSecret:`)
+// and CreateVolume parameters (a flat string map) — plus byte quantities ("10Mi", "1Gi").
+// Secret values are never put into error messages.
+
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import { ValidationError } from "../base/index.ts";
+import type { Logger } from "../base/index.ts";
+import type { TestResult } from "./report.ts";
+
+/** Secrets for each RPC, keyed as csi-test's secrets file keys them. All optional. */
+export interface SanitySecrets {
+  CreateVolumeSecret?: Record<string, string>;
+  DeleteVolumeSecret?: Record<string, string>;
+  ControllerPublishVolumeSecret?: Record<string, string>;
+  ControllerUnpublishVolumeSecret?: Record<string, string>;
+  ControllerValidateVolumeCapabilitiesSecret?: Record<string, string>;
+  NodeStageVolumeSecret?: Record<string, string>;
+  NodePublishVolumeSecret?: Record<string, string>;
+  CreateSnapshotSecret?: Record<string, string>;
+  DeleteSnapshotSecret?: Record<string, string>;
+  ListSnapshotsSecret?: Record<string, string>;
+  GetSnapshotSecret?: Record<string, string>;
+  ControllerExpandVolumeSecret?: Record<string, string>;
+  ControllerModifyVolumeSecret?: Record<string, string>;
+  NodeExpandVolumeSecret?: Record<string, string>;
+  CreateVolumeGroupSnapshotSecret?: Record<string, string>;
+  DeleteVolumeGroupSnapshotSecret?: Record<string, string>;
+  GetVolumeGroupSnapshotSecret?: Record<string, string>;
+}
+
+export const SECRET_KEYS: readonly (keyof SanitySecrets)[] = [
+  "CreateVolumeSecret",
+  "DeleteVolumeSecret",
+  "ControllerPublishVolumeSecret",
+  "ControllerUnpublishVolumeSecret",
+  "ControllerValidateVolumeCapabilitiesSecret",
+  "NodeStageVolumeSecret",
+  "NodePublishVolumeSecret",
+  "CreateSnapshotSecret",
+  "DeleteSnapshotSecret",
+  "ListSnapshotsSecret",
+  "GetSnapshotSecret",
+  "ControllerExpandVolumeSecret",
+  "ControllerModifyVolumeSecret",
+  "NodeExpandVolumeSecret",
+  "CreateVolumeGroupSnapshotSecret",
+  "DeleteVolumeGroupSnapshotSecret",
+  "GetVolumeGroupSnapshotSecret",
+];
+
+export interface SanityOptions {
+  /** Node (and identity) service endpoint: `unix:///path`, `unix:path` or `/path`. */
+  endpoint: string;
+  /** Controller service endpoint, when it is a different process. Default: `endpoint`. */
+  controllerEndpoint?: string;
+  /** Directory under which per-test staging dirs are made. Default: a fresh temp dir, removed after. */
+  stagingDir?: string;
+  /** Directory under which per-test target parents are made. Default: a fresh temp dir, removed after. */
+  targetDir?: string;
+  /** Size of test volumes in bytes. Default 10 MiB. */
+  testVolumeSize?: number;
+  /** Size test volumes are expanded to in bytes. Default twice testVolumeSize. */
+  testVolumeExpandSize?: number;
+  /** Secrets per RPC. Default none. */
+  secrets?: SanitySecrets;
+  /** Parameters for every CreateVolume. Default none. */
+  parameters?: Record<string, string>;
+  /** Run only tests whose full name (`Service Group name`) matches. */
+  focus?: RegExp;
+  /** Skip tests whose full name matches. */
+  skip?: RegExp;
+  /** Deadline of each CSI call in ms. Default 30000. */
+  callTimeoutMs?: number;
+  /** Deadline of each test (calls and checks) in ms. Default 120000. */
+  testTimeoutMs?: number;
+  /** Called with each result as soon as it is known, in run order. */
+  onResult?: (result: TestResult) => void;
+  logger?: Logger;
+}
+
+export const DEFAULT_TEST_VOLUME_SIZE = 10 * 1024 * 1024;
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+export const DEFAULT_TEST_TIMEOUT_MS = 120_000;
+
+const QUANTITY_SUFFIXES: Record<string, number> = {
+  "": 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+};
+
+/** Parses a byte count: plain digits or a Kubernetes quantity ("10Mi", "1.5Gi", "100M"). */
+export function parseByteQuantity(text: string, what: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)\s*$/.exec(text);
+  if (!match) {
+    throw new ValidationError(
+      `${what}: ${JSON.stringify(text)} is not a byte quantity (e.g. 10485760, 10Mi, 1Gi)`,
+    );
+  }
+  const bytes = Math.ceil(Number(match[1]) * QUANTITY_SUFFIXES[match[2]!]!);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0)
+    throw new ValidationError(`${what}: ${text} is out of range`);
+  return bytes;
+}
+
+async function readStructured(path: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    throw new ValidationError(
+      `${what} ${path}: cannot read: ${error instanceof Error ? error.message : "error"}`,
+    );
+  }
+  try {
+    return parseYaml(text);
+  } catch {
+    // The parser's message may quote file content, which may be a secret: say only where.
+    throw new ValidationError(`${what} ${path}: not valid YAML or JSON`);
+  }
+}
+
+function stringMap(value: unknown, where: string): Record<string, string> {
+  if (value === null || value === undefined) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new ValidationError(`${where}: want a map of string keys to string values`);
+  }
+  const out: Record<string, string> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item === "string") out[key] = item;
+    else if (typeof item === "number" || typeof item === "boolean") out[key] = String(item);
+    else throw new ValidationError(`${where}: value of ${JSON.stringify(key)} is not a string`);
+  }
+  return out;
+}
+
+/** Reads a secrets file in csi-test's format (YAML or JSON). Unknown top-level keys are an error. */
+export async function loadSecretsFile(path: string): Promise<SanitySecrets> {
+  const data = await readStructured(path, "secrets file");
+  if (data === null || data === undefined) return {};
+  if (typeof data !== "object" || Array.isArray(data)) {
+    throw new ValidationError(`secrets file ${path}: want a map like {CreateVolumeSecret: {key: value}}`);
+  }
+  const secrets: SanitySecrets = {};
+  for (const [key, value] of Object.entries(data)) {
+    const known = SECRET_KEYS.find((k) => k === key);
+    if (!known) {
+      throw new ValidationError(
+        `secrets file ${path}: unknown key ${JSON.stringify(key)} (known: ${SECRET_KEYS.join(", ")})`,
+      );
+    }
+    secrets[known] = stringMap(value, `secrets file ${path}: ${key}`);
+  }
+  return secrets;
+}
+
+/** Reads a CreateVolume parameters file: a flat map (YAML or JSON); scalars become strings. */
+export async function loadParametersFile(path: string): Promise<Record<string, string>> {
+  return stringMap(await readStructured(path, "parameters file"), `parameters file ${path}`);
+}

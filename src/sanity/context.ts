@@ -1,0 +1,340 @@
+// What a sanity test sees: the driver's services, its capabilities, the run's settings, a
+// resource tracker, and helpers that perform the common steps of a volume's life the way a CO
+// does (create → controller publish → stage → publish), each step tracked for cleanup.
+//
+// The mount gate lives here: when a test that mounts gets FAILED_PRECONDITION from NodeStage or
+// NodePublish, the node may not mount (e.g. not root); the test ends skipped with the driver's
+// reason and the runner skips later mounting tests with the same reason.
+
+import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { GrpcStatus } from "../csi/index.ts";
+import type { CsiClient } from "../csi/index.ts";
+import type { SanitySecrets } from "./config.ts";
+import { callFailure, check, expectOk, grpcCode, grpcDetails } from "./expect.ts";
+import { capabilityGate, MountPrivilegeMissing, SkipTest } from "./gates.ts";
+import type { Capabilities, Requirement } from "./gates.ts";
+import type { ResourceTracker } from "./resources.ts";
+import type {
+  AccessModeName,
+  CreateVolumeRequest,
+  NodePublishRequest,
+  NodeStageRequest,
+  Snapshot,
+  Volume,
+  VolumeCapability,
+} from "./types.ts";
+
+/** Settings of the run, resolved from SanityOptions. */
+export interface SanitySettings {
+  stagingDir: string;
+  targetDir: string;
+  testVolumeSize: number;
+  testVolumeExpandSize: number;
+  secrets: SanitySecrets;
+  parameters: Record<string, string>;
+}
+
+/** State shared by all tests of one run. */
+export interface SanityEnvironment {
+  node: CsiClient;
+  controller: CsiClient;
+  caps: Capabilities;
+  settings: SanitySettings;
+  /** Set once the node service said it may not mount; later mounting tests skip with it. */
+  mountUnavailable?: string;
+  /** NodeGetInfo's node id, fetched once. */
+  nodeId?: string;
+}
+
+/** A volume taken through the CO's setup steps by `setupVolume`. */
+export interface PublishedVolume {
+  volume: Volume;
+  capability: VolumeCapability;
+  publishContext: Record<string, string>;
+  stagingPath: string | undefined;
+  targetPath: string;
+}
+
+export class TestContext {
+  readonly identity: CsiClient["identity"];
+  readonly controller: CsiClient["controller"];
+  readonly node: CsiClient["node"];
+  readonly group: CsiClient["groupController"];
+  readonly caps: Capabilities;
+  readonly settings: SanitySettings;
+  readonly secrets: SanitySecrets;
+  readonly resources: ResourceTracker;
+  readonly signal: AbortSignal;
+  readonly #env: SanityEnvironment;
+  readonly #mounts: boolean;
+
+  constructor(options: {
+    env: SanityEnvironment;
+    /** The test mounts: FAILED_PRECONDITION from NodeStage/NodePublish means "may not mount". */
+    mounts: boolean;
+    resources: ResourceTracker;
+    signal: AbortSignal;
+  }) {
+    const { env } = options;
+    this.#env = env;
+    this.#mounts = options.mounts;
+    this.identity = env.node.identity;
+    this.controller = env.controller.controller;
+    this.node = env.node.node;
+    this.group = env.controller.groupController;
+    this.caps = env.caps;
+    this.settings = env.settings;
+    this.secrets = env.settings.secrets;
+    this.resources = options.resources;
+    this.signal = options.signal;
+  }
+
+  /** True when the driver meets the requirement (same syntax as a test's `requires`). */
+  has(requirement: Requirement): boolean {
+    return capabilityGate([requirement], this.caps) === undefined;
+  }
+
+  skip(reason: string): never {
+    throw new SkipTest(reason);
+  }
+
+  /** A name unique to this run, e.g. for CreateVolume: `sanity-<prefix>-<random>`. */
+  uniqueName(prefix: string): string {
+    return `sanity-${prefix}-${randomBytes(6).toString("hex")}`;
+  }
+
+  mountCapability(mode: AccessModeName = "SINGLE_NODE_WRITER"): VolumeCapability {
+    return { accessMode: { mode }, mount: { fsType: "", mountFlags: [] } };
+  }
+
+  blockCapability(mode: AccessModeName = "SINGLE_NODE_WRITER"): VolumeCapability {
+    return { accessMode: { mode }, block: {} };
+  }
+
+  /** The request CreateVolume gets unless a test overrides fields. */
+  volumeRequest(overrides: Partial<CreateVolumeRequest> = {}): CreateVolumeRequest {
+    return {
+      name: this.uniqueName("volume"),
+      volumeCapabilities: [this.mountCapability()],
+      capacityRange: { requiredBytes: String(this.settings.testVolumeSize) },
+      parameters: { ...this.settings.parameters },
+      secrets: this.secrets.CreateVolumeSecret ?? {},
+      ...overrides,
+    };
+  }
+
+  /** CreateVolume that must succeed; the volume is deleted after the test. */
+  async createVolume(overrides: Partial<CreateVolumeRequest> = {}): Promise<Volume> {
+    const request = this.volumeRequest(overrides);
+    const response = await expectOk(this.controller.createVolume(request), `CreateVolume ${request.name}`);
+    const volume = response.volume;
+    check(volume?.volumeId, `CreateVolume ${request.name}: response has no volume id`);
+    this.resources.volume(volume.volumeId);
+    return volume;
+  }
+
+  /** DeleteVolume that must succeed; stops tracking the volume. */
+  async deleteVolume(volumeId: string): Promise<void> {
+    await expectOk(
+      this.controller.deleteVolume({ volumeId, secrets: this.secrets.DeleteVolumeSecret ?? {} }),
+      `DeleteVolume ${volumeId}`,
+    );
+    this.resources.forget("volume", volumeId);
+  }
+
+  /** CreateSnapshot that must succeed; the snapshot is deleted after the test. */
+  async createSnapshot(sourceVolumeId: string, name = this.uniqueName("snapshot")): Promise<Snapshot> {
+    const response = await expectOk(
+      this.controller.createSnapshot({
+        name,
+        sourceVolumeId,
+        secrets: this.secrets.CreateSnapshotSecret ?? {},
+        parameters: {},
+      }),
+      `CreateSnapshot ${name}`,
+    );
+    const snapshot = response.snapshot;
+    check(snapshot?.snapshotId, `CreateSnapshot ${name}: response has no snapshot id`);
+    this.resources.snapshot(snapshot.snapshotId);
+    return snapshot;
+  }
+
+  async deleteSnapshot(snapshotId: string): Promise<void> {
+    await expectOk(
+      this.controller.deleteSnapshot({ snapshotId, secrets: this.secrets.DeleteSnapshotSecret ?? {} }),
+      `DeleteSnapshot ${snapshotId}`,
+    );
+    this.resources.forget("snapshot", snapshotId);
+  }
+
+  /** The node id NodeGetInfo reports (asked once per run). */
+  async nodeId(): Promise<string> {
+    if (this.#env.nodeId === undefined) {
+      const info = await expectOk(this.node.nodeGetInfo({}), "NodeGetInfo");
+      check(info.nodeId, "NodeGetInfo: node_id is empty");
+      this.#env.nodeId = info.nodeId;
+    }
+    return this.#env.nodeId;
+  }
+
+  /** A fresh, existing staging directory (the CO creates it, per the spec). */
+  async makeStagingPath(): Promise<string> {
+    const path = join(this.settings.stagingDir, randomBytes(6).toString("hex"));
+    await mkdir(path, { recursive: true });
+    this.resources.path(path);
+    return path;
+  }
+
+  /** A fresh target path whose parent exists; the driver creates the target itself. */
+  async makeTargetPath(): Promise<string> {
+    const parent = join(this.settings.targetDir, randomBytes(6).toString("hex"));
+    await mkdir(parent, { recursive: true });
+    this.resources.path(parent);
+    const target = join(parent, "target");
+    this.resources.path(target);
+    return target;
+  }
+
+  /** ControllerPublishVolume to this node when the driver has that step; returns publish_context. */
+  async controllerPublish(
+    volumeId: string,
+    capability: VolumeCapability,
+    readonly = false,
+  ): Promise<Record<string, string>> {
+    if (!this.has("controller:PUBLISH_UNPUBLISH_VOLUME")) return {};
+    const nodeId = await this.nodeId();
+    const response = await expectOk(
+      this.controller.controllerPublishVolume({
+        volumeId,
+        nodeId,
+        volumeCapability: capability,
+        readonly,
+        secrets: this.secrets.ControllerPublishVolumeSecret ?? {},
+        volumeContext: {},
+      }),
+      `ControllerPublishVolume ${volumeId}`,
+    );
+    this.resources.controllerPublished(volumeId, nodeId);
+    return response.publishContext ?? {};
+  }
+
+  /** NodeStageVolume when the node has that step (else undefined); mount-gated. */
+  async stage(
+    volume: Volume,
+    capability: VolumeCapability,
+    publishContext: Record<string, string>,
+  ): Promise<string | undefined> {
+    if (!this.has("node:STAGE_UNSTAGE_VOLUME")) return undefined;
+    const stagingTargetPath = await this.makeStagingPath();
+    const request: NodeStageRequest = {
+      volumeId: volume.volumeId,
+      publishContext,
+      stagingTargetPath,
+      volumeCapability: capability,
+      secrets: this.secrets.NodeStageVolumeSecret ?? {},
+      volumeContext: volume.volumeContext ?? {},
+    };
+    this.resources.staged(volume.volumeId, stagingTargetPath);
+    await this.#mountGated(this.node.nodeStageVolume(request), `NodeStageVolume ${volume.volumeId}`);
+    return stagingTargetPath;
+  }
+
+  /** NodePublishVolume to a fresh target path; mount-gated. */
+  async publish(
+    volume: Volume,
+    capability: VolumeCapability,
+    options: { stagingPath: string | undefined; publishContext: Record<string, string>; readonly?: boolean },
+  ): Promise<string> {
+    const targetPath = await this.makeTargetPath();
+    const request: NodePublishRequest = this.publishRequest(volume, capability, { ...options, targetPath });
+    this.resources.published(volume.volumeId, targetPath);
+    await this.#mountGated(this.node.nodePublishVolume(request), `NodePublishVolume ${volume.volumeId}`);
+    return targetPath;
+  }
+
+  publishRequest(
+    volume: Volume,
+    capability: VolumeCapability,
+    options: {
+      stagingPath: string | undefined;
+      publishContext: Record<string, string>;
+      targetPath: string;
+      readonly?: boolean;
+    },
+  ): NodePublishRequest {
+    return {
+      volumeId: volume.volumeId,
+      publishContext: options.publishContext,
+      stagingTargetPath: options.stagingPath ?? "",
+      targetPath: options.targetPath,
+      volumeCapability: capability,
+      readonly: options.readonly ?? false,
+      secrets: this.secrets.NodePublishVolumeSecret ?? {},
+      volumeContext: volume.volumeContext ?? {},
+    };
+  }
+
+  /** Create → controller publish → stage → publish, as a CO sets a volume up for a workload. */
+  async setupVolume(options: { block?: boolean; readonly?: boolean } = {}): Promise<PublishedVolume> {
+    const capability = options.block ? this.blockCapability() : this.mountCapability();
+    const volume = await this.createVolume({ volumeCapabilities: [capability] });
+    const publishContext = await this.controllerPublish(
+      volume.volumeId,
+      capability,
+      options.readonly ?? false,
+    );
+    const stagingPath = await this.stage(volume, capability, publishContext);
+    const targetPath = await this.publish(volume, capability, {
+      stagingPath,
+      publishContext,
+      readonly: options.readonly ?? false,
+    });
+    return { volume, capability, publishContext, stagingPath, targetPath };
+  }
+
+  /** Tears a setupVolume down in CO order, each step required to succeed. */
+  async teardownVolume(published: PublishedVolume): Promise<void> {
+    const { volume, targetPath, stagingPath } = published;
+    const volumeId = volume.volumeId;
+    await expectOk(
+      this.node.nodeUnpublishVolume({ volumeId, targetPath }),
+      `NodeUnpublishVolume ${volumeId}`,
+    );
+    this.resources.forget("nodePublish", volumeId, targetPath);
+    if (stagingPath !== undefined) {
+      await expectOk(
+        this.node.nodeUnstageVolume({ volumeId, stagingTargetPath: stagingPath }),
+        `NodeUnstageVolume ${volumeId}`,
+      );
+      this.resources.forget("nodeStage", volumeId, stagingPath);
+    }
+    if (this.has("controller:PUBLISH_UNPUBLISH_VOLUME")) {
+      const nodeId = await this.nodeId();
+      await expectOk(
+        this.controller.controllerUnpublishVolume({
+          volumeId,
+          nodeId,
+          secrets: this.secrets.ControllerUnpublishVolumeSecret ?? {},
+        }),
+        `ControllerUnpublishVolume ${volumeId}`,
+      );
+      this.resources.forget("controllerPublish", volumeId, nodeId);
+    }
+    await this.deleteVolume(volumeId);
+  }
+
+  async #mountGated<T>(call: Promise<T>, what: string): Promise<T> {
+    try {
+      return await call;
+    } catch (error) {
+      if (this.#mounts && grpcCode(error) === GrpcStatus.FAILED_PRECONDITION) {
+        const reason = `needs mount privilege: ${grpcDetails(error)}`;
+        this.#env.mountUnavailable = reason;
+        throw new MountPrivilegeMissing(reason);
+      }
+      throw callFailure(what, error);
+    }
+  }
+}

@@ -1,0 +1,200 @@
+// Runs a sanity catalogue against a driver endpoint: connect, wait for Probe, discover
+// capabilities, then run each selected test in order — gate it (capabilities, mount privilege),
+// run it under its own deadline, undo what it made — and collect the results.
+//
+// Invariants: tests run one at a time in catalogue order; every test's resources are cleaned up
+// before the next test starts; temp dirs the run made are removed (non-recursively) at the end;
+// the clients are closed however the run ends.
+
+import { mkdtemp, rmdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { childController, errorMessage, whenAborted } from "../base/index.ts";
+import { CsiClient } from "../csi/index.ts";
+import type { SanityOptions } from "./config.ts";
+import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_TEST_TIMEOUT_MS, DEFAULT_TEST_VOLUME_SIZE } from "./config.ts";
+import { TestContext } from "./context.ts";
+import type { SanityEnvironment, SanitySettings } from "./context.ts";
+import { codeName, grpcCode, grpcDetails, SanityAssertion } from "./expect.ts";
+import { capabilityGate, MountPrivilegeMissing, selectTests, SkipTest } from "./framework.ts";
+import type { Capabilities, SanityTest } from "./framework.ts";
+import { summarize } from "./report.ts";
+import type { SanityReport, TestResult } from "./report.ts";
+import { ResourceTracker } from "./resources.ts";
+import { catalogue } from "./tests/index.ts";
+
+export interface RunOptions extends SanityOptions {
+  /** The tests to run. Default: the full catalogue. */
+  tests?: readonly SanityTest[];
+}
+
+/** Runs the suite; resolves with the report (it rejects only for bad options or I/O on temp dirs). */
+export async function runSanity(options: RunOptions, signal?: AbortSignal): Promise<SanityReport> {
+  const started = performance.now();
+  const warnings: string[] = [];
+  const made: string[] = [];
+  const stagingDir = options.stagingDir ?? (await makeTemp("csikit-sanity-staging-", made));
+  const targetDir = options.targetDir ?? (await makeTemp("csikit-sanity-target-", made));
+  const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const connect = (endpoint: string): CsiClient =>
+    CsiClient.connect(endpoint, {
+      timeoutMs: callTimeoutMs,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  const node = connect(options.endpoint);
+  const controller =
+    options.controllerEndpoint && options.controllerEndpoint !== options.endpoint
+      ? connect(options.controllerEndpoint)
+      : node;
+  const results: TestResult[] = [];
+  const record = (result: TestResult): void => {
+    results.push(result);
+    options.onResult?.(result);
+  };
+  try {
+    const tests = selectTests(options.tests ?? catalogue(), { focus: options.focus, skip: options.skip });
+    const caps = await discover({ node, controller, callTimeoutMs, signal });
+    if (typeof caps === "string") {
+      record({
+        service: "Identity",
+        group: "setup",
+        name: "driver is reachable",
+        outcome: "failed",
+        reason: caps,
+        durationMs: 0,
+      });
+    } else {
+      const testVolumeSize = options.testVolumeSize ?? DEFAULT_TEST_VOLUME_SIZE;
+      const settings: SanitySettings = {
+        stagingDir,
+        targetDir,
+        testVolumeSize,
+        testVolumeExpandSize: options.testVolumeExpandSize ?? testVolumeSize * 2,
+        secrets: options.secrets ?? {},
+        parameters: options.parameters ?? {},
+      };
+      const env: SanityEnvironment = { node, controller, caps, settings };
+      for (const test of tests) {
+        if (signal?.aborted) {
+          warnings.push(`run interrupted: ${tests.length - results.length} tests not run`);
+          break;
+        }
+        const result = await runOne({
+          test,
+          env,
+          testTimeoutMs: options.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
+          signal,
+          warnings,
+        });
+        options.logger?.info(2, "sanity test done", {
+          test: `${test.group}: ${test.name}`,
+          outcome: result.outcome,
+        });
+        record(result);
+      }
+    }
+  } finally {
+    node.close();
+    if (controller !== node) controller.close();
+    for (const dir of made) {
+      try {
+        await rmdir(dir);
+      } catch (error) {
+        warnings.push(`left ${dir} behind: ${errorMessage(error)}`);
+      }
+    }
+  }
+  return summarize(results, performance.now() - started, warnings);
+}
+
+async function makeTemp(prefix: string, made: string[]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** Waits for Probe and reads every capability list; a string is the reason it could not. */
+async function discover(options: {
+  node: CsiClient;
+  controller: CsiClient;
+  callTimeoutMs: number;
+  signal: AbortSignal | undefined;
+}): Promise<Capabilities | string> {
+  const { node, controller, callTimeoutMs } = options;
+  const wait = { timeoutMs: callTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) };
+  try {
+    await node.waitForReady(wait);
+    if (controller !== node) await controller.waitForReady(wait);
+  } catch (error) {
+    return `driver did not become ready (Probe) within ${callTimeoutMs}ms: ${describeError(error)}`;
+  }
+  try {
+    const plugin = await node.pluginCapabilities();
+    const controllerCaps = plugin.has("CONTROLLER_SERVICE")
+      ? await controller.controllerCapabilities()
+      : new Set<string>();
+    const group = plugin.has("GROUP_CONTROLLER_SERVICE")
+      ? await controller.groupControllerCapabilities()
+      : new Set<string>();
+    const nodeCaps = await node.nodeCapabilities();
+    return { plugin, controller: controllerCaps, node: nodeCaps, group };
+  } catch (error) {
+    return `capability discovery failed: ${describeError(error)}`;
+  }
+}
+
+async function runOne(options: {
+  test: SanityTest;
+  env: SanityEnvironment;
+  testTimeoutMs: number;
+  signal: AbortSignal | undefined;
+  warnings: string[];
+}): Promise<TestResult> {
+  const { test, env, testTimeoutMs } = options;
+  const base = { service: test.service, group: test.group, name: test.name };
+  const gate = capabilityGate(test.requires, env.caps) ?? (test.mounts ? env.mountUnavailable : undefined);
+  if (gate !== undefined) return { ...base, outcome: "skipped", reason: gate, durationMs: 0 };
+
+  const started = performance.now();
+  const { controller: abort, dispose } = childController(options.signal);
+  const timer = setTimeout(
+    () => abort.abort(new SanityAssertion(`test timed out after ${testTimeoutMs}ms`)),
+    testTimeoutMs,
+  );
+  const resources = new ResourceTracker({
+    node: env.node,
+    controller: env.controller,
+    secrets: env.settings.secrets,
+  });
+  const t = new TestContext({ env, mounts: test.mounts, resources, signal: abort.signal });
+  // Both branches settle to a value, so the losing side of the race never rejects unhandled.
+  const running = test.run(t).then(
+    () => undefined,
+    (error: unknown) => error ?? new Error("test threw nothing"),
+  );
+  const stopped = whenAborted(abort.signal).then((): unknown => abort.signal.reason ?? new Error("aborted"));
+  const error = await Promise.race([running, stopped]);
+  clearTimeout(timer);
+  dispose();
+  const problems = await resources.cleanup();
+  const durationMs = performance.now() - started;
+
+  if (error instanceof SkipTest) {
+    if (!(error instanceof MountPrivilegeMissing)) {
+      for (const p of problems) options.warnings.push(`${test.group}: ${test.name}: ${p}`);
+    }
+    return { ...base, outcome: "skipped", reason: error.message, durationMs };
+  }
+  if (error === undefined && problems.length === 0) return { ...base, outcome: "passed", durationMs };
+  const reasons = error === undefined ? [] : [describeError(error)];
+  if (problems.length > 0) reasons.push(`cleanup failed: ${problems.join("; ")}`);
+  return { ...base, outcome: "failed", reason: reasons.join("; "), durationMs };
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof SanityAssertion) return error.message;
+  const code = grpcCode(error);
+  if (code !== undefined) return `unexpected ${codeName(code)}: ${grpcDetails(error)}`;
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return errorMessage(error);
+}
