@@ -1,0 +1,607 @@
+// storage.k8s.io/v1: storageclasses, csidrivers, csinodes, volumeattachments (+status),
+// csistoragecapacities, volumeattributesclasses — defaults, validation and printer columns as
+// kube-apiserver's storage strategies, validation and printers have them.
+
+import {
+  ANNOTATIONS,
+  fieldDuplicate,
+  fieldForbidden,
+  fieldInvalid,
+  fieldRequired,
+  fieldTooLong,
+  isDNS1123Subdomain,
+  isQualifiedName,
+  nameIsPathSegment,
+  tryParseQuantity,
+} from "../../api/index.ts";
+import type { FieldCause, ResourceDef } from "../resource.ts";
+import {
+  AGE_COLUMN,
+  NAME_COLUMN,
+  age,
+  at,
+  column,
+  defineResource,
+  immutable,
+  isRecord,
+  metaOf,
+  nameOf,
+  oneOf,
+  setDefault,
+  str,
+} from "./common.ts";
+import type { Obj } from "./common.ts";
+import { validateLabelSelectorObject } from "./selector-validation.ts";
+
+const GROUP = "storage.k8s.io";
+const VERSION = "v1";
+
+/** ValidateCSIDriverName: required, at most 63 characters, a DNS-1123 subdomain once lower-cased. */
+export function validateCSIDriverName(name: unknown, field: string): FieldCause[] {
+  const value = str(name);
+  if (value === "") return [fieldRequired(field)];
+  const causes: FieldCause[] = [];
+  if (value.length > 63) causes.push(fieldTooLong(field, 63));
+  for (const message of isDNS1123Subdomain(value.toLowerCase()))
+    causes.push(fieldInvalid(field, value, message));
+  return causes;
+}
+
+function validateProvisioner(value: unknown, field: string): FieldCause[] {
+  const provisioner = str(value);
+  if (provisioner === "") return [fieldRequired(field)];
+  return isQualifiedName(provisioner.toLowerCase()).map((message) =>
+    fieldInvalid(field, provisioner, message),
+  );
+}
+
+const MAX_PARAMETERS_LENGTH = 256 * 1024;
+
+function validateParameters(parameters: unknown, field: string): FieldCause[] {
+  if (parameters === undefined || parameters === null) return [];
+  if (!isRecord(parameters)) return [fieldInvalid(field, parameters, "must be a map of strings")];
+  const causes: FieldCause[] = [];
+  let size = 0;
+  for (const [key, value] of Object.entries(parameters)) {
+    if (key.length < 1) causes.push(fieldInvalid(field, key, "field can not be empty."));
+    if (typeof value !== "string") causes.push(fieldInvalid(`${field}.${key}`, value, "must be a string"));
+    size += key.length + str(value).length;
+  }
+  if (size > MAX_PARAMETERS_LENGTH) causes.push(fieldTooLong(field, MAX_PARAMETERS_LENGTH));
+  return causes;
+}
+
+function isDefaultClass(object: Obj): boolean {
+  const annotations = metaOf(object).annotations;
+  if (!isRecord(annotations)) return false;
+  return (
+    annotations[ANNOTATIONS.isDefaultStorageClass.key] === "true" ||
+    annotations[ANNOTATIONS.betaIsDefaultStorageClass.key] === "true"
+  );
+}
+
+export const storageClasses: ResourceDef = defineResource({
+  group: GROUP,
+  version: VERSION,
+  resource: "storageclasses",
+  kind: "StorageClass",
+  namespaced: false,
+  shortNames: ["sc"],
+  returnDeletedObject: true,
+  defaults(object) {
+    setDefault(object, "reclaimPolicy", "Delete");
+    setDefault(object, "volumeBindingMode", "Immediate");
+  },
+  validate(object) {
+    const causes = [
+      ...validateProvisioner(object.provisioner, "provisioner"),
+      ...validateParameters(object.parameters, "parameters"),
+      ...oneOf("reclaimPolicy", object.reclaimPolicy, ["Delete", "Retain"]),
+    ];
+    if (object.volumeBindingMode === undefined || object.volumeBindingMode === null) {
+      causes.push(fieldRequired("volumeBindingMode"));
+    } else {
+      causes.push(
+        ...oneOf("volumeBindingMode", object.volumeBindingMode, ["Immediate", "WaitForFirstConsumer"]),
+      );
+    }
+    if (object.allowVolumeExpansion !== undefined && typeof object.allowVolumeExpansion !== "boolean") {
+      causes.push(fieldInvalid("allowVolumeExpansion", object.allowVolumeExpansion, "must be a boolean"));
+    }
+    causes.push(...validateAllowedTopologies(object.allowedTopologies));
+    return causes;
+  },
+  validateUpdate(object, old) {
+    const causes: FieldCause[] = [];
+    if (!deepEqualParameters(object.parameters, old.parameters)) {
+      causes.push(fieldForbidden("parameters", "updates to parameters are forbidden."));
+    }
+    if (str(object.provisioner) !== str(old.provisioner)) {
+      causes.push(fieldForbidden("provisioner", "updates to provisioner are forbidden."));
+    }
+    if (str(object.reclaimPolicy) !== str(old.reclaimPolicy)) {
+      causes.push(fieldForbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden."));
+    }
+    causes.push(...immutable("volumeBindingMode", object.volumeBindingMode, old.volumeBindingMode));
+    return causes;
+  },
+  specChanged: () => false,
+  columns: [
+    NAME_COLUMN,
+    column("Provisioner", "string", "provisioner indicates the type of the provisioner."),
+    column(
+      "ReclaimPolicy",
+      "string",
+      "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete.",
+    ),
+    column(
+      "VolumeBindingMode",
+      "string",
+      "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature.",
+    ),
+    column(
+      "AllowVolumeExpansion",
+      "string",
+      "allowVolumeExpansion shows whether the storage class allow volume expand.",
+    ),
+    AGE_COLUMN,
+  ],
+  row(object, now) {
+    const name = nameOf(object) + (isDefaultClass(object) ? " (default)" : "");
+    return [
+      name,
+      str(object.provisioner),
+      str(object.reclaimPolicy) || "Delete",
+      str(object.volumeBindingMode) || "Immediate",
+      object.allowVolumeExpansion === true,
+      age(object, now),
+    ];
+  },
+  patchStrategies: {},
+});
+
+function deepEqualParameters(a: unknown, b: unknown): boolean {
+  const left = isRecord(a) ? a : {};
+  const right = isRecord(b) ? b : {};
+  const keys = new Set([...Object.keys(left), ...Object.keys(right)]);
+  for (const key of keys) if (left[key] !== right[key]) return false;
+  return true;
+}
+
+function validateAllowedTopologies(topologies: unknown): FieldCause[] {
+  if (topologies === undefined || topologies === null) return [];
+  if (!Array.isArray(topologies)) return [fieldInvalid("allowedTopologies", topologies, "must be a list")];
+  const causes: FieldCause[] = [];
+  topologies.forEach((term: unknown, i) => {
+    const expressions = isRecord(term) ? term.matchLabelExpressions : undefined;
+    if (!Array.isArray(expressions) || expressions.length === 0) {
+      causes.push(
+        fieldRequired(
+          `allowedTopologies[${i}].matchLabelExpressions`,
+          "must have at least one label match expression",
+        ),
+      );
+      return;
+    }
+    expressions.forEach((expression: unknown, j) => {
+      const field = `allowedTopologies[${i}].matchLabelExpressions[${j}]`;
+      const key = str(at(expression, "key"));
+      for (const message of isQualifiedName(key)) causes.push(fieldInvalid(`${field}.key`, key, message));
+      const values = at(expression, "values");
+      if (!Array.isArray(values) || values.length === 0) {
+        causes.push(fieldRequired(`${field}.values`, "must specify as least one value"));
+      }
+    });
+  });
+  return causes;
+}
+
+// ---- CSIDriver -------------------------------------------------------------------------
+
+function validateTokenRequests(requests: unknown, field: string): FieldCause[] {
+  if (requests === undefined || requests === null) return [];
+  if (!Array.isArray(requests)) return [fieldInvalid(field, requests, "must be a list")];
+  const causes: FieldCause[] = [];
+  const audiences = new Set<string>();
+  requests.forEach((request: unknown, i) => {
+    const audience = str(at(request, "audience"));
+    if (audiences.has(audience)) causes.push(fieldDuplicate(`${field}[${i}].audience`, audience));
+    audiences.add(audience);
+    const seconds = at(request, "expirationSeconds");
+    if (typeof seconds === "number") {
+      if (seconds < 600) {
+        causes.push(
+          fieldInvalid(
+            `${field}[${i}].expirationSeconds`,
+            seconds,
+            "may not specify a duration less than 10 minutes",
+          ),
+        );
+      } else if (seconds > 2 ** 32) {
+        causes.push(
+          fieldInvalid(
+            `${field}[${i}].expirationSeconds`,
+            seconds,
+            "may not specify a duration larger than 2^32 seconds",
+          ),
+        );
+      }
+    }
+  });
+  return causes;
+}
+
+function requiredBoolean(spec: Obj, key: string): FieldCause[] {
+  const value = spec[key];
+  if (value === undefined || value === null) return [fieldRequired(`spec.${key}`)];
+  if (typeof value !== "boolean") return [fieldInvalid(`spec.${key}`, value, "must be a boolean")];
+  return [];
+}
+
+export const csiDrivers: ResourceDef = defineResource({
+  group: GROUP,
+  version: VERSION,
+  resource: "csidrivers",
+  kind: "CSIDriver",
+  namespaced: false,
+  defaults(object) {
+    if (!isRecord(object.spec)) object.spec = {};
+    const spec = object.spec as Obj;
+    setDefault(spec, "attachRequired", true);
+    setDefault(spec, "podInfoOnMount", false);
+    setDefault(spec, "storageCapacity", false);
+    setDefault(spec, "fsGroupPolicy", "ReadWriteOnceWithFSType");
+    setDefault(spec, "volumeLifecycleModes", ["Persistent"]);
+    setDefault(spec, "requiresRepublish", false);
+    setDefault(spec, "seLinuxMount", false);
+  },
+  validate(object) {
+    const spec = isRecord(object.spec) ? object.spec : {};
+    const causes = [
+      ...validateCSIDriverName(metaOf(object).name, "name"),
+      ...requiredBoolean(spec, "attachRequired"),
+      ...requiredBoolean(spec, "podInfoOnMount"),
+      ...requiredBoolean(spec, "storageCapacity"),
+      ...requiredBoolean(spec, "requiresRepublish"),
+      ...validateTokenRequests(spec.tokenRequests, "spec.tokenRequests"),
+    ];
+    if (spec.fsGroupPolicy !== undefined && spec.fsGroupPolicy !== null) {
+      causes.push(
+        ...oneOf("spec.fsGroupPolicy", spec.fsGroupPolicy, ["File", "None", "ReadWriteOnceWithFSType"]),
+      );
+    }
+    const modes = spec.volumeLifecycleModes;
+    if (Array.isArray(modes)) {
+      for (const mode of modes)
+        causes.push(...oneOf("spec.volumeLifecycleModes", mode, ["Ephemeral", "Persistent"]));
+    }
+    return causes;
+  },
+  validateUpdate(object, old) {
+    // Upstream reports the attachRequired path with this spelling.
+    return [
+      ...immutable(
+        "spec.attachedRequired",
+        at(object, "spec.attachRequired"),
+        at(old, "spec.attachRequired"),
+      ),
+      ...immutable(
+        "spec.volumeLifecycleModes",
+        at(object, "spec.volumeLifecycleModes"),
+        at(old, "spec.volumeLifecycleModes"),
+      ),
+    ];
+  },
+  specChanged: () => false,
+  columns: [
+    NAME_COLUMN,
+    column(
+      "AttachRequired",
+      "boolean",
+      "attachRequired indicates this CSI volume driver requires an attach operation.",
+    ),
+    column(
+      "PodInfoOnMount",
+      "boolean",
+      "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations.",
+    ),
+    column(
+      "StorageCapacity",
+      "boolean",
+      "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report.",
+    ),
+    column(
+      "TokenRequests",
+      "string",
+      "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.",
+    ),
+    column(
+      "RequiresRepublish",
+      "boolean",
+      "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.",
+    ),
+    column(
+      "Modes",
+      "string",
+      "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.",
+    ),
+    AGE_COLUMN,
+  ],
+  row(object, now) {
+    const spec = isRecord(object.spec) ? object.spec : {};
+    const tokenRequests = Array.isArray(spec.tokenRequests) ? spec.tokenRequests : [];
+    const audiences = tokenRequests.map((request: unknown) => str(at(request, "audience")));
+    const modes = Array.isArray(spec.volumeLifecycleModes) ? spec.volumeLifecycleModes.map(str) : [];
+    return [
+      nameOf(object),
+      spec.attachRequired !== false,
+      spec.podInfoOnMount === true,
+      spec.storageCapacity === true,
+      audiences.length > 0 ? audiences.join(",") : "<unset>",
+      spec.requiresRepublish === true,
+      modes.length > 0 ? modes.join(",") : "<none>",
+      age(object, now),
+    ];
+  },
+});
+
+// ---- CSINode ---------------------------------------------------------------------------
+
+const CSI_NODE_ID_MAX_LENGTH = 192;
+
+function driversOf(object: Obj): Obj[] {
+  const drivers = at(object, "spec.drivers");
+  return Array.isArray(drivers) ? drivers.filter(isRecord) : [];
+}
+
+export const csiNodes: ResourceDef = defineResource({
+  group: GROUP,
+  version: VERSION,
+  resource: "csinodes",
+  kind: "CSINode",
+  namespaced: false,
+  defaults(object) {
+    if (!isRecord(object.spec)) object.spec = { drivers: [] };
+  },
+  validate(object) {
+    const drivers = at(object, "spec.drivers");
+    if (drivers !== undefined && drivers !== null && !Array.isArray(drivers)) {
+      return [fieldInvalid("spec.drivers", drivers, "must be a list")];
+    }
+    const causes: FieldCause[] = [];
+    const names = new Set<string>();
+    driversOf(object).forEach((driver, i) => {
+      const field = `spec.drivers[${i}]`;
+      causes.push(...validateCSIDriverName(driver.name, `${field}.name`));
+      const name = str(driver.name);
+      if (names.has(name)) causes.push(fieldDuplicate(`${field}.name`, name));
+      names.add(name);
+      const nodeID = str(driver.nodeID);
+      if (nodeID === "") causes.push(fieldRequired(`${field}.nodeID`));
+      else if (nodeID.length > CSI_NODE_ID_MAX_LENGTH)
+        causes.push(fieldTooLong(`${field}.nodeID`, CSI_NODE_ID_MAX_LENGTH));
+      const keys = Array.isArray(driver.topologyKeys) ? driver.topologyKeys : [];
+      const seen = new Set<string>();
+      keys.forEach((key: unknown, j) => {
+        const text = str(key);
+        if (text === "") causes.push(fieldRequired(`${field}.topologyKeys`));
+        else
+          for (const message of isQualifiedName(text))
+            causes.push(fieldInvalid(`${field}.topologyKeys`, text, message));
+        if (seen.has(text)) causes.push(fieldDuplicate(`${field}.topologyKeys[${j}]`, text));
+        seen.add(text);
+      });
+      const count = at(driver, "allocatable.count");
+      if (typeof count === "number" && count < 0) {
+        causes.push(fieldInvalid(`${field}.allocatable.count`, count, "must be greater than or equal to 0"));
+      }
+    });
+    return causes;
+  },
+  validateUpdate(object, old) {
+    const causes: FieldCause[] = [];
+    const oldByName = new Map(driversOf(old).map((driver) => [str(driver.name), driver]));
+    driversOf(object).forEach((driver, i) => {
+      const previous = oldByName.get(str(driver.name));
+      if (previous === undefined) return;
+      const field = `spec.drivers[${i}]`;
+      causes.push(...immutable(`${field}.nodeID`, driver.nodeID, previous.nodeID));
+      causes.push(
+        ...immutable(`${field}.topologyKeys`, driver.topologyKeys ?? null, previous.topologyKeys ?? null),
+      );
+    });
+    return causes;
+  },
+  specChanged: () => false,
+  columns: [
+    NAME_COLUMN,
+    column("Drivers", "integer", "Drivers indicates the number of CSI drivers registered on the node"),
+    AGE_COLUMN,
+  ],
+  row(object, now) {
+    return [nameOf(object), driversOf(object).length, age(object, now)];
+  },
+  patchStrategies: { "spec.drivers": { mergeKey: "name" } },
+});
+
+// ---- VolumeAttachment ------------------------------------------------------------------
+
+export const volumeAttachments: ResourceDef = defineResource({
+  group: GROUP,
+  version: VERSION,
+  resource: "volumeattachments",
+  kind: "VolumeAttachment",
+  namespaced: false,
+  subresources: ["status"],
+  validate(object) {
+    const spec = isRecord(object.spec) ? object.spec : {};
+    const causes: FieldCause[] = [];
+    const attacher = str(spec.attacher);
+    if (attacher === "") causes.push(fieldRequired("spec.attacher"));
+    else
+      for (const message of isDNS1123Subdomain(attacher.toLowerCase()))
+        causes.push(fieldInvalid("spec.attacher", attacher, message));
+    const nodeName = str(spec.nodeName);
+    if (nodeName === "") causes.push(fieldRequired("spec.nodeName"));
+    else
+      for (const message of isDNS1123Subdomain(nodeName))
+        causes.push(fieldInvalid("spec.nodeName", nodeName, message));
+    const source = isRecord(spec.source) ? spec.source : {};
+    const pvName = source.persistentVolumeName;
+    const inline = source.inlineVolumeSpec;
+    const hasPV = typeof pvName === "string";
+    const hasInline = isRecord(inline);
+    if (hasPV === hasInline) {
+      causes.push(
+        fieldRequired("spec.source", "must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
+      );
+    } else if (hasPV) {
+      const name = str(pvName);
+      if (name === "")
+        causes.push(
+          fieldRequired("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"),
+        );
+      for (const message of nameIsPathSegment(name, false))
+        causes.push(fieldInvalid("spec.source.persistentVolumeName", name, message));
+    }
+    return causes;
+  },
+  validateUpdate(object, old) {
+    return immutable("spec", object.spec, old.spec);
+  },
+  validateStatus(object) {
+    const causes: FieldCause[] = [];
+    const attached = at(object, "status.attached");
+    if (attached !== undefined && typeof attached !== "boolean") {
+      causes.push(fieldInvalid("status.attached", attached, "must be a boolean"));
+    }
+    return causes;
+  },
+  specChanged: () => false,
+  columns: [
+    NAME_COLUMN,
+    column(
+      "Attacher",
+      "string",
+      "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",
+    ),
+    column("PV", "string", "Name of the persistent volume to attach."),
+    column("Node", "string", "The node that the volume should be attached to."),
+    column(
+      "Attached",
+      "boolean",
+      "Indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.",
+    ),
+    AGE_COLUMN,
+  ],
+  row(object, now) {
+    return [
+      nameOf(object),
+      str(at(object, "spec.attacher")),
+      str(at(object, "spec.source.persistentVolumeName")),
+      str(at(object, "spec.nodeName")),
+      at(object, "status.attached") === true,
+      age(object, now),
+    ];
+  },
+});
+
+// ---- CSIStorageCapacity ----------------------------------------------------------------
+
+function nonNegativeQuantity(value: unknown, field: string): FieldCause[] {
+  if (value === undefined || value === null) return [];
+  const quantity = tryParseQuantity(value);
+  if (quantity === undefined) {
+    return [
+      fieldInvalid(
+        field,
+        value,
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+      ),
+    ];
+  }
+  return quantity.nanos < 0n ? [fieldInvalid(field, value, "must be greater than or equal to 0")] : [];
+}
+
+export const csiStorageCapacities: ResourceDef = defineResource({
+  group: GROUP,
+  version: VERSION,
+  resource: "csistoragecapacities",
+  kind: "CSIStorageCapacity",
+  namespaced: true,
+  validate(object) {
+    const causes: FieldCause[] = [];
+    const className = str(object.storageClassName);
+    if (className === "") causes.push(fieldRequired("storageClassName"));
+    else
+      for (const message of isDNS1123Subdomain(className))
+        causes.push(fieldInvalid("storageClassName", className, message));
+    causes.push(...validateLabelSelectorObject(object.nodeTopology, "nodeTopology"));
+    causes.push(...nonNegativeQuantity(object.capacity, "capacity"));
+    causes.push(...nonNegativeQuantity(object.maximumVolumeSize, "maximumVolumeSize"));
+    return causes;
+  },
+  specChanged: () => false,
+  columns: [
+    NAME_COLUMN,
+    column(
+      "StorageClassName",
+      "string",
+      "storageClassName represents the name of the StorageClass that the reported capacity applies to.",
+    ),
+    column(
+      "Capacity",
+      "string",
+      "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.",
+    ),
+  ],
+  row(object) {
+    const capacity = tryParseQuantity(object.capacity);
+    return [
+      nameOf(object),
+      str(object.storageClassName),
+      capacity === undefined ? "<unset>" : String(object.capacity),
+    ];
+  },
+});
+
+// ---- VolumeAttributesClass -------------------------------------------------------------
+
+export const volumeAttributesClasses: ResourceDef = defineResource({
+  group: GROUP,
+  version: VERSION,
+  resource: "volumeattributesclasses",
+  kind: "VolumeAttributesClass",
+  namespaced: false,
+  shortNames: ["vac"],
+  validate(object) {
+    return [
+      ...validateCSIDriverName(object.driverName, "driverName"),
+      ...validateParameters(object.parameters, "parameters"),
+    ];
+  },
+  validateUpdate(object, old) {
+    const causes: FieldCause[] = [];
+    if (str(object.driverName) !== str(old.driverName)) {
+      causes.push(fieldForbidden("driverName", "updates to driverName are forbidden."));
+    }
+    if (!deepEqualParameters(object.parameters, old.parameters)) {
+      causes.push(fieldForbidden("parameters", "updates to parameters are forbidden."));
+    }
+    return causes;
+  },
+  specChanged: () => false,
+  columns: [NAME_COLUMN, column("DriverName", "string", "Name of the CSI driver"), AGE_COLUMN],
+  row(object, now) {
+    return [nameOf(object), str(object.driverName), age(object, now)];
+  },
+});
+
+export const storageResources: readonly ResourceDef[] = Object.freeze([
+  storageClasses,
+  csiDrivers,
+  csiNodes,
+  volumeAttachments,
+  csiStorageCapacities,
+  volumeAttributesClasses,
+]);
