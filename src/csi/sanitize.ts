@@ -8,9 +8,9 @@ export const STRIPPED = "***stripped***";
 
 /**
  * A deep copy of `message` (a decoded or input message of type `messageType`, e.g.
- * "csi.v1.CreateVolumeRequest") with every csi_secret value replaced by "***stripped***":
- * a string field as a whole, each value of a map, each element of a repeated field. Empty
- * values stay empty so a log still shows that no secret was given.
+ * "csi.v1.CreateVolumeRequest") with every non-empty csi_secret field replaced as a whole by
+ * "***stripped***" (a map loses its keys too, as upstream). Empty values stay empty so a log
+ * still shows that no secret was given.
  */
 export function sanitizeRequest(messageType: string, message: unknown): unknown {
   return copyMessage(messageType, message);
@@ -33,12 +33,10 @@ function copyMessage(messageType: string, message: unknown): unknown {
 
 function redact(value: unknown): unknown {
   if (value === undefined || value === null || value === "") return value;
-  if (Array.isArray(value)) return value.map(redact);
-  if (isPlainObject(value)) {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) out[key] = STRIPPED;
-    return out;
-  }
+  // An empty map or list says "no secret given" and reveals nothing; anything else is replaced
+  // whole, keys included, as upstream's protosanitizer prints it ("secrets":"***stripped***").
+  if (Array.isArray(value) && value.length === 0) return value;
+  if (isPlainObject(value) && Object.keys(value).length === 0) return value;
   return STRIPPED;
 }
 
