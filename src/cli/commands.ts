@@ -1,4 +1,5 @@
 // The list of subcommands, in the order `csikit --help` shows them.
 import type { Command } from "./command.ts";
+import { hostpathCommand } from "./hostpath.ts";
 
-export const commands: readonly Command[] = [];
+export const commands: readonly Command[] = [hostpathCommand];

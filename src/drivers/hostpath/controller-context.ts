@@ -1,0 +1,15 @@
+// What every controller-side handler works with; its own module so controller.ts,
+// snapshots.ts and group-controller.ts share it without importing each other in a cycle.
+
+import type { DataLayout } from "./data.ts";
+import type { HostpathConfig } from "./driver.ts";
+import type { JsonStore } from "./json-store.ts";
+import type { Locks } from "./requests.ts";
+import type { ControllerStateData } from "./state.ts";
+
+export interface ControllerContext {
+  config: HostpathConfig;
+  layout: DataLayout;
+  store: JsonStore<ControllerStateData>;
+  locks: Locks;
+}

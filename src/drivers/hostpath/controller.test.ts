@@ -1,0 +1,435 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, writeFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { GrpcStatus } from "../../csi/index.ts";
+import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
+import { TOPOLOGY_KEY_NODE } from "./driver.ts";
+
+test("identity and capabilities describe exactly what is served", async (t) => {
+  const { client } = await startTestDriver(t, { driverName: "test.csi.example", vendorVersion: "9.9.9" });
+  const info = await client.identity.getPluginInfo({});
+  assert.equal(info.name, "test.csi.example");
+  assert.equal(info.vendorVersion, "9.9.9");
+  const plugin = await client.identity.getPluginCapabilities({});
+  const services = plugin.capabilities.map((c) => c.service?.type).filter(Boolean);
+  assert.deepEqual(services.sort(), [
+    "CONTROLLER_SERVICE",
+    "GROUP_CONTROLLER_SERVICE",
+    "VOLUME_ACCESSIBILITY_CONSTRAINTS",
+  ]);
+  assert.equal((await client.identity.probe({})).ready?.value, true);
+  const controller = await client.controller.controllerGetCapabilities({});
+  const types = controller.capabilities.map((c) => c.rpc?.type);
+  for (const needed of [
+    "CREATE_DELETE_VOLUME",
+    "PUBLISH_UNPUBLISH_VOLUME",
+    "CLONE_VOLUME",
+    "GET_SNAPSHOT",
+    "MODIFY_VOLUME",
+  ] as const)
+    assert.ok(types.includes(needed), needed);
+  const group = await client.groupController.groupControllerGetCapabilities({});
+  assert.equal(group.capabilities[0]?.rpc?.type, "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT");
+  const node = await client.node.nodeGetInfo({});
+  assert.equal(node.nodeId, "node-1");
+  assert.deepEqual(node.accessibleTopology?.segments, { [TOPOLOGY_KEY_NODE]: "node-1" });
+});
+
+test("CreateVolume: idempotent by name, conflicts, ranges, capacity, validation", async (t) => {
+  const { client } = await startTestDriver(t, {
+    capacity: { "": 10 * MIB, fast: 4 * MIB },
+    maxVolumeSize: 8 * MIB,
+  });
+  const request = {
+    name: "pvc-1",
+    capacityRange: { requiredBytes: 2 * MIB },
+    volumeCapabilities: [MOUNT_RW],
+  };
+  const first = await client.controller.createVolume(request);
+  const again = await client.controller.createVolume(request);
+  assert.equal(again.volume?.volumeId, first.volume?.volumeId);
+  assert.equal(first.volume?.capacityBytes, String(2 * MIB));
+  assert.deepEqual(first.volume?.accessibleTopology[0]?.segments, { [TOPOLOGY_KEY_NODE]: "node-1" });
+  await rejectsWith(
+    client.controller.createVolume({ ...request, capacityRange: { requiredBytes: 3 * MIB } }),
+    GrpcStatus.ALREADY_EXISTS,
+  );
+  await rejectsWith(
+    client.controller.createVolume({ ...request, volumeCapabilities: [BLOCK_RW] }),
+    GrpcStatus.ALREADY_EXISTS,
+  );
+  await rejectsWith(client.controller.createVolume({ ...request, name: "" }), GrpcStatus.INVALID_ARGUMENT);
+  await rejectsWith(client.controller.createVolume({ name: "x" }), GrpcStatus.INVALID_ARGUMENT);
+  await rejectsWith(
+    client.controller.createVolume({ name: "x", volumeCapabilities: [MOUNT_RW, BLOCK_RW] }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  await rejectsWith(
+    client.controller.createVolume({ ...request, name: "big", capacityRange: { requiredBytes: 9 * MIB } }),
+    GrpcStatus.OUT_OF_RANGE,
+  );
+  await rejectsWith(
+    client.controller.createVolume({ ...request, name: "neg", capacityRange: { requiredBytes: -1 } }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  // Pool "" has 10 MiB, 2 used: 8 more fit, a 9th does not.
+  await client.controller.createVolume({
+    ...request,
+    name: "pvc-2",
+    capacityRange: { requiredBytes: 8 * MIB },
+  });
+  const exhausted = await rejectsWith(
+    client.controller.createVolume({ ...request, name: "pvc-3", capacityRange: { requiredBytes: 1 } }),
+    GrpcStatus.RESOURCE_EXHAUSTED,
+  );
+  assert.match(exhausted, /capacity/);
+  const capacity = await client.controller.getCapacity({ parameters: { kind: "fast" } });
+  assert.equal(capacity.availableCapacity, String(4 * MIB));
+  assert.equal((await client.controller.getCapacity({})).availableCapacity, "0");
+  const other = await client.controller.getCapacity({
+    accessibleTopology: { segments: { [TOPOLOGY_KEY_NODE]: "nowhere" } },
+  });
+  assert.equal(other.availableCapacity, "0");
+  await client.controller.createVolume({ ...request, name: "fast-1", parameters: { kind: "fast" } });
+  assert.equal(
+    (await client.controller.getCapacity({ parameters: { kind: "fast" } })).availableCapacity,
+    String(2 * MIB),
+  );
+  await rejectsWith(
+    client.controller.createVolume({ ...request, name: "m", mutableParameters: { bogus: "1" } }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+});
+
+test("topology: requirements place the volume; unknown nodes are NOT_FOUND for publish", async (t) => {
+  const { client } = await startTestDriver(t);
+  const seg = (node: string): { segments: Record<string, string> } => ({
+    segments: { [TOPOLOGY_KEY_NODE]: node },
+  });
+  const created = await client.controller.createVolume({
+    name: "placed",
+    volumeCapabilities: [MOUNT_RW],
+    accessibilityRequirements: { requisite: [seg("node-2"), seg("node-1")], preferred: [seg("node-2")] },
+  });
+  assert.deepEqual(created.volume?.accessibleTopology[0]?.segments, { [TOPOLOGY_KEY_NODE]: "node-2" });
+  await rejectsWith(
+    client.controller.createVolume({
+      name: "nowhere",
+      volumeCapabilities: [MOUNT_RW],
+      accessibilityRequirements: { requisite: [{ segments: { zone: "a" } }] },
+    }),
+    GrpcStatus.RESOURCE_EXHAUSTED,
+  );
+  const volumeId = created.volume.volumeId;
+  await client.controller.controllerPublishVolume({ volumeId, nodeId: "node-2", volumeCapability: MOUNT_RW });
+  await rejectsWith(
+    client.controller.controllerPublishVolume({ volumeId, nodeId: "node-9", volumeCapability: MOUNT_RW }),
+    GrpcStatus.NOT_FOUND,
+  );
+});
+
+test("publish bookkeeping, delete while published, limits, list pagination, get, validate", async (t) => {
+  const { client } = await startTestDriver(t, { maxVolumesPerNode: 2 });
+  const ids: string[] = [];
+  for (const name of ["a", "b", "c"])
+    ids.push(
+      (await client.controller.createVolume({ name, volumeCapabilities: [MOUNT_RW] })).volume!.volumeId,
+    );
+  const [a, b, c] = ids as [string, string, string];
+  const publish = { nodeId: "node-1", volumeCapability: MOUNT_RW };
+  await client.controller.controllerPublishVolume({ ...publish, volumeId: a });
+  await client.controller.controllerPublishVolume({ ...publish, volumeId: a });
+  await rejectsWith(
+    client.controller.controllerPublishVolume({ ...publish, volumeId: a, readonly: true }),
+    GrpcStatus.ALREADY_EXISTS,
+  );
+  await client.controller.controllerPublishVolume({ ...publish, volumeId: b });
+  await rejectsWith(
+    client.controller.controllerPublishVolume({ ...publish, volumeId: c }),
+    GrpcStatus.RESOURCE_EXHAUSTED,
+  );
+  await rejectsWith(
+    client.controller.controllerPublishVolume({
+      ...publish,
+      volumeId: "vol-00000000000000000000000000000000",
+    }),
+    GrpcStatus.NOT_FOUND,
+  );
+  await rejectsWith(
+    client.controller.controllerPublishVolume({ ...publish, volumeId: "../../etc" }),
+    GrpcStatus.NOT_FOUND,
+  );
+  await rejectsWith(client.controller.deleteVolume({ volumeId: a }), GrpcStatus.FAILED_PRECONDITION);
+  const got = await client.controller.controllerGetVolume({ volumeId: a });
+  assert.deepEqual(got.status?.publishedNodeIds, ["node-1"]);
+  assert.equal(got.status?.volumeCondition?.abnormal, false);
+
+  const first = await client.controller.listVolumes({ maxEntries: 2 });
+  assert.equal(first.entries.length, 2);
+  assert.notEqual(first.nextToken, "");
+  const rest = await client.controller.listVolumes({ startingToken: first.nextToken });
+  const listed = [...first.entries, ...rest.entries].map((e) => e.volume?.volumeId);
+  assert.deepEqual(listed, [...ids].sort());
+  assert.equal(rest.nextToken, "");
+  await rejectsWith(client.controller.listVolumes({ startingToken: "garbage" }), GrpcStatus.ABORTED);
+
+  const valid = await client.controller.validateVolumeCapabilities({
+    volumeId: a,
+    volumeCapabilities: [MOUNT_RW],
+  });
+  assert.ok(valid.confirmed);
+  const notValid = await client.controller.validateVolumeCapabilities({
+    volumeId: a,
+    volumeCapabilities: [BLOCK_RW],
+  });
+  assert.equal(notValid.confirmed, null);
+  await rejectsWith(
+    client.controller.validateVolumeCapabilities({ volumeId: a }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+
+  await client.controller.controllerUnpublishVolume({ volumeId: a, nodeId: "node-1" });
+  await client.controller.controllerUnpublishVolume({ volumeId: a, nodeId: "node-1" });
+  await client.controller.controllerUnpublishVolume({
+    volumeId: "vol-00000000000000000000000000000000",
+    nodeId: "node-1",
+  });
+  await client.controller.deleteVolume({ volumeId: a });
+  await client.controller.deleteVolume({ volumeId: a });
+  await rejectsWith(client.controller.controllerGetVolume({ volumeId: a }), GrpcStatus.NOT_FOUND);
+});
+
+test("snapshots copy data; restore and clone carry it; pagination and filters; expand; modify", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const source = (
+    await client.controller.createVolume({
+      name: "src",
+      volumeCapabilities: [MOUNT_RW],
+      capacityRange: { requiredBytes: 2 * MIB },
+    })
+  ).volume!;
+  const dataDir = join(driver.stateDir, "volumes", source.volumeId);
+  await writeFile(join(dataDir, "hello.txt"), "v1");
+  const snap = (await client.controller.createSnapshot({ name: "snap-1", sourceVolumeId: source.volumeId }))
+    .snapshot!;
+  assert.equal(snap.readyToUse, true);
+  assert.equal(snap.sizeBytes, String(2 * MIB));
+  assert.equal(
+    (await client.controller.createSnapshot({ name: "snap-1", sourceVolumeId: source.volumeId })).snapshot
+      ?.snapshotId,
+    snap.snapshotId,
+  );
+  await writeFile(join(dataDir, "hello.txt"), "v2");
+  const other = (await client.controller.createVolume({ name: "other", volumeCapabilities: [MOUNT_RW] }))
+    .volume!;
+  await rejectsWith(
+    client.controller.createSnapshot({ name: "snap-1", sourceVolumeId: other.volumeId }),
+    GrpcStatus.ALREADY_EXISTS,
+  );
+  await rejectsWith(
+    client.controller.createSnapshot({
+      name: "snap-x",
+      sourceVolumeId: "vol-00000000000000000000000000000000",
+    }),
+    GrpcStatus.NOT_FOUND,
+  );
+
+  const restored = (
+    await client.controller.createVolume({
+      name: "restored",
+      volumeCapabilities: [MOUNT_RW],
+      volumeContentSource: { snapshot: { snapshotId: snap.snapshotId } },
+    })
+  ).volume!;
+  assert.equal(restored.capacityBytes, String(2 * MIB));
+  assert.equal(restored.contentSource?.snapshot?.snapshotId, snap.snapshotId);
+  assert.equal(
+    await readFile(join(driver.stateDir, "volumes", restored.volumeId, "hello.txt"), "utf8"),
+    "v1",
+  );
+  const clone = (
+    await client.controller.createVolume({
+      name: "clone",
+      volumeCapabilities: [MOUNT_RW],
+      volumeContentSource: { volume: { volumeId: source.volumeId } },
+    })
+  ).volume!;
+  assert.equal(await readFile(join(driver.stateDir, "volumes", clone.volumeId, "hello.txt"), "utf8"), "v2");
+  await rejectsWith(
+    client.controller.createVolume({
+      name: "small",
+      volumeCapabilities: [MOUNT_RW],
+      capacityRange: { requiredBytes: MIB },
+      volumeContentSource: { snapshot: { snapshotId: snap.snapshotId } },
+    }),
+    GrpcStatus.OUT_OF_RANGE,
+  );
+  await rejectsWith(
+    client.controller.createVolume({
+      name: "nosrc",
+      volumeCapabilities: [MOUNT_RW],
+      volumeContentSource: { snapshot: { snapshotId: "snap-00000000000000000000000000000000" } },
+    }),
+    GrpcStatus.NOT_FOUND,
+  );
+  await rejectsWith(
+    client.controller.createVolume({
+      name: "blk",
+      volumeCapabilities: [BLOCK_RW],
+      volumeContentSource: { volume: { volumeId: source.volumeId } },
+    }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+
+  // The snapshot is independent of its source.
+  await client.controller.deleteVolume({ volumeId: source.volumeId });
+  assert.equal(
+    (await client.controller.getSnapshot({ snapshotId: snap.snapshotId })).snapshot?.sourceVolumeId,
+    source.volumeId,
+  );
+  const snap2 = (await client.controller.createSnapshot({ name: "snap-2", sourceVolumeId: other.volumeId }))
+    .snapshot!;
+  const page1 = await client.controller.listSnapshots({ maxEntries: 1 });
+  const page2 = await client.controller.listSnapshots({ startingToken: page1.nextToken });
+  assert.deepEqual(
+    [...page1.entries, ...page2.entries].map((e) => e.snapshot?.snapshotId).sort(),
+    [snap.snapshotId, snap2.snapshotId].sort(),
+  );
+  assert.deepEqual(
+    (await client.controller.listSnapshots({ sourceVolumeId: other.volumeId })).entries.map(
+      (e) => e.snapshot?.snapshotId,
+    ),
+    [snap2.snapshotId],
+  );
+  assert.equal(
+    (await client.controller.listSnapshots({ snapshotId: "snap-00000000000000000000000000000000" })).entries
+      .length,
+    0,
+  );
+  await rejectsWith(client.controller.listSnapshots({ startingToken: "x" }), GrpcStatus.ABORTED);
+  await client.controller.deleteSnapshot({ snapshotId: snap.snapshotId });
+  await client.controller.deleteSnapshot({ snapshotId: snap.snapshotId });
+  await rejectsWith(client.controller.getSnapshot({ snapshotId: snap.snapshotId }), GrpcStatus.NOT_FOUND);
+
+  const block = (
+    await client.controller.createVolume({
+      name: "blk2",
+      volumeCapabilities: [BLOCK_RW],
+      capacityRange: { requiredBytes: MIB },
+    })
+  ).volume!;
+  const expanded = await client.controller.controllerExpandVolume({
+    volumeId: block.volumeId,
+    capacityRange: { requiredBytes: 3 * MIB },
+  });
+  assert.equal(expanded.capacityBytes, String(3 * MIB));
+  assert.equal(expanded.nodeExpansionRequired, true);
+  assert.equal((await stat(join(driver.stateDir, "volumes", `${block.volumeId}.img`))).size, 3 * MIB);
+  await rejectsWith(
+    client.controller.controllerExpandVolume({
+      volumeId: block.volumeId,
+      capacityRange: { requiredBytes: 4 * MIB, limitBytes: 2 * MIB },
+    }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  await client.controller.controllerModifyVolume({
+    volumeId: block.volumeId,
+    mutableParameters: { iops: "100" },
+  });
+  await rejectsWith(
+    client.controller.controllerModifyVolume({
+      volumeId: block.volumeId,
+      mutableParameters: { color: "red" },
+    }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  await rejectsWith(
+    client.controller.controllerModifyVolume({
+      volumeId: "vol-00000000000000000000000000000000",
+      mutableParameters: { iops: "1" },
+    }),
+    GrpcStatus.NOT_FOUND,
+  );
+});
+
+test("group snapshots: create idempotently, get, members protected, delete", async (t) => {
+  const { client } = await startTestDriver(t);
+  const v1 = (await client.controller.createVolume({ name: "g1", volumeCapabilities: [MOUNT_RW] })).volume!
+    .volumeId;
+  const v2 = (await client.controller.createVolume({ name: "g2", volumeCapabilities: [BLOCK_RW] })).volume!
+    .volumeId;
+  const created = (
+    await client.groupController.createVolumeGroupSnapshot({ name: "grp", sourceVolumeIds: [v1, v2] })
+  ).groupSnapshot!;
+  assert.equal(created.snapshots.length, 2);
+  assert.equal(created.readyToUse, true);
+  const again = (
+    await client.groupController.createVolumeGroupSnapshot({ name: "grp", sourceVolumeIds: [v2, v1] })
+  ).groupSnapshot!;
+  assert.equal(again.groupSnapshotId, created.groupSnapshotId);
+  await rejectsWith(
+    client.groupController.createVolumeGroupSnapshot({ name: "grp", sourceVolumeIds: [v1] }),
+    GrpcStatus.ALREADY_EXISTS,
+  );
+  const member = created.snapshots[0]!;
+  assert.equal(member.groupSnapshotId, created.groupSnapshotId);
+  await rejectsWith(
+    client.controller.deleteSnapshot({ snapshotId: member.snapshotId }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  const ids = created.snapshots.map((s) => s.snapshotId);
+  await rejectsWith(
+    client.groupController.getVolumeGroupSnapshot({
+      groupSnapshotId: created.groupSnapshotId,
+      snapshotIds: [ids[0]!],
+    }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  assert.equal(
+    (
+      await client.groupController.getVolumeGroupSnapshot({
+        groupSnapshotId: created.groupSnapshotId,
+        snapshotIds: ids,
+      })
+    ).groupSnapshot?.snapshots.length,
+    2,
+  );
+  await client.groupController.deleteVolumeGroupSnapshot({
+    groupSnapshotId: created.groupSnapshotId,
+    snapshotIds: ids,
+  });
+  await client.groupController.deleteVolumeGroupSnapshot({
+    groupSnapshotId: created.groupSnapshotId,
+    snapshotIds: ids,
+  });
+  await rejectsWith(
+    client.groupController.getVolumeGroupSnapshot({ groupSnapshotId: created.groupSnapshotId }),
+    GrpcStatus.NOT_FOUND,
+  );
+  await rejectsWith(client.controller.getSnapshot({ snapshotId: member.snapshotId }), GrpcStatus.NOT_FOUND);
+});
+
+test("state survives a restart; an interrupted delete is finished at start, an interrupted create on retry", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const kept = (await client.controller.createVolume({ name: "kept", volumeCapabilities: [MOUNT_RW] }))
+    .volume!;
+  const doomed = (await client.controller.createVolume({ name: "doomed", volumeCapabilities: [MOUNT_RW] }))
+    .volume!;
+  await driver.restart();
+  // Simulate kill -9 states by editing the persisted intent the way a crash would leave it.
+  const file = join(driver.stateDir, "controller.json");
+  const state = JSON.parse(await readFile(file, "utf8")) as { volumes: Record<string, { phase: string }> };
+  state.volumes[doomed.volumeId]!.phase = "deleting";
+  state.volumes[kept.volumeId]!.phase = "creating";
+  await driver.server.close();
+  await writeFile(file, JSON.stringify(state));
+  await driver.restart();
+  await assert.rejects(stat(join(driver.stateDir, "volumes", doomed.volumeId)), { code: "ENOENT" });
+  assert.deepEqual((await client.controller.listVolumes({})).entries.length, 0);
+  const retried = await client.controller.createVolume({ name: "kept", volumeCapabilities: [MOUNT_RW] });
+  assert.equal(retried.volume?.volumeId, kept.volumeId);
+  assert.equal((await client.controller.listVolumes({})).entries.length, 1);
+});

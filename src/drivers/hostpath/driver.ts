@@ -1,0 +1,122 @@
+// The hostpath driver's configuration, validated once in the constructor so every service can
+// trust it. No I/O here. Defaults follow upstream csi-driver-host-path where it has the same
+// knob (driver name, endpoint, topology on, 1 TiB max volume size).
+
+import { resolve } from "node:path";
+import { ValidationError, silentLogger, type Logger } from "../../base/index.ts";
+
+export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
+export const DEFAULT_ENDPOINT = "unix:///csi/csi.sock";
+/** Topology key whose value is the node ID a volume lives on (upstream's key). */
+export const TOPOLOGY_KEY_NODE = "topology.hostpath.csi/node";
+/** StorageClass parameter selecting the --capacity pool (upstream's `kind`). */
+export const STORAGE_KIND_PARAMETER = "kind";
+/** volume_context key the kubelet sets for inline ephemeral volumes. */
+export const EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral";
+export const DEFAULT_MAX_VOLUME_SIZE = 1024 ** 4;
+/** Size of a volume created without a capacity range: small, and always satisfiable. */
+export const DEFAULT_VOLUME_SIZE = 1024 * 1024;
+export const DEFAULT_MUTABLE_PARAMETERS: readonly string[] = ["iops", "throughput"];
+
+export interface HostpathOptions {
+  /** Node ID reported by NodeGetInfo and used as this instance's topology segment. Required. */
+  nodeId: string;
+  /** Directory holding all volume data and state. Required; made absolute. */
+  stateDir: string;
+  /** Default "hostpath.csi.k8s.io". */
+  driverName?: string;
+  /** Reported by GetPluginInfo. Default the csikit version given by the caller, else "0.0.0". */
+  vendorVersion?: string;
+  /** NodeGetInfo max_volumes_per_node and the ControllerPublish limit; 0 = unlimited. Default 0. */
+  maxVolumesPerNode?: number;
+  /**
+   * Bytes each topology segment may hand out, per `kind` parameter ("" for volumes without
+   * one). Empty = unlimited (bounded only by maxVolumeSize per volume). Default empty.
+   */
+  capacity?: Readonly<Record<string, number>>;
+  /** Largest volume in bytes. Default 1 TiB. */
+  maxVolumeSize?: number;
+  /** Report and honour topology. Default true. */
+  enableTopology?: boolean;
+  /** Treat publishes without the ephemeral context key as inline ephemeral. Default false. */
+  ephemeral?: boolean;
+  /** Serve Node. Default true. */
+  nodeService?: boolean;
+  /** Serve Controller and GroupController. Default true. */
+  controllerService?: boolean;
+  /** Offer PUBLISH_UNPUBLISH_VOLUME (ControllerPublish/Unpublish). Default true. */
+  enableAttach?: boolean;
+  /** Keys ControllerModifyVolume accepts. Default ["iops", "throughput"]. */
+  acceptedMutableParameterNames?: readonly string[];
+  /** Default silent. */
+  logger?: Logger;
+  /** Wall clock in ms, for snapshot creation times. Default Date.now. */
+  now?: () => number;
+}
+
+const DRIVER_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,61}[a-zA-Z0-9])?$/;
+
+function nonNegativeInteger(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new ValidationError(`${what} must be a non-negative integer, got ${value}`);
+  return value;
+}
+
+export class HostpathConfig {
+  readonly nodeId: string;
+  readonly stateDir: string;
+  readonly driverName: string;
+  readonly vendorVersion: string;
+  readonly maxVolumesPerNode: number;
+  readonly capacity: ReadonlyMap<string, number>;
+  readonly maxVolumeSize: number;
+  readonly enableTopology: boolean;
+  readonly ephemeral: boolean;
+  readonly nodeService: boolean;
+  readonly controllerService: boolean;
+  readonly enableAttach: boolean;
+  readonly acceptedMutableParameterNames: ReadonlySet<string>;
+  readonly logger: Logger;
+  readonly now: () => number;
+
+  constructor(options: HostpathOptions) {
+    if (options.nodeId.trim() === "") throw new ValidationError("nodeid must not be empty (flag --nodeid)");
+    if (options.nodeId.length > 256)
+      throw new ValidationError("nodeid must be at most 256 bytes (flag --nodeid)");
+    this.nodeId = options.nodeId;
+    if (options.stateDir === "") throw new ValidationError("state dir must not be empty (flag --state-dir)");
+    this.stateDir = resolve(options.stateDir);
+    this.driverName = options.driverName ?? DEFAULT_DRIVER_NAME;
+    if (!DRIVER_NAME.test(this.driverName))
+      throw new ValidationError(
+        `driver name ${JSON.stringify(this.driverName)} is invalid (flag --drivername): at most 63 characters, alphanumerics, '-', '_', '.', starting and ending alphanumeric`,
+      );
+    this.vendorVersion = options.vendorVersion ?? "0.0.0";
+    this.maxVolumesPerNode = nonNegativeInteger(options.maxVolumesPerNode ?? 0, "max volumes per node");
+    const capacity = new Map<string, number>();
+    for (const [kind, bytes] of Object.entries(options.capacity ?? {}))
+      capacity.set(kind, nonNegativeInteger(bytes, `capacity of kind ${JSON.stringify(kind)}`));
+    this.capacity = capacity;
+    this.maxVolumeSize = nonNegativeInteger(
+      options.maxVolumeSize ?? DEFAULT_MAX_VOLUME_SIZE,
+      "max volume size",
+    );
+    this.enableTopology = options.enableTopology ?? true;
+    this.ephemeral = options.ephemeral ?? false;
+    this.nodeService = options.nodeService ?? true;
+    this.controllerService = options.controllerService ?? true;
+    if (!this.nodeService && !this.controllerService)
+      throw new ValidationError("at least one of --node-service and --controller-service must be true");
+    this.enableAttach = options.enableAttach ?? true;
+    this.acceptedMutableParameterNames = new Set(
+      options.acceptedMutableParameterNames ?? DEFAULT_MUTABLE_PARAMETERS,
+    );
+    this.logger = options.logger ?? silentLogger;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The topology segments of a volume living on `nodeId` (none when topology is off). */
+  topologyOf(nodeId: string): Array<{ segments: Record<string, string> }> {
+    return this.enableTopology ? [{ segments: { [TOPOLOGY_KEY_NODE]: nodeId } }] : [];
+  }
+}

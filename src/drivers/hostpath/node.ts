@@ -1,0 +1,431 @@
+// The Node service: stage/publish with real bind mounts, inline ephemeral volumes, stats,
+// expansion and node info.
+//
+// Filesystem volumes: data dir --bind--> staging_target_path --bind--> target_path (the
+// second one remounted read-only when asked). Block volumes: the backing file is attached to
+// a loop device at stage and the device is bind-mounted onto the file
+// <staging_target_path>/<volume_id>; publish bind-mounts the same device onto a file at
+// target_path. Idempotency comes from /proc/self/mountinfo (node-mounts.ts), so it survives
+// restarts: "already mounted with the same data and flags" is success, anything else at the
+// path is ALREADY_EXISTS. Paths from the CO are validated (paths.ts) before any use; the only
+// things created or removed outside the state dir are the given path itself (never parents).
+// Where the process may not mount, these calls answer FAILED_PRECONDITION saying why.
+
+import { lstat, mkdir, open, readdir, rm, rmdir, statfs, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { isErrno, errorMessage } from "../../base/index.ts";
+import {
+  CsiError,
+  GrpcStatus,
+  type NodeService,
+  type NodeServiceCapability_RPC_Type,
+  type NodePublishVolumeRequest,
+} from "../../csi/index.ts";
+import { EPHEMERAL_CONTEXT_KEY, type HostpathConfig } from "./driver.ts";
+import { dataProblem, type DataLayout } from "./data.ts";
+import { ephemeralDirName, isVolumeId } from "./ids.ts";
+import type { JsonStore } from "./json-store.ts";
+import { isLoopBind, mountAtPath, mountStateOf } from "./node-mounts.ts";
+import { pathProblem } from "./paths.ts";
+import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
+import type { AccessType, NodeStateData, VolumeSource } from "./state.ts";
+import { attachLoop, bindMount, detachLoops, refreshLoops, unmount } from "./system.ts";
+
+export interface NodeContext {
+  config: HostpathConfig;
+  layout: DataLayout;
+  volumes: VolumeSource;
+  store: JsonStore<NodeStateData>;
+  locks: Locks;
+  /** Why this process may not mount, or undefined when it may (probed once, cached). */
+  mountProblem: () => Promise<string | undefined>;
+}
+
+export const NODE_CAPABILITIES: readonly NodeServiceCapability_RPC_Type[] = [
+  "STAGE_UNSTAGE_VOLUME",
+  "GET_VOLUME_STATS",
+  "EXPAND_VOLUME",
+  "VOLUME_CONDITION",
+  "SINGLE_NODE_MULTI_WRITER",
+];
+
+interface NodeVolume {
+  id: string;
+  accessType: AccessType;
+  dataPath: string;
+  sizeBytes: number;
+  ephemeral: boolean;
+}
+
+function checkPath(context: NodeContext, value: string, field: string): string {
+  required(value, field);
+  const problem = pathProblem(value, context.config.stateDir);
+  if (problem) throw invalid(`${field} ${JSON.stringify(value)} ${problem}`);
+  return value;
+}
+
+async function requireMountPrivilege(context: NodeContext): Promise<void> {
+  const problem = await context.mountProblem();
+  if (problem)
+    throw new CsiError(GrpcStatus.FAILED_PRECONDITION, `this node plugin cannot mount: ${problem}`);
+}
+
+async function findVolume(context: NodeContext, id: string): Promise<NodeVolume> {
+  const ephemeral = Object.hasOwn(context.store.current.ephemeral, id)
+    ? context.store.current.ephemeral[id]
+    : undefined;
+  if (ephemeral && ephemeral.phase !== "deleting")
+    return {
+      id,
+      accessType: "mount",
+      dataPath: context.layout.ephemeralPath(ephemeral.dirName),
+      sizeBytes: 0,
+      ephemeral: true,
+    };
+  const volume = isVolumeId(id) ? await context.volumes.volume(id) : undefined;
+  if (!volume) throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${JSON.stringify(id)} does not exist`);
+  return {
+    id,
+    accessType: volume.accessType,
+    dataPath: context.layout.volumePath(id, volume.accessType),
+    sizeBytes: volume.sizeBytes,
+    ephemeral: false,
+  };
+}
+
+/** Creates `path` as a directory (not its parents); an existing directory is fine. */
+async function ensureDirectory(path: string, field: string): Promise<void> {
+  try {
+    await mkdir(path, { mode: 0o750 });
+  } catch (error) {
+    if (isErrno(error, "EEXIST")) {
+      if ((await lstat(path)).isDirectory()) return;
+      throw invalid(`${field} ${path} exists and is not a directory`);
+    }
+    if (isErrno(error, "ENOENT")) throw invalid(`the parent directory of ${field} ${path} does not exist`);
+    throw error;
+  }
+}
+
+/** Creates `path` as an empty file (not its parents) to bind a device onto; an empty dir is replaced. */
+async function ensureFile(path: string, field: string): Promise<void> {
+  try {
+    const info = await lstat(path);
+    if (info.isFile()) return;
+    if (info.isDirectory() && (await readdir(path)).length === 0) await rmdir(path);
+    else throw invalid(`${field} ${path} exists and is neither a file nor an empty directory`);
+  } catch (error) {
+    if (!isErrno(error, "ENOENT")) throw error;
+  }
+  try {
+    const handle = await open(path, "a", 0o640);
+    await handle.close();
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) throw invalid(`the parent directory of ${field} ${path} does not exist`);
+    throw error;
+  }
+}
+
+/** Removes the file or empty directory the driver created at a target; content is never deleted. */
+async function removeMountPoint(context: NodeContext, path: string): Promise<void> {
+  try {
+    const info = await lstat(path);
+    if (info.isDirectory()) await rmdir(path);
+    else if (info.isFile() && info.size === 0) await unlink(path);
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) return;
+    if (isErrno(error, "ENOTEMPTY") || isErrno(error, "EBUSY")) {
+      context.config.logger.warn("left a mount point in place", { path, reason: errorMessage(error) });
+      return;
+    }
+    throw error;
+  }
+}
+
+/** Unmounts everything stacked at `path`, bounded so a stuck mount cannot loop forever. */
+async function unmountAll(path: string): Promise<void> {
+  for (let i = 0; i < 8 && (await mountAtPath(path)); i++) await unmount(path);
+}
+
+function conflict(field: string, path: string, why: string): CsiError {
+  return new CsiError(GrpcStatus.ALREADY_EXISTS, `${field} ${path} already has ${why}`);
+}
+
+async function stageVolume(context: NodeContext, volume: NodeVolume, staging: string): Promise<void> {
+  if (volume.accessType === "mount") {
+    const state = await mountStateOf(staging, volume.dataPath);
+    if (state.kind === "ours") return;
+    if (state.kind === "other") throw conflict("staging_target_path", staging, "another mount");
+    await ensureDirectory(staging, "staging_target_path");
+    await bindMount(volume.dataPath, staging, { readonly: false });
+    return;
+  }
+  await ensureDirectory(staging, "staging_target_path");
+  const device = await attachLoop(volume.dataPath);
+  const file = join(staging, volume.id);
+  const state = await mountStateOf(file, device);
+  if (state.kind === "ours") return;
+  if (state.kind === "other") throw conflict("staging_target_path", file, "another mount");
+  await ensureFile(file, "staging_target_path");
+  await bindMount(device, file, { readonly: false });
+}
+
+async function unstageVolume(context: NodeContext, volume: NodeVolume, staging: string): Promise<void> {
+  if (volume.accessType === "mount") {
+    const state = await mountStateOf(staging, volume.dataPath);
+    if (state.kind === "other")
+      throw new CsiError(
+        GrpcStatus.FAILED_PRECONDITION,
+        `staging_target_path ${staging} holds a mount of other data; not touching it`,
+      );
+    if (state.kind === "ours") await unmountAll(staging);
+    return;
+  }
+  const file = join(staging, volume.id);
+  await unmountAll(file);
+  await removeMountPoint(context, file);
+  await detachLoops(volume.dataPath);
+}
+
+async function publishVolume(
+  context: NodeContext,
+  volume: NodeVolume,
+  request: NodePublishVolumeRequest,
+): Promise<void> {
+  const target = request.targetPath;
+  const readonly = request.readonly;
+  const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
+  if (volume.accessType === "mount") {
+    const staged = await mountStateOf(staging, volume.dataPath);
+    if (staged.kind !== "ours")
+      throw new CsiError(
+        GrpcStatus.FAILED_PRECONDITION,
+        `volume ${volume.id} is not staged at staging_target_path ${staging}`,
+      );
+    const state = await mountStateOf(target, volume.dataPath);
+    if (state.kind === "ours") {
+      if (state.entry.options.includes("ro") !== readonly)
+        throw conflict("target_path", target, `this volume mounted with readonly=${!readonly}`);
+      return;
+    }
+    if (state.kind === "other") throw conflict("target_path", target, "another mount");
+    await ensureDirectory(target, "target_path");
+    await bindMount(staging, target, { readonly });
+    return;
+  }
+  const stagedFile = join(staging, volume.id);
+  const stagedMount = await mountAtPath(stagedFile);
+  const device = stagedMount ? `/dev/${stagedMount.root.slice(1)}` : undefined;
+  if (!stagedMount || !device || !isLoopBind(stagedMount, device) || !/^\/dev\/loop\d+$/.test(device))
+    throw new CsiError(
+      GrpcStatus.FAILED_PRECONDITION,
+      `volume ${volume.id} is not staged at staging_target_path ${staging}`,
+    );
+  const state = await mountStateOf(target, device);
+  if (state.kind === "ours") {
+    if (state.entry.options.includes("ro") !== readonly)
+      throw conflict("target_path", target, `this volume mounted with readonly=${!readonly}`);
+    return;
+  }
+  if (state.kind === "other") throw conflict("target_path", target, "another mount");
+  await ensureFile(target, "target_path");
+  await bindMount(device, target, { readonly });
+}
+
+function isEphemeralRequest(context: NodeContext, request: NodePublishVolumeRequest): boolean {
+  const flag = request.volumeContext[EPHEMERAL_CONTEXT_KEY];
+  return flag === "true" || (flag === undefined && context.config.ephemeral);
+}
+
+async function publishEphemeral(context: NodeContext, request: NodePublishVolumeRequest): Promise<void> {
+  const id = request.volumeId;
+  const target = request.targetPath;
+  if (capabilityAccessType(request.volumeCapability, "volume_capability") !== "mount")
+    throw invalid("inline ephemeral volumes support only mount access");
+  const existing = context.store.current.ephemeral[id];
+  if (existing && existing.targetPath !== target)
+    throw conflict("volume", id, `been published as an inline ephemeral volume at ${existing.targetPath}`);
+  const dirName = ephemeralDirName(id);
+  if (!existing)
+    await context.store.update((draft) => {
+      draft.ephemeral[id] = { volumeId: id, dirName, targetPath: target, phase: "creating" };
+    });
+  const dataPath = context.layout.ephemeralPath(dirName);
+  await mkdir(dataPath, { recursive: true, mode: 0o777 });
+  const state = await mountStateOf(target, dataPath);
+  if (state.kind === "other") throw conflict("target_path", target, "another mount");
+  if (state.kind === "none") {
+    await ensureDirectory(target, "target_path");
+    await bindMount(dataPath, target, { readonly: request.readonly });
+  }
+  if (context.store.current.ephemeral[id]?.phase !== "ready")
+    await context.store.update((draft) => {
+      const record = draft.ephemeral[id];
+      if (record) record.phase = "ready";
+    });
+}
+
+/** Unpublishes and deletes an inline ephemeral volume (re-entrant: intent recorded first). */
+export async function finishEphemeralDelete(context: NodeContext, id: string): Promise<void> {
+  const record = context.store.current.ephemeral[id];
+  if (!record) return;
+  if (record.phase !== "deleting")
+    await context.store.update((draft) => {
+      const r = draft.ephemeral[id];
+      if (r) r.phase = "deleting";
+    });
+  const dataPath = context.layout.ephemeralPath(record.dirName);
+  const state = await mountStateOf(record.targetPath, dataPath).catch(() => ({ kind: "none" as const }));
+  if (state.kind === "ours") await unmountAll(record.targetPath);
+  if (state.kind !== "other") await removeMountPoint(context, record.targetPath);
+  await rm(dataPath, { recursive: true, force: true });
+  await context.store.update((draft) => {
+    delete draft.ephemeral[id];
+  });
+}
+
+async function usageOf(
+  path: string,
+): Promise<Array<{ unit: "BYTES" | "INODES"; total: string; available: string; used: string }>> {
+  const fs = await statfs(path, { bigint: true });
+  const totalBytes = fs.blocks * fs.bsize;
+  const availableBytes = fs.bavail * fs.bsize;
+  const usedBytes = (fs.blocks - fs.bfree) * fs.bsize;
+  return [
+    { unit: "BYTES", total: String(totalBytes), available: String(availableBytes), used: String(usedBytes) },
+    {
+      unit: "INODES",
+      total: String(fs.files),
+      available: String(fs.ffree),
+      used: String(fs.files - fs.ffree),
+    },
+  ];
+}
+
+async function requireExisting(path: string, field: string): Promise<void> {
+  try {
+    await lstat(path);
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) throw new CsiError(GrpcStatus.NOT_FOUND, `${field} ${path} does not exist`);
+    throw error;
+  }
+}
+
+export function nodeHandlers(context: NodeContext): Partial<NodeService> {
+  const { config } = context;
+  return {
+    nodeGetCapabilities: () =>
+      Promise.resolve({ capabilities: NODE_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
+
+    nodeGetInfo: () =>
+      Promise.resolve({
+        nodeId: config.nodeId,
+        maxVolumesPerNode: String(config.maxVolumesPerNode),
+        accessibleTopology: config.topologyOf(config.nodeId)[0] ?? null,
+      }),
+
+    async nodeStageVolume(request) {
+      const id = required(request.volumeId, "volume_id");
+      const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
+      const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
+      const volume = await findVolume(context, id);
+      if (volume.accessType !== accessType)
+        throw new CsiError(
+          GrpcStatus.FAILED_PRECONDITION,
+          `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
+        );
+      await requireMountPrivilege(context);
+      await context.locks.run([`node-volume:${id}`], () => stageVolume(context, volume, staging));
+      return {};
+    },
+
+    async nodeUnstageVolume(request) {
+      const id = required(request.volumeId, "volume_id");
+      const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
+      const volume = await findVolume(context, id);
+      await requireMountPrivilege(context);
+      await context.locks.run([`node-volume:${id}`], () => unstageVolume(context, volume, staging));
+      return {};
+    },
+
+    async nodePublishVolume(request) {
+      const id = required(request.volumeId, "volume_id");
+      checkPath(context, request.targetPath, "target_path");
+      const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
+      if (isEphemeralRequest(context, request)) {
+        await requireMountPrivilege(context);
+        await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
+          publishEphemeral(context, request),
+        );
+        return {};
+      }
+      if (request.stagingTargetPath === "")
+        throw new CsiError(
+          GrpcStatus.FAILED_PRECONDITION,
+          "staging_target_path is required: this plugin has STAGE_UNSTAGE_VOLUME",
+        );
+      const volume = await findVolume(context, id);
+      if (volume.accessType !== accessType)
+        throw new CsiError(
+          GrpcStatus.FAILED_PRECONDITION,
+          `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
+        );
+      await requireMountPrivilege(context);
+      await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
+        publishVolume(context, volume, request),
+      );
+      return {};
+    },
+
+    async nodeUnpublishVolume(request) {
+      const id = required(request.volumeId, "volume_id");
+      const target = checkPath(context, request.targetPath, "target_path");
+      const volume = await findVolume(context, id);
+      await requireMountPrivilege(context);
+      await context.locks.run([`node-volume:${id}`, `target:${target}`], async () => {
+        if (volume.ephemeral) return finishEphemeralDelete(context, id);
+        const mounted = await mountAtPath(target);
+        if (mounted) await unmountAll(target);
+        await removeMountPoint(context, target);
+      });
+      return {};
+    },
+
+    async nodeGetVolumeStats(request) {
+      const id = required(request.volumeId, "volume_id");
+      const path = checkPath(context, request.volumePath, "volume_path");
+      const volume = await findVolume(context, id);
+      await requireExisting(path, "volume_path");
+      const problem = await dataProblem(volume.dataPath, volume.accessType);
+      const usage =
+        volume.accessType === "block"
+          ? [{ unit: "BYTES" as const, total: String(volume.sizeBytes), available: "0", used: "0" }]
+          : await usageOf(path);
+      return {
+        usage,
+        volumeCondition: { abnormal: problem !== undefined, message: problem ?? "volume is healthy" },
+      };
+    },
+
+    async nodeExpandVolume(request) {
+      const id = required(request.volumeId, "volume_id");
+      const path = checkPath(context, request.volumePath, "volume_path");
+      if (request.stagingTargetPath !== "")
+        checkPath(context, request.stagingTargetPath, "staging_target_path");
+      const range = sizeRange(request.capacityRange);
+      if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
+      const volume = await findVolume(context, id);
+      await requireExisting(path, "volume_path");
+      if (range.required > volume.sizeBytes)
+        throw new CsiError(
+          GrpcStatus.OUT_OF_RANGE,
+          `capacity_range.required_bytes ${range.required} is larger than volume ${id} (${volume.sizeBytes} bytes): expand it with ControllerExpandVolume first`,
+        );
+      if (volume.accessType === "block") {
+        await requireMountPrivilege(context);
+        await context.locks.run([`node-volume:${id}`], () => refreshLoops(volume.dataPath));
+      }
+      return { capacityBytes: String(volume.sizeBytes) };
+    },
+  };
+}

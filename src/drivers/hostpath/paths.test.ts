@@ -1,0 +1,53 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { pathProblem, isInside } from "./paths.ts";
+import { parseQuantity } from "./quantity.ts";
+import { ephemeralDirName, isSnapshotId, isVolumeId, newSnapshotId, newVolumeId } from "./ids.ts";
+
+test("paths: hostile and sloppy paths are refused with a reason", () => {
+  const state = "/var/lib/hostpath";
+  const cases: Array<[string, RegExp | undefined]> = [
+    ["/var/lib/kubelet/pods/x/volumes/kubernetes.io~csi/v/mount", undefined],
+    ["relative/path", /absolute/],
+    ["/a/../etc", /\.\./],
+    ["/a/./b", /normalized/],
+    ["/a//b", /normalized/],
+    ["/a/b/", /normalized/],
+    ["/", /root/],
+    ["/a/\u0000b", /control/],
+    ["/var/lib/hostpath", /state directory/],
+    ["/var/lib/hostpath/volumes/vol-1", /state directory/],
+    ["/var/lib/hostpathX/ok", undefined],
+    ["/" + "a".repeat(5000), /longer/],
+  ];
+  for (const [path, expected] of cases) {
+    const problem = pathProblem(path, state);
+    if (expected === undefined) assert.equal(problem, undefined, path);
+    else assert.match(problem ?? "", expected, path);
+  }
+  assert.equal(isInside("/a/b", "/a/"), true);
+  assert.equal(isInside("/ab", "/a"), false);
+});
+
+test("quantity: binary, decimal and plain byte counts", () => {
+  assert.equal(parseQuantity("1Gi"), 1n << 30n);
+  assert.equal(parseQuantity("100Mi"), 100n << 20n);
+  assert.equal(parseQuantity("5G"), 5_000_000_000n);
+  assert.equal(parseQuantity("1024"), 1024n);
+  assert.equal(parseQuantity("1.5Ki"), 1536n);
+  assert.equal(parseQuantity("1e3"), 1000n);
+  assert.equal(parseQuantity("0.5"), 1n);
+  for (const bad of ["", "1GB", "-1Gi", "Gi", "1 Gi x", "9Ei"])
+    assert.throws(() => parseQuantity(bad), /quantity/);
+});
+
+test("ids: generated IDs validate; anything else does not", () => {
+  const volume = newVolumeId();
+  const snapshot = newSnapshotId();
+  assert.equal(isVolumeId(volume), true);
+  assert.equal(isSnapshotId(snapshot), true);
+  assert.equal(isVolumeId(snapshot), false);
+  for (const bad of ["", "../etc", "vol-../../x", `${volume}/x`, volume.toUpperCase(), `${volume}\n`])
+    assert.equal(isVolumeId(bad), false, bad);
+  assert.match(ephemeralDirName("../../etc/passwd"), /^eph-[0-9a-f]{64}$/);
+});

@@ -1,0 +1,120 @@
+// Runs the hostpath driver: validates the configuration, loads (and repairs) the state, then
+// serves Identity plus Controller and GroupController (controller service) and/or Node (node
+// service) on one Unix socket until the signal aborts.
+//
+// One state dir per controller instance: controller.json has a single writer. Node instances
+// (one per node ID) may share the dir with it: each writes only its own node-<hash>.json and
+// reads controller.json, which is always replaced atomically.
+
+import { mkdir } from "node:fs/promises";
+import { serveCsi } from "../../csi/index.ts";
+import { whenAborted } from "../../base/index.ts";
+import { controllerHandlers, finishVolumeDelete, type ControllerContext } from "./controller.ts";
+import { DataLayout } from "./data.ts";
+import { HostpathConfig, DEFAULT_ENDPOINT, type HostpathOptions } from "./driver.ts";
+import { finishGroupDelete, groupControllerHandlers } from "./group-controller.ts";
+import { identityHandlers } from "./identity.ts";
+import { finishEphemeralDelete, nodeHandlers, type NodeContext } from "./node.ts";
+import { Locks } from "./requests.ts";
+import { finishSnapshotDelete } from "./snapshots.ts";
+import { controllerStore, fileVolumeSource, memoryVolumeSource, nodeStore } from "./state.ts";
+import { mountProblem } from "./system.ts";
+
+export interface HostpathServerOptions extends HostpathOptions {
+  /** unix:///path, unix:path or /path. Default "unix:///csi/csi.sock" (upstream's). */
+  endpoint?: string;
+  /** Passed to the CSI server: how long close waits for in-flight calls (ms). Default 30000. */
+  shutdownGraceMs?: number;
+}
+
+export interface HostpathServer {
+  /** Absolute path of the socket. */
+  readonly path: string;
+  readonly config: HostpathConfig;
+  /** Stops serving (in-flight calls finish first) and removes the socket. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Finishes deletions a crash interrupted (creations finish when the CO retries them). */
+async function repairController(context: ControllerContext): Promise<void> {
+  const state = context.store.current;
+  for (const group of Object.values(state.groupSnapshots))
+    if (group.phase === "deleting") await finishGroupDelete(context, group);
+  const snapshots = Object.values(context.store.current.snapshots).filter((s) => s.phase === "deleting");
+  if (snapshots.length > 0) await finishSnapshotDelete(context, snapshots);
+  for (const volume of Object.values(context.store.current.volumes))
+    if (volume.phase === "deleting") await finishVolumeDelete(context, volume);
+}
+
+/** Starts serving; resolves once the socket is listening. */
+export async function serveHostpathDriver(
+  options: HostpathServerOptions,
+  signal?: AbortSignal,
+): Promise<HostpathServer> {
+  const config = new HostpathConfig(options);
+  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  const layout = new DataLayout(config.stateDir);
+  const locks = new Locks();
+  const logger = config.logger.with({ driver: config.driverName, node: config.nodeId });
+
+  let controllerContext: ControllerContext | undefined;
+  if (config.controllerService) {
+    const store = controllerStore(config.stateDir);
+    await store.load();
+    controllerContext = { config, layout, store, locks };
+    await repairController(controllerContext);
+  }
+
+  let nodeContext: NodeContext | undefined;
+  if (config.nodeService) {
+    const store = nodeStore(config.stateDir, config.nodeId);
+    await store.load();
+    let probe: Promise<string | undefined> | undefined;
+    nodeContext = {
+      config,
+      layout,
+      store,
+      locks: new Locks(),
+      volumes: controllerContext
+        ? memoryVolumeSource(controllerContext.store)
+        : fileVolumeSource(config.stateDir),
+      mountProblem: () => (probe ??= mountProblem(config.stateDir)),
+    };
+    for (const record of Object.values(store.current.ephemeral))
+      if (record.phase === "deleting") {
+        if (!(await nodeContext.mountProblem())) await finishEphemeralDelete(nodeContext, record.volumeId);
+      }
+  }
+
+  const server = await serveCsi({
+    endpoint: options.endpoint ?? DEFAULT_ENDPOINT,
+    identity: identityHandlers(config, () => true),
+    ...(controllerContext
+      ? {
+          controller: controllerHandlers(controllerContext),
+          groupController: groupControllerHandlers(controllerContext),
+        }
+      : {}),
+    ...(nodeContext ? { node: nodeHandlers(nodeContext) } : {}),
+    logger,
+    ...(signal ? { signal } : {}),
+    ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+  });
+  logger.info(0, "hostpath driver serving", {
+    endpoint: server.path,
+    controller: config.controllerService,
+    node: config.nodeService,
+    stateDir: config.stateDir,
+  });
+  return { path: server.path, config, close: () => server.close() };
+}
+
+/** Serves until `signal` aborts; resolves once fully stopped (socket closed and removed). */
+export async function startHostpathDriver(
+  options: HostpathServerOptions,
+  signal: AbortSignal,
+): Promise<void> {
+  const server = await serveHostpathDriver(options, signal);
+  await whenAborted(signal);
+  await server.close();
+}
