@@ -71,6 +71,18 @@ export interface ResourceDef {
 
   /** OpenAPI v3 schema of the kind (for /openapi/v3 and kubectl), if known. */
   openAPISchema?: Record<string, unknown>;
+
+  /** True for a CRD-backed kind: strategic merge patch is refused (415) as upstream does. Default false. */
+  custom?: boolean;
+  /** A delete answers the deleted object (pods, serviceaccounts, storageclasses upstream) instead of a Success Status. Default false. */
+  returnDeletedObject?: boolean;
+  /**
+   * Graceful deletion (pods): the grace period in seconds for deleting `object`, given the
+   * client's `gracePeriodSeconds` (undefined when unset). > 0 keeps the object with
+   * deletionTimestamp = now + grace until a delete with grace 0 (the kubelet's) removes it.
+   * Absent = 0 (immediate unless finalizers hold it).
+   */
+  deleteGracePeriod?(object: KubeObject, requested: number | undefined): number;
 }
 
 /** The set of served resources; CRDs add and remove entries at run time. */

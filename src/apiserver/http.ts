@@ -1,0 +1,99 @@
+// HTTP plumbing of the API server: bounded body reading (3 MiB, as kube-apiserver's
+// MaxRequestBodyBytes), JSON/YAML decoding with 400s that say what is wrong, and writing JSON
+// and Status responses.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { parse as parseYaml } from "yaml";
+import { errorMessage } from "../base/index.ts";
+import { ApiError, badRequest, entityTooLarge, unsupportedMediaType, type Status } from "./status.ts";
+
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/** Reads the whole body, refusing more than `limit` bytes with 413. */
+export async function readBody(request: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
+  const declared = Number(request.headers["content-length"] ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    request.resume();
+    throw entityTooLarge(limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > limit) {
+      request.resume();
+      throw entityTooLarge(limit);
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The media type without parameters, lower-cased ("" when absent). */
+export function mediaType(header: string | undefined): string {
+  return (header ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+const BODY_TYPES = ["application/json", "application/yaml"];
+
+/** Decodes a create/update body: JSON (or YAML, which kube-apiserver also accepts). */
+export function decodeObjectBody(body: Buffer, contentType: string | undefined): unknown {
+  const type = mediaType(contentType);
+  if (type !== "" && !BODY_TYPES.includes(type)) {
+    throw unsupportedMediaType(
+      [...BODY_TYPES, "application/vnd.kubernetes.protobuf"].filter((t) => !t.includes("protobuf")),
+    );
+  }
+  if (body.length === 0) throw badRequest("the body of the request is empty; expected a JSON object");
+  return type === "application/yaml" ? decodeYaml(body) : decodeJson(body);
+}
+
+export function decodeJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch (error) {
+    throw badRequest(`the body of the request could not be decoded as JSON: ${errorMessage(error)}`);
+  }
+}
+
+function decodeYaml(body: Buffer): unknown {
+  try {
+    return parseYaml(body.toString("utf8"));
+  } catch (error) {
+    throw badRequest(`the body of the request could not be decoded as YAML: ${errorMessage(error)}`);
+  }
+}
+
+export function sendJson(response: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.writeHead(code, {
+    "Content-Type": "application/json",
+    "Content-Length": Buffer.byteLength(text),
+    "Cache-Control": "no-cache, private",
+  });
+  response.end(text);
+}
+
+export function sendStatus(response: ServerResponse, error: ApiError): void {
+  const status: Status = error.toStatus();
+  const headers: Record<string, string> = {};
+  if (error.code === 401) headers["WWW-Authenticate"] = 'Bearer realm="csikit"';
+  if (error.code === 429 || error.code === 503) headers["Retry-After"] = "1";
+  const text = JSON.stringify(status);
+  response.writeHead(error.code, {
+    ...headers,
+    "Content-Type": "application/json",
+    "Content-Length": Buffer.byteLength(text),
+    "Cache-Control": "no-cache, private",
+  });
+  response.end(text);
+}
+
+export function sendText(response: ServerResponse, code: number, text: string): void {
+  response.writeHead(code, {
+    "Content-Type": "text/plain; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+  });
+  response.end(text);
+}

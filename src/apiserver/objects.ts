@@ -1,0 +1,76 @@
+// Small pure helpers the REST verbs share: storage keys, metadata accessors, timestamps,
+// generated names, and the apiVersion/kind an object carries on the way out.
+
+import { randomInt } from "node:crypto";
+import type { KubeObject, ResourceDef } from "./resource.ts";
+
+export type Metadata = Record<string, unknown>;
+
+/** "/<group|core>/<resource>/<namespace>/<name>" as storage/types.ts defines keys. */
+export function objectKey(def: ResourceDef, namespace: string, name: string): string {
+  return `${collectionPrefix(def, namespace)}${name}`;
+}
+
+/** The key prefix of a collection: one namespace, or all of them when `namespace` is "" for a namespaced kind. */
+export function collectionPrefix(def: ResourceDef, namespace: string): string {
+  const group = def.group === "" ? "core" : def.group;
+  if (!def.namespaced) return `/${group}/${def.resource}//`;
+  return namespace === "" ? `/${group}/${def.resource}/` : `/${group}/${def.resource}/${namespace}/`;
+}
+
+export function apiVersionOf(def: ResourceDef): string {
+  return def.group === "" ? def.version : `${def.group}/${def.version}`;
+}
+
+export function metadataOf(object: KubeObject): Metadata {
+  const meta = object.metadata;
+  if (typeof meta === "object" && meta !== null && !Array.isArray(meta)) return meta;
+  const created: Metadata = {};
+  object.metadata = created;
+  return created;
+}
+
+export function stringField(meta: Metadata, field: string): string {
+  const value = meta[field];
+  return typeof value === "string" ? value : "";
+}
+
+export function finalizersOf(object: KubeObject): string[] {
+  const value = object.metadata?.finalizers;
+  return Array.isArray(value) ? value.filter((f): f is string => typeof f === "string") : [];
+}
+
+/** RFC 3339 with second precision, as metav1.Time serializes. */
+export function timestamp(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+const NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
+
+/** generateName + 5 random characters from upstream's alphabet (no vowels, no look-alikes). */
+export function generatedName(prefix: string): string {
+  let suffix = "";
+  for (let i = 0; i < 5; i++) suffix += NAME_SUFFIX_ALPHABET[randomInt(NAME_SUFFIX_ALPHABET.length)];
+  return prefix.slice(0, 63 - 5) + suffix;
+}
+
+/** The object as served at this group/version: apiVersion and kind set, first in key order. */
+export function forOutput(def: ResourceDef, object: KubeObject): KubeObject {
+  const { apiVersion: _a, kind: _k, ...rest } = object;
+  return { apiVersion: apiVersionOf(def), kind: def.kind, ...rest };
+}
+
+/** Deep equality of JSON values (key order ignored). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => jsonEqual(ao[k], bo[k]));
+}

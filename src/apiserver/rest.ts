@@ -1,0 +1,817 @@
+// The REST verbs over the revision-log store: get, list, create, update (PUT), patch, delete,
+// deletecollection, and the pods/binding subresource. Everything a client can observe follows
+// kube-apiserver's generic registry (k8s.io/apiserver/pkg/registry/generic/registry/store.go):
+// metadata the server owns (uid, creationTimestamp, generation, resourceVersion, deletion
+// fields) is set here and never taken from the client; the status subresource splits writes
+// when ResourceDef.hasStatus; an update that changes nothing writes nothing; a delete of an
+// object with finalizers only marks it, and removing its last finalizer removes it.
+// Every verb runs synchronously against the store, so read-check-write is atomic in-process.
+
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../base/index.ts";
+import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
+import { StoreError, type Store, type StoredObject } from "./storage/types.ts";
+import {
+  apiVersionOf,
+  collectionPrefix,
+  finalizersOf,
+  forOutput,
+  generatedName,
+  jsonEqual,
+  metadataOf,
+  objectKey,
+  stringField,
+  timestamp,
+} from "./objects.ts";
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
+import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
+import {
+  alreadyExists,
+  ApiError,
+  badRequest,
+  conflict,
+  expired,
+  forbidden,
+  invalid,
+  notFound,
+  OPTIMISTIC_LOCK_MESSAGE,
+  successStatus,
+  unsupportedMediaType,
+  type Status,
+} from "./status.ts";
+
+export interface RestContext {
+  store: Store;
+  registry: ResourceRegistry;
+  clock: Clock;
+  /** Add the garbage collector's `foregroundDeletion`/`orphan` finalizers on delete (only when a GC runs). */
+  gcFinalizers: boolean;
+  /** Called after every successful write (compaction, namespace cleanup). */
+  afterWrite?: () => void;
+}
+
+export interface Target {
+  def: ResourceDef;
+  namespace: string;
+  name: string;
+  subresource: string;
+}
+
+export interface RestResult {
+  code: number;
+  body: KubeObject | Status;
+}
+
+export const NAMESPACE_KEY_PREFIX = "/core/namespaces//";
+
+// ---------------------------------------------------------------------------------------------
+// get / list
+
+export function getObject(ctx: RestContext, target: Target): RestResult {
+  const stored = ctx.store.get(objectKey(target.def, target.namespace, target.name));
+  if (!stored) throw notFound(target.def.group, target.def.resource, target.name);
+  return { code: 200, body: forOutput(target.def, stored.object) };
+}
+
+export interface ListQuery {
+  labelSelector: string | null;
+  fieldSelector: string | null;
+  limit: string | null;
+  continueToken: string | null;
+  resourceVersion: string | null;
+  resourceVersionMatch: string | null;
+}
+
+export interface ListPage {
+  items: KubeObject[];
+  revision: number;
+  continueToken?: string;
+  remainingItemCount?: number;
+}
+
+interface ContinuePosition {
+  revision: number;
+  startAfter: string;
+}
+
+function encodeContinue(position: ContinuePosition): string {
+  return Buffer.from(
+    JSON.stringify({ v: "meta.k8s.io/v1", rv: position.revision, start: position.startAfter }),
+  ).toString("base64url");
+}
+
+function decodeContinue(token: string, prefix: string): ContinuePosition {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+  } catch {
+    throw badRequest(`continue key is not valid: illegal base64 data or JSON`);
+  }
+  if (
+    typeof parsed !== "object" ||
+    parsed === null ||
+    !("v" in parsed) ||
+    parsed.v !== "meta.k8s.io/v1" ||
+    !("rv" in parsed) ||
+    typeof parsed.rv !== "number" ||
+    !("start" in parsed) ||
+    typeof parsed.start !== "string"
+  ) {
+    throw badRequest(
+      "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+    );
+  }
+  if (!parsed.start.startsWith(prefix))
+    throw badRequest("continue key is not valid: key does not match this list");
+  return { revision: parsed.rv, startAfter: parsed.start };
+}
+
+export function parseResourceVersion(text: string, what = "resourceVersion"): number {
+  if (!/^\d+$/.test(text)) throw badRequest(`invalid ${what}: "${text}"`);
+  return Number(text);
+}
+
+export function selectorsFor(
+  def: ResourceDef,
+  query: Pick<ListQuery, "labelSelector" | "fieldSelector">,
+): ObjectMatcher {
+  const byLabel = parseLabelSelector(query.labelSelector);
+  const byField = parseFieldSelector(query.fieldSelector, def);
+  return (object) => byLabel(object) && byField(object);
+}
+
+export function listObjects(
+  ctx: RestContext,
+  def: ResourceDef,
+  namespace: string,
+  query: ListQuery,
+): ListPage {
+  const prefix = collectionPrefix(def, namespace);
+  const matcher = selectorsFor(def, query);
+  const limit = query.limit === null || query.limit === "" ? 0 : Number(query.limit);
+  if (!Number.isInteger(limit) || limit < 0) throw badRequest(`invalid limit: "${query.limit}"`);
+  let revision: number | undefined;
+  let startAfter: string | undefined;
+  if (query.continueToken) {
+    if (query.resourceVersion) {
+      throw badRequest("specifying resource version is not allowed when using continue");
+    }
+    const position = decodeContinue(query.continueToken, prefix);
+    revision = position.revision;
+    startAfter = position.startAfter;
+  } else if (query.resourceVersion && query.resourceVersionMatch === "Exact") {
+    revision = parseResourceVersion(query.resourceVersion);
+  } else if (query.resourceVersion) {
+    parseResourceVersion(query.resourceVersion);
+  }
+  const items: KubeObject[] = [];
+  try {
+    for (;;) {
+      const want = limit > 0 ? limit - items.length : 0;
+      const page = ctx.store.list({
+        prefix,
+        ...(want > 0 ? { limit: want } : {}),
+        ...(startAfter !== undefined ? { startAfter } : {}),
+        ...(revision !== undefined ? { revision } : {}),
+      });
+      revision = page.revision;
+      for (const item of page.items) if (matcher(item.object)) items.push(forOutput(def, item.object));
+      if (page.continueKey === undefined) return { items, revision };
+      if (limit > 0 && items.length >= limit) {
+        const result: ListPage = {
+          items,
+          revision,
+          continueToken: encodeContinue({ revision, startAfter: page.continueKey }),
+        };
+        if (page.remaining !== undefined && !query.labelSelector && !query.fieldSelector) {
+          result.remainingItemCount = page.remaining;
+        }
+        return result;
+      }
+      startAfter = page.continueKey;
+    }
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "Gone") {
+      if (query.continueToken) {
+        throw expired(
+          "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        );
+      }
+      throw expired(`too old resource version: ${revision ?? 0} (${ctx.store.compactedRevision()})`);
+    }
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// create
+
+export interface WriteOptions {
+  dryRun: boolean;
+}
+
+/** Checks kind/apiVersion of a request body against the endpoint; both may be omitted. */
+export function checkBodyType(def: ResourceDef, body: unknown): KubeObject {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw badRequest(`the body of the request must be a JSON object of kind ${def.kind}`);
+  }
+  const object = body as KubeObject;
+  const kind = object.kind;
+  const apiVersion = object.apiVersion;
+  if (kind !== undefined && kind !== "" && kind !== def.kind) {
+    throw badRequest(
+      `the object provided is unrecognized (must be of type ${def.kind}): kind ${JSON.stringify(kind)} does not match`,
+    );
+  }
+  if (apiVersion !== undefined && apiVersion !== "") {
+    const want = apiVersionOf(def);
+    const gv = typeof apiVersion === "string" ? apiVersion : JSON.stringify(apiVersion);
+    const group = gv.includes("/") ? gv.slice(0, gv.indexOf("/")) : "";
+    if (gv !== want && group !== def.group) {
+      throw badRequest(
+        `the API version in the data (${gv}) does not match the expected API version (${want})`,
+      );
+    }
+  }
+  if (
+    object.metadata !== undefined &&
+    (typeof object.metadata !== "object" || object.metadata === null || Array.isArray(object.metadata))
+  ) {
+    throw badRequest("metadata: must be an object");
+  }
+  return object;
+}
+
+function checkNamespace(def: ResourceDef, meta: Record<string, unknown>, pathNamespace: string): void {
+  if (!def.namespaced) {
+    delete meta.namespace;
+    return;
+  }
+  const bodyNamespace = stringField(meta, "namespace");
+  if (bodyNamespace !== "" && bodyNamespace !== pathNamespace) {
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  }
+  meta.namespace = pathNamespace;
+}
+
+function requireLiveNamespace(ctx: RestContext, namespace: string): void {
+  const stored = ctx.store.get(NAMESPACE_KEY_PREFIX + namespace);
+  if (!stored) throw notFound("", "namespaces", namespace);
+  if (stored.object.metadata?.deletionTimestamp) {
+    throw forbidden(
+      `${"unable to create new content in namespace"} ${namespace} because it is being terminated`,
+      {
+        name: namespace,
+        kind: "namespaces",
+        causes: [
+          {
+            reason: "NamespaceTerminating",
+            message: `namespace ${namespace} is being terminated`,
+            field: "metadata.namespace",
+          },
+        ],
+      },
+    );
+  }
+}
+
+/** Names end up in URL path segments: upstream rejects these before any kind-specific validation. */
+function pathSegmentCauses(name: string): { field: string; reason: string; message: string }[] {
+  if (name === "." || name === "..") {
+    return [
+      {
+        field: "metadata.name",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "${name}": may not be '${name}'`,
+      },
+    ];
+  }
+  for (const bad of ["/", "%"]) {
+    if (name.includes(bad)) {
+      return [
+        {
+          field: "metadata.name",
+          reason: "FieldValueInvalid",
+          message: `Invalid value: "${name}": may not contain '${bad}'`,
+        },
+      ];
+    }
+  }
+  return [];
+}
+
+export function createObject(
+  ctx: RestContext,
+  def: ResourceDef,
+  namespace: string,
+  body: unknown,
+  options: WriteOptions,
+): RestResult {
+  const object = structuredClone(checkBodyType(def, body));
+  const meta = metadataOf(object);
+  checkNamespace(def, meta, namespace);
+  let name = stringField(meta, "name");
+  const generateName = stringField(meta, "generateName");
+  if (name === "" && generateName !== "") name = generatedName(generateName);
+  if (name === "") {
+    throw invalid(def.group, def.kind, "", [
+      {
+        field: "metadata.name",
+        reason: "FieldValueRequired",
+        message: "Required value: name or generateName is required",
+      },
+    ]);
+  }
+  const segmentCauses = pathSegmentCauses(name);
+  if (segmentCauses.length > 0) throw invalid(def.group, def.kind, name, segmentCauses);
+  if (def.namespaced) requireLiveNamespace(ctx, namespace);
+  meta.name = name;
+  meta.uid = randomUUID();
+  meta.creationTimestamp = timestamp(ctx.clock.now());
+  meta.generation = 1;
+  for (const field of [
+    "resourceVersion",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+  ]) {
+    delete meta[field];
+  }
+  if (def.hasStatus) delete object.status;
+  object.apiVersion = apiVersionOf(def);
+  object.kind = def.kind;
+  def.applyDefaults(object);
+  const causes = def.validateCreate(object);
+  if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
+  if (options.dryRun) return { code: 201, body: forOutput(def, object) };
+  try {
+    const stored = ctx.store.create(objectKey(def, namespace, name), object);
+    ctx.afterWrite?.();
+    return { code: 201, body: forOutput(def, stored.object) };
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "AlreadyExists") {
+      throw alreadyExists(def.group, def.resource, name);
+    }
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// update / patch
+
+const STATUS_WRITABLE_METADATA = ["labels", "annotations", "finalizers", "ownerReferences"];
+
+function loadExisting(ctx: RestContext, target: Target): StoredObject {
+  const stored = ctx.store.get(objectKey(target.def, target.namespace, target.name));
+  if (!stored) throw notFound(target.def.group, target.def.resource, target.name);
+  return stored;
+}
+
+function checkSubresource(target: Target): void {
+  if (target.subresource === "") return;
+  if (target.subresource !== "status" || !target.def.subresources.includes("status")) {
+    throw notFound(target.def.group, `${target.def.resource}/${target.subresource}`, target.name);
+  }
+}
+
+/**
+ * The object a write of `incoming` to `target` would store, given the current `old` object:
+ * server-owned metadata from old, status split applied, defaults applied, generation bumped.
+ */
+function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incoming: KubeObject): KubeObject {
+  const { def } = target;
+  const oldMeta = metadataOf(old);
+  let next: KubeObject;
+  if (target.subresource === "status") {
+    next = structuredClone(old);
+    if (incoming.status === undefined) delete next.status;
+    else next.status = structuredClone(incoming.status);
+    const nextMeta = metadataOf(next);
+    const incomingMeta = metadataOf(incoming);
+    for (const field of STATUS_WRITABLE_METADATA) {
+      if (incomingMeta[field] === undefined) delete nextMeta[field];
+      else nextMeta[field] = structuredClone(incomingMeta[field]);
+    }
+  } else {
+    next = structuredClone(incoming);
+    if (def.hasStatus) {
+      if (old.status === undefined) delete next.status;
+      else next.status = structuredClone(old.status);
+    }
+  }
+  const meta = metadataOf(next);
+  const incomingUid = stringField(meta, "uid");
+  if (incomingUid !== "" && incomingUid !== oldMeta.uid) {
+    throw invalid(def.group, def.kind, target.name, [
+      {
+        field: "metadata.uid",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "${incomingUid}": field is immutable`,
+      },
+    ]);
+  }
+  for (const field of [
+    "uid",
+    "creationTimestamp",
+    "name",
+    "namespace",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+  ]) {
+    if (oldMeta[field] === undefined) delete meta[field];
+    else meta[field] = oldMeta[field];
+  }
+  delete meta.managedFields;
+  delete meta.selfLink;
+  next.apiVersion = apiVersionOf(def);
+  next.kind = def.kind;
+  def.applyDefaults(next);
+  const causes =
+    target.subresource === "status" ? def.validateStatusUpdate(next, old) : def.validateUpdate(next, old);
+  if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
+  if (target.subresource === "" && def.specChanged(next, old)) {
+    meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
+  }
+  meta.resourceVersion = oldMeta.resourceVersion;
+  return next;
+}
+
+/** Stores `next` over `old` (or removes it when it is being deleted and has no finalizers left). */
+function commit(
+  ctx: RestContext,
+  target: Target,
+  old: StoredObject,
+  next: KubeObject,
+  options: WriteOptions,
+): RestResult {
+  const { def } = target;
+  if (jsonEqual(next, old.object)) return { code: 200, body: forOutput(def, old.object) };
+  if (options.dryRun) return { code: 200, body: forOutput(def, next) };
+  try {
+    if (next.metadata?.deletionTimestamp && finalizersOf(next).length === 0) {
+      const stored = ctx.store.update(old.key, next, old.revision);
+      const removed = ctx.store.delete(old.key, stored.revision);
+      ctx.afterWrite?.();
+      return { code: 200, body: forOutput(def, removed.object) };
+    }
+    const stored = ctx.store.update(old.key, next, old.revision);
+    ctx.afterWrite?.();
+    return { code: 200, body: forOutput(def, stored.object) };
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "Conflict") {
+      throw conflict(def.group, def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
+    }
+    if (error instanceof StoreError && error.reason === "NotFound") {
+      throw notFound(def.group, def.resource, target.name);
+    }
+    throw error;
+  }
+}
+
+function checkPrecondition(target: Target, old: StoredObject, requested: unknown): void {
+  if (requested === undefined || requested === null || requested === "") return;
+  if (typeof requested !== "string" || !/^\d+$/.test(requested)) {
+    throw badRequest(
+      `metadata.resourceVersion: Invalid value: ${JSON.stringify(requested)}: must be a decimal string`,
+    );
+  }
+  if (Number(requested) !== old.revision) {
+    throw conflict(target.def.group, target.def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
+  }
+}
+
+export function updateObject(
+  ctx: RestContext,
+  target: Target,
+  body: unknown,
+  options: WriteOptions,
+): RestResult {
+  checkSubresource(target);
+  const incoming = checkBodyType(target.def, body);
+  const meta = metadataOf(structuredClone(incoming));
+  const bodyName = stringField(meta, "name");
+  if (bodyName !== target.name) {
+    throw badRequest(
+      `the name of the object (${bodyName}) does not match the name on the URL (${target.name})`,
+    );
+  }
+  if (target.def.namespaced) {
+    const bodyNamespace = stringField(meta, "namespace");
+    if (bodyNamespace !== "" && bodyNamespace !== target.namespace) {
+      throw badRequest(
+        "the namespace of the provided object does not match the namespace sent on the request",
+      );
+    }
+  }
+  const old = loadExisting(ctx, target);
+  checkPrecondition(target, old, incoming.metadata?.resourceVersion);
+  const next = prepareUpdate(ctx, target, old.object, incoming);
+  return commit(ctx, target, old, next, options);
+}
+
+export const PATCH_CONTENT_TYPES = [
+  PATCH_TYPES.json,
+  PATCH_TYPES.merge,
+  PATCH_TYPES.strategic,
+  PATCH_TYPES.apply,
+];
+
+export function patchObject(
+  ctx: RestContext,
+  target: Target,
+  patch: { contentType: string; body: unknown },
+  options: WriteOptions,
+): RestResult {
+  checkSubresource(target);
+  const { def } = target;
+  const custom = def.custom === true;
+  const accepted = custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : PATCH_CONTENT_TYPES;
+  if (patch.contentType === PATCH_TYPES.apply) {
+    const base = unsupportedMediaType(accepted.filter((t) => t !== PATCH_TYPES.apply));
+    throw new ApiError(
+      415,
+      base.reason,
+      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
+    );
+  }
+  if (!accepted.includes(patch.contentType as (typeof accepted)[number]))
+    throw unsupportedMediaType(accepted);
+  const old = loadExisting(ctx, target);
+  let patched: unknown;
+  switch (patch.contentType) {
+    case PATCH_TYPES.json:
+      patched = applyJsonPatch(old.object, patch.body);
+      break;
+    case PATCH_TYPES.merge:
+      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
+        throw badRequest("merge patch must be a JSON object");
+      }
+      patched = applyMergePatch(old.object, patch.body);
+      break;
+    default:
+      patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
+  }
+  const incoming = checkBodyType(def, patched);
+  const meta = metadataOf(incoming);
+  if (stringField(meta, "name") !== target.name) {
+    throw badRequest(
+      `the name of the object (${stringField(meta, "name")}) does not match the name on the URL (${target.name})`,
+    );
+  }
+  if (def.namespaced && stringField(meta, "namespace") !== target.namespace) {
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  }
+  checkPrecondition(target, old, meta.resourceVersion);
+  const next = prepareUpdate(ctx, target, old.object, incoming);
+  return commit(ctx, target, old, next, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// delete
+
+export interface DeleteOptions {
+  dryRun: boolean;
+  gracePeriodSeconds?: number;
+  propagationPolicy?: string;
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+const PROPAGATION_POLICIES = ["Orphan", "Background", "Foreground"];
+
+/** Reads DeleteOptions from a request body (may be empty) and query parameters. */
+export function parseDeleteOptions(body: unknown, query: URLSearchParams): DeleteOptions {
+  const options: DeleteOptions = { dryRun: query.getAll("dryRun").includes("All") };
+  const source: Record<string, unknown> =
+    typeof body === "object" && body !== null && !Array.isArray(body)
+      ? (body as Record<string, unknown>)
+      : {};
+  if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body))) {
+    throw badRequest("the body of a delete request must be a DeleteOptions object");
+  }
+  if (source.kind !== undefined && source.kind !== "DeleteOptions") {
+    throw badRequest(
+      `the object provided is unrecognized (must be of type DeleteOptions): kind ${JSON.stringify(source.kind)}`,
+    );
+  }
+  const grace = source.gracePeriodSeconds ?? query.get("gracePeriodSeconds") ?? undefined;
+  if (grace !== undefined) {
+    const n = Number(grace);
+    if (!Number.isInteger(n)) throw badRequest(`gracePeriodSeconds: Invalid value: ${JSON.stringify(grace)}`);
+    options.gracePeriodSeconds = n;
+  }
+  const policy = source.propagationPolicy ?? query.get("propagationPolicy") ?? undefined;
+  if (policy !== undefined) {
+    if (typeof policy !== "string" || !PROPAGATION_POLICIES.includes(policy)) {
+      throw invalid("", "DeleteOptions", "", [
+        {
+          field: "propagationPolicy",
+          reason: "FieldValueNotSupported",
+          message: `Unsupported value: ${JSON.stringify(policy)}: supported values: "Foreground", "Background", "Orphan", "nil"`,
+        },
+      ]);
+    }
+    options.propagationPolicy = policy;
+  }
+  if (source.orphanDependents === true && options.propagationPolicy === undefined)
+    options.propagationPolicy = "Orphan";
+  if (Array.isArray(source.dryRun) && source.dryRun.includes("All")) options.dryRun = true;
+  const pre = source.preconditions;
+  if (typeof pre === "object" && pre !== null && !Array.isArray(pre)) {
+    const p = pre as Record<string, unknown>;
+    options.preconditions = {};
+    if (typeof p.uid === "string") options.preconditions.uid = p.uid;
+    if (typeof p.resourceVersion === "string") options.preconditions.resourceVersion = p.resourceVersion;
+  }
+  return options;
+}
+
+function checkDeletePreconditions(target: Target, old: StoredObject, options: DeleteOptions): void {
+  const meta = metadataOf(old.object);
+  const pre = options.preconditions;
+  if (pre?.uid !== undefined && pre.uid !== meta.uid) {
+    throw conflict(
+      target.def.group,
+      target.def.resource,
+      target.name,
+      `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${stringField(meta, "uid")}`,
+    );
+  }
+  if (pre?.resourceVersion !== undefined && pre.resourceVersion !== meta.resourceVersion) {
+    throw conflict(
+      target.def.group,
+      target.def.resource,
+      target.name,
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${stringField(meta, "resourceVersion")}`,
+    );
+  }
+}
+
+function deletedResponse(target: Target, object: KubeObject): RestResult {
+  if (target.def.returnDeletedObject === true) return { code: 200, body: forOutput(target.def, object) };
+  const details: Record<string, string> = { name: target.name, kind: target.def.resource };
+  if (target.def.group !== "") details.group = target.def.group;
+  const uid = object.metadata?.uid;
+  if (typeof uid === "string") details.uid = uid;
+  return { code: 200, body: successStatus(details) };
+}
+
+export function deleteObject(ctx: RestContext, target: Target, options: DeleteOptions): RestResult {
+  if (target.subresource !== "")
+    throw notFound(target.def.group, `${target.def.resource}/${target.subresource}`, target.name);
+  const old = loadExisting(ctx, target);
+  checkDeletePreconditions(target, old, options);
+  const next = structuredClone(old.object);
+  const meta = metadataOf(next);
+  const finalizers = finalizersOf(next);
+  if (ctx.gcFinalizers) {
+    const gcFinalizer =
+      options.propagationPolicy === "Foreground"
+        ? "foregroundDeletion"
+        : options.propagationPolicy === "Orphan"
+          ? "orphan"
+          : undefined;
+    if (gcFinalizer && !finalizers.includes(gcFinalizer)) finalizers.push(gcFinalizer);
+  }
+  const grace = target.def.deleteGracePeriod?.(old.object, options.gracePeriodSeconds) ?? 0;
+  const graceful = grace > 0 && options.gracePeriodSeconds !== 0;
+  if (finalizers.length === 0 && !graceful) {
+    if (options.dryRun) return deletedResponse(target, old.object);
+    try {
+      const removed = ctx.store.delete(old.key, old.revision);
+      ctx.afterWrite?.();
+      return deletedResponse(target, removed.object);
+    } catch (error) {
+      if (error instanceof StoreError && error.reason === "Conflict") {
+        throw conflict(target.def.group, target.def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
+      }
+      throw error;
+    }
+  }
+  // Graceful or finalizer-held: mark it, keep it. A repeated delete may only shorten the grace period.
+  if (finalizers.length > 0) meta.finalizers = finalizers;
+  const now = ctx.clock.now();
+  const effectiveGrace = graceful ? grace : 0;
+  const existingGrace =
+    typeof meta.deletionGracePeriodSeconds === "number" ? meta.deletionGracePeriodSeconds : undefined;
+  if (
+    meta.deletionTimestamp === undefined ||
+    (existingGrace !== undefined && effectiveGrace < existingGrace)
+  ) {
+    meta.deletionTimestamp = timestamp(now + effectiveGrace * 1000);
+    meta.deletionGracePeriodSeconds = effectiveGrace;
+  }
+  if (jsonEqual(next, old.object)) return { code: 200, body: forOutput(target.def, old.object) };
+  if (options.dryRun) return { code: 200, body: forOutput(target.def, next) };
+  try {
+    const stored = ctx.store.update(old.key, next, old.revision);
+    ctx.afterWrite?.();
+    return { code: 200, body: forOutput(target.def, stored.object) };
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "Conflict") {
+      throw conflict(target.def.group, target.def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
+    }
+    throw error;
+  }
+}
+
+/** Deletes every matching object (each as a single delete would); answers the list of what was deleted or marked. */
+export function deleteCollection(
+  ctx: RestContext,
+  def: ResourceDef,
+  namespace: string,
+  query: ListQuery,
+  options: DeleteOptions,
+): RestResult {
+  const page = listObjects(ctx, def, namespace, { ...query, limit: null, continueToken: null });
+  const items: KubeObject[] = [];
+  for (const item of page.items) {
+    const meta = metadataOf(item);
+    const target: Target = {
+      def,
+      namespace: stringField(meta, "namespace"),
+      name: stringField(meta, "name"),
+      subresource: "",
+    };
+    try {
+      const result = deleteObject(ctx, target, { ...options, preconditions: {} });
+      items.push(result.body.kind === "Status" ? item : (result.body as KubeObject));
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 404) continue;
+      throw error;
+    }
+  }
+  return {
+    code: 200,
+    body: {
+      apiVersion: apiVersionOf(def),
+      kind: def.listKind,
+      metadata: { resourceVersion: String(ctx.store.currentRevision()) },
+      items,
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// pods/binding
+
+/** POST pods/<name>/binding: sets spec.nodeName once, as the scheduler's bind does. */
+export function bindPod(ctx: RestContext, target: Target, body: unknown, options: WriteOptions): RestResult {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw badRequest("the body of a binding request must be a Binding object");
+  }
+  const binding = body as Record<string, unknown>;
+  if (binding.kind !== undefined && binding.kind !== "Binding") {
+    throw badRequest(
+      `the object provided is unrecognized (must be of type Binding): kind ${JSON.stringify(binding.kind)}`,
+    );
+  }
+  const bindingTarget = binding.target;
+  const node =
+    typeof bindingTarget === "object" && bindingTarget !== null && "name" in bindingTarget
+      ? bindingTarget.name
+      : undefined;
+  if (typeof node !== "string" || node === "") {
+    throw invalid("", "Binding", target.name, [
+      { field: "target.name", reason: "FieldValueRequired", message: "Required value" },
+    ]);
+  }
+  const old = loadExisting(ctx, { ...target, subresource: "" });
+  const next = structuredClone(old.object);
+  const meta = metadataOf(next);
+  if (meta.deletionTimestamp) {
+    throw conflict("", "pods", target.name, "pod is being deleted, cannot be assigned to a host");
+  }
+  const spec = (typeof next.spec === "object" && next.spec !== null ? next.spec : {}) as Record<
+    string,
+    unknown
+  >;
+  const current = typeof spec.nodeName === "string" ? spec.nodeName : "";
+  if (current !== "") {
+    throw conflict("", "pods", target.name, `pod ${target.name} is already assigned to node "${current}"`);
+  }
+  spec.nodeName = node;
+  next.spec = spec;
+  const bindingMeta = binding.metadata;
+  if (typeof bindingMeta === "object" && bindingMeta !== null && "annotations" in bindingMeta) {
+    const annotations = bindingMeta.annotations;
+    if (typeof annotations === "object" && annotations !== null) {
+      const existing =
+        typeof meta.annotations === "object" && meta.annotations !== null ? meta.annotations : {};
+      meta.annotations = { ...existing, ...annotations };
+    }
+  }
+  if (!options.dryRun) {
+    try {
+      ctx.store.update(old.key, next, old.revision);
+      ctx.afterWrite?.();
+    } catch (error) {
+      if (error instanceof StoreError && error.reason === "Conflict") {
+        throw conflict("", "pods", target.name, OPTIMISTIC_LOCK_MESSAGE);
+      }
+      throw error;
+    }
+  }
+  return { code: 201, body: { ...successStatus({}), code: 201 } };
+}

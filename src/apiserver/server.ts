@@ -1,0 +1,190 @@
+// The embedded Kubernetes-compatible API server's lifecycle: credentials and SQLite store under
+// the state directory, the system namespaces, an HTTPS listener (127.0.0.1 by default) and
+// the admin kubeconfig. `startApiServer` resolves once it is listening and hands back what
+// clients need; aborting `signal` stops it, and `stopped` resolves when every watch, socket,
+// timer and the database are closed. `runApiServer` is the same as the `start(options, signal)`
+// lifecycle of DESIGN.md: it resolves only when fully stopped.
+
+import { createServer, type Server } from "node:https";
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type { AddressInfo } from "node:net";
+import { Logger, realClock, type Clock } from "../base/index.ts";
+import type { ResourceRegistry } from "./resource.ts";
+import { DEFAULT_COMPACTION_INTERVAL_MS, openSqliteStore, type SqliteStore } from "./storage/index.ts";
+import type { FaultInjector } from "./faults.ts";
+import { createRequestHandler, type OpenApiProvider } from "./handler.ts";
+import { writeKubeconfig } from "./kubeconfig.ts";
+import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
+import { loadOrCreateCredentials } from "./pki.ts";
+import type { RestContext } from "./rest.ts";
+
+export interface ApiServerOptions {
+  /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */
+  stateDir: string;
+  /** TCP port; 0 (default) picks a free one. */
+  port?: number;
+  /** Listen address. Default 127.0.0.1; widen only when asked. */
+  bindAddress?: string;
+  /** Also write the admin kubeconfig here (0600). */
+  kubeconfigOut?: string;
+  logger?: Logger;
+  clock?: Clock;
+  /** Revisions of history kept for watch resume; older starts get 410 Gone. Default: the store's (10000). */
+  compactionWindow?: number;
+  /** How often the revision log is compacted, in ms. Default 5 minutes (kube-apiserver's). */
+  compactionIntervalMs?: number;
+  /** Served resources. */
+  registry: ResourceRegistry;
+  /** OpenAPI documents (/openapi/v2, /openapi/v3/...), if any. */
+  openapi?: OpenApiProvider;
+  /** Tests only: inject failures (CONVENTIONS.md §20). Never set by the CLI. */
+  faults?: FaultInjector;
+  /** Interval of BOOKMARK events on watches that allow them. Default 10s. */
+  bookmarkIntervalMs?: number;
+  /** Add GC finalizers (foregroundDeletion/orphan) on delete; set only when a garbage collector runs. Default false. */
+  gcFinalizers?: boolean;
+}
+
+export interface ApiServerHandle {
+  /** https://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  caCertPem: string;
+  adminToken: string;
+  /** <stateDir>/kubeconfig */
+  kubeconfigPath: string;
+  /** Resolves once the server is fully closed after the abort. */
+  stopped: Promise<void>;
+  /** Compacts the revision log now, keeping `keep` revisions (default: the window). */
+  compact(keep?: number): void;
+  /** The revision of the latest write. */
+  currentRevision(): number;
+}
+
+export const DEFAULT_BOOKMARK_INTERVAL_MS = 10_000;
+
+export async function startApiServer(
+  options: ApiServerOptions,
+  signal: AbortSignal,
+): Promise<ApiServerHandle> {
+  const logger = options.logger ?? new Logger();
+  const clock = options.clock ?? realClock;
+  const stateDir = resolve(options.stateDir);
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const credentials = await loadOrCreateCredentials(join(stateDir, "pki"), clock.now());
+  const store = openSqliteStore({
+    path: join(stateDir, "apiserver.db"),
+    ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
+    logger,
+    clock,
+  });
+  const internal = new AbortController();
+  const ctx: RestContext = {
+    store,
+    registry: options.registry,
+    clock,
+    gcFinalizers: options.gcFinalizers ?? false,
+  };
+  const reaper = new NamespaceReaper({ ctx, clock, logger });
+  let server: Server | undefined;
+  try {
+    ensureSystemNamespaces(ctx);
+    reaper.resume();
+    let address = "";
+    server = createServer(
+      { cert: credentials.serverCertPem, key: credentials.serverKeyPem, minVersion: "TLSv1.2" },
+      createRequestHandler({
+        ctx,
+        adminToken: credentials.adminToken,
+        clock,
+        logger,
+        reaper,
+        ...(options.faults ? { faults: options.faults } : {}),
+        ...(options.openapi ? { openapi: options.openapi } : {}),
+        bookmarkIntervalMs: options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS,
+        signal: internal.signal,
+        serverAddress: () => address,
+      }),
+    );
+    const port = await listen(server, options.port ?? 0, options.bindAddress ?? "127.0.0.1");
+    const host =
+      options.bindAddress && options.bindAddress !== "0.0.0.0" && options.bindAddress !== "::"
+        ? options.bindAddress
+        : "127.0.0.1";
+    address = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+    const url = `https://${address}`;
+    const kubeconfigPath = join(stateDir, "kubeconfig");
+    const kubeconfig = { server: url, caCertPem: credentials.caCertPem, token: credentials.adminToken };
+    await writeKubeconfig(kubeconfigPath, kubeconfig);
+    if (options.kubeconfigOut) await writeKubeconfig(resolve(options.kubeconfigOut), kubeconfig);
+    logger.info(0, "API server listening", { url, kubeconfig: kubeconfigPath });
+    const compaction = store.runCompaction(
+      { intervalMs: options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS },
+      internal.signal,
+    );
+    const stopped = waitAndClose({ signal, internal, server, store, reaper, compaction, logger });
+    return {
+      url,
+      port,
+      caCertPem: credentials.caCertPem,
+      adminToken: credentials.adminToken,
+      kubeconfigPath,
+      stopped,
+      compact: (keep) => {
+        store.compact(keep);
+      },
+      currentRevision: () => store.currentRevision(),
+    };
+  } catch (error) {
+    internal.abort();
+    reaper.stop();
+    if (server?.listening) await closeServer(server);
+    store.close();
+    throw error;
+  }
+}
+
+/** The lifecycle form: starts, then resolves when fully stopped after `signal` aborts. */
+export async function runApiServer(options: ApiServerOptions, signal: AbortSignal): Promise<void> {
+  const handle = await startApiServer(options, signal);
+  await handle.stopped;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolvePort((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((done) => {
+    server.close(() => done());
+    server.closeAllConnections();
+  });
+}
+
+async function waitAndClose(parts: {
+  signal: AbortSignal;
+  internal: AbortController;
+  server: Server;
+  store: SqliteStore;
+  reaper: NamespaceReaper;
+  compaction: Promise<void>;
+  logger: Logger;
+}): Promise<void> {
+  if (!parts.signal.aborted) {
+    await new Promise<void>((done) => parts.signal.addEventListener("abort", () => done(), { once: true }));
+  }
+  parts.logger.info(0, "API server stopping");
+  parts.reaper.stop();
+  parts.internal.abort(); // ends watches and the compaction loop
+  await closeServer(parts.server);
+  await parts.compaction;
+  parts.store.close();
+  parts.logger.info(0, "API server stopped");
+}

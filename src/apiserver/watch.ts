@@ -1,0 +1,237 @@
+// The watch verb: a chunked HTTP response of newline-delimited JSON events {type, object}, as
+// kube-apiserver streams them. resourceVersion unset or "0" first sends the current state as
+// synthetic ADDED events, then live changes after that state's revision; a specific
+// resourceVersion replays every change after it. Selectors are applied to both the old and the
+// new state, so an object that starts or stops matching is seen as ADDED or DELETED (upstream's
+// cacher does the same). A compacted start revision yields one ERROR event carrying a 410 Status
+// and ends the stream. Bookmarks (allowWatchBookmarks) carry the store's progress revision.
+
+import type { ServerResponse } from "node:http";
+import type { Clock } from "../base/index.ts";
+import type { KubeObject, ResourceDef } from "./resource.ts";
+import { StoreError, type StoreEvent, type Watch } from "./storage/index.ts";
+import { apiVersionOf, collectionPrefix, forOutput } from "./objects.ts";
+import { listObjects, parseResourceVersion, selectorsFor, type RestContext } from "./rest.ts";
+import { ApiError, badRequest, tooOldResourceVersion } from "./status.ts";
+import { toTable, type IncludeObject } from "./table.ts";
+
+export interface WatchRequest {
+  def: ResourceDef;
+  namespace: string;
+  /** A watch on one object (GET .../<name>?watch=1) filters by name. */
+  name: string;
+  query: URLSearchParams;
+  table?: { include: IncludeObject };
+}
+
+export interface WatchServeOptions {
+  ctx: RestContext;
+  clock: Clock;
+  bookmarkIntervalMs: number;
+  /** Aborts when the server stops. */
+  signal: AbortSignal;
+}
+
+interface OutEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: unknown;
+}
+
+/** Validates the watch parameters; throws ApiError before any byte of the response is written. */
+export function parseWatchStart(request: WatchRequest): {
+  fromRevision: number | undefined;
+  initialEvents: boolean;
+} {
+  const rv = request.query.get("resourceVersion") ?? "";
+  const sendInitial = request.query.get("sendInitialEvents");
+  if (sendInitial === "true") {
+    if (
+      request.query.get("resourceVersionMatch") !== "NotOlderThan" ||
+      request.query.get("allowWatchBookmarks") !== "true"
+    ) {
+      throw new ApiError(
+        422,
+        "Invalid",
+        `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`,
+      );
+    }
+    return {
+      fromRevision: rv === "" || rv === "0" ? undefined : parseResourceVersion(rv),
+      initialEvents: true,
+    };
+  }
+  if (rv === "" || rv === "0") return { fromRevision: undefined, initialEvents: sendInitial !== "false" };
+  return { fromRevision: parseResourceVersion(rv), initialEvents: false };
+}
+
+function timeoutOf(query: URLSearchParams): number | undefined {
+  const text = query.get("timeoutSeconds");
+  if (text === null || text === "") return undefined;
+  const seconds = Number(text);
+  if (!Number.isInteger(seconds) || seconds < 0) throw badRequest(`invalid timeoutSeconds: "${text}"`);
+  return seconds === 0 ? undefined : seconds;
+}
+
+export async function serveWatch(
+  request: WatchRequest,
+  response: ServerResponse,
+  options: WatchServeOptions,
+): Promise<void> {
+  const { def, query } = request;
+  const { ctx } = options;
+  const start = parseWatchStart(request);
+  const timeoutSeconds = timeoutOf(query);
+  const selector = selectorsFor(def, {
+    labelSelector: query.get("labelSelector"),
+    fieldSelector: query.get("fieldSelector"),
+  });
+  const matcher =
+    request.name === "" ? selector : (o: KubeObject) => o.metadata?.name === request.name && selector(o);
+  const bookmarks = query.get("allowWatchBookmarks") === "true";
+
+  // Initial state first (a list at the latest revision), validated before the headers go out.
+  let initial: KubeObject[] = [];
+  let fromRevision: number;
+  if (start.fromRevision === undefined) {
+    const page = listObjects(ctx, def, request.namespace, {
+      labelSelector: query.get("labelSelector"),
+      fieldSelector: query.get("fieldSelector"),
+      limit: null,
+      continueToken: null,
+      resourceVersion: null,
+      resourceVersionMatch: null,
+    });
+    initial = start.initialEvents ? page.items.filter(matcher) : [];
+    fromRevision = page.revision;
+  } else {
+    fromRevision = start.fromRevision;
+    if (fromRevision < ctx.store.compactedRevision()) {
+      // Upstream answers a compacted watch with 200 and one ERROR event, not an HTTP error.
+      initial = [];
+    }
+  }
+
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  options.signal.addEventListener("abort", onAbort, { once: true });
+  response.on("close", onAbort);
+  const cancelTimeout =
+    timeoutSeconds !== undefined ? options.clock.setTimer(timeoutSeconds * 1000, onAbort) : () => {};
+
+  response.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
+  response.flushHeaders();
+  let first = true;
+  const encode = (type: OutEvent["type"], object: KubeObject): OutEvent => {
+    if (!request.table || type === "BOOKMARK" || type === "ERROR") return { type, object };
+    const table = toTable({
+      def,
+      objects: [object],
+      include: request.table.include,
+      now: options.clock.now(),
+      withColumns: first,
+    });
+    first = false;
+    return { type, object: table };
+  };
+  const send = async (event: OutEvent): Promise<void> => {
+    if (stop.signal.aborted) return;
+    if (!response.write(JSON.stringify(event) + "\n")) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          response.off("drain", done);
+          stop.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        response.on("drain", done);
+        stop.signal.addEventListener("abort", done, { once: true });
+      });
+    }
+  };
+
+  let watch: Watch | undefined;
+  let cancelBookmarks = (): void => {};
+  try {
+    for (const object of initial) await send(encode("ADDED", object));
+    if (start.initialEvents && query.get("sendInitialEvents") === "true") {
+      await send({ type: "BOOKMARK", object: bookmarkObject(def, fromRevision, true) });
+    }
+    if (stop.signal.aborted) return;
+    watch = ctx.store.watch(collectionPrefix(def, request.namespace), fromRevision);
+    const activeWatch = watch;
+    stop.signal.addEventListener("abort", () => activeWatch.close(), { once: true });
+    if (bookmarks)
+      cancelBookmarks = scheduleBookmarks(options, activeWatch, def, (e) => send(e), stop.signal);
+    for await (const event of activeWatch) {
+      const out = translate(event, matcher);
+      if (out) await send(encode(out.type, forOutput(def, out.object)));
+      if (stop.signal.aborted) break;
+    }
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "Gone") {
+      const status = tooOldResourceVersion(fromRevision, ctx.store.compactedRevision()).toStatus();
+      await send({ type: "ERROR", object: status });
+    } else {
+      throw error;
+    }
+  } finally {
+    cancelBookmarks();
+    cancelTimeout();
+    watch?.close();
+    options.signal.removeEventListener("abort", onAbort);
+    response.off("close", onAbort);
+    stop.abort();
+    if (!response.writableEnded) response.end();
+  }
+}
+
+/** Applies the selector to both sides of a change, as upstream's watch filtering does. */
+function translate(
+  event: StoreEvent,
+  matches: (o: KubeObject) => boolean,
+): { type: OutEvent["type"]; object: KubeObject } | undefined {
+  if (event.type === "ADDED")
+    return matches(event.object) ? { type: "ADDED", object: event.object } : undefined;
+  if (event.type === "DELETED") {
+    return matches(event.previous ?? event.object) || matches(event.object)
+      ? { type: "DELETED", object: event.object }
+      : undefined;
+  }
+  const now = matches(event.object);
+  const before = event.previous ? matches(event.previous) : now;
+  if (now && before) return { type: "MODIFIED", object: event.object };
+  if (now) return { type: "ADDED", object: event.object };
+  if (before) return { type: "DELETED", object: event.object };
+  return undefined;
+}
+
+function bookmarkObject(def: ResourceDef, revision: number, initialEventsEnd: boolean): KubeObject {
+  const metadata: Record<string, unknown> = { resourceVersion: String(revision) };
+  if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
+  return { kind: def.kind, apiVersion: apiVersionOf(def), metadata };
+}
+
+function scheduleBookmarks(
+  options: WatchServeOptions,
+  watch: Watch,
+  def: ResourceDef,
+  send: (event: OutEvent) => Promise<void>,
+  signal: AbortSignal,
+): () => void {
+  let cancel = (): void => {};
+  let lastSent = -1;
+  const tick = (): void => {
+    if (signal.aborted) return;
+    const revision = watch.progressRevision();
+    const next = (): void => {
+      cancel = options.clock.setTimer(options.bookmarkIntervalMs, tick);
+    };
+    if (revision === lastSent) {
+      next();
+      return;
+    }
+    lastSent = revision;
+    send({ type: "BOOKMARK", object: bookmarkObject(def, revision, false) }).then(next, next);
+  };
+  cancel = options.clock.setTimer(options.bookmarkIntervalMs, tick);
+  return () => cancel();
+}
