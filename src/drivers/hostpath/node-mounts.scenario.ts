@@ -1,0 +1,209 @@
+// Node-service scenarios with real bind mounts and loop devices. Not run directly by the test
+// glob: node.test.ts starts this file with `unshare -m --propagation private node --test`, so
+// every mount lives in a private mount namespace and vanishes with it even if a test dies.
+// Loop devices are not namespaced: they are detached in after hooks here and, as a second
+// net, by node.test.ts. HOSTPATH_TEST_DIR is the scratch dir the parent created.
+
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, open, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { GrpcStatus } from "../../csi/index.ts";
+import { readMountInfo } from "./mountinfo.ts";
+import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
+import { detachLoops, loopDevicesOf, unmount } from "./system.ts";
+
+const scratch = process.env.HOSTPATH_TEST_DIR ?? "";
+if (scratch === "") throw new Error("HOSTPATH_TEST_DIR must be set (run through node.test.ts)");
+
+/** Unmounts every mount under `dir`, deepest first. */
+async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readMountInfo()).filter((m) => m.mountPoint.startsWith(dir + "/"));
+  for (const mount of mounts.reverse()) await unmount(mount.mountPoint).catch(() => undefined);
+}
+
+async function mountsUnder(dir: string): Promise<string[]> {
+  return (await readMountInfo()).filter((m) => m.mountPoint.startsWith(dir + "/")).map((m) => m.mountPoint);
+}
+
+after(() => unmountUnder(scratch));
+
+test("filesystem volume: stage, publish rw and ro, stats, idempotency, teardown", async (t) => {
+  const driver = await startTestDriver(t);
+  t.after(() => unmountUnder(driver.dir));
+  const { client } = driver;
+  const volumeId = (await client.controller.createVolume({ name: "fs", volumeCapabilities: [MOUNT_RW] }))
+    .volume!.volumeId;
+  const staging = join(driver.dir, "staging");
+  const rw = join(driver.dir, "pod-rw");
+  const ro = join(driver.dir, "pod-ro");
+  await mkdir(staging);
+  await rejectsWith(
+    client.node.nodePublishVolume({
+      volumeId,
+      stagingTargetPath: staging,
+      targetPath: rw,
+      volumeCapability: MOUNT_RW,
+    }),
+    GrpcStatus.FAILED_PRECONDITION,
+  );
+  const stage = { volumeId, stagingTargetPath: staging, volumeCapability: MOUNT_RW };
+  await client.node.nodeStageVolume(stage);
+  await client.node.nodeStageVolume(stage);
+  const publish = { volumeId, stagingTargetPath: staging, volumeCapability: MOUNT_RW };
+  await client.node.nodePublishVolume({ ...publish, targetPath: rw });
+  await client.node.nodePublishVolume({ ...publish, targetPath: rw });
+  await client.node.nodePublishVolume({ ...publish, targetPath: ro, readonly: true });
+  await rejectsWith(
+    client.node.nodePublishVolume({ ...publish, targetPath: rw, readonly: true }),
+    GrpcStatus.ALREADY_EXISTS,
+  );
+
+  await writeFile(join(rw, "data.txt"), "through the pod mount");
+  assert.equal(
+    await readFile(join(driver.stateDir, "volumes", volumeId, "data.txt"), "utf8"),
+    "through the pod mount",
+  );
+  assert.equal(await readFile(join(ro, "data.txt"), "utf8"), "through the pod mount");
+  await assert.rejects(writeFile(join(ro, "nope.txt"), "x"), { code: "EROFS" });
+
+  const stats = await client.node.nodeGetVolumeStats({ volumeId, volumePath: rw });
+  const bytes = stats.usage.find((u) => u.unit === "BYTES");
+  assert.ok(bytes && BigInt(bytes.total) > 0n);
+  assert.ok(stats.usage.some((u) => u.unit === "INODES"));
+  assert.equal(stats.volumeCondition?.abnormal, false);
+  await rejectsWith(
+    client.node.nodeGetVolumeStats({ volumeId, volumePath: join(driver.dir, "missing") }),
+    GrpcStatus.NOT_FOUND,
+  );
+
+  for (const target of [rw, ro]) {
+    await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
+    await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
+    await assert.rejects(stat(target), { code: "ENOENT" });
+  }
+  await client.node.nodeUnstageVolume({ volumeId, stagingTargetPath: staging });
+  await client.node.nodeUnstageVolume({ volumeId, stagingTargetPath: staging });
+  assert.deepEqual(await mountsUnder(driver.dir), []);
+  // The data outlives the mounts.
+  assert.deepEqual(await readdir(join(driver.stateDir, "volumes", volumeId)), ["data.txt"]);
+});
+
+test("block volume: loop device staged, bind-mounted as a device file, expanded, detached", async (t) => {
+  const driver = await startTestDriver(t);
+  const backing = (id: string): string => join(driver.stateDir, "volumes", `${id}.img`);
+  let volumeId = "";
+  t.after(async () => {
+    await unmountUnder(driver.dir);
+    if (volumeId) await detachLoops(backing(volumeId)).catch(() => undefined);
+  });
+  const { client } = driver;
+  volumeId = (
+    await client.controller.createVolume({
+      name: "blk",
+      volumeCapabilities: [BLOCK_RW],
+      capacityRange: { requiredBytes: 4 * MIB },
+    })
+  ).volume!.volumeId;
+  const staging = join(driver.dir, "staging");
+  const target = join(driver.dir, "device");
+  await mkdir(staging);
+  await rejectsWith(
+    client.node.nodeStageVolume({ volumeId, stagingTargetPath: staging, volumeCapability: MOUNT_RW }),
+    GrpcStatus.FAILED_PRECONDITION,
+  );
+  await client.node.nodeStageVolume({ volumeId, stagingTargetPath: staging, volumeCapability: BLOCK_RW });
+  await client.node.nodeStageVolume({ volumeId, stagingTargetPath: staging, volumeCapability: BLOCK_RW });
+  const devices = await loopDevicesOf(backing(volumeId));
+  assert.equal(devices.length, 1);
+  const publish = { volumeId, stagingTargetPath: staging, targetPath: target, volumeCapability: BLOCK_RW };
+  await client.node.nodePublishVolume(publish);
+  await client.node.nodePublishVolume(publish);
+
+  const handle = await open(target, "r+");
+  await handle.write(Buffer.from("raw block bytes"), 0, 15, 0);
+  await handle.sync();
+  await handle.close();
+  const contents = await readFile(backing(volumeId));
+  assert.equal(contents.subarray(0, 15).toString(), "raw block bytes");
+
+  const sectors = async (): Promise<number> =>
+    Number(await readFile(`/sys/block/${devices[0]!.slice(5)}/size`, "utf8"));
+  assert.equal(await sectors(), (4 * MIB) / 512);
+  await client.controller.controllerExpandVolume({ volumeId, capacityRange: { requiredBytes: 8 * MIB } });
+  const expanded = await client.node.nodeExpandVolume({
+    volumeId,
+    volumePath: target,
+    capacityRange: { requiredBytes: 8 * MIB },
+  });
+  assert.equal(expanded.capacityBytes, String(8 * MIB));
+  assert.equal(await sectors(), (8 * MIB) / 512);
+  const stats = await client.node.nodeGetVolumeStats({ volumeId, volumePath: target });
+  assert.equal(stats.usage[0]?.total, String(8 * MIB));
+
+  await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
+  await assert.rejects(stat(target), { code: "ENOENT" });
+  await client.node.nodeUnstageVolume({ volumeId, stagingTargetPath: staging });
+  await client.node.nodeUnstageVolume({ volumeId, stagingTargetPath: staging });
+  assert.deepEqual(await loopDevicesOf(backing(volumeId)), []);
+  assert.deepEqual(await mountsUnder(driver.dir), []);
+});
+
+test("inline ephemeral volume: created on publish, removed on unpublish", async (t) => {
+  const driver = await startTestDriver(t);
+  t.after(() => unmountUnder(driver.dir));
+  const { client } = driver;
+  const target = join(driver.dir, "ephemeral-mount");
+  const request = {
+    volumeId: "csi-0123abcd",
+    targetPath: target,
+    volumeCapability: MOUNT_RW,
+    volumeContext: { "csi.storage.k8s.io/ephemeral": "true" },
+  };
+  await client.node.nodePublishVolume(request);
+  await client.node.nodePublishVolume(request);
+  await writeFile(join(target, "scratch"), "x");
+  const ephemeralDir = join(driver.stateDir, "ephemeral");
+  assert.equal((await readdir(ephemeralDir)).length, 1);
+  await client.node.nodeUnpublishVolume({ volumeId: request.volumeId, targetPath: target });
+  await assert.rejects(stat(target), { code: "ENOENT" });
+  assert.deepEqual(await readdir(ephemeralDir), []);
+  await rejectsWith(
+    client.node.nodeUnpublishVolume({ volumeId: request.volumeId, targetPath: target }),
+    GrpcStatus.NOT_FOUND,
+  );
+});
+
+test("hostile paths and unknown volumes are refused before anything is touched", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const volumeId = (await client.controller.createVolume({ name: "v", volumeCapabilities: [MOUNT_RW] }))
+    .volume!.volumeId;
+  for (const path of [
+    "relative",
+    join(driver.stateDir, "volumes"),
+    `${driver.dir}/../etc`,
+    `${driver.dir}/a/./b`,
+  ])
+    await rejectsWith(
+      client.node.nodeStageVolume({ volumeId, stagingTargetPath: path, volumeCapability: MOUNT_RW }),
+      GrpcStatus.INVALID_ARGUMENT,
+    );
+  await rejectsWith(
+    client.node.nodeStageVolume({
+      volumeId: "vol-00000000000000000000000000000000",
+      stagingTargetPath: join(driver.dir, "s"),
+      volumeCapability: MOUNT_RW,
+    }),
+    GrpcStatus.NOT_FOUND,
+  );
+  await rejectsWith(
+    client.node.nodeStageVolume({
+      volumeId: "../../../etc",
+      stagingTargetPath: join(driver.dir, "s"),
+      volumeCapability: MOUNT_RW,
+    }),
+    GrpcStatus.NOT_FOUND,
+  );
+  assert.deepEqual(await mountsUnder(driver.dir), []);
+});
