@@ -13,3 +13,5 @@ export * from "./client.ts";
 export * from "./store.ts";
 export * from "./reflector.ts";
 export * from "./informer.ts";
+export * from "./leaderelection.ts";
+export * from "./events.ts";
