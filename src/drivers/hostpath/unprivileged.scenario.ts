@@ -2,7 +2,7 @@
 // FAILED_PRECONDITION naming why it may not mount. Prints the outcome; exits non-zero otherwise.
 
 import { join } from "node:path";
-import { CsiClient, GrpcStatus, grpcCode, statusName } from "../../csi/index.ts";
+import { CsiClient, grpcCode, statusName } from "../../csi/index.ts";
 import { serveHostpathDriver } from "./server.ts";
 
 const dir = process.env.HOSTPATH_TEST_DIR ?? "";
@@ -27,7 +27,7 @@ try {
 } catch (error) {
   const code = grpcCode(error) ?? -1;
   process.stdout.write(`${statusName(code)}: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = code === GrpcStatus.FAILED_PRECONDITION ? 0 : 1;
+  process.exitCode = statusName(code) === "FAILED_PRECONDITION" ? 0 : 1;
 } finally {
   client.close();
   await server.close();
