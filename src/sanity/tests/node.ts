@@ -111,7 +111,7 @@ export function nodeTests(): SanityTest[] {
         );
       });
       it(
-        "fails with ALREADY_EXISTS when staged again with an incompatible capability",
+        "refuses to stage again at the same path with another access type",
         { ...VOLUMES, mounts: true },
         async (t) => {
           const capability = t.mountCapability();
@@ -122,15 +122,12 @@ export function nodeTests(): SanityTest[] {
           await expectCode(
             t.node.nodeStageVolume({
               ...stageRequest(t, volume, path),
-              volumeCapability: {
-                accessMode: { mode: "SINGLE_NODE_WRITER" },
-                mount: { fsType: "sanity-other-fs", mountFlags: [] },
-              },
+              volumeCapability: t.blockCapability(),
               publishContext: context,
               volumeContext: volume.volumeContext,
             }),
-            [ALREADY_EXISTS, INVALID_ARGUMENT],
-            "NodeStageVolume again with another fs_type",
+            [ALREADY_EXISTS, FAILED_PRECONDITION],
+            "NodeStageVolume as block at a path staged as mount",
           );
         },
       );

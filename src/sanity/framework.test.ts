@@ -1,0 +1,323 @@
+// Tests of the sanity framework itself, against a small scripted CSI server on a real socket:
+// capability and mount gates, cleanup after failures, per-test timeouts, focus/skip, the
+// closing line, and JUnit XML.
+
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test, type TestContext as NodeTestContext } from "node:test";
+import { CsiError, GrpcStatus, serveCsi } from "../csi/index.ts";
+import type { ControllerServiceCapability_RPC_Type } from "../csi/index.ts";
+import { check } from "./expect.ts";
+import { capabilityGate, describe, selectTests } from "./framework.ts";
+import type { SanityTest } from "./framework.ts";
+import { formatJUnit, formatText, summaryLine } from "./report.ts";
+import type { SanityReport } from "./report.ts";
+import { runSanity } from "./runner.ts";
+
+interface FakeDriver {
+  endpoint: string;
+  calls: string[];
+}
+
+/** A CSI server with the given controller capabilities whose node may not mount. */
+async function fakeDriver(t: NodeTestContext, controllerCaps: ControllerServiceCapability_RPC_Type[]): Promise<FakeDriver> {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-fw-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const calls: string[] = [];
+  let next = 0;
+  const server = await serveCsi({
+    endpoint: join(dir, "csi.sock"),
+    identity: {
+      getPluginInfo: async () => ({ name: "fake.csi.test", vendorVersion: "1" }),
+      getPluginCapabilities: async () => ({ capabilities: [{ service: { type: "CONTROLLER_SERVICE" } }] }),
+      probe: async () => ({ ready: { value: true } }),
+    },
+    controller: {
+      controllerGetCapabilities: async () => ({
+        capabilities: controllerCaps.map((type) => ({ rpc: { type } })),
+      }),
+      createVolume: async (request) => {
+        calls.push(`CreateVolume ${request.name}`);
+        return { volume: { volumeId: `vol-${++next}`, capacityBytes: "1048576" } };
+      },
+      deleteVolume: async (request) => {
+        calls.push(`DeleteVolume ${request.volumeId}`);
+        return {};
+      },
+    },
+    node: {
+      nodeGetCapabilities: async () => ({ capabilities: [] }),
+      nodeGetInfo: async () => ({ nodeId: "fake-node" }),
+      nodePublishVolume: async (request) => {
+        calls.push(`NodePublishVolume ${request.volumeId}`);
+        throw new CsiError(GrpcStatus.FAILED_PRECONDITION, "this process may not mount (not root)");
+      },
+      nodeUnpublishVolume: async (request) => {
+        calls.push(`NodeUnpublishVolume ${request.volumeId}`);
+        return {};
+      },
+    },
+  });
+  t.after(() => server.close());
+  return { endpoint: server.path, calls };
+}
+
+async function run(
+  t: NodeTestContext,
+  driver: FakeDriver,
+  tests: SanityTest[],
+  extra: { focus?: RegExp; skip?: RegExp; testTimeoutMs?: number } = {},
+): Promise<SanityReport> {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-fw-dirs-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return runSanity({
+    endpoint: driver.endpoint,
+    stagingDir: join(dir, "s"),
+    targetDir: join(dir, "t"),
+    tests,
+    ...extra,
+  });
+}
+
+const outcome = (report: SanityReport, name: string) => report.results.find((r) => r.name === name);
+
+test("capabilityGate names the missing capability and honours negation", () => {
+  const caps = {
+    plugin: new Set(["CONTROLLER_SERVICE"]),
+    controller: new Set(["LIST_VOLUMES"]),
+    node: new Set<string>(),
+    group: new Set<string>(),
+  };
+  assert.equal(capabilityGate(["controller:LIST_VOLUMES"], caps), undefined);
+  assert.equal(
+    capabilityGate(["controller:CREATE_DELETE_VOLUME"], caps),
+    "driver lacks controller capability CREATE_DELETE_VOLUME",
+  );
+  assert.equal(
+    capabilityGate(["group:CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"], caps),
+    "driver lacks group controller capability CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT",
+  );
+  assert.equal(
+    capabilityGate(["!plugin:CONTROLLER_SERVICE"], caps),
+    "driver has plugin capability CONTROLLER_SERVICE",
+  );
+  assert.equal(capabilityGate(["!node:STAGE_UNSTAGE_VOLUME"], caps), undefined);
+});
+
+test("selectTests applies focus, then skip, to `Service Group name`", () => {
+  const tests = describe("Controller", "CreateVolume", {}, ({ it }) => {
+    it("alpha", async () => {});
+    it("beta", async () => {});
+  });
+  assert.deepEqual(
+    selectTests(tests, { focus: /CreateVolume/ }).map((x) => x.name),
+    ["alpha", "beta"],
+  );
+  assert.deepEqual(
+    selectTests(tests, { focus: /^Controller CreateVolume beta$/ }).map((x) => x.name),
+    ["beta"],
+  );
+  assert.deepEqual(
+    selectTests(tests, { skip: /alpha/ }).map((x) => x.name),
+    ["beta"],
+  );
+  assert.deepEqual(
+    selectTests(tests, { focus: /Node/ }).map((x) => x.name),
+    [],
+  );
+});
+
+test("runs tests, skips by capability, fails with the reason, and cleans up after a failing test", async (t) => {
+  const driver = await fakeDriver(t, ["CREATE_DELETE_VOLUME"]);
+  const tests = describe("Controller", "Demo", { requires: ["plugin:CONTROLLER_SERVICE"] }, ({ it }) => {
+    it("passes", async (t) => {
+      await t.createVolume();
+    });
+    it("needs snapshots", { requires: ["controller:CREATE_DELETE_SNAPSHOT"] }, async () => {
+      throw new Error("must not run");
+    });
+    it("fails after creating volumes", async (t) => {
+      await t.createVolume();
+      await t.createVolume();
+      check(false, "deliberate failure");
+    });
+  });
+  const report = await run(t, driver, tests);
+  assert.equal(outcome(report, "passes")?.outcome, "passed");
+  assert.deepEqual(
+    {
+      outcome: outcome(report, "needs snapshots")?.outcome,
+      reason: outcome(report, "needs snapshots")?.reason,
+    },
+    { outcome: "skipped", reason: "driver lacks controller capability CREATE_DELETE_SNAPSHOT" },
+  );
+  assert.deepEqual(
+    {
+      outcome: outcome(report, "fails after creating volumes")?.outcome,
+      reason: outcome(report, "fails after creating volumes")?.reason,
+    },
+    { outcome: "failed", reason: "deliberate failure" },
+  );
+  const created = driver.calls.filter((c) => c.startsWith("CreateVolume")).length;
+  assert.equal(created, 3);
+  // Every volume is deleted, newest first within a test.
+  assert.deepEqual(
+    driver.calls.filter((c) => c.startsWith("DeleteVolume")),
+    ["DeleteVolume vol-1", "DeleteVolume vol-3", "DeleteVolume vol-2"],
+  );
+  assert.equal(summaryLine(report), "1 passed, 1 failed, 1 skipped");
+  assert.match(formatText(report), /\n1 passed, 1 failed, 1 skipped\n$/);
+});
+
+test("a node that may not mount skips mounting tests with its reason, and cleans up", async (t) => {
+  const driver = await fakeDriver(t, ["CREATE_DELETE_VOLUME"]);
+  let secondRan = false;
+  const tests = describe("Node", "Lifecycle", {}, ({ it }) => {
+    it("first mount", { mounts: true }, async (t) => {
+      const capability = t.mountCapability();
+      const volume = await t.createVolume({ volumeCapabilities: [capability] });
+      await t.publish(volume, capability, { stagingPath: undefined, publishContext: {} });
+    });
+    it("second mount", { mounts: true }, async () => {
+      secondRan = true;
+    });
+    it("no mount", async () => {});
+  });
+  const report = await run(t, driver, tests);
+  const reason = "needs mount privilege: this process may not mount (not root)";
+  assert.deepEqual(
+    report.results.map((r) => [r.name, r.outcome, r.reason]),
+    [
+      ["first mount", "skipped", reason],
+      ["second mount", "skipped", reason],
+      ["no mount", "passed", undefined],
+    ],
+  );
+  assert.equal(secondRan, false);
+  assert.match(driver.calls[0] ?? "", /^CreateVolume sanity-volume-/);
+  assert.deepEqual(driver.calls.slice(1), [
+    "NodePublishVolume vol-1",
+    "NodeUnpublishVolume vol-1",
+    "DeleteVolume vol-1",
+  ]);
+});
+
+test("a test that outlives its deadline fails and is cleaned up; later tests still run", async (t) => {
+  const driver = await fakeDriver(t, ["CREATE_DELETE_VOLUME"]);
+  const tests = describe("Controller", "Slow", {}, ({ it }) => {
+    it("hangs", async (t) => {
+      await t.createVolume();
+      await new Promise<void>((resolve) => t.signal.addEventListener("abort", () => resolve()));
+    });
+    it("after", async () => {});
+  });
+  const report = await run(t, driver, tests, { testTimeoutMs: 200 });
+  assert.equal(outcome(report, "hangs")?.outcome, "failed");
+  assert.match(outcome(report, "hangs")?.reason ?? "", /timed out after 200ms/);
+  assert.equal(outcome(report, "after")?.outcome, "passed");
+  assert.ok(driver.calls.includes("DeleteVolume vol-1"));
+});
+
+test("focus and skip select what runs; the rest is not reported", async (t) => {
+  const driver = await fakeDriver(t, []);
+  const ran: string[] = [];
+  const tests = describe("Identity", "Demo", {}, ({ it }) => {
+    for (const name of ["one", "two", "three"]) it(name, async () => void ran.push(name));
+  });
+  const report = await run(t, driver, tests, { focus: /Demo (one|two)/, skip: /two/ });
+  assert.deepEqual(ran, ["one"]);
+  assert.deepEqual(
+    report.results.map((r) => r.name),
+    ["one"],
+  );
+});
+
+test("an unreachable endpoint is one failed result, not a crash", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-fw-none-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const report = await runSanity({ endpoint: join(dir, "nothing.sock"), callTimeoutMs: 300, tests: [] });
+  assert.equal(report.failed, 1);
+  assert.match(report.results[0]?.reason ?? "", /did not become ready/);
+});
+
+/** A small well-formedness check: balanced tags, quoted attributes, known entities only. */
+function assertWellFormedXml(text: string): string[] {
+  const body = text.replace(/^<\?xml [^?]*\?>\s*/, "");
+  const stack: string[] = [];
+  const seen: string[] = [];
+  const token = /<(\/?)([A-Za-z_][\w.-]*)((?:\s+[A-Za-z_][\w.-]*="[^"<]*")*)\s*(\/?)>|([^<]+)/gy;
+  let match: RegExpExecArray | null;
+  let consumed = 0;
+  while ((match = token.exec(body)) !== null) {
+    consumed = token.lastIndex;
+    const [, closing, name, attrs, selfClosing, textPart] = match;
+    const content = textPart ?? attrs ?? "";
+    for (const entity of content.matchAll(/&([^;\s]*);?/g)) {
+      assert.ok(
+        ["amp;", "lt;", "gt;", "quot;", "apos;"].includes(`${entity[1]};`) && entity[0].endsWith(";"),
+        `bad entity ${entity[0]}`,
+      );
+    }
+    if (textPart !== undefined) continue;
+    if (closing) assert.equal(stack.pop(), name, `mismatched </${name}>`);
+    else if (!selfClosing) stack.push(name!);
+    if (!closing) seen.push(name!);
+  }
+  assert.equal(consumed, body.length, `unparsed XML at ${consumed}: ${body.slice(consumed, consumed + 40)}`);
+  assert.deepEqual(stack, []);
+  return seen;
+}
+
+test("JUnit XML is well-formed and carries every result", () => {
+  const report: SanityReport = {
+    results: [
+      { service: "Identity", group: "Probe", name: "works", outcome: "passed", durationMs: 3 },
+      {
+        service: "Controller",
+        group: "CreateVolume",
+        name: 'quotes " & <tags>',
+        outcome: "failed",
+        reason: "want OK,\ngot <NOT_FOUND> & \u0001",
+        durationMs: 5,
+      },
+      {
+        service: "Node",
+        group: "Lifecycle",
+        name: "mounts",
+        outcome: "skipped",
+        reason: "needs mount privilege: EPERM",
+        durationMs: 0,
+      },
+    ],
+    passed: 1,
+    failed: 1,
+    skipped: 1,
+    durationMs: 10,
+    warnings: [],
+  };
+  const xml = formatJUnit(report);
+  const elements = assertWellFormedXml(xml);
+  assert.equal(elements.filter((e) => e === "testcase").length, 3);
+  assert.equal(elements.filter((e) => e === "testsuite").length, 3);
+  assert.deepEqual(
+    elements.filter((e) => e === "failure" || e === "skipped"),
+    ["failure", "skipped"],
+  );
+  assert.match(xml, /<testsuites name="csikit sanity" tests="3" failures="1" skipped="1"/);
+  assert.match(xml, /name="quotes &quot; &amp; &lt;tags&gt;"/);
+  assert.equal(
+    formatText(report),
+    [
+      "Identity",
+      "  ✔ Probe: works",
+      "Controller",
+      '  ✖ CreateVolume: quotes " & <tags>: want OK, got <NOT_FOUND> & \u0001',
+      "Node",
+      "  - Lifecycle: mounts (skipped: needs mount privilege: EPERM)",
+      "1 passed, 1 failed, 1 skipped",
+      "",
+    ].join("\n"),
+  );
+});
