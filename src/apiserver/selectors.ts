@@ -131,7 +131,10 @@ export function parseLabelSelector(text: string | null | undefined): ObjectMatch
 const NAMESPACED_FIELDS = ["metadata.name", "metadata.namespace"];
 
 /** Parses `fieldSelector` against the fields the kind supports (metadata.name/namespace always). */
-export function parseFieldSelector(text: string | null | undefined, def: ResourceDef): ObjectMatcher {
+export function parseFieldSelector(
+  text: string | null | undefined,
+  def: Pick<ResourceDef, "fieldSelectors">,
+): ObjectMatcher {
   if (text === null || text === undefined || text.trim() === "") return () => true;
   const terms = text.split(",").map((term) => {
     const match = /^\s*([^=!\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(term);
@@ -144,7 +147,10 @@ export function parseFieldSelector(text: string | null | undefined, def: Resourc
   return (object) => terms.every((t) => (t.getter(object) === t.value) !== t.negate);
 }
 
-function fieldGetter(field: string, def: ResourceDef): ((object: KubeObject) => string) | undefined {
+function fieldGetter(
+  field: string,
+  def: Pick<ResourceDef, "fieldSelectors">,
+): ((object: KubeObject) => string) | undefined {
   const own = def.fieldSelectors[field];
   if (own) return own;
   if (!NAMESPACED_FIELDS.includes(field)) return undefined;

@@ -1,0 +1,10 @@
+// The embedded Kubernetes-compatible API server. Other folders reach it only through this
+// file, and only to start it: every component talks to it over HTTPS like to a real one.
+
+export { startApiServer, runApiServer, DEFAULT_BOOKMARK_INTERVAL_MS } from "./server.ts";
+export type { ApiServerOptions, ApiServerHandle } from "./server.ts";
+export { FaultInjector } from "./faults.ts";
+export type { FaultSpec } from "./faults.ts";
+export { SYSTEM_NAMESPACES } from "./namespaces.ts";
+export { MAX_BODY_BYTES } from "./http.ts";
+export type { ResourceDef, ResourceRegistry } from "./resource.ts";
