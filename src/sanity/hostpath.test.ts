@@ -1,0 +1,79 @@
+// Runs the whole sanity suite against the real hostpath driver on a temp Unix socket: no test
+// may fail, and a test may be skipped only for a capability the driver lacks or a missing mount
+// privilege. As root, the suite runs in a private mount namespace (re-executing this file under
+// `unshare -m`), so every mount the driver makes vanishes with the namespace whatever happens.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { serveHostpathDriver } from "../drivers/index.ts";
+import { catalogue, runSanity } from "./index.ts";
+
+const NAMESPACE_ENV = "CSIKIT_SANITY_IN_MOUNT_NS";
+const isRoot = process.getuid?.() === 0;
+const inNamespace = process.env[NAMESPACE_ENV] === "1";
+const hasUnshare = spawnSync("unshare", ["--version"]).status === 0;
+
+/** What a skip may be for: a capability the driver lacks (or has), or mount privilege. */
+const ALLOWED_SKIP =
+  /^(driver (lacks|has) (plugin|controller|node|group controller) capability [A-Z_]+|needs mount privilege: .+)$/;
+
+if (isRoot && hasUnshare && !inNamespace) {
+  test("sanity against hostpath (in a private mount namespace)", { timeout: 600_000 }, () => {
+    const child = spawnSync(
+      "unshare",
+      ["-m", "--propagation", "private", process.execPath, fileURLToPath(import.meta.url)],
+      { env: { ...process.env, [NAMESPACE_ENV]: "1" }, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+    );
+    assert.equal(
+      child.status,
+      0,
+      `sanity run in the mount namespace failed:\n${child.stdout}\n${child.stderr}`,
+    );
+  });
+} else {
+  test("sanity against hostpath", { timeout: 600_000 }, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-hostpath-"));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const driver = await serveHostpathDriver({
+      endpoint: join(dir, "csi.sock"),
+      nodeId: "sanity-node",
+      stateDir: join(dir, "state"),
+      vendorVersion: "0.0.0-test",
+    });
+    t.after(() => driver.close());
+    const lines: string[] = [];
+    const report = await runSanity({
+      endpoint: driver.path,
+      stagingDir: join(dir, "staging"),
+      targetDir: join(dir, "target"),
+      testVolumeSize: 4 * 1024 * 1024,
+      onResult: (r) =>
+        lines.push(`${r.outcome} ${r.service} ${r.group}: ${r.name}${r.reason ? ` — ${r.reason}` : ""}`),
+    });
+    const text = lines.join("\n");
+    t.diagnostic(`${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped`);
+    assert.equal(
+      report.failed,
+      0,
+      `sanity failures:\n${lines.filter((l) => l.startsWith("failed")).join("\n")}`,
+    );
+    assert.equal(report.results.length, catalogue().length, "every test of the catalogue is reported");
+    for (const result of report.results.filter((r) => r.outcome === "skipped")) {
+      assert.match(
+        result.reason ?? "",
+        ALLOWED_SKIP,
+        `skip of ${result.group}: ${result.name} is not for a capability or mount privilege`,
+      );
+    }
+    if (isRoot) {
+      const mountSkips = report.results.filter((r) => r.reason?.startsWith("needs mount privilege"));
+      assert.equal(mountSkips.length, 0, `as root nothing may skip for mount privilege:\n${text}`);
+    }
+    assert.deepEqual(report.warnings, []);
+  });
+}
