@@ -102,8 +102,8 @@ export async function serveHostpathDriver(
   });
   logger.info(0, "hostpath driver serving", {
     endpoint: server.path,
-    controller: config.controllerService,
-    node: config.nodeService,
+    controllerService: config.controllerService,
+    nodeService: config.nodeService,
     stateDir: config.stateDir,
   });
   return { path: server.path, config, close: () => server.close() };
