@@ -58,6 +58,8 @@ export interface SharedInformerOptions<T> {
   /** Deep-freeze cached objects (tests). Default false. */
   freeze?: boolean;
   pageSize?: number;
+  /** Server-side watch timeout in seconds. Default random in [300, 600). */
+  watchTimeoutSeconds?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -86,6 +88,14 @@ export class SharedInformer<T extends KubeObject> {
       clock: this.#clock,
       logger: options.logger ?? silentLogger,
       ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+      ...(options.watchTimeoutSeconds !== undefined
+        ? {
+            watchTimeoutSeconds: (
+              (seconds: number) => () =>
+                seconds
+            )(options.watchTimeoutSeconds),
+          }
+        : {}),
       sink: {
         replace: (items) => this.#replace(items),
         add: (object) => this.#upsert(object),

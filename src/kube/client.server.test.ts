@@ -1,0 +1,131 @@
+// KubeClient against the real embedded API server: CRUD and errors over the generic transport,
+// typed client-node APIs, watch, and client-side throttling (counted, never timed).
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { FakeClock, settle } from "../base/index.ts";
+import { CoordinationV1Api } from "@kubernetes/client-node";
+import { isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
+import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
+import type { KubeObject, WatchEvent } from "./types.ts";
+
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+
+let env: TestServer;
+before(async () => {
+  env = await startTestServer();
+});
+after(async () => {
+  await env.stop();
+});
+
+const cm = (name: string, data: Record<string, string> = {}): ConfigMap => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "default" },
+  data,
+});
+
+test("generic create/get/update/patch/delete with Kubernetes error classes", async () => {
+  const client = env.client();
+  const created = await client.create(CONFIGMAPS, cm("generic", { a: "1" }));
+  assert.ok(created.metadata?.resourceVersion);
+  await assert.rejects(client.create(CONFIGMAPS, cm("generic")), (e: unknown) => isAlreadyExists(e));
+  const stale = structuredClone(created);
+  const updated = await client.update(CONFIGMAPS, { ...created, data: { a: "2" } });
+  assert.equal(updated.data?.a, "2");
+  await assert.rejects(client.update(CONFIGMAPS, { ...stale, data: { a: "3" } }), (e: unknown) =>
+    isConflict(e),
+  );
+  const patched = await client.patch<ConfigMap>(
+    CONFIGMAPS,
+    "generic",
+    { data: { b: "x" } },
+    { namespace: "default" },
+  );
+  assert.deepEqual(patched.data, { a: "2", b: "x" });
+  const list = await client.list<ConfigMap>(CONFIGMAPS, { namespace: "default" });
+  assert.ok(list.items.some((i) => i.metadata?.name === "generic"));
+  assert.ok(list.metadata?.resourceVersion);
+  await client.delete(CONFIGMAPS, "generic", { namespace: "default" });
+  await assert.rejects(client.get(CONFIGMAPS, "generic", { namespace: "default" }), (e: unknown) =>
+    isNotFound(e),
+  );
+});
+
+test("typed client-node APIs work through the throttled configuration", async () => {
+  const client = env.client();
+  const api = client.api(CoordinationV1Api);
+  assert.equal(client.coordination, api, "one API object per class");
+  const before = client.requestCount;
+  const lease = await api.createNamespacedLease({
+    namespace: "default",
+    body: { metadata: { name: "typed" }, spec: { holderIdentity: "me" } },
+  });
+  assert.equal(lease.spec?.holderIdentity, "me");
+  const read = await api.readNamespacedLease({ name: "typed", namespace: "default" });
+  assert.equal(read.metadata?.name, "typed");
+  assert.equal(client.requestCount - before, 2);
+  await assert.rejects(api.readNamespacedLease({ name: "absent", namespace: "default" }), (e: unknown) =>
+    isNotFound(e),
+  );
+});
+
+test("watch streams events from a resourceVersion and ends quietly on abort", async () => {
+  const client = env.client();
+  const start = await client.list<ConfigMap>(CONFIGMAPS, { namespace: "default" });
+  const controller = new AbortController();
+  const seen: WatchEvent<ConfigMap>[] = [];
+  const watching = (async () => {
+    for await (const event of client.watch<ConfigMap>(
+      CONFIGMAPS,
+      { namespace: "default", resourceVersion: start.metadata?.resourceVersion ?? "" },
+      controller.signal,
+    )) {
+      seen.push(event);
+      if (seen.length === 3) controller.abort();
+    }
+  })();
+  await client.create(CONFIGMAPS, cm("w1"));
+  await client.patch(CONFIGMAPS, "w1", { data: { k: "v" } }, { namespace: "default" });
+  await client.delete(CONFIGMAPS, "w1", { namespace: "default" });
+  await watching;
+  assert.deepEqual(
+    seen.map((e) => [e.type, e.object.metadata?.name]),
+    [
+      ["ADDED", "w1"],
+      ["MODIFIED", "w1"],
+      ["DELETED", "w1"],
+    ],
+  );
+});
+
+test("client-side rate limit: burst requests pass, the rest wait for tokens (counted, not timed)", async () => {
+  const clock = new FakeClock();
+  const client = env.client({ qps: 5, burst: 10, clock });
+  const api = client.core;
+  let done = 0;
+  const requests = Array.from({ length: 13 }, (_, i) =>
+    (i % 2 === 0
+      ? client.get(CONFIGMAPS, "absent", { namespace: "default" })
+      : api.readNamespacedConfigMap({ name: "absent", namespace: "default" })
+    ).then(
+      () => done++,
+      () => done++,
+    ),
+  );
+  const settleAll = async (): Promise<void> => {
+    for (let i = 0; i < 50 && client.requestCount > done; i++) await new Promise((r) => setTimeout(r, 10));
+  };
+  await settle();
+  await settleAll();
+  assert.equal(client.requestCount, 10, "only the burst went out");
+  assert.equal(done, 10);
+  await clock.advance(200);
+  await settleAll();
+  assert.equal(client.requestCount, 11, "one more token after 1/qps");
+  await clock.advance(400);
+  await Promise.all(requests);
+  assert.equal(client.requestCount, 13);
+});
