@@ -433,3 +433,19 @@ test("state survives a restart; an interrupted delete is finished at start, an i
   assert.equal(retried.volume?.volumeId, kept.volumeId);
   assert.equal((await client.controller.listVolumes({})).entries.length, 1);
 });
+
+test("one controller per state dir: a live owner is refused, a dead one's pid file taken over", async (t) => {
+  const driver = await startTestDriver(t);
+  await driver.server.close();
+  const pidFile = join(driver.stateDir, "controller.pid");
+  await writeFile(pidFile, "1\n");
+  await assert.rejects(driver.restart(), /in use by the hostpath controller with pid 1/);
+  // A node-only instance does not claim the dir.
+  await driver.restart({ controllerService: false });
+  await driver.server.close();
+  await writeFile(pidFile, "4194303\n");
+  await driver.restart();
+  assert.equal((await readFile(pidFile, "utf8")).trim(), String(process.pid));
+  await driver.server.close();
+  await assert.rejects(stat(pidFile), { code: "ENOENT" });
+});

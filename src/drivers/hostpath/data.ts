@@ -8,7 +8,8 @@
 // data is renamed into place; removal tolerates data that is already gone.
 
 import { mkdir, rename, rm, stat, truncate, open } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fsyncDir } from "./json-file.ts";
 import { isErrno } from "../../base/index.ts";
 import type { AccessType } from "./state.ts";
 import { copyDirectoryContents, copySparseFile, tarDirectory, untarInto } from "./system.ts";
@@ -74,6 +75,7 @@ export async function createVolumeData(options: CreateVolumeDataOptions): Promis
   }
   await rm(path, { recursive: true, force: true });
   await rename(temp, path);
+  await fsyncDir(dirname(path));
 }
 
 /** Copies a volume's data into a snapshot file (tar for directories, sparse copy for block). */
@@ -90,6 +92,7 @@ export async function createSnapshotData(options: {
   if (options.accessType === "block") await copySparseFile(options.volumePath, temp, run);
   else await tarDirectory(options.volumePath, temp, run);
   await rename(temp, options.snapshotPath);
+  await fsyncDir(dirname(options.snapshotPath));
 }
 
 /** Removes a volume's or snapshot's data and any partial temp copy; missing data is fine. */

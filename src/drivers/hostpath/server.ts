@@ -7,7 +7,7 @@
 // reads controller.json, which is always replaced atomically.
 
 import { mkdir } from "node:fs/promises";
-import { serveCsi } from "../../csi/index.ts";
+import { serveCsi, type CsiServer } from "../../csi/index.ts";
 import { whenAborted } from "../../base/index.ts";
 import { controllerHandlers, finishVolumeDelete, type ControllerContext } from "./controller.ts";
 import { DataLayout } from "./data.ts";
@@ -19,6 +19,7 @@ import { Locks } from "./requests.ts";
 import { finishSnapshotDelete } from "./snapshots.ts";
 import { controllerStore, fileVolumeSource, memoryVolumeSource, nodeStore } from "./state.ts";
 import { mountProblem } from "./system.ts";
+import { claimControllerState } from "./owner.ts";
 
 export interface HostpathServerOptions extends HostpathOptions {
   /** unix:///path, unix:path or /path. Default "unix:///csi/csi.sock" (upstream's). */
@@ -46,6 +47,41 @@ async function repairController(context: ControllerContext): Promise<void> {
     if (volume.phase === "deleting") await finishVolumeDelete(context, volume);
 }
 
+async function controllerSide(
+  config: HostpathConfig,
+  parts: { layout: DataLayout; locks: Locks },
+): Promise<ControllerContext> {
+  const store = controllerStore(config.stateDir);
+  await store.load();
+  const context = { config, store, ...parts };
+  await repairController(context);
+  return context;
+}
+
+async function nodeSide(
+  config: HostpathConfig,
+  parts: { layout: DataLayout; controllerContext: ControllerContext | undefined },
+): Promise<NodeContext> {
+  const store = nodeStore(config.stateDir, config.nodeId);
+  await store.load();
+  let probe: Promise<string | undefined> | undefined;
+  const context: NodeContext = {
+    config,
+    layout: parts.layout,
+    store,
+    locks: new Locks(),
+    volumes: parts.controllerContext
+      ? memoryVolumeSource(parts.controllerContext.store)
+      : fileVolumeSource(config.stateDir),
+    mountProblem: () => (probe ??= mountProblem(config.stateDir)),
+  };
+  // Finish ephemeral deletions a crash interrupted (only possible where we may mount).
+  for (const record of Object.values(store.current.ephemeral))
+    if (record.phase === "deleting" && !(await context.mountProblem()))
+      await finishEphemeralDelete(context, record.volumeId);
+  return context;
+}
+
 /** Starts serving; resolves once the socket is listening. */
 export async function serveHostpathDriver(
   options: HostpathServerOptions,
@@ -57,56 +93,45 @@ export async function serveHostpathDriver(
   const locks = new Locks();
   const logger = config.logger.with({ driver: config.driverName, node: config.nodeId });
 
-  let controllerContext: ControllerContext | undefined;
-  if (config.controllerService) {
-    const store = controllerStore(config.stateDir);
-    await store.load();
-    controllerContext = { config, layout, store, locks };
-    await repairController(controllerContext);
+  const release = config.controllerService
+    ? await claimControllerState(config.stateDir)
+    : (): Promise<void> => Promise.resolve();
+  let server: CsiServer;
+  try {
+    const controllerContext = config.controllerService
+      ? await controllerSide(config, { layout, locks })
+      : undefined;
+    const nodeContext = config.nodeService
+      ? await nodeSide(config, { layout, controllerContext })
+      : undefined;
+    server = await serveCsi({
+      endpoint: options.endpoint ?? DEFAULT_ENDPOINT,
+      identity: identityHandlers(config, () => true),
+      ...(controllerContext
+        ? {
+            controller: controllerHandlers(controllerContext),
+            groupController: groupControllerHandlers(controllerContext),
+          }
+        : {}),
+      ...(nodeContext ? { node: nodeHandlers(nodeContext) } : {}),
+      logger,
+      ...(signal ? { signal } : {}),
+      ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+    });
+  } catch (error) {
+    await release();
+    throw error;
   }
-
-  let nodeContext: NodeContext | undefined;
-  if (config.nodeService) {
-    const store = nodeStore(config.stateDir, config.nodeId);
-    await store.load();
-    let probe: Promise<string | undefined> | undefined;
-    nodeContext = {
-      config,
-      layout,
-      store,
-      locks: new Locks(),
-      volumes: controllerContext
-        ? memoryVolumeSource(controllerContext.store)
-        : fileVolumeSource(config.stateDir),
-      mountProblem: () => (probe ??= mountProblem(config.stateDir)),
-    };
-    for (const record of Object.values(store.current.ephemeral))
-      if (record.phase === "deleting") {
-        if (!(await nodeContext.mountProblem())) await finishEphemeralDelete(nodeContext, record.volumeId);
-      }
-  }
-
-  const server = await serveCsi({
-    endpoint: options.endpoint ?? DEFAULT_ENDPOINT,
-    identity: identityHandlers(config, () => true),
-    ...(controllerContext
-      ? {
-          controller: controllerHandlers(controllerContext),
-          groupController: groupControllerHandlers(controllerContext),
-        }
-      : {}),
-    ...(nodeContext ? { node: nodeHandlers(nodeContext) } : {}),
-    logger,
-    ...(signal ? { signal } : {}),
-    ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
-  });
   logger.info(0, "hostpath driver serving", {
     endpoint: server.path,
     controllerService: config.controllerService,
     nodeService: config.nodeService,
     stateDir: config.stateDir,
   });
-  return { path: server.path, config, close: () => server.close() };
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= server.close().then(release));
+  signal?.addEventListener("abort", () => void close(), { once: true });
+  return { path: server.path, config, close };
 }
 
 /** Serves until `signal` aborts; resolves once fully stopped (socket closed and removed). */
