@@ -1,5 +1,7 @@
 // The list of subcommands, in the order `csikit --help` shows them.
 import type { Command } from "./command.ts";
 import { hostpathCommand } from "./hostpath.ts";
+import { sanityCommand } from "./sanity.ts";
+import { startCommand } from "./start.ts";
 
-export const commands: readonly Command[] = [hostpathCommand];
+export const commands: readonly Command[] = [hostpathCommand, sanityCommand, startCommand];

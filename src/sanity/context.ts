@@ -237,7 +237,7 @@ export class TestContext {
       volumeContext: volume.volumeContext ?? {},
     };
     this.resources.staged(volume.volumeId, stagingTargetPath);
-    await this.#mountGated(this.node.nodeStageVolume(request), `NodeStageVolume ${volume.volumeId}`);
+    await this.mountGated(this.node.nodeStageVolume(request), `NodeStageVolume ${volume.volumeId}`);
     return stagingTargetPath;
   }
 
@@ -250,7 +250,7 @@ export class TestContext {
     const targetPath = await this.makeTargetPath();
     const request: NodePublishRequest = this.publishRequest(volume, capability, { ...options, targetPath });
     this.resources.published(volume.volumeId, targetPath);
-    await this.#mountGated(this.node.nodePublishVolume(request), `NodePublishVolume ${volume.volumeId}`);
+    await this.mountGated(this.node.nodePublishVolume(request), `NodePublishVolume ${volume.volumeId}`);
     return targetPath;
   }
 
@@ -325,7 +325,11 @@ export class TestContext {
     await this.deleteVolume(volumeId);
   }
 
-  async #mountGated<T>(call: Promise<T>, what: string): Promise<T> {
+  /**
+   * Awaits a node call that must succeed; in a mounting test, FAILED_PRECONDITION ends the test
+   * as skipped for missing mount privilege (and later mounting tests skip too).
+   */
+  async mountGated<T>(call: Promise<T>, what: string): Promise<T> {
     try {
       return await call;
     } catch (error) {

@@ -22,7 +22,10 @@ interface FakeDriver {
 }
 
 /** A CSI server with the given controller capabilities whose node may not mount. */
-async function fakeDriver(t: NodeTestContext, controllerCaps: ControllerServiceCapability_RPC_Type[]): Promise<FakeDriver> {
+async function fakeDriver(
+  t: NodeTestContext,
+  controllerCaps: ControllerServiceCapability_RPC_Type[],
+): Promise<FakeDriver> {
   const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-fw-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const calls: string[] = [];

@@ -149,10 +149,10 @@ export function nodeTests(): SanityTest[] {
           "NodeUnstageVolume without staging_target_path",
         );
       });
-      it("succeeds for a volume that is not staged there", VOLUMES, async (t) => {
+      it("succeeds for a volume that is not staged there", { ...VOLUMES, mounts: true }, async (t) => {
         const volume = await t.createVolume();
         const path = await t.makeStagingPath();
-        await expectOk(
+        await t.mountGated(
           t.node.nodeUnstageVolume({ volumeId: volume.volumeId, stagingTargetPath: path }),
           "NodeUnstageVolume of a path never staged",
         );
@@ -309,9 +309,9 @@ export function nodeTests(): SanityTest[] {
           "NodeUnpublishVolume without target_path",
         );
       });
-      it("succeeds for a target path that was never published", VOLUMES, async (t) => {
+      it("succeeds for a target path that was never published", { ...VOLUMES, mounts: true }, async (t) => {
         const volume = await t.createVolume();
-        await expectOk(
+        await t.mountGated(
           t.node.nodeUnpublishVolume({ volumeId: volume.volumeId, targetPath: await t.makeTargetPath() }),
           "NodeUnpublishVolume of a target never published",
         );
