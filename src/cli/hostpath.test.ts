@@ -2,6 +2,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FlagError, Flags, LOGGING_FLAGS, parseFlags } from "../base/index.ts";
 import { hostpathCommand, hostpathOptions, parseCapacity } from "./hostpath.ts";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CsiClient } from "../csi/index.ts";
+
+const MAIN = join(import.meta.dirname, "main.ts");
 
 function options(argv: string[]): ReturnType<typeof hostpathOptions> {
   return hostpathOptions(new Flags(parseFlags({ ...LOGGING_FLAGS, ...hostpathCommand.flags }, argv)));
@@ -43,4 +50,57 @@ test("hostpath flags: missing node id and bad quantities name the flag", () => {
   );
   assert.throws(() => parseCapacity(["fast=lots"]), /-capacity/);
   assert.throws(() => options(["--nodeid=n", "--max-volume-size=-1"]), /-max-volume-size/);
+});
+
+test("csikit hostpath: serves, survives kill -9 with its state, stops cleanly on SIGTERM", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "hostpath-cli-"));
+  const socket = join(dir, "csi.sock");
+  const children: ChildProcess[] = [];
+  const client = CsiClient.connect(`unix://${socket}`, { timeoutMs: 20_000 });
+  t.after(async () => {
+    client.close();
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+  });
+  const startDriver = (): ChildProcess => {
+    const child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        "hostpath",
+        "--nodeid=cli-node",
+        `--endpoint=unix://${socket}`,
+        `--state-dir=${join(dir, "state")}`,
+      ],
+      { stdio: "ignore" },
+    );
+    children.push(child);
+    return child;
+  };
+  const exited = (child: ChildProcess): Promise<number | null> =>
+    new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  const capability = { mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" as const } };
+
+  const first = startDriver();
+  await client.waitForReady({ timeoutMs: 30_000 });
+  const created = await client.controller.createVolume({
+    name: "survivor",
+    volumeCapabilities: [capability],
+  });
+  const killed = exited(first);
+  first.kill("SIGKILL");
+  await killed;
+
+  const second = startDriver();
+  await client.waitForReady({ timeoutMs: 30_000 });
+  const listed = await client.controller.listVolumes({});
+  assert.deepEqual(
+    listed.entries.map((e) => e.volume?.volumeId),
+    [created.volume?.volumeId],
+  );
+  const stopped = exited(second);
+  second.kill("SIGTERM");
+  assert.equal(await stopped, 0);
+  await assert.rejects(stat(socket), { code: "ENOENT" });
 });
