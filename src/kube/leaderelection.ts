@@ -85,6 +85,8 @@ export interface LeaderElectorOptions {
   logger?: Logger;
   /** Jitter source in [0,1). Default Math.random. */
   random?: () => number;
+  /** Clear holderIdentity when stopped by the signal (client-go ReleaseOnCancel). Default true. */
+  releaseOnCancel?: boolean;
 }
 
 export interface LeaderCallbacks {
@@ -121,6 +123,9 @@ export class LeaderElector {
   #observedTime = 0;
   #reportedLeader = "";
   #leading = false;
+  readonly #releaseOnCancel: boolean;
+  /** Completed acquire/renew attempts, successful or not: for observability and tests. */
+  readonly stats = { attempts: 0 };
 
   constructor(options: LeaderElectorOptions) {
     this.#client = options.client;
@@ -139,6 +144,7 @@ export class LeaderElector {
     this.#clock = options.clock ?? realClock;
     this.#logger = (options.logger ?? silentLogger).with({ lease: `${options.namespace}/${options.name}` });
     this.#random = options.random ?? Math.random;
+    this.#releaseOnCancel = options.releaseOnCancel ?? true;
   }
 
   /** True while this elector holds the lease and has not lost it. */
@@ -190,7 +196,7 @@ export class LeaderElector {
     leader.controller.abort(new Error(lost ? "leadership lost" : "stopping"));
     await working;
     leader.dispose();
-    if (!lost) await this.#release();
+    if (!lost && this.#releaseOnCancel) await this.#release();
     callbacks.onStoppedLeading?.();
     if (workFailed) throw workError;
     if (lost) this.#logger.error("leader election lost", { identity: this.identity });
@@ -271,6 +277,14 @@ export class LeaderElector {
   }
 
   async #tryAcquireOrRenew(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
+    try {
+      return await this.#attempt(signal, callbacks);
+    } finally {
+      this.stats.attempts++;
+    }
+  }
+
+  async #attempt(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
     const now = this.#clock.now();
     const record: LeaseSpec = {
       holderIdentity: this.identity,
@@ -403,10 +417,19 @@ export async function runWithLeaderElection(
     return;
   }
   const { enabled: _enabled, callbacks, ...electorOptions } = options;
-  const elector = new LeaderElector(electorOptions);
+  await runElected(new LeaderElector(electorOptions), run, signal, callbacks);
+}
+
+/** `run` under an existing elector; rejects with LeadershipLostError when the lease was lost. */
+export async function runElected(
+  elector: LeaderElector,
+  run: (signal: AbortSignal) => Promise<void>,
+  signal: AbortSignal,
+  callbacks?: LeaderCallbacks,
+): Promise<void> {
   const outcome = await elector.run(run, signal, callbacks);
   if (outcome === "lost")
     throw new LeadershipLostError(
-      `lost leadership of lease ${options.namespace}/${options.name}: could not renew within ${options.renewDeadlineMs ?? 10_000}ms`,
+      `lost leadership of lease ${elector.namespace}/${elector.name}: could not renew within ${elector.renewDeadlineMs}ms`,
     );
 }
