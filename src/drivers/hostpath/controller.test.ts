@@ -449,3 +449,34 @@ test("one controller per state dir: a live owner is refused, a dead one's pid fi
   await driver.server.close();
   await assert.rejects(stat(pidFile), { code: "ENOENT" });
 });
+
+test("an interrupted create whose source is gone is dropped, not left reserving capacity", async (t) => {
+  const driver = await startTestDriver(t, { capacity: { "": 4 * MIB } });
+  const { client } = driver;
+  const source = (
+    await client.controller.createVolume({
+      name: "src",
+      volumeCapabilities: [MOUNT_RW],
+      capacityRange: { requiredBytes: MIB },
+    })
+  ).volume!;
+  const snapshot = (await client.controller.createSnapshot({ name: "s", sourceVolumeId: source.volumeId }))
+    .snapshot!;
+  const request = {
+    name: "restore",
+    volumeCapabilities: [MOUNT_RW],
+    capacityRange: { requiredBytes: 2 * MIB },
+    volumeContentSource: { snapshot: { snapshotId: snapshot.snapshotId } },
+  };
+  const restored = (await client.controller.createVolume(request)).volume!;
+  await client.controller.deleteSnapshot({ snapshotId: snapshot.snapshotId });
+  // As if the driver had been killed while populating "restore".
+  await driver.server.close();
+  const file = join(driver.stateDir, "controller.json");
+  const state = JSON.parse(await readFile(file, "utf8")) as { volumes: Record<string, { phase: string }> };
+  state.volumes[restored.volumeId]!.phase = "creating";
+  await writeFile(file, JSON.stringify(state));
+  await driver.restart();
+  await rejectsWith(client.controller.createVolume(request), GrpcStatus.NOT_FOUND);
+  assert.equal((await client.controller.getCapacity({})).availableCapacity, String(3 * MIB));
+});

@@ -278,7 +278,17 @@ async function createVolume(
   const accessType = capabilitiesAccessType(request.volumeCapabilities, "volume_capabilities");
   const range = sizeRange(request.capacityRange);
   checkMutableParameters(context, request.mutableParameters, "mutable_parameters");
-  const firstSource = resolveSource(context, request, accessType);
+  let firstSource: SourceInfo;
+  try {
+    firstSource = resolveSource(context, request, accessType);
+  } catch (error) {
+    // A create interrupted by a crash whose source is gone now can never finish: drop its
+    // intent so it stops reserving capacity, then report why.
+    const stale = volumeByName(context.store.current, name);
+    if (stale?.phase === "creating")
+      await context.locks.run([`name:${name}`], () => finishVolumeDelete(context, stale));
+    throw error;
+  }
   const lockKeys = [`name:${name}`, ...(firstSource.lockKey ? [firstSource.lockKey] : [])];
   return context.locks.run(lockKeys, async () => {
     const existing = volumeByName(context.store.current, name);

@@ -91,7 +91,11 @@ export function groupControllerHandlers(context: ControllerContext): GroupContro
             );
           if (existing.phase === "deleting") await finishGroupDelete(context, existing);
           else {
-            if (existing.phase === "creating") await finishGroupCreate(context, existing, call.signal);
+            if (existing.phase === "creating")
+              await finishGroupCreate(context, existing, call.signal).catch(async (error: unknown) => {
+                await finishGroupDelete(context, existing);
+                throw error;
+              });
             return {
               groupSnapshot: groupMessage(
                 context.store.current,

@@ -83,7 +83,11 @@ export function snapshotHandlers(context: ControllerContext): Partial<Controller
             );
           if (existing.phase === "deleting") await finishSnapshotDelete(context, [existing]);
           else {
-            if (existing.phase === "creating") await finishSnapshotCreate(context, [existing], call.signal);
+            if (existing.phase === "creating")
+              await finishSnapshotCreate(context, [existing], call.signal).catch(async (error: unknown) => {
+                await finishSnapshotDelete(context, [existing]);
+                throw error;
+              });
             return { snapshot: snapshotMessage(requireSnapshot(context.store.current, existing.id)) };
           }
         }
