@@ -1,0 +1,157 @@
+// Tests of `csikit sanity` and `csikit start` as a user runs them: real child processes, a real
+// hostpath driver on a temp socket, exit codes, the closing line, JUnit output, flag errors.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { serveCsi } from "../csi/index.ts";
+import { serveHostpathDriver } from "../drivers/index.ts";
+
+const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
+const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
+const isRoot = process.getuid?.() === 0;
+const canDropPrivileges = isRoot && spawnSync("setpriv", ["--version"]).status === 0;
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs csikit as a child process without blocking this process (an in-process driver must answer). */
+function csikit(args: string[], options: { uid?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
+  const command = options.uid === undefined ? process.execPath : "setpriv";
+  const prefix =
+    options.uid === undefined
+      ? []
+      : [`--reuid=${options.uid}`, `--regid=${options.uid}`, "--clear-groups", process.execPath];
+  const child = spawn(command, [...prefix, MAIN, ...args], {
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-cli-sanity-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test("csikit sanity rejects bad flags naming the flag", async () => {
+  const cases: [string[], RegExp][] = [
+    [[], /flag -endpoint is required/],
+    [
+      ["--endpoint=/x.sock", "--test-volume-size=lots"],
+      /flag -test-volume-size: "lots" is not a byte quantity/,
+    ],
+    [["--endpoint=/x.sock", "--focus=("], /invalid value "\(" for flag -focus/],
+    [["--endpoint=/x.sock", "--timeout=soon"], /invalid value "soon" for flag -timeout/],
+    [
+      ["--endpoint=/x.sock", "--secrets=/nonexistent/secrets.yaml"],
+      /secrets file \/nonexistent\/secrets.yaml: cannot read/,
+    ],
+  ];
+  for (const [args, message] of cases) {
+    const run = await csikit(["sanity", ...args]);
+    assert.equal(run.status, 2, `${args.join(" ")}: exit ${run.status}\n${run.stderr}`);
+    assert.match(run.stderr, message);
+  }
+});
+
+test("csikit sanity runs focused tests against a driver, prints the summary and writes JUnit", async (t) => {
+  const dir = await tempDir(t);
+  const driver = await serveHostpathDriver({
+    endpoint: join(dir, "csi.sock"),
+    nodeId: "cli-node",
+    stateDir: join(dir, "state"),
+  });
+  t.after(() => driver.close());
+  const junit = join(dir, "report.xml");
+  const run = await csikit([
+    "sanity",
+    `--endpoint=unix://${driver.path}`,
+    "--focus=^Identity ",
+    `--junit=${junit}`,
+  ]);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /^Identity\n {2}✔ GetPluginInfo: /);
+  const [, passed, failed, skipped] = SUMMARY.exec(run.stdout) ?? [];
+  assert.deepEqual([Number(failed), Number(skipped)], [0, 0]);
+  assert.ok(Number(passed) >= 5, run.stdout);
+  assert.equal(run.stdout.trimEnd().split("\n").at(-1), `${passed} passed, 0 failed, 0 skipped`);
+  const xml = await readFile(junit, "utf8");
+  assert.match(
+    xml,
+    new RegExp(`<testsuites name="csikit sanity" tests="${passed}" failures="0" skipped="0"`),
+  );
+});
+
+test("csikit sanity exits 1 when a test fails, naming the rule", async (t) => {
+  const dir = await tempDir(t);
+  const server = await serveCsi({
+    endpoint: join(dir, "bad.sock"),
+    identity: {
+      getPluginInfo: async () => ({ name: "-not-a-domain-name-", vendorVersion: "1" }),
+      getPluginCapabilities: async () => ({ capabilities: [] }),
+      probe: async () => ({}),
+    },
+    node: { nodeGetCapabilities: async () => ({ capabilities: [] }) },
+  });
+  t.after(() => server.close());
+  const run = await csikit(["sanity", `--endpoint=${server.path}`, "--focus=^Identity GetPluginInfo"]);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(
+    run.stdout,
+    /✖ GetPluginInfo: returns a name in domain-name notation .*: name "-not-a-domain-name-" must begin/,
+  );
+  assert.match(run.stdout, /^2 passed, 1 failed, 0 skipped$/m);
+});
+
+test("csikit sanity reports an unreachable endpoint as a failure", async (t) => {
+  const dir = await tempDir(t);
+  const run = await csikit(["sanity", `--endpoint=${join(dir, "missing.sock")}`, "--timeout=300ms"]);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, /✖ setup: driver is reachable: driver did not become ready/);
+  assert.match(run.stdout, /^0 passed, 1 failed, 0 skipped$/m);
+});
+
+test("csikit start runs the whole suite against hostpath with 0 failed", async (t) => {
+  const dir = await tempDir(t);
+  const run = await csikit(["start", `--state-dir=${join(dir, "state")}`]);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const [, , failed, skipped] = SUMMARY.exec(run.stdout) ?? [];
+  assert.equal(failed, "0", run.stdout);
+  if (isRoot) assert.equal(skipped, "0", `as root nothing is skipped:\n${run.stdout}`);
+});
+
+test(
+  "csikit start without mount privilege skips mounting tests with the reason and fails none",
+  { skip: canDropPrivileges ? false : "needs root and setpriv to run as an unprivileged user" },
+  async (t) => {
+    const dir = await tempDir(t);
+    await chmod(dir, 0o777);
+    const run = await csikit(["start", `--state-dir=${join(dir, "state")}`], {
+      uid: 65534,
+      env: { TMPDIR: dir, HOME: dir },
+    });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    const [, , failed, skipped] = SUMMARY.exec(run.stdout) ?? [];
+    assert.equal(failed, "0", run.stdout);
+    assert.ok(Number(skipped) > 0, run.stdout);
+    for (const line of run.stdout.split("\n").filter((l) => l.startsWith("  - "))) {
+      assert.match(line, /\(skipped: needs mount privilege: .+\)$/);
+    }
+  },
+);
