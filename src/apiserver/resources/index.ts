@@ -1,0 +1,32 @@
+// The built-in resource definitions of the embedded API server, one module per group or kind.
+export * from "./storage.ts";
+export * from "./volumes.ts";
+export * from "./workloads.ts";
+export * from "./config.ts";
+export * from "./events.ts";
+export * from "./coordination.ts";
+export * from "./apiextensions.ts";
+export { defineResource } from "./common.ts";
+export type { KindSpec } from "./common.ts";
+
+import type { ResourceDef } from "../resource.ts";
+import { customResourceDefinitions } from "./apiextensions.ts";
+import { configResources } from "./config.ts";
+import { leases } from "./coordination.ts";
+import { eventResources } from "./events.ts";
+import { storageResources } from "./storage.ts";
+import { volumeResources } from "./volumes.ts";
+import { workloadResources } from "./workloads.ts";
+
+/** Every built-in kind the server serves, in discovery order. */
+export function builtinResourceDefs(): readonly ResourceDef[] {
+  return [
+    ...workloadResources,
+    ...volumeResources,
+    ...configResources,
+    ...eventResources,
+    ...storageResources,
+    leases,
+    customResourceDefinitions,
+  ];
+}
