@@ -114,7 +114,7 @@ test("a repeat of an Event deleted meanwhile creates a new one; rejected writes 
   await recorder.flush();
   const [first] = await eventsFor("pv-1");
   assert.equal(first?.metadata?.namespace, "default", "cluster-scoped objects' events go to default");
-  await client.delete(CORE_EVENTS, first!.metadata!.name!, { namespace: "default" });
+  await client.delete(CORE_EVENTS, first.metadata.name!, { namespace: "default" });
   recorder.event({ kind: "PersistentVolume", apiVersion: "v1", name: "pv-1" }, "Normal", "Deleted", "gone");
   await recorder.flush();
   const [second, ...rest] = await eventsFor("pv-1");
