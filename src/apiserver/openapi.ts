@@ -1,96 +1,218 @@
-// OpenAPI v3 documents, as much as kubectl needs: /openapi/v3 lists one document per
-// group/version, and each document has a PATCH operation per resource tagged with
-// x-kubernetes-group-version-kind and the `fieldValidation` query parameter. That tells kubectl
-// (apply, create -f, replace) the server validates fields itself, so it skips client-side
-// schema validation instead of failing with "failed to download openapi". PATCH operations
-// declare no strategic-merge request body, so `kubectl apply` computes patches from its
-// compiled-in types (built-in kinds) or falls back to JSON merge patch (custom resources),
-// as it does against a real server without OpenAPI schemas. A kind's own schema
-// (ResourceDef.openAPISchema) is published under components.schemas when known.
+// OpenAPI documents for kubectl. kubectl 1.32 validates manifests (`--validate=strict`, its
+// default) on the server when the PATCH operation of the kind's group-version in /openapi/v3
+// declares the `fieldValidation` query parameter (cli-runtime's queryParamVerifierV3; for CRD
+// groups it checks core/v1 Namespace instead); otherwise it falls back to client-side
+// validation against /openapi/v2, which fails when that is absent. So /openapi/v3 lists every
+// served group-version, and each document declares fieldValidation on every PATCH.
+//
+// The PATCH request bodies deliberately omit application/strategic-merge-patch+json: kubectl
+// apply then computes strategic patches from its compiled-in types (exact upstream merge keys)
+// instead of from these schemas, which carry no patch strategies. /openapi/v2 is not served
+// (404), which kubectl tolerates once server-side validation is available.
 
 import { createHash } from "node:crypto";
-import type { ResourceDef, ResourceRegistry } from "./resource.ts";
+import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
+import { unknownFieldsOfCustomResource } from "./resources/index.ts";
 
-function groupVersionPath(group: string, version: string): string {
+/** The Kubernetes version these documents describe (kubectl only displays it). */
+const INFO = Object.freeze({ title: "Kubernetes", version: "v1.32.0" });
+
+/** "api/v1" or "apis/<group>/<version>": the keys of the /openapi/v3 root. */
+export function openAPIV3PathOf(group: string, version: string): string {
   return group === "" ? `api/${version}` : `apis/${group}/${version}`;
 }
 
 function groupVersions(registry: ResourceRegistry): Map<string, ResourceDef[]> {
   const byPath = new Map<string, ResourceDef[]>();
   for (const def of registry.all()) {
-    const path = groupVersionPath(def.group, def.version);
-    byPath.set(path, [...(byPath.get(path) ?? []), def]);
+    const path = openAPIV3PathOf(def.group, def.version);
+    const list = byPath.get(path) ?? [];
+    list.push(def);
+    byPath.set(path, list);
   }
   return byPath;
 }
 
+/** Body of GET /openapi/v3: {paths: {"api/v1": {serverRelativeURL: "/openapi/v3/api/v1?hash=…"}}}. */
+export function openAPIV3Root(registry: ResourceRegistry): {
+  paths: Record<string, { serverRelativeURL: string }>;
+} {
+  const paths: Record<string, { serverRelativeURL: string }> = {};
+  for (const [path, defs] of groupVersions(registry)) {
+    const document = buildDocument(path, defs);
+    const hash = createHash("sha512").update(JSON.stringify(document)).digest("hex").toUpperCase();
+    paths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
+  }
+  return { paths };
+}
+
+/**
+ * Body of GET /openapi/v3/<path> (path "api/v1" or "apis/<g>/<v>", no leading slash, query
+ * ignored), or undefined when no such group-version is served (answer 404).
+ */
+export function openAPIV3Document(
+  registry: ResourceRegistry,
+  path: string,
+): Record<string, unknown> | undefined {
+  const clean =
+    path
+      .replace(/^\/+/, "")
+      .replace(/^openapi\/v3\//, "")
+      .split("?")[0] ?? "";
+  const defs = groupVersions(registry).get(clean);
+  return defs === undefined ? undefined : buildDocument(clean, defs);
+}
+
 function schemaName(def: ResourceDef): string {
   const group = def.group === "" ? "core" : def.group;
-  return `csikit.${group}.${def.version}.${def.kind}`;
+  const reversed = group.split(".").reverse().join(".");
+  return def.group === "" || def.group.endsWith(".k8s.io")
+    ? `io.k8s.api.${def.group === "" ? "core" : def.group.replace(/\.k8s\.io$/, "").replace(/\./g, "")}.${def.version}.${def.kind}`
+    : `${reversed}.${def.version}.${def.kind}`;
 }
 
-function groupVersionDocument(path: string, defs: readonly ResourceDef[]): Record<string, unknown> {
-  const paths: Record<string, unknown> = {};
-  const schemas: Record<string, unknown> = {};
-  const fieldValidation = {
-    name: "fieldValidation",
-    in: "query",
-    description: "Strict, Warn or Ignore: how the server treats unknown or duplicate fields",
-    schema: { type: "string", uniqueItems: true },
-  };
-  for (const def of defs) {
-    const gvk = { group: def.group, version: def.version, kind: def.kind };
-    const base = def.namespaced
-      ? `/${path}/namespaces/{namespace}/${def.resource}`
-      : `/${path}/${def.resource}`;
-    paths[`${base}/{name}`] = {
-      patch: {
-        operationId: `patch${def.kind}`,
-        "x-kubernetes-action": "patch",
-        "x-kubernetes-group-version-kind": gvk,
-        parameters: [fieldValidation],
-        responses: { "200": { description: "OK" } },
-      },
-    };
-    paths[base] = {
-      post: {
-        operationId: `create${def.kind}`,
-        "x-kubernetes-action": "post",
-        "x-kubernetes-group-version-kind": gvk,
-        parameters: [fieldValidation],
-        responses: { "201": { description: "Created" } },
-      },
-    };
-    if (def.openAPISchema) {
-      schemas[schemaName(def)] = { ...def.openAPISchema, "x-kubernetes-group-version-kind": [gvk] };
-    }
-  }
+const QUERY = (name: string, description: string) => ({
+  name,
+  in: "query",
+  description,
+  schema: { type: "string", uniqueItems: true },
+});
+
+const WRITE_PARAMETERS = [
+  QUERY("dryRun", "When present, indicates that modifications should not be persisted."),
+  QUERY(
+    "fieldManager",
+    "fieldManager is a name associated with the actor or entity that is making these changes.",
+  ),
+  QUERY(
+    "fieldValidation",
+    "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict",
+  ),
+];
+
+function gvk(def: ResourceDef): Record<string, string> {
+  return { group: def.group, version: def.version, kind: def.kind };
+}
+
+function operation(
+  def: ResourceDef,
+  action: string,
+  verb: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const ref = { $ref: `#/components/schemas/${schemaName(def)}` };
   return {
-    openapi: "3.0.0",
-    info: { title: "Kubernetes", version: "v1.33.0+csikit" },
-    paths,
-    components: { schemas },
+    operationId: `${verb}${def.kind}`,
+    "x-kubernetes-action": action,
+    "x-kubernetes-group-version-kind": gvk(def),
+    responses: { "200": { description: "OK", content: { "application/json": { schema: ref } } } },
+    ...extra,
   };
 }
 
-/** Answers /openapi/v3 and /openapi/v3/<gv path>; undefined for anything else (404). */
-export function openApiDocument(registry: ResourceRegistry, requestPath: string): unknown {
-  const documents = groupVersions(registry);
-  if (requestPath === "/openapi/v3") {
-    const paths: Record<string, unknown> = {};
-    for (const [path, defs] of documents) {
-      const hash = createHash("sha512")
-        .update(JSON.stringify(groupVersionDocument(path, defs)))
-        .digest("hex")
-        .slice(0, 32)
-        .toUpperCase();
-      paths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
-    }
-    return { paths };
+function pathsFor(def: ResourceDef, prefix: string): Record<string, unknown> {
+  const ref = { $ref: `#/components/schemas/${schemaName(def)}` };
+  const body = { content: { "application/json": { schema: ref } }, required: true };
+  const patchBody = {
+    content: {
+      "application/json-patch+json": { schema: { type: "object" } },
+      "application/merge-patch+json": { schema: { type: "object" } },
+      "application/apply-patch+yaml": { schema: { type: "object" } },
+    },
+    required: true,
+  };
+  const collection = def.namespaced
+    ? `${prefix}/namespaces/{namespace}/${def.resource}`
+    : `${prefix}/${def.resource}`;
+  const item = `${collection}/{name}`;
+  const itemOps: Record<string, unknown> = {
+    get: operation(def, "get", "read"),
+    put: operation(def, "put", "replace", { parameters: WRITE_PARAMETERS, requestBody: body }),
+    patch: operation(def, "patch", "patch", {
+      parameters: [...WRITE_PARAMETERS, QUERY("force", 'Force is going to "force" Apply requests.')],
+      requestBody: patchBody,
+    }),
+    delete: operation(def, "delete", "delete"),
+  };
+  const paths: Record<string, unknown> = {
+    [collection]: {
+      get: operation(def, "list", "list"),
+      post: operation(def, "post", "create", { parameters: WRITE_PARAMETERS, requestBody: body }),
+    },
+    [item]: itemOps,
+  };
+  if (def.hasStatus) {
+    paths[`${item}/status`] = {
+      get: operation(def, "get", "read", { operationId: `read${def.kind}Status` }),
+      put: operation(def, "put", "replace", {
+        operationId: `replace${def.kind}Status`,
+        parameters: WRITE_PARAMETERS,
+        requestBody: body,
+      }),
+      patch: operation(def, "patch", "patch", {
+        operationId: `patch${def.kind}Status`,
+        parameters: WRITE_PARAMETERS,
+        requestBody: patchBody,
+      }),
+    };
   }
-  const prefix = "/openapi/v3/";
-  if (!requestPath.startsWith(prefix)) return undefined;
-  const path = requestPath.slice(prefix.length);
-  const defs = documents.get(path);
-  return defs ? groupVersionDocument(path, defs) : undefined;
+  return paths;
+}
+
+function componentSchema(def: ResourceDef): Record<string, unknown> {
+  const base = def.openAPISchema ?? {};
+  const properties = { ...((base.properties as Record<string, unknown> | undefined) ?? {}) };
+  properties.apiVersion ??= {
+    type: "string",
+    description: "APIVersion defines the versioned schema of this representation of an object.",
+  };
+  properties.kind ??= {
+    type: "string",
+    description: "Kind is a string value representing the REST resource this object represents.",
+  };
+  properties.metadata = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  const schema: Record<string, unknown> = {
+    description:
+      typeof base.description === "string"
+        ? base.description
+        : `${def.kind} (${def.group || "core"}/${def.version})`,
+    type: "object",
+    properties,
+    "x-kubernetes-group-version-kind": [gvk(def)],
+  };
+  // Kinds without a declared schema accept any fields; the server validates them itself.
+  if (def.openAPISchema === undefined) schema["x-kubernetes-preserve-unknown-fields"] = true;
+  return schema;
+}
+
+function buildDocument(path: string, defs: readonly ResourceDef[]): Record<string, unknown> {
+  const prefix = `/${path}`;
+  let paths: Record<string, unknown> = {};
+  const schemas: Record<string, unknown> = {};
+  for (const def of defs) {
+    paths = { ...paths, ...pathsFor(def, prefix) };
+    schemas[schemaName(def)] = componentSchema(def);
+  }
+  return { openapi: "3.0.0", info: INFO, paths, components: { schemas } };
+}
+
+/**
+ * Unknown fields of an object under its kind's schema (the paths upstream names in
+ * `strict decoding error: unknown field "spec.x"`), for fieldValidation=Strict (400) and Warn
+ * (a Warning header each). Only custom resources carry schemas here; built-in kinds report none.
+ */
+export function unknownFields(def: ResourceDef, object: KubeObject): string[] {
+  return unknownFieldsOfCustomResource(def, object);
+}
+
+/**
+ * Dispatches an /openapi/... request path (query ignored): "/openapi/v3" → the root index,
+ * "/openapi/v3/api/v1" etc. → that document, anything else (also /openapi/v2) → undefined (404).
+ */
+export function openApiDocument(registry: ResourceRegistry, path: string): unknown {
+  const clean = (path.split("?")[0] ?? "").replace(/\/+$/, "");
+  if (clean === "/openapi/v3") return openAPIV3Root(registry);
+  if (clean.startsWith("/openapi/v3/"))
+    return openAPIV3Document(registry, clean.slice("/openapi/v3/".length));
+  return undefined;
 }
