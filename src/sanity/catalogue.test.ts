@@ -1,0 +1,88 @@
+// The catalogue catches real spec violations: a small driver with deliberate bugs (on a real
+// socket) must fail exactly the tests for those bugs, with messages naming the rule, and the
+// suite must still remove every volume the buggy driver handed out.
+
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { CsiError, GrpcStatus, serveCsi } from "../csi/index.ts";
+import { fullName } from "./framework.ts";
+import { catalogue, runSanity } from "./index.ts";
+
+test("tests fail for a driver that breaks the spec, and cleanup still removes its volumes", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-buggy-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const volumes = new Map<string, string>();
+  let next = 0;
+  const server = await serveCsi({
+    endpoint: join(dir, "csi.sock"),
+    identity: {
+      // Bug: longer than 63 characters.
+      getPluginInfo: async () => ({ name: `${"x".repeat(70)}.csi.test`, vendorVersion: "1" }),
+      getPluginCapabilities: async () => ({ capabilities: [{ service: { type: "CONTROLLER_SERVICE" } }] }),
+      probe: async () => ({}),
+    },
+    controller: {
+      controllerGetCapabilities: async () => ({
+        capabilities: [{ rpc: { type: "CREATE_DELETE_VOLUME" } }, { rpc: { type: "LIST_VOLUMES" } }],
+      }),
+      // Bugs: accepts an empty name; a new volume on every call (not idempotent).
+      createVolume: async (request) => {
+        const volumeId = `vol-${++next}`;
+        volumes.set(volumeId, request.name);
+        return { volume: { volumeId, capacityBytes: request.capacityRange?.requiredBytes ?? "0" } };
+      },
+      // Bug: NOT_FOUND for a volume it does not know.
+      deleteVolume: async (request) => {
+        if (!volumes.delete(request.volumeId)) throw new CsiError(GrpcStatus.NOT_FOUND, "no such volume");
+        return {};
+      },
+      // Bug: ignores starting_token.
+      listVolumes: async () => ({
+        entries: [...volumes.keys()].map((volumeId) => ({ volume: { volumeId } })),
+      }),
+    },
+    node: {
+      nodeGetCapabilities: async () => ({ capabilities: [] }),
+      nodeGetInfo: async () => ({ nodeId: "n" }),
+    },
+  });
+  t.after(() => server.close());
+
+  const targets = [
+    "Identity GetPluginInfo returns a name in domain-name notation of at most 63 characters",
+    "Controller CreateVolume fails with INVALID_ARGUMENT when the name is missing",
+    "Controller CreateVolume is idempotent: the same request answers the same volume",
+    "Controller DeleteVolume succeeds for a volume id that does not exist",
+    "Controller ListVolumes fails with ABORTED for a starting_token it never issued",
+    "Controller DeleteVolume deletes a volume, and deleting it again succeeds",
+  ];
+  const names = new Set(catalogue().map(fullName));
+  for (const name of targets) assert.ok(names.has(name), `catalogue has ${name}`);
+  const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const report = await runSanity({
+    endpoint: server.path,
+    stagingDir: join(dir, "staging"),
+    targetDir: join(dir, "target"),
+    focus: new RegExp(`^(${targets.map(escape).join("|")})$`),
+  });
+  const reasons = Object.fromEntries(
+    report.results.map((r) => [fullName(r), `${r.outcome}: ${r.reason ?? ""}`]),
+  );
+  assert.match(reasons[targets[0]!]!, /^failed: .*longer than 63 characters/);
+  assert.match(reasons[targets[1]!]!, /^failed: CreateVolume without name: want INVALID_ARGUMENT, got OK$/);
+  assert.match(reasons[targets[2]!]!, /^failed: CreateVolume again: volume_id vol-\d+, first vol-\d+$/);
+  assert.match(
+    reasons[targets[3]!]!,
+    /^failed: DeleteVolume of an unknown volume: want OK, got NOT_FOUND \(no such volume\)$/,
+  );
+  assert.match(
+    reasons[targets[4]!]!,
+    /^failed: ListVolumes with a bogus starting_token: want ABORTED, got OK$/,
+  );
+  assert.match(reasons[targets[5]!]!, /^failed: DeleteVolume vol-\d+: want OK, got NOT_FOUND/);
+  assert.equal(report.failed, targets.length);
+  assert.deepEqual([...volumes.keys()], [], "every volume the suite made is deleted, also after failures");
+});
