@@ -15,3 +15,4 @@ export * from "./reflector.ts";
 export * from "./informer.ts";
 export * from "./leaderelection.ts";
 export * from "./events.ts";
+export * from "./controller.ts";
