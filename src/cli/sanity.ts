@@ -138,6 +138,10 @@ export const sanityCommand: Command = {
       type: "string",
       help: "YAML/JSON file: a string map passed as parameters to every CreateVolume.",
     },
+    "mutable-parameters": {
+      type: "string",
+      help: "YAML/JSON file: mutable parameters the driver accepts, for the ControllerModifyVolume tests (unset: they are skipped).",
+    },
     focus: {
       type: "string",
       help: "Run only tests whose full name (`Service Group test name`) matches this regular expression.",

@@ -9,7 +9,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { serveHostpathDriver } from "../drivers/index.ts";
+import { DEFAULT_MUTABLE_PARAMETERS, serveHostpathDriver } from "../drivers/index.ts";
 import type { Command } from "./command.ts";
 import { runAndReport } from "./sanity.ts";
 
@@ -61,6 +61,8 @@ export const startCommand: Command = {
       const report = await runAndReport(
         {
           endpoint: driver.path,
+          // Values are opaque to hostpath; the keys are the ones it accepts.
+          mutableParameters: Object.fromEntries(DEFAULT_MUTABLE_PARAMETERS.map((key) => [key, "1000"])),
           ...(focus ? { focus: new RegExp(focus) } : {}),
           ...(skip ? { skip: new RegExp(skip) } : {}),
         },

@@ -67,6 +67,11 @@ export interface SanityOptions {
   secrets?: SanitySecrets;
   /** Parameters for every CreateVolume. Default none. */
   parameters?: Record<string, string>;
+  /**
+   * Mutable parameters the driver accepts, for the ControllerModifyVolume and CreateVolume
+   * `mutable_parameters` tests. Default none: those tests are skipped saying so.
+   */
+  mutableParameters?: Record<string, string>;
   /** Run only tests whose full name (`Service Group name`) matches. */
   focus?: RegExp;
   /** Skip tests whose full name matches. */

@@ -34,6 +34,8 @@ export interface SanitySettings {
   testVolumeExpandSize: number;
   secrets: SanitySecrets;
   parameters: Record<string, string>;
+  /** Empty when none were given. */
+  mutableParameters: Record<string, string>;
 }
 
 /** State shared by all tests of one run. */
@@ -111,6 +113,14 @@ export class TestContext {
 
   blockCapability(mode: AccessModeName = "SINGLE_NODE_WRITER"): VolumeCapability {
     return { accessMode: { mode }, block: {} };
+  }
+
+  /** The configured mutable parameters; skips the test when none were given. */
+  requireMutableParameters(): Record<string, string> {
+    if (Object.keys(this.settings.mutableParameters).length === 0) {
+      this.skip("no mutable parameters configured (--mutable-parameters FILE)");
+    }
+    return this.settings.mutableParameters;
   }
 
   /** The request CreateVolume gets unless a test overrides fields. */

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { serveHostpathDriver } from "../drivers/index.ts";
+import { DEFAULT_MUTABLE_PARAMETERS, serveHostpathDriver } from "../drivers/index.ts";
 import { catalogue, runSanity } from "./index.ts";
 
 const NAMESPACE_ENV = "CSIKIT_SANITY_IN_MOUNT_NS";
@@ -52,6 +52,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       stagingDir: join(dir, "staging"),
       targetDir: join(dir, "target"),
       testVolumeSize: 4 * 1024 * 1024,
+      mutableParameters: Object.fromEntries(DEFAULT_MUTABLE_PARAMETERS.map((key) => [key, "1000"])),
       onResult: (r) =>
         lines.push(`${r.outcome} ${r.service} ${r.group}: ${r.name}${r.reason ? ` — ${r.reason}` : ""}`),
     });

@@ -72,6 +72,7 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
         testVolumeExpandSize: options.testVolumeExpandSize ?? testVolumeSize * 2,
         secrets: options.secrets ?? {},
         parameters: options.parameters ?? {},
+        mutableParameters: options.mutableParameters ?? {},
       };
       const env: SanityEnvironment = { node, controller, caps, settings };
       for (const test of tests) {

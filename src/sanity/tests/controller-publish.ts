@@ -272,6 +272,24 @@ export function controllerPublishTests(): SanityTest[] {
             );
           },
         );
+        it(
+          "modifies a volume, and modifying it again succeeds",
+          { requires: ["controller:CREATE_DELETE_VOLUME"] },
+          async (t) => {
+            const mutable = t.requireMutableParameters();
+            const volume = await t.createVolume();
+            for (const round of ["", " again"]) {
+              await expectOk(modify(t, volume.volumeId, mutable), `ControllerModifyVolume${round}`);
+            }
+          },
+        );
+        it(
+          "creates a volume with mutable_parameters",
+          { requires: ["controller:CREATE_DELETE_VOLUME"] },
+          async (t) => {
+            await t.createVolume({ mutableParameters: t.requireMutableParameters() });
+          },
+        );
         it("fails with NOT_FOUND or INVALID_ARGUMENT for a volume that does not exist", async (t) => {
           await expectCode(
             modify(t, "sanity-no-such-volume", { "sanity.csikit.io/key": "value" }),
