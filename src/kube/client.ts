@@ -519,3 +519,28 @@ function parseWatchLine<T>(line: string): WatchEvent<T> {
     throw new KubeApiError(0, "", `malformed watch event: ${line.slice(0, 200)}`);
   return parsed as WatchEvent<T>;
 }
+
+export interface KubeClientFlagOptions {
+  /** --kubeconfig ("" = not given). */
+  kubeconfig: string;
+  /** --master ("" = not given). */
+  master: string;
+  /** --kube-api-qps. */
+  kubeApiQps: number;
+  /** --kube-api-burst. */
+  kubeApiBurst: number;
+  /** e.g. "csi-provisioner". Default "csikit". */
+  userAgent?: string;
+  clock?: Clock;
+}
+
+/** The client a sidecar builds from its flags (CommonSidecarOptions fits this shape). */
+export function kubeClientFromOptions(options: KubeClientFlagOptions): KubeClient {
+  return new KubeClient({
+    kubeConfig: loadKubeConfig({ kubeconfig: options.kubeconfig, master: options.master }),
+    qps: options.kubeApiQps,
+    burst: options.kubeApiBurst,
+    ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
+    ...(options.clock !== undefined ? { clock: options.clock } : {}),
+  });
+}

@@ -34,7 +34,8 @@ import {
   type Clock,
   type Logger,
 } from "../base/index.ts";
-import type { KubeClient } from "./client.ts";
+import { podNamespace, type KubeClient } from "./client.ts";
+import type { LeaderElectionFlagOptions } from "./flags.ts";
 import { isConflict, isNotFound } from "./errors.ts";
 import type { GroupVersionResource, KubeObject } from "./types.ts";
 
@@ -432,4 +433,34 @@ export async function runElected(
     throw new LeadershipLostError(
       `lost leadership of lease ${elector.namespace}/${elector.name}: could not renew within ${elector.renewDeadlineMs}ms`,
     );
+}
+
+/**
+ * LeaderElectionOptions from the common --leader-election-* flags: an empty namespace means
+ * the pod's own (POD_NAMESPACE, the service-account namespace file, else "default"), as
+ * csi-lib-utils does.
+ */
+export function leaderElectionOptions(
+  flags: LeaderElectionFlagOptions,
+  context: {
+    client: KubeClient;
+    leaseName: string;
+    callbacks?: LeaderCallbacks;
+    logger?: Logger;
+    clock?: Clock;
+  },
+): LeaderElectionOptions {
+  return {
+    enabled: flags.enabled,
+    client: context.client,
+    name: context.leaseName,
+    namespace: flags.namespace !== "" ? flags.namespace : podNamespace(),
+    leaseDurationMs: flags.leaseDurationMs,
+    renewDeadlineMs: flags.renewDeadlineMs,
+    retryPeriodMs: flags.retryPeriodMs,
+    labels: flags.labels,
+    ...(context.callbacks ? { callbacks: context.callbacks } : {}),
+    ...(context.logger ? { logger: context.logger } : {}),
+    ...(context.clock ? { clock: context.clock } : {}),
+  };
 }
