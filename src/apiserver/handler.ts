@@ -7,6 +7,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { Clock, Logger } from "../base/index.ts";
 import { errorMessage } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
+import { CRD_GROUP, CRD_RESOURCE, type CustomResourceSync } from "./crds.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
 import type { FaultInjector } from "./faults.ts";
 import { decodeJson, decodeObjectBody, mediaType, readBody, sendJson, sendStatus, sendText } from "./http.ts";
@@ -56,6 +57,8 @@ export type OpenApiProvider = (path: string) => unknown;
 
 export interface HandlerOptions {
   ctx: RestContext;
+  /** Serves/retires custom resources after CRD writes, when the registry supports CRDs. */
+  crds?: CustomResourceSync;
   adminToken: string;
   clock: Clock;
   logger: Logger;
@@ -86,6 +89,11 @@ export function createRequestHandler(
       if (res.headersSent) {
         res.destroy();
         return;
+      }
+      if (!req.complete) {
+        // An unread body would be parsed as the next request on this keep-alive connection.
+        res.setHeader("Connection", "close");
+        req.resume();
       }
       sendStatus(res, apiError ?? internalError("the server could not complete the request"));
     });
@@ -293,5 +301,25 @@ async function handleResource(
       break;
     }
   }
+  if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
+    syncCrds(options.crds, result);
   sendJson(res, result.code, result.body);
+}
+
+/** After a CRD write, serve or retire the resources of every CRD the answer names. */
+function syncCrds(crds: CustomResourceSync, result: RestResult): void {
+  const body = result.body as KubeObject;
+  const objects = Array.isArray(body.items)
+    ? (body.items as KubeObject[])
+    : body.kind === "Status"
+      ? []
+      : [body];
+  for (const object of objects) {
+    const name = object.metadata?.name;
+    if (typeof name === "string") crds.changed(name);
+  }
+  if (body.kind === "Status") {
+    const details = (body as { details?: { name?: unknown } }).details;
+    if (typeof details?.name === "string") crds.changed(details.name);
+  }
 }

@@ -8,3 +8,5 @@ export type { FaultSpec } from "./faults.ts";
 export { SYSTEM_NAMESPACES } from "./namespaces.ts";
 export { MAX_BODY_BYTES } from "./http.ts";
 export type { ResourceDef, ResourceRegistry } from "./resource.ts";
+export { createBuiltinRegistry } from "./registry.ts";
+export type { MutableResourceRegistry } from "./registry.ts";

@@ -12,7 +12,9 @@ import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
 import type { ResourceRegistry } from "./resource.ts";
 import { DEFAULT_COMPACTION_INTERVAL_MS, openSqliteStore, type SqliteStore } from "./storage/index.ts";
+import { CustomResourceSync, isCustomResourceRegistry } from "./crds.ts";
 import type { FaultInjector } from "./faults.ts";
+import { createBuiltinRegistry } from "./registry.ts";
 import { createRequestHandler, type OpenApiProvider } from "./handler.ts";
 import { writeKubeconfig } from "./kubeconfig.ts";
 import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
@@ -34,8 +36,8 @@ export interface ApiServerOptions {
   compactionWindow?: number;
   /** How often the revision log is compacted, in ms. Default 5 minutes (kube-apiserver's). */
   compactionIntervalMs?: number;
-  /** Served resources. */
-  registry: ResourceRegistry;
+  /** Served resources. Default: createBuiltinRegistry() (built-in kinds, CRDs served when installed). */
+  registry?: ResourceRegistry;
   /** OpenAPI documents (/openapi/v2, /openapi/v3/...), if any. */
   openapi?: OpenApiProvider;
   /** Tests only: inject failures (CONVENTIONS.md §20). Never set by the CLI. */
@@ -80,15 +82,15 @@ export async function startApiServer(
     clock,
   });
   const internal = new AbortController();
-  const ctx: RestContext = {
-    store,
-    registry: options.registry,
-    clock,
-    gcFinalizers: options.gcFinalizers ?? false,
-  };
+  const registry = options.registry ?? createBuiltinRegistry();
+  const ctx: RestContext = { store, registry, clock, gcFinalizers: options.gcFinalizers ?? false };
   const reaper = new NamespaceReaper({ ctx, clock, logger });
+  const crds = isCustomResourceRegistry(registry)
+    ? new CustomResourceSync({ store, registry, logger })
+    : undefined;
   let server: Server | undefined;
   try {
+    crds?.load();
     ensureSystemNamespaces(ctx);
     reaper.resume();
     let address = "";
@@ -100,6 +102,7 @@ export async function startApiServer(
         clock,
         logger,
         reaper,
+        ...(crds ? { crds } : {}),
         ...(options.faults ? { faults: options.faults } : {}),
         ...(options.openapi ? { openapi: options.openapi } : {}),
         bookmarkIntervalMs: options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS,

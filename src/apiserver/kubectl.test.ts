@@ -1,0 +1,210 @@
+// The API server driven by the machine's kubectl, as a user would: apply of a StorageClass +
+// PVC + Pod manifest, get across kinds (server-side Table columns), -o yaml, describe, the
+// three patch types, label, annotate, delete (with finalizers and --wait=false), wait
+// --for=delete. One server for the whole file; skipped when kubectl is not installed.
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { parse as parseYaml } from "yaml";
+import { kubectl, startTestServer, type TestServer } from "./testing/harness.ts";
+
+function hasKubectl(): boolean {
+  try {
+    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+
+const MANIFEST = `
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fast
+provisioner: hostpath.csi.k8s.io
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: default
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: fast
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+  namespace: default
+spec:
+  containers:
+  - name: app
+    image: busybox
+    volumeMounts:
+    - name: data
+      mountPath: /data
+  volumes:
+  - name: data
+    persistentVolumeClaim:
+      claimName: data
+`;
+
+describe("kubectl against the embedded API server", { skip }, () => {
+  let server: TestServer;
+  const run = async (args: string[], input?: string): Promise<string> => {
+    const result = await kubectl(server.handle, args, input);
+    assert.equal(result.code, 0, `kubectl ${args.join(" ")} failed: ${result.stderr}`);
+    return result.stdout;
+  };
+  const runFailing = async (args: string[]): Promise<string> => {
+    const result = await kubectl(server.handle, args);
+    assert.notEqual(result.code, 0, `kubectl ${args.join(" ")} should fail`);
+    return result.stderr;
+  };
+
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server.dispose();
+  });
+
+  test("apply -f creates, re-apply is unchanged, a changed manifest is configured", async () => {
+    const created = await run(["apply", "-f", "-"], MANIFEST);
+    assert.deepEqual(created.trim().split("\n"), [
+      "storageclass.storage.k8s.io/fast created",
+      "persistentvolumeclaim/data created",
+      "pod/app created",
+    ]);
+    const again = await run(["apply", "-f", "-"], MANIFEST);
+    assert.match(again, /storageclass.storage.k8s.io\/fast unchanged/);
+    assert.match(again, /pod\/app unchanged/);
+    const changed = await run(["apply", "-f", "-"], MANIFEST.replace("image: busybox", "image: nginx"));
+    assert.match(changed, /pod\/app configured/);
+    const image = await run(["get", "pod", "app", "-o", "jsonpath={.spec.containers[0].image}"]);
+    assert.equal(image, "nginx");
+  });
+
+  test("get across kinds with -A resolves short and plural names", async () => {
+    const out = await run(["get", "pv,pvc,sc,volumeattachments,csinodes,csidrivers", "-A"]);
+    assert.match(
+      out,
+      /storageclass.storage.k8s.io\/fast\s+hostpath.csi.k8s.io\s+Delete\s+WaitForFirstConsumer\s+false/,
+    );
+    assert.match(out, /default\s+persistentvolumeclaim\/data\s+Pending/);
+  });
+
+  test("server-side columns for pvc and sc", async () => {
+    const pvcs = await run(["get", "pvc"]);
+    assert.match(
+      pvcs.split("\n")[0]!,
+      /^NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+VOLUMEATTRIBUTESCLASS\s+AGE/,
+    );
+    const classes = await run(["get", "sc"]);
+    assert.match(
+      classes.split("\n")[0]!,
+      /^NAME\s+PROVISIONER\s+RECLAIMPOLICY\s+VOLUMEBINDINGMODE\s+ALLOWVOLUMEEXPANSION\s+AGE/,
+    );
+  });
+
+  test("get -o yaml shows defaults and server metadata", async () => {
+    const sc = parseYaml(await run(["get", "sc", "fast", "-o", "yaml"])) as Record<string, unknown>;
+    assert.equal(sc.reclaimPolicy, "Delete");
+    assert.equal(sc.kind, "StorageClass");
+    const meta = sc.metadata as Record<string, unknown>;
+    assert.match(String(meta.uid), /^[0-9a-f-]{36}$/);
+    assert.match(String(meta.resourceVersion), /^\d+$/);
+  });
+
+  test("describe pvc", async () => {
+    const out = await run(["describe", "pvc", "data"]);
+    assert.match(out, /Name:\s+data/);
+    assert.match(out, /StorageClass:\s+fast/);
+    assert.match(out, /Status:\s+Pending/);
+  });
+
+  test("patch --type=merge, --type=json, strategic; label; annotate", async () => {
+    await run(["patch", "pvc", "data", "--type=merge", "-p", '{"metadata":{"labels":{"tier":"gold"}}}']);
+    await run([
+      "patch",
+      "pvc",
+      "data",
+      "--type=json",
+      "-p",
+      '[{"op":"add","path":"/metadata/annotations","value":{"a":"1"}}]',
+    ]);
+    await run(["patch", "pod", "app", "-p", '{"spec":{"containers":[{"name":"app","image":"busybox:2"}]}}']);
+    await run(["label", "pvc", "data", "team=storage"]);
+    await run(["annotate", "pvc", "data", "note=hello"]);
+    const pvc = JSON.parse(await run(["get", "pvc", "data", "-o", "json"])) as {
+      metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+    };
+    assert.equal(pvc.metadata.labels.tier, "gold");
+    assert.equal(pvc.metadata.labels.team, "storage");
+    assert.equal(pvc.metadata.annotations.a, "1");
+    assert.equal(pvc.metadata.annotations.note, "hello");
+    const pod = JSON.parse(await run(["get", "pod", "app", "-o", "json"])) as {
+      spec: { containers: { name: string; image: string }[] };
+    };
+    assert.deepEqual(
+      pod.spec.containers.map((c) => `${c.name}=${c.image}`),
+      ["app=busybox:2"],
+    );
+    const selected = await run(["get", "pvc", "-l", "team=storage,tier in (gold)", "-o", "name"]);
+    assert.equal(selected.trim(), "persistentvolumeclaim/data");
+    const rejected = await runFailing([
+      "patch",
+      "pvc",
+      "data",
+      "--type=merge",
+      "-p",
+      '{"spec":{"storageClassName":"other"}}',
+    ]);
+    assert.match(rejected, /is invalid/);
+  });
+
+  test("delete --wait=false with a finalizer, then wait --for=delete once it is removed", async () => {
+    await run([
+      "patch",
+      "pvc",
+      "data",
+      "--type=merge",
+      "-p",
+      '{"metadata":{"finalizers":["kubernetes.io/pvc-protection"]}}',
+    ]);
+    await run(["delete", "pvc", "data", "--wait=false"]);
+    const held = JSON.parse(await run(["get", "pvc", "data", "-o", "json"])) as {
+      metadata: { deletionTimestamp?: string };
+    };
+    assert.ok(held.metadata.deletionTimestamp, "still there, marked for deletion");
+    const waiting = kubectl(server.handle, ["wait", "--for=delete", "pvc/data", "--timeout=30s"]);
+    await run([
+      "patch",
+      "pvc",
+      "data",
+      "--type=json",
+      "-p",
+      '[{"op":"remove","path":"/metadata/finalizers"}]',
+    ]);
+    const waited = await waiting;
+    assert.equal(waited.code, 0, waited.stderr);
+    const gone = await runFailing(["get", "pvc", "data"]);
+    assert.match(gone, /persistentvolumeclaims "data" not found/);
+  });
+
+  test("delete and conflicts as kubectl reports them", async () => {
+    await run(["delete", "pod", "app"]);
+    await run(["delete", "sc", "fast"]);
+    const missing = await runFailing(["delete", "sc", "fast"]);
+    assert.match(missing, /storageclasses.storage.k8s.io "fast" not found/);
+  });
+});

@@ -1,0 +1,986 @@
+// The API server driven over real HTTPS with @kubernetes/client-node and raw requests: auth,
+// discovery, CRUD semantics, conflicts, status split, finalizers, selectors, pagination, watch
+// (initial state, replay, bookmarks, 410 after compaction, resume after restart), Table
+// output, fault injection and a corpus of bad requests. One server for the whole file.
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { FaultInjector } from "./faults.ts";
+import { raw, startTestServer, type TestServer } from "./testing/harness.ts";
+
+let server: TestServer;
+const faults = new FaultInjector();
+let kc: k8s.KubeConfig;
+let core: k8s.CoreV1Api;
+let storage: k8s.StorageV1Api;
+
+before(async () => {
+  server = await startTestServer({ faults, bookmarkIntervalMs: 50 });
+  kc = new k8s.KubeConfig();
+  kc.loadFromFile(server.handle.kubeconfigPath);
+  core = kc.makeApiClient(k8s.CoreV1Api);
+  storage = kc.makeApiClient(k8s.StorageV1Api);
+});
+after(async () => {
+  await server.dispose();
+});
+
+/** The HTTP code and Status body of a failed client-node call. */
+async function failure(call: Promise<unknown>): Promise<{ code: number; status: Record<string, unknown> }> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof k8s.ApiException) {
+      const body: unknown = typeof error.body === "string" ? JSON.parse(error.body) : error.body;
+      return { code: error.code, status: body as Record<string, unknown> };
+    }
+    throw error;
+  }
+  assert.fail("expected the call to fail");
+}
+
+const merge = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+
+function pvc(name: string, extra: Record<string, unknown> = {}): k8s.V1PersistentVolumeClaim {
+  return {
+    metadata: { name, ...extra },
+    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+  };
+}
+
+describe("transport, auth and discovery", () => {
+  test("state files: pki, token and kubeconfig are private", async () => {
+    for (const file of ["pki/admin.token", "pki/apiserver.key", "pki/ca.key", "kubeconfig"]) {
+      const info = await stat(join(server.stateDir, file));
+      assert.equal(info.mode & 0o077, 0, `${file} is 0600`);
+    }
+  });
+
+  test("no or wrong token: 401 Status; health and version need none", async () => {
+    for (const token of [null, "wrong"]) {
+      const res = await raw(server.handle, { path: "/api/v1/namespaces", token });
+      assert.equal(res.status, 401);
+      assert.deepEqual(res.json(), {
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message: "Unauthorized",
+        reason: "Unauthorized",
+        code: 401,
+      });
+    }
+    for (const path of ["/healthz", "/livez", "/readyz"]) {
+      const res = await raw(server.handle, { path, token: null });
+      assert.equal(res.status, 200);
+      assert.equal(res.text, "ok");
+    }
+    const version = await raw(server.handle, { path: "/version", token: null });
+    assert.equal(version.json().major, "1");
+  });
+
+  test("discovery lists core and storage resources with short names and scope", async () => {
+    const core1 = (await raw(server.handle, { path: "/api/v1" })).json() as {
+      resources: Record<string, unknown>[];
+    };
+    const pvs = core1.resources.find((r) => r.name === "persistentvolumes");
+    assert.deepEqual(pvs?.shortNames, ["pv"]);
+    assert.equal(pvs?.namespaced, false);
+    assert.ok(core1.resources.some((r) => r.name === "pods/status"));
+    assert.ok(core1.resources.some((r) => r.name === "pods/binding" && r.kind === "Binding"));
+    const groups = (await raw(server.handle, { path: "/apis" })).json() as { groups: { name: string }[] };
+    for (const group of ["storage.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io"]) {
+      assert.ok(
+        groups.groups.some((g) => g.name === group),
+        group,
+      );
+    }
+    const sv1 = (await raw(server.handle, { path: "/apis/storage.k8s.io/v1" })).json() as {
+      resources: Record<string, unknown>[];
+    };
+    assert.deepEqual(sv1.resources.find((r) => r.name === "storageclasses")?.shortNames, ["sc"]);
+    assert.equal((await raw(server.handle, { path: "/apis/nope.example.com/v1" })).status, 404);
+  });
+
+  test("system namespaces exist from the start", async () => {
+    const list = await core.listNamespace();
+    const names = list.items.map((n) => n.metadata?.name).sort();
+    assert.deepEqual(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+  });
+});
+
+describe("create, update, conflicts", () => {
+  test("create sets server metadata; generateName; duplicate is 409 AlreadyExists; missing namespace is 404", async () => {
+    const created = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { generateName: "gen-" }, data: { a: "1" } },
+    });
+    const meta = created.metadata!;
+    assert.match(meta.name!, /^gen-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    assert.match(meta.uid!, /^[0-9a-f-]{36}$/);
+    assert.match(String(meta.resourceVersion), /^\d+$/);
+    assert.ok(meta.creationTimestamp instanceof Date);
+    const dup = await failure(
+      core.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: meta.name! } } }),
+    );
+    assert.equal(dup.code, 409);
+    assert.equal(dup.status.reason, "AlreadyExists");
+    assert.equal(dup.status.message, `configmaps "${meta.name}" already exists`);
+    const missing = await failure(
+      core.createNamespacedConfigMap({ namespace: "nope", body: { metadata: { name: "x" } } }),
+    );
+    assert.equal(missing.code, 404);
+    assert.equal(missing.status.message, 'namespaces "nope" not found');
+  });
+
+  test("stale resourceVersion is 409 Conflict with upstream's message; empty resourceVersion is unconditional", async () => {
+    const cm = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "occ" }, data: { v: "1" } },
+    });
+    const staleVersion = cm.metadata!.resourceVersion!;
+    await core.replaceNamespacedConfigMap({
+      namespace: "default",
+      name: "occ",
+      body: { ...cm, data: { v: "2" } },
+    });
+    const stale = await failure(
+      core.replaceNamespacedConfigMap({
+        namespace: "default",
+        name: "occ",
+        body: { metadata: { name: "occ", resourceVersion: staleVersion }, data: { v: "3" } },
+      }),
+    );
+    assert.equal(stale.code, 409);
+    assert.equal(stale.status.reason, "Conflict");
+    assert.equal(
+      stale.status.message,
+      'Operation cannot be fulfilled on configmaps "occ": the object has been modified; please apply your changes to the latest version and try again',
+    );
+    const forced = await core.replaceNamespacedConfigMap({
+      namespace: "default",
+      name: "occ",
+      body: { metadata: { name: "occ" }, data: { v: "4" } },
+    });
+    assert.equal(forced.data?.v, "4");
+    assert.equal(forced.metadata?.uid, cm.metadata?.uid, "uid kept");
+  });
+
+  test("an update that changes nothing does not bump resourceVersion", async () => {
+    const cm = await core.readNamespacedConfigMap({ namespace: "default", name: "occ" });
+    const again = await core.replaceNamespacedConfigMap({ namespace: "default", name: "occ", body: cm });
+    assert.equal(again.metadata?.resourceVersion, cm.metadata?.resourceVersion);
+  });
+
+  test("dryRun=All validates but stores nothing", async () => {
+    const dry = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "dry" } },
+      dryRun: "All",
+    });
+    assert.equal(dry.metadata?.name, "dry");
+    assert.equal(
+      (await failure(core.readNamespacedConfigMap({ namespace: "default", name: "dry" }))).code,
+      404,
+    );
+  });
+
+  test("invalid objects are 422 with causes naming each field", async () => {
+    const bad = await failure(
+      core.createNamespacedPersistentVolumeClaim({
+        namespace: "default",
+        body: { metadata: { name: "Bad_Name" }, spec: {} },
+      }),
+    );
+    assert.equal(bad.code, 422);
+    assert.equal(bad.status.reason, "Invalid");
+    assert.match(String(bad.status.message), /^PersistentVolumeClaim "Bad_Name" is invalid: /);
+    const causes = (bad.status.details as { causes: { field: string }[] }).causes.map((c) => c.field);
+    assert.ok(causes.includes("metadata.name"), JSON.stringify(causes));
+  });
+});
+
+describe("status subresource, generation, finalizers", () => {
+  test("main writes keep status; /status writes keep spec; generation bumps on spec changes only", async () => {
+    const created = await core.createNamespacedPersistentVolumeClaim({
+      namespace: "default",
+      body: pvc("split"),
+    });
+    assert.equal(created.metadata?.generation, 1);
+    const withStatus = await core.patchNamespacedPersistentVolumeClaimStatus(
+      {
+        namespace: "default",
+        name: "split",
+        body: { status: { phase: "Bound" }, spec: { volumeName: "ignored" } },
+      },
+      merge,
+    );
+    assert.equal(withStatus.status?.phase, "Bound");
+    assert.equal(withStatus.spec?.volumeName, undefined, "a /status write does not change spec");
+    assert.equal(withStatus.metadata?.generation, 1);
+    const main = await core.patchNamespacedPersistentVolumeClaim(
+      {
+        namespace: "default",
+        name: "split",
+        body: { status: { phase: "Lost" }, metadata: { labels: { a: "b" } } },
+      },
+      merge,
+    );
+    assert.equal(main.status?.phase, "Bound", "a main write does not change status");
+    assert.equal(main.metadata?.labels?.a, "b");
+    assert.equal(main.metadata?.generation, 1, "labels are not spec");
+    const grown = await core.patchNamespacedPersistentVolumeClaim(
+      {
+        namespace: "default",
+        name: "split",
+        body: { spec: { resources: { requests: { storage: "2Gi" } } } },
+      },
+      merge,
+    );
+    assert.equal(grown.spec?.resources?.requests?.storage, "2Gi");
+    assert.equal(grown.status?.phase, "Bound");
+  });
+
+  test("delete with finalizers marks; removing the last finalizer removes", async () => {
+    await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "held", finalizers: ["example.com/hold"] } },
+    });
+    await core.deleteNamespacedConfigMap({ namespace: "default", name: "held" });
+    const marked = await core.readNamespacedConfigMap({ namespace: "default", name: "held" });
+    assert.ok(marked.metadata?.deletionTimestamp instanceof Date);
+    assert.equal(marked.metadata?.deletionGracePeriodSeconds, 0);
+    const stillThere = await core.patchNamespacedConfigMap(
+      { namespace: "default", name: "held", body: { data: { x: "y" } } },
+      merge,
+    );
+    assert.ok(stillThere.metadata?.deletionTimestamp, "an update cannot clear deletionTimestamp");
+    await core.patchNamespacedConfigMap(
+      { namespace: "default", name: "held", body: { metadata: { finalizers: null } } },
+      merge,
+    );
+    assert.equal(
+      (await failure(core.readNamespacedConfigMap({ namespace: "default", name: "held" }))).code,
+      404,
+    );
+  });
+
+  test("delete preconditions: wrong uid is 409", async () => {
+    await core.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "pre" } } });
+    const res = await failure(
+      core.deleteNamespacedConfigMap({
+        namespace: "default",
+        name: "pre",
+        body: { preconditions: { uid: "not-it" } },
+      }),
+    );
+    assert.equal(res.code, 409);
+    assert.match(String(res.status.message), /Precondition failed: UID in precondition: not-it/);
+    await core.deleteNamespacedConfigMap({
+      namespace: "default",
+      name: "pre",
+      propagationPolicy: "Foreground",
+    });
+  });
+
+  test("pods/binding sets spec.nodeName once", async () => {
+    await core.createNamespacedPod({
+      namespace: "default",
+      body: { metadata: { name: "bindme" }, spec: { containers: [{ name: "c", image: "busybox" }] } },
+    });
+    await core.createNamespacedPodBinding({
+      namespace: "default",
+      name: "bindme",
+      body: { metadata: { name: "bindme" }, target: { kind: "Node", name: "node-1" } },
+    });
+    const pod = await core.readNamespacedPod({ namespace: "default", name: "bindme" });
+    assert.equal(pod.spec?.nodeName, "node-1");
+    const again = await failure(
+      core.createNamespacedPodBinding({
+        namespace: "default",
+        name: "bindme",
+        body: { metadata: { name: "bindme" }, target: { kind: "Node", name: "node-2" } },
+      }),
+    );
+    assert.equal(again.code, 409);
+  });
+});
+
+describe("list: selectors and pagination", () => {
+  before(async () => {
+    await core.createNamespace({ body: { metadata: { name: "lists" } } });
+    for (let i = 0; i < 7; i++) {
+      await core.createNamespacedConfigMap({
+        namespace: "lists",
+        body: {
+          metadata: {
+            name: `item-${i}`,
+            labels: { parity: i % 2 === 0 ? "even" : "odd", ...(i === 3 ? { special: "" } : {}) },
+          },
+        },
+      });
+    }
+  });
+
+  test("label selectors", async () => {
+    const names = async (labelSelector: string): Promise<string[]> =>
+      (await core.listNamespacedConfigMap({ namespace: "lists", labelSelector })).items.map(
+        (i) => i.metadata!.name!,
+      );
+    assert.deepEqual(await names("parity=odd"), ["item-1", "item-3", "item-5"]);
+    assert.deepEqual(await names("parity!=odd"), ["item-0", "item-2", "item-4", "item-6"]);
+    assert.deepEqual(await names("parity in (odd),!special"), ["item-1", "item-5"]);
+    assert.deepEqual(await names("special"), ["item-3"]);
+    assert.deepEqual(await names("parity notin (even,odd)"), []);
+  });
+
+  test("field selectors: metadata.name everywhere, pod fields, unknown field is 400", async () => {
+    const byName = await core.listConfigMapForAllNamespaces({ fieldSelector: "metadata.name=item-2" });
+    assert.deepEqual(
+      byName.items.map((i) => `${i.metadata?.namespace}/${i.metadata?.name}`),
+      ["lists/item-2"],
+    );
+    const onNode = await core.listPodForAllNamespaces({ fieldSelector: "spec.nodeName=node-1" });
+    assert.deepEqual(
+      onNode.items.map((p) => p.metadata?.name),
+      ["bindme"],
+    );
+    const bad = await failure(
+      core.listNamespacedConfigMap({ namespace: "lists", fieldSelector: "spec.foo=1" }),
+    );
+    assert.equal(bad.code, 400);
+  });
+
+  test("limit/continue pages a consistent snapshot", async () => {
+    const first = await core.listNamespacedConfigMap({ namespace: "lists", limit: 3 });
+    assert.deepEqual(
+      first.items.map((i) => i.metadata?.name),
+      ["item-0", "item-1", "item-2"],
+    );
+    assert.equal(first.metadata?.remainingItemCount, 4);
+    await core.createNamespacedConfigMap({ namespace: "lists", body: { metadata: { name: "item-9" } } });
+    const seen: string[] = [];
+    let token = first.metadata?._continue;
+    while (token) {
+      const page = await core.listNamespacedConfigMap({ namespace: "lists", limit: 3, _continue: token });
+      assert.equal(
+        page.metadata?.resourceVersion,
+        first.metadata?.resourceVersion,
+        "pages pin the first page's revision",
+      );
+      seen.push(...page.items.map((i) => i.metadata!.name!));
+      token = page.metadata?._continue;
+    }
+    assert.deepEqual(
+      seen,
+      ["item-3", "item-4", "item-5", "item-6"],
+      "the object created after page 1 is not in the snapshot",
+    );
+    const withSelector = await core.listNamespacedConfigMap({
+      namespace: "lists",
+      limit: 2,
+      labelSelector: "parity=odd",
+    });
+    assert.equal(withSelector.items.length, 2);
+    assert.ok(withSelector.metadata?._continue);
+  });
+
+  test("Table output with kubectl's Accept header", async () => {
+    const res = await raw(server.handle, {
+      path: "/apis/storage.k8s.io/v1/storageclasses?includeObject=Object",
+      headers: { Accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" },
+    });
+    const table = res.json() as { kind: string; columnDefinitions: { name: string }[]; rows: unknown[] };
+    assert.equal(table.kind, "Table");
+    assert.deepEqual(table.columnDefinitions.map((c) => c.name).slice(0, 3), [
+      "Name",
+      "Provisioner",
+      "ReclaimPolicy",
+    ]);
+  });
+
+  test("deletecollection with a selector", async () => {
+    await core.deleteCollectionNamespacedConfigMap({ namespace: "lists", labelSelector: "parity=even" });
+    const left = await core.listNamespacedConfigMap({ namespace: "lists" });
+    assert.deepEqual(
+      left.items.map((i) => i.metadata?.name),
+      ["item-1", "item-3", "item-5", "item-9"],
+    );
+  });
+});
+
+/** Collects watch events until `until` returns true for the list so far. */
+async function collectWatch(
+  path: string,
+  query: Record<string, string | number | boolean | undefined>,
+  act: () => Promise<void>,
+  until: (events: { type: string; object: Record<string, unknown> }[]) => boolean,
+): Promise<{ type: string; object: Record<string, unknown> }[]> {
+  const events: { type: string; object: Record<string, unknown> }[] = [];
+  let resolveDone!: () => void;
+  let rejectDone!: (error: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    resolveDone = resolve;
+    rejectDone = reject;
+  });
+  const watch = new k8s.Watch(kc);
+  const request = await watch.watch(
+    path,
+    query,
+    (type, object: Record<string, unknown>) => {
+      events.push({ type, object });
+      if (until(events)) resolveDone();
+    },
+    (error: unknown) => {
+      if (until(events)) resolveDone();
+      else
+        rejectDone(
+          error ?? new Error(`watch ended early after ${JSON.stringify(events.map((e) => e.type))}`),
+        );
+    },
+  );
+  try {
+    await act();
+    await done;
+  } finally {
+    request.abort();
+  }
+  return events;
+}
+
+const nameOf = (object: Record<string, unknown>): string =>
+  String((object.metadata as { name?: string } | undefined)?.name);
+
+describe("watch", () => {
+  test("unset resourceVersion: initial ADDED, then live changes; selector transitions become ADDED/DELETED", async () => {
+    await core.createNamespace({ body: { metadata: { name: "watched" } } });
+    await core.createNamespacedConfigMap({
+      namespace: "watched",
+      body: { metadata: { name: "a", labels: { w: "1" } } },
+    });
+    const events = await collectWatch(
+      "/api/v1/namespaces/watched/configmaps",
+      { labelSelector: "w=1" },
+      async () => {
+        await core.createNamespacedConfigMap({
+          namespace: "watched",
+          body: { metadata: { name: "b", labels: { w: "0" } } },
+        });
+        await core.patchNamespacedConfigMap(
+          { namespace: "watched", name: "b", body: { metadata: { labels: { w: "1" } } } },
+          merge,
+        );
+        await core.patchNamespacedConfigMap(
+          { namespace: "watched", name: "a", body: { data: { k: "v" } } },
+          merge,
+        );
+        await core.patchNamespacedConfigMap(
+          { namespace: "watched", name: "a", body: { metadata: { labels: { w: "2" } } } },
+          merge,
+        );
+        await core.deleteNamespacedConfigMap({ namespace: "watched", name: "b" });
+      },
+      (e) => e.length >= 5,
+    );
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${nameOf(e.object)}`),
+      ["ADDED a", "ADDED b", "MODIFIED a", "DELETED a", "DELETED b"],
+    );
+  });
+
+  test("from a resourceVersion: replays exactly the later changes", async () => {
+    const start = await core.createNamespacedConfigMap({
+      namespace: "watched",
+      body: { metadata: { name: "r1" } },
+    });
+    await core.createNamespacedConfigMap({ namespace: "watched", body: { metadata: { name: "r2" } } });
+    await core.deleteNamespacedConfigMap({ namespace: "watched", name: "r1" });
+    const events = await collectWatch(
+      "/api/v1/namespaces/watched/configmaps",
+      { resourceVersion: start.metadata!.resourceVersion },
+      async () => {},
+      (e) => e.length >= 2,
+    );
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${nameOf(e.object)}`),
+      ["ADDED r2", "DELETED r1"],
+    );
+  });
+
+  test("allowWatchBookmarks delivers BOOKMARK events with a resourceVersion", async () => {
+    const list = await core.listNamespacedConfigMap({ namespace: "watched" });
+    const events = await collectWatch(
+      "/api/v1/namespaces/watched/configmaps",
+      { resourceVersion: list.metadata!.resourceVersion, allowWatchBookmarks: true },
+      async () => {},
+      (e) => e.some((x) => x.type === "BOOKMARK"),
+    );
+    const bookmark = events.find((e) => e.type === "BOOKMARK")!;
+    assert.match(String((bookmark.object.metadata as { resourceVersion: string }).resourceVersion), /^\d+$/);
+  });
+
+  test("timeoutSeconds ends the stream", async () => {
+    const res = await raw(server.handle, {
+      path: "/api/v1/namespaces/watched/configmaps?watch=1&timeoutSeconds=1&resourceVersion=0",
+    });
+    assert.equal(res.status, 200);
+    const lines = res.text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string });
+    assert.ok(lines.every((l) => l.type === "ADDED"));
+  });
+});
+
+describe("fault injection", () => {
+  test("fails the next N matching requests with the given code, then serves normally", async () => {
+    faults.failNext({ verb: "update", resource: "configmaps", code: 409, count: 2 });
+    const body = { metadata: { name: "occ" }, data: { v: "5" } };
+    for (let i = 0; i < 2; i++) {
+      const res = await failure(core.replaceNamespacedConfigMap({ namespace: "default", name: "occ", body }));
+      assert.equal(res.code, 409);
+      assert.equal(res.status.reason, "Conflict");
+    }
+    const ok = await core.replaceNamespacedConfigMap({ namespace: "default", name: "occ", body });
+    assert.equal(ok.data?.v, "5");
+    faults.failNext({ verb: "list", resource: "persistentvolumes", code: 500 });
+    assert.equal((await failure(core.listPersistentVolume())).code, 500);
+    assert.equal((await core.listPersistentVolume()).kind, "PersistentVolumeList");
+  });
+});
+
+const WIDGET_CRD = {
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: "widgets.example.com" },
+  spec: {
+    group: "example.com",
+    scope: "Namespaced",
+    names: { plural: "widgets", singular: "widget", kind: "Widget", shortNames: ["wd"] },
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        additionalPrinterColumns: [{ name: "Size", type: "integer", jsonPath: ".spec.size" }],
+        schema: {
+          openAPIV3Schema: {
+            type: "object",
+            properties: {
+              spec: { type: "object", properties: { size: { type: "integer" } } },
+              status: { type: "object", properties: { ready: { type: "boolean" } } },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+describe("custom resources", () => {
+  let custom: k8s.CustomObjectsApi;
+  const widget = { group: "example.com", version: "v1", namespace: "default", plural: "widgets" };
+  before(async () => {
+    custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const extensions = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    await extensions.createCustomResourceDefinition({ body: WIDGET_CRD });
+  });
+
+  test("an installed CRD is served: discovery, CRUD, status split, generation, printer columns", async () => {
+    const crd = await kc
+      .makeApiClient(k8s.ApiextensionsV1Api)
+      .readCustomResourceDefinition({ name: "widgets.example.com" });
+    assert.ok(crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True"));
+    const discovery = (await raw(server.handle, { path: "/apis/example.com/v1" })).json() as {
+      resources: { name: string }[];
+    };
+    assert.deepEqual(
+      discovery.resources.map((r) => r.name),
+      ["widgets", "widgets/status"],
+    );
+    const created = (await custom.createNamespacedCustomObject({
+      ...widget,
+      body: {
+        apiVersion: "example.com/v1",
+        kind: "Widget",
+        metadata: { name: "w1" },
+        spec: { size: 3 },
+        status: { ready: true },
+      },
+    })) as { metadata: { generation: number }; status?: unknown };
+    assert.equal(created.metadata.generation, 1);
+    assert.equal(created.status, undefined, "status is not set on create with a status subresource");
+    const status = (await custom.patchNamespacedCustomObjectStatus(
+      { ...widget, name: "w1", body: { status: { ready: true }, spec: { size: 99 } } },
+      merge,
+    )) as { spec: { size: number }; status: { ready: boolean } };
+    assert.equal(status.status.ready, true);
+    assert.equal(status.spec.size, 3);
+    const resized = (await custom.patchNamespacedCustomObject(
+      { ...widget, name: "w1", body: { spec: { size: 5 } } },
+      merge,
+    )) as {
+      metadata: { generation: number };
+      status: { ready: boolean };
+    };
+    assert.equal(resized.metadata.generation, 2);
+    assert.equal(resized.status.ready, true);
+    const table = (
+      await raw(server.handle, {
+        path: "/apis/example.com/v1/namespaces/default/widgets",
+        headers: { Accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+      })
+    ).json() as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+    assert.deepEqual(
+      table.columnDefinitions.map((c) => c.name),
+      ["Name", "Size"],
+    );
+    assert.deepEqual(table.rows[0]?.cells, ["w1", 5]);
+    const smp = await raw(server.handle, {
+      method: "PATCH",
+      path: "/apis/example.com/v1/namespaces/default/widgets/w1",
+      body: "{}",
+      headers: { "Content-Type": "application/strategic-merge-patch+json" },
+    });
+    assert.equal(smp.status, 415, "custom resources do not take strategic merge patches");
+  });
+
+  test("deleting the CRD stops serving it and removes its objects", async () => {
+    await kc
+      .makeApiClient(k8s.ApiextensionsV1Api)
+      .deleteCustomResourceDefinition({ name: "widgets.example.com" });
+    assert.equal(
+      (await raw(server.handle, { path: "/apis/example.com/v1/namespaces/default/widgets" })).status,
+      404,
+    );
+    await kc.makeApiClient(k8s.ApiextensionsV1Api).createCustomResourceDefinition({ body: WIDGET_CRD });
+    const list = (await custom.listNamespacedCustomObject(widget)) as { items: unknown[] };
+    assert.deepEqual(list.items, [], "objects of the old CRD are gone");
+  });
+});
+
+describe("namespace deletion", () => {
+  test("a deleted namespace terminates, its objects go, then it goes; creates in it are refused", async () => {
+    await core.createNamespace({ body: { metadata: { name: "doomed" } } });
+    await core.createNamespacedConfigMap({ namespace: "doomed", body: { metadata: { name: "x" } } });
+    await core.createNamespacedConfigMap({
+      namespace: "doomed",
+      body: { metadata: { name: "held", finalizers: ["example.com/f"] } },
+    });
+    await core.deleteNamespace({ name: "doomed" });
+    const ns = await core.readNamespace({ name: "doomed" });
+    assert.equal(ns.status?.phase, "Terminating");
+    const refused = await failure(
+      core.createNamespacedConfigMap({ namespace: "doomed", body: { metadata: { name: "y" } } }),
+    );
+    assert.equal(refused.code, 403);
+    await waitFor(
+      async () => (await core.listNamespacedConfigMap({ namespace: "doomed" })).items.length === 1,
+    );
+    await core.patchNamespacedConfigMap(
+      { namespace: "doomed", name: "held", body: { metadata: { finalizers: null } } },
+      merge,
+    );
+    await waitFor(async () => {
+      try {
+        await core.readNamespace({ name: "doomed" });
+        return false;
+      } catch (error) {
+        if (error instanceof k8s.ApiException && error.code === 404) return true;
+        throw error;
+      }
+    });
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.fail("condition not reached within 200 polls");
+}
+
+describe("bad requests never crash the server", () => {
+  const cases: { name: string; request: Parameters<typeof raw>[1]; status: number; reason?: string }[] = [
+    {
+      name: "malformed JSON",
+      request: { method: "POST", path: "/api/v1/namespaces/default/configmaps", body: "{nope" },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "JSON array body",
+      request: { method: "POST", path: "/api/v1/namespaces/default/configmaps", body: "[]" },
+      status: 400,
+    },
+    {
+      name: "empty body",
+      request: { method: "POST", path: "/api/v1/namespaces/default/configmaps", body: "" },
+      status: 400,
+    },
+    {
+      name: "wrong kind",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: JSON.stringify({ kind: "Secret", apiVersion: "v1", metadata: { name: "k" } }),
+      },
+      status: 400,
+    },
+    {
+      name: "wrong apiVersion",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: JSON.stringify({ kind: "ConfigMap", apiVersion: "storage.k8s.io/v1", metadata: { name: "k" } }),
+      },
+      status: 400,
+    },
+    {
+      name: "metadata not an object",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: JSON.stringify({ metadata: "x" }),
+      },
+      status: 400,
+    },
+    {
+      name: "name with a slash",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: JSON.stringify({ metadata: { name: "a/b" } }),
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "no name",
+      request: { method: "POST", path: "/api/v1/namespaces/default/configmaps", body: "{}" },
+      status: 422,
+    },
+    {
+      name: "body too large",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: Buffer.alloc(3 * 1024 * 1024 + 10, 0x20),
+      },
+      status: 413,
+      reason: "RequestEntityTooLarge",
+    },
+    {
+      name: "unsupported media type",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: "x",
+        headers: { "Content-Type": "application/vnd.kubernetes.protobuf" },
+      },
+      status: 415,
+      reason: "UnsupportedMediaType",
+    },
+    {
+      name: "unknown patch type",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: "{}",
+        headers: { "Content-Type": "text/plain" },
+      },
+      status: 415,
+    },
+    {
+      name: "bad json patch",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '{"op":"add"}',
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 400,
+    },
+    {
+      name: "json patch with failing test",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '[{"op":"test","path":"/data/v","value":"nope"}]',
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+    },
+    {
+      name: "patch changing the name",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '{"metadata":{"name":"other"}}',
+        headers: { "Content-Type": "application/merge-patch+json" },
+      },
+      status: 400,
+    },
+    {
+      name: "PUT with a name other than the URL's",
+      request: {
+        method: "PUT",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify({ metadata: { name: "zzz" } }),
+      },
+      status: 400,
+    },
+    {
+      name: "bad label selector",
+      request: { path: "/api/v1/configmaps?labelSelector=a%20in%20(" },
+      status: 400,
+    },
+    {
+      name: "bad field selector",
+      request: { path: "/api/v1/configmaps?fieldSelector=nonsense" },
+      status: 400,
+    },
+    {
+      name: "bad continue token",
+      request: { path: "/api/v1/namespaces/default/configmaps?limit=1&continue=garbage!!" },
+      status: 400,
+    },
+    { name: "bad limit", request: { path: "/api/v1/configmaps?limit=-3" }, status: 400 },
+    { name: "bad resourceVersion", request: { path: "/api/v1/configmaps?resourceVersion=abc" }, status: 400 },
+    {
+      name: "bad watch resourceVersion",
+      request: { path: "/api/v1/configmaps?watch=1&resourceVersion=abc" },
+      status: 400,
+    },
+    { name: "unknown path", request: { path: "/nothing/here" }, status: 404, reason: "NotFound" },
+    { name: "unknown resource", request: { path: "/api/v1/widgets" }, status: 404 },
+    {
+      name: "namespaced resource without namespace",
+      request: { path: "/api/v1/configmaps/occ" },
+      status: 404,
+    },
+    {
+      name: "cluster resource under a namespace",
+      request: { path: "/api/v1/namespaces/default/persistentvolumes" },
+      status: 404,
+    },
+    {
+      name: "unknown subresource",
+      request: { path: "/api/v1/namespaces/default/configmaps/occ/frob" },
+      status: 404,
+    },
+    { name: "method not allowed", request: { method: "OPTIONS", path: "/api/v1/configmaps" }, status: 404 },
+    {
+      name: "bad dryRun",
+      request: { method: "POST", path: "/api/v1/namespaces/default/configmaps?dryRun=Some", body: "{}" },
+      status: 400,
+    },
+    {
+      name: "bad propagationPolicy",
+      request: {
+        method: "DELETE",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '{"propagationPolicy":"Sideways"}',
+      },
+      status: 422,
+    },
+    {
+      name: "invalid DeleteOptions body",
+      request: { method: "DELETE", path: "/api/v1/namespaces/default/configmaps/occ", body: "{" },
+      status: 400,
+    },
+    { name: "undecodable path", request: { path: "/api/v1/namespaces/%ZZ/configmaps" }, status: 404 },
+  ];
+  for (const c of cases) {
+    test(`${c.name} → ${c.status}`, async () => {
+      const res = await raw(server.handle, c.request);
+      assert.equal(res.status, c.status, res.text);
+      const status = res.json();
+      assert.equal(status.kind, "Status");
+      assert.equal(status.code, c.status);
+      if (c.reason) assert.equal(status.reason, c.reason);
+      assert.ok(!res.text.includes("    at "), "no stack traces");
+    });
+  }
+  test("the server still answers after the corpus", async () => {
+    assert.equal(
+      (await core.readNamespacedConfigMap({ namespace: "default", name: "occ" })).metadata?.name,
+      "occ",
+    );
+  });
+});
+
+describe("compaction and restart (last: restarts the server)", () => {
+  test("a watch from a compacted resourceVersion gets an ERROR event with 410 Expired", async () => {
+    const first = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "old" } },
+    });
+    for (let i = 0; i < 3; i++) {
+      await core.patchNamespacedConfigMap(
+        { namespace: "default", name: "old", body: { data: { i: String(i) } } },
+        merge,
+      );
+    }
+    server.handle.compact(1);
+    const res = await raw(server.handle, {
+      path: `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${first.metadata!.resourceVersion}`,
+    });
+    assert.equal(res.status, 200);
+    const event = JSON.parse(res.text.trim().split("\n")[0]!) as {
+      type: string;
+      object: Record<string, unknown>;
+    };
+    assert.equal(event.type, "ERROR");
+    assert.equal(event.object.code, 410);
+    assert.equal(event.object.reason, "Expired");
+    assert.match(String(event.object.message), /^too old resource version: \d+ \(\d+\)$/);
+    const list = await raw(server.handle, {
+      path: `/api/v1/namespaces/default/configmaps?resourceVersion=${first.metadata!.resourceVersion}&resourceVersionMatch=Exact`,
+    });
+    assert.equal(list.status, 410);
+  });
+
+  test("a watch resumes after a restart on the same state directory", async () => {
+    const before = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "survivor" } },
+    });
+    const rv = before.metadata!.resourceVersion!;
+    await core.patchNamespacedConfigMap(
+      { namespace: "default", name: "survivor", body: { data: { a: "1" } } },
+      merge,
+    );
+    const oldUrl = server.handle.url;
+    await server.stop();
+    server = await server.restart();
+    assert.notEqual(server.handle.url, "", "restarted");
+    kc = new k8s.KubeConfig();
+    kc.loadFromFile(server.handle.kubeconfigPath);
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    storage = kc.makeApiClient(k8s.StorageV1Api);
+    assert.equal(
+      (await core.readNamespacedConfigMap({ namespace: "default", name: "survivor" })).data?.a,
+      "1",
+    );
+    const events = await collectWatch(
+      "/api/v1/namespaces/default/configmaps",
+      { resourceVersion: rv },
+      async () => {
+        await core.deleteNamespacedConfigMap({ namespace: "default", name: "survivor" });
+      },
+      (e) => e.length >= 2,
+    );
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${nameOf(e.object)}`),
+      ["MODIFIED survivor", "DELETED survivor"],
+    );
+    assert.ok(oldUrl.startsWith("https://127.0.0.1:"));
+    assert.ok((await storage.listStorageClass()).items);
+  });
+});
