@@ -7,7 +7,7 @@ import { check, expectCode, expectOk, int64 } from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 
-const { INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS } = GrpcStatus;
+const { INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION } = GrpcStatus;
 
 const PUBLISH = {
   requires: [
@@ -236,6 +236,26 @@ export function controllerPublishTests(): SanityTest[] {
             check(
               int64(response.capacityBytes) >= BigInt(t.settings.testVolumeSize),
               `ControllerExpandVolume: capacity_bytes ${response.capacityBytes} shrank below ${t.settings.testVolumeSize}`,
+            );
+          },
+        );
+        it(
+          "refuses to expand a published volume without ONLINE expansion",
+          {
+            requires: [
+              "controller:CREATE_DELETE_VOLUME",
+              "controller:PUBLISH_UNPUBLISH_VOLUME",
+              "plugin:OFFLINE",
+              "!plugin:ONLINE",
+            ],
+          },
+          async (t) => {
+            const volume = await t.createVolume();
+            await t.controllerPublish(volume.volumeId, t.mountCapability());
+            await expectCode(
+              expand(t, volume.volumeId, t.settings.testVolumeExpandSize),
+              FAILED_PRECONDITION,
+              "ControllerExpandVolume of a published volume (OFFLINE expansion only)",
             );
           },
         );

@@ -119,6 +119,14 @@ export function controllerVolumeTests(): SanityTest[] {
           trackUnexpected(t),
         );
       });
+      it(
+        "creates volumes with SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER",
+        { requires: ["controller:SINGLE_NODE_MULTI_WRITER"] },
+        async (t) => {
+          await t.createVolume({ volumeCapabilities: [t.mountCapability("SINGLE_NODE_SINGLE_WRITER")] });
+          await t.createVolume({ volumeCapabilities: [t.mountCapability("SINGLE_NODE_MULTI_WRITER")] });
+        },
+      );
       it("accepts a name of 128 characters", async (t) => {
         const name = t.uniqueName("long").padEnd(128, "x");
         await t.createVolume({ name });

@@ -314,6 +314,28 @@ export function nodeLifecycleTests(): SanityTest[] {
         );
       });
       it(
+        "expands a volume on the node that was expanded in the controller before publishing",
+        { ...LIFECYCLE, requires: [...LIFECYCLE.requires, "controller:EXPAND_VOLUME"] },
+        async (t) => {
+          const volume = await t.createVolume();
+          const expanded = await expectOk(
+            t.controller.controllerExpandVolume({
+              volumeId: volume.volumeId,
+              capacityRange: { requiredBytes: String(t.settings.testVolumeExpandSize) },
+              volumeCapability: t.mountCapability(),
+              secrets: t.secrets.ControllerExpandVolumeSecret ?? {},
+            }),
+            "ControllerExpandVolume before publishing",
+          );
+          const published = await publishExisting(t, volume);
+          if (!expanded.nodeExpansionRequired) return;
+          await expectOk(
+            expand(t, volume.volumeId, published.targetPath, published.stagingPath),
+            "NodeExpandVolume after an offline ControllerExpandVolume",
+          );
+        },
+      );
+      it(
         "expands a published volume after ControllerExpandVolume",
         { ...LIFECYCLE, requires: [...LIFECYCLE.requires, "controller:EXPAND_VOLUME", "plugin:ONLINE"] },
         async (t) => {

@@ -8,7 +8,8 @@ import { check, checkCode, expectCode, expectOk, int64 } from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 
-const { INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, ABORTED, FAILED_PRECONDITION } = GrpcStatus;
+const { INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, ABORTED, FAILED_PRECONDITION, OUT_OF_RANGE } =
+  GrpcStatus;
 const MAX_PAGES = 1000;
 
 const SNAPSHOT = {
@@ -271,6 +272,50 @@ export function snapshotTests(): SanityTest[] {
     ),
 
     ...describe("Controller", "CreateVolume from snapshot", SNAPSHOT, ({ it }) => {
+      it("fails with OUT_OF_RANGE for a volume smaller than the snapshot", async (t) => {
+        const size = t.settings.testVolumeSize;
+        const source = await t.createVolume();
+        const snapshot = await t.createSnapshot(source.volumeId);
+        const snapshotSize = int64(snapshot.sizeBytes);
+        if (snapshotSize < 2n)
+          t.skip(`the snapshot reports size_bytes ${snapshot.sizeBytes}: no smaller size to ask for`);
+        const smaller = String(snapshotSize / 2n);
+        await expectCode(
+          t.controller.createVolume(
+            t.volumeRequest({
+              capacityRange: { requiredBytes: smaller, limitBytes: smaller },
+              volumeContentSource: { snapshot: { snapshotId: snapshot.snapshotId } },
+            }),
+          ),
+          OUT_OF_RANGE,
+          `CreateVolume of ${smaller} bytes from a snapshot of ${snapshotSize} bytes (volume size ${size})`,
+          (response) => {
+            if (response.volume) t.resources.volume(response.volume.volumeId);
+          },
+        );
+      });
+      it("restores into a larger volume, or answers OUT_OF_RANGE", async (t) => {
+        const source = await t.createVolume();
+        const snapshot = await t.createSnapshot(source.volumeId);
+        const larger = t.settings.testVolumeExpandSize;
+        const request = t.volumeRequest({
+          capacityRange: { requiredBytes: String(larger) },
+          volumeContentSource: { snapshot: { snapshotId: snapshot.snapshotId } },
+        });
+        let capacity: bigint;
+        try {
+          const response = await t.controller.createVolume(request);
+          if (response.volume) t.resources.volume(response.volume.volumeId);
+          capacity = int64(response.volume?.capacityBytes);
+        } catch (error) {
+          checkCode(error, OUT_OF_RANGE, "CreateVolume larger than its source snapshot");
+          return;
+        }
+        check(
+          capacity === 0n || capacity >= BigInt(larger),
+          `CreateVolume from snapshot: capacity_bytes ${capacity} < required ${larger}`,
+        );
+      });
       it("restores a volume from a snapshot and reports the source", async (t) => {
         const source = await t.createVolume();
         const snapshot = await t.createSnapshot(source.volumeId);
