@@ -4,6 +4,7 @@
 export * from "./flags.ts";
 export * from "./ratelimit.ts";
 export * from "./workqueue.ts";
+export * from "./workqueue-metrics.ts";
 export * from "./metrics.ts";
 export * from "./http-endpoint.ts";
 export * from "./lease-name.ts";

@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { FakeClock, settle } from "../base/index.ts";
 import { ItemExponentialRateLimiter } from "./ratelimit.ts";
 import { TerminalError, WorkQueue, type GetResult } from "./workqueue.ts";
+import { WorkQueueMetrics } from "./workqueue-metrics.ts";
+import { Registry } from "prom-client";
 
 function queue(clock = new FakeClock()): { q: WorkQueue<string>; clock: FakeClock } {
   return {
@@ -266,4 +268,33 @@ test("runWorkers on an already aborted signal returns at once", async () => {
   controller.abort();
   await q.runWorkers({ workers: 3, process: () => Promise.resolve() }, controller.signal);
   assert.equal(q.shuttingDown(), true);
+});
+
+test("workqueue_* metrics: adds, retries, depth, queue and work durations, in-flight work", async () => {
+  const registry = new Registry();
+  const clock = new FakeClock();
+  const q = new WorkQueue<string>({
+    name: "claims",
+    clock,
+    metrics: new WorkQueueMetrics({ registry }),
+    rateLimiter: new ItemExponentialRateLimiter<string>({ baseMs: 1000, maxMs: 8000 }),
+  });
+  q.add("a");
+  q.add("b");
+  q.add("a");
+  await clock.advance(2000);
+  const text = async (): Promise<string> => registry.metrics();
+  assert.match(await text(), /workqueue_depth\{name="claims"\} 2/);
+  assert.match(await text(), /workqueue_adds_total\{name="claims"\} 2/);
+  await take(q);
+  await clock.advance(3000);
+  assert.match(await text(), /workqueue_longest_running_processor_seconds\{name="claims"\} 3/);
+  assert.match(await text(), /workqueue_unfinished_work_seconds\{name="claims"\} 3/);
+  q.addRateLimited("a");
+  q.done("a");
+  const after = await text();
+  assert.match(after, /workqueue_retries_total\{name="claims"\} 1/);
+  assert.match(after, /workqueue_queue_duration_seconds_sum\{name="claims"\} 2/);
+  assert.match(after, /workqueue_work_duration_seconds_sum\{name="claims"\} 3/);
+  assert.match(after, /workqueue_depth\{name="claims"\} 1/);
 });

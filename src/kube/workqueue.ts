@@ -29,6 +29,7 @@ import {
   type Logger,
 } from "../base/index.ts";
 import { controllerRateLimiter, type RateLimiter } from "./ratelimit.ts";
+import type { WorkQueueMetricsRecorder } from "./workqueue-metrics.ts";
 
 export type GetResult<T> = { shutdown: false; item: T } | { shutdown: true };
 
@@ -39,6 +40,8 @@ export interface WorkQueueOptions<T> {
   rateLimiter?: RateLimiter<T>;
   /** Default realClock. */
   clock?: Clock;
+  /** workqueue_* metrics under `name`. Default none. */
+  metrics?: WorkQueueMetricsRecorder;
 }
 
 /** An error a worker throws when retrying cannot help: logged and counted, never retried. */
@@ -80,18 +83,34 @@ export class WorkQueue<T> {
   #getters: ((result: GetResult<T>) => void)[] = [];
   #drainers: (() => void)[] = [];
   #shuttingDown = false;
+  readonly #metrics: WorkQueueMetricsRecorder | undefined;
+  /** When each queued item was added, and when each handed-out item was taken (for metrics). */
+  readonly #addedAt = new Map<T, number>();
+  readonly #takenAt = new Map<T, number>();
   terminalErrors = 0;
 
   constructor(options: WorkQueueOptions<T> = {}) {
     this.name = options.name ?? "queue";
     this.#clock = options.clock ?? realClock;
     this.#rateLimiter = options.rateLimiter ?? controllerRateLimiter<T>({ clock: this.#clock });
+    this.#metrics = options.metrics;
+    this.#metrics?.watch(this.name, () => {
+      const now = this.#clock.now();
+      return {
+        depth: this.len(),
+        runningSeconds: [...this.#takenAt.values()].map((at) => (now - at) / 1000),
+      };
+    });
   }
 
   add(item: T): void {
     if (this.#shuttingDown) return;
     if (this.#dirty.has(item)) return;
     this.#dirty.add(item);
+    if (this.#metrics) {
+      this.#metrics.added(this.name);
+      this.#addedAt.set(item, this.#clock.now());
+    }
     if (this.#processing.has(item)) return;
     this.#queue.push(item);
     this.#dispatch();
@@ -117,6 +136,7 @@ export class WorkQueue<T> {
   }
 
   addRateLimited(item: T): void {
+    this.#metrics?.retried(this.name);
     this.addAfter(item, this.#rateLimiter.when(item));
   }
 
@@ -137,6 +157,11 @@ export class WorkQueue<T> {
   }
 
   done(item: T): void {
+    if (this.#metrics) {
+      const takenAt = this.#takenAt.get(item);
+      if (takenAt !== undefined) this.#metrics.finished(this.name, (this.#clock.now() - takenAt) / 1000);
+      this.#takenAt.delete(item);
+    }
     this.#processing.delete(item);
     if (this.#dirty.has(item)) {
       this.#queue.push(item);
@@ -197,6 +222,13 @@ export class WorkQueue<T> {
     }
     this.#processing.add(value);
     this.#dirty.delete(value);
+    if (this.#metrics) {
+      const now = this.#clock.now();
+      const addedAt = this.#addedAt.get(value);
+      this.#addedAt.delete(value);
+      if (addedAt !== undefined) this.#metrics.started(this.name, (now - addedAt) / 1000);
+      this.#takenAt.set(value, now);
+    }
     return { found: true, value };
   }
 
