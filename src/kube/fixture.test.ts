@@ -1,20 +1,14 @@
 // Test fixture (no tests of its own; named *.test.ts because only test files may import the
 // API server): starts the real embedded API server on port 0 in a temp state dir and hands
 // back a KubeClient built from the kubeconfig it wrote, exactly as a sidecar would build one.
-// Until the API server exports its built-in registry, the few kinds these tests need
-// (leases, events, configmaps) are declared here as minimal ResourceDefs.
+// The server serves its built-in kinds (configmaps, events, leases, ...), with their real
+// defaults and validation.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../base/index.ts";
-import {
-  FaultInjector,
-  startApiServer,
-  type ApiServerHandle,
-  type ResourceDef,
-  type ResourceRegistry,
-} from "../apiserver/index.ts";
+import { FaultInjector, startApiServer, type ApiServerHandle } from "../apiserver/index.ts";
 import { KubeClient, loadKubeConfig, type KubeClientOptions } from "./client.ts";
 import type { GroupVersionResource } from "./types.ts";
 
@@ -24,61 +18,6 @@ export const CONFIGMAPS: GroupVersionResource = {
   resource: "configmaps",
   namespaced: true,
 };
-
-function minimalDef(group: string, resource: string, kind: string): ResourceDef {
-  const name = (object: { metadata?: unknown }): string => {
-    const meta = object.metadata;
-    return typeof meta === "object" && meta !== null && "name" in meta && typeof meta.name === "string"
-      ? meta.name
-      : "";
-  };
-  const namespace = (object: { metadata?: unknown }): string => {
-    const meta = object.metadata;
-    return typeof meta === "object" &&
-      meta !== null &&
-      "namespace" in meta &&
-      typeof meta.namespace === "string"
-      ? meta.namespace
-      : "";
-  };
-  return {
-    group,
-    version: "v1",
-    resource,
-    singular: kind.toLowerCase(),
-    kind,
-    listKind: `${kind}List`,
-    namespaced: true,
-    shortNames: [],
-    categories: [],
-    verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-    subresources: [],
-    hasStatus: false,
-    applyDefaults: () => {},
-    validateCreate: () => [],
-    validateUpdate: () => [],
-    validateStatusUpdate: () => [],
-    specChanged: (a, b) => JSON.stringify(a.spec) !== JSON.stringify(b.spec),
-    fieldSelectors: { "metadata.name": name, "metadata.namespace": namespace },
-    tableColumns: [{ name: "Name", type: "string", format: "name", description: "Name", priority: 0 }],
-    tableRow: (object) => [name(object)],
-    patchStrategies: {},
-  };
-}
-
-function fixtureRegistry(): ResourceRegistry {
-  const defs = [
-    minimalDef("coordination.k8s.io", "leases", "Lease"),
-    minimalDef("", "events", "Event"),
-    minimalDef("", "configmaps", "ConfigMap"),
-  ];
-  return {
-    all: () => defs,
-    lookup: (group, version, resource) =>
-      defs.find((d) => d.group === group && d.version === version && d.resource === resource),
-    onChange: () => {},
-  };
-}
 
 export interface TestServer {
   server: ApiServerHandle;
@@ -101,7 +40,6 @@ export async function startTestServer(
       {
         stateDir,
         port: 0,
-        registry: fixtureRegistry(),
         faults,
         logger: silentLogger,
         ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
