@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import { join } from "node:path";
 import { test, type TestContext as NodeTestContext } from "node:test";
 import { CsiError, GrpcStatus, serveCsi } from "../csi/index.ts";
@@ -42,6 +43,8 @@ async function fakeDriver(
         capabilities: controllerCaps.map((type) => ({ rpc: { type } })),
       }),
       createVolume: async (request) => {
+        // A slow driver: the call outlives a short test deadline.
+        if (request.name.startsWith("slow-")) await delay(300);
         calls.push(`CreateVolume ${request.name}`);
         return { volume: { volumeId: `vol-${++next}`, capacityBytes: "1048576" } };
       },
@@ -221,6 +224,18 @@ test("a test that outlives its deadline fails and is cleaned up; later tests sti
   assert.match(outcome(report, "hangs")?.reason ?? "", /timed out after 200ms/);
   assert.equal(outcome(report, "after")?.outcome, "passed");
   assert.ok(driver.calls.includes("DeleteVolume vol-1"));
+});
+
+test("what a call in flight at the deadline creates is still cleaned up", async (t) => {
+  const driver = await fakeDriver(t, ["CREATE_DELETE_VOLUME"]);
+  const tests = describe("Controller", "Slow", {}, ({ it }) => {
+    it("creates slowly", async (t) => {
+      await t.createVolume({ name: "slow-volume" });
+    });
+  });
+  const report = await run(t, driver, tests, { testTimeoutMs: 50 });
+  assert.match(outcome(report, "creates slowly")?.reason ?? "", /timed out after 50ms/);
+  assert.deepEqual(driver.calls, ["CreateVolume slow-volume", "DeleteVolume vol-1"]);
 });
 
 test("focus and skip select what runs; the rest is not reported", async (t) => {

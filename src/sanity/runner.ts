@@ -8,6 +8,7 @@
 
 import { mkdtemp, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import { join } from "node:path";
 import { childController, errorMessage, whenAborted } from "../base/index.ts";
 import { CsiClient } from "../csi/index.ts";
@@ -81,6 +82,7 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
           break;
         }
         const result = await runOne({
+          settleMs: callTimeoutMs,
           test,
           env,
           testTimeoutMs: options.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
@@ -148,6 +150,8 @@ async function runOne(options: {
   test: SanityTest;
   env: SanityEnvironment;
   testTimeoutMs: number;
+  /** How long a timed-out test may take to return before cleanup starts (the call deadline). */
+  settleMs: number;
   signal: AbortSignal | undefined;
   warnings: string[];
 }): Promise<TestResult> {
@@ -177,6 +181,11 @@ async function runOne(options: {
   const error = await Promise.race([running, stopped]);
   clearTimeout(timer);
   dispose();
+  if (abort.signal.aborted) {
+    // The test body may still be inside a CSI call that will create something; give that call
+    // its own deadline to finish so what it makes is tracked before cleanup runs.
+    await settle(running, options.settleMs);
+  }
   const problems = await resources.cleanup();
   const durationMs = performance.now() - started;
 
@@ -190,6 +199,14 @@ async function runOne(options: {
   const reasons = error === undefined ? [] : [describeError(error)];
   if (problems.length > 0) reasons.push(`cleanup failed: ${problems.join("; ")}`);
   return { ...base, outcome: "failed", reason: reasons.join("; "), durationMs };
+}
+
+/** Waits for `running` at most `ms`, without leaving a timer behind. */
+async function settle(running: Promise<unknown>, ms: number): Promise<void> {
+  const cancel = new AbortController();
+  const timer = delay(ms, undefined, { signal: cancel.signal }).catch(() => undefined);
+  await Promise.race([running, timer]);
+  cancel.abort();
 }
 
 function describeError(error: unknown): string {
