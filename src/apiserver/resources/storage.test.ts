@@ -90,7 +90,6 @@ test("CSIDriver defaults every spec field as upstream", () => {
   });
   assert.deepEqual(fields(csiDrivers.validateCreate(bad)), [
     "spec.tokenRequests[1].audience",
-    "spec.tokenRequests[1].expirationSeconds",
     "spec.fsGroupPolicy",
     "spec.volumeLifecycleModes",
   ]);
@@ -131,7 +130,13 @@ test("CSINode drivers: required node IDs, duplicates, immutable IDs", () => {
   assert.deepEqual(fields(csiNodes.validateCreate(bad)), ["spec.drivers[0].nodeID", "spec.drivers[1].name"]);
   const moved = structuredClone(node);
   ((moved.spec as { drivers: Record<string, unknown>[] }).drivers[0] ?? {}).nodeID = "other";
-  assert.deepEqual(fields(csiNodes.validateUpdate(moved, node)), ["spec.drivers[0].nodeID"]);
+  assert.deepEqual(fields(csiNodes.validateUpdate(moved, node)), ["spec.drivers"]);
+  const longID = structuredClone(node);
+  ((longID.spec as { drivers: Record<string, unknown>[] }).drivers[0] ?? {}).nodeID = "x".repeat(193);
+  assert.equal(
+    csiNodes.validateCreate(longID)[0]?.message,
+    `Invalid value: "${"x".repeat(193)}": must be 192 characters or less`,
+  );
   assert.deepEqual(csiNodes.tableRow(node, NOW), ["node-1", 1, "10m"]);
   assert.deepEqual(csiNodes.patchStrategies["spec.drivers"], { mergeKey: "name" });
 });
@@ -144,10 +149,13 @@ test("VolumeAttachment spec is required and immutable; status prints", () => {
   assert.deepEqual(volumeAttachments.validateCreate(va), []);
   assert.equal(volumeAttachments.hasStatus, true);
   const bad = created(volumeAttachments, { metadata: meta("csi-abc"), spec: { source: {} } });
+  // Upstream runs the generic and the v1 checks, so an empty attacher is reported by both.
   assert.deepEqual(fields(volumeAttachments.validateCreate(bad)), [
     "spec.attacher",
-    "spec.nodeName",
     "spec.source",
+    "spec.nodeName",
+    "spec.attacher",
+    "spec.attacher",
   ]);
   const moved = structuredClone(va);
   (moved.spec as Record<string, unknown>).nodeName = "node-2";

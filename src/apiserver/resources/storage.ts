@@ -11,7 +11,6 @@ import {
   fieldTooLong,
   isDNS1123Subdomain,
   isQualifiedName,
-  nameIsPathSegment,
   tryParseQuantity,
 } from "../../api/index.ts";
 import type { FieldCause, ResourceDef } from "../resource.ts";
@@ -39,8 +38,8 @@ const VERSION = "v1";
 /** ValidateCSIDriverName: required, at most 63 characters, a DNS-1123 subdomain once lower-cased. */
 export function validateCSIDriverName(name: unknown, field: string): FieldCause[] {
   const value = str(name);
-  if (value === "") return [fieldRequired(field)];
   const causes: FieldCause[] = [];
+  if (value === "") causes.push(fieldRequired(field));
   if (value.length > 63) causes.push(fieldTooLong(field, 63));
   for (const message of isDNS1123Subdomain(value.toLowerCase()))
     causes.push(fieldInvalid(field, value, message));
@@ -57,9 +56,15 @@ function validateProvisioner(value: unknown, field: string): FieldCause[] {
 
 const MAX_PARAMETERS_LENGTH = 256 * 1024;
 
-function validateParameters(parameters: unknown, field: string): FieldCause[] {
-  if (parameters === undefined || parameters === null) return [];
+const MAX_PARAMETERS_COUNT = 512;
+
+function validateParameters(parameters: unknown, field: string, allowEmpty: boolean): FieldCause[] {
+  if (parameters === undefined || parameters === null) {
+    return allowEmpty ? [] : [fieldRequired(field, "must contain at least one key/value pair")];
+  }
   if (!isRecord(parameters)) return [fieldInvalid(field, parameters, "must be a map of strings")];
+  if (Object.keys(parameters).length > MAX_PARAMETERS_COUNT)
+    return [fieldTooLong(field, MAX_PARAMETERS_COUNT)];
   const causes: FieldCause[] = [];
   let size = 0;
   for (const [key, value] of Object.entries(parameters)) {
@@ -68,6 +73,9 @@ function validateParameters(parameters: unknown, field: string): FieldCause[] {
     size += key.length + str(value).length;
   }
   if (size > MAX_PARAMETERS_LENGTH) causes.push(fieldTooLong(field, MAX_PARAMETERS_LENGTH));
+  if (!allowEmpty && Object.keys(parameters).length === 0) {
+    causes.push(fieldRequired(field, "must contain at least one key/value pair"));
+  }
   return causes;
 }
 
@@ -95,8 +103,10 @@ export const storageClasses: ResourceDef = defineResource({
   validate(object) {
     const causes = [
       ...validateProvisioner(object.provisioner, "provisioner"),
-      ...validateParameters(object.parameters, "parameters"),
-      ...oneOf("reclaimPolicy", object.reclaimPolicy, ["Delete", "Retain"]),
+      ...validateParameters(object.parameters, "parameters", true),
+      ...(str(object.reclaimPolicy) === ""
+        ? []
+        : oneOf("reclaimPolicy", object.reclaimPolicy, ["Delete", "Retain"])),
     ];
     if (object.volumeBindingMode === undefined || object.volumeBindingMode === null) {
       causes.push(fieldRequired("volumeBindingMode"));
@@ -205,7 +215,10 @@ function validateTokenRequests(requests: unknown, field: string): FieldCause[] {
   const audiences = new Set<string>();
   requests.forEach((request: unknown, i) => {
     const audience = str(at(request, "audience"));
-    if (audiences.has(audience)) causes.push(fieldDuplicate(`${field}[${i}].audience`, audience));
+    if (audiences.has(audience)) {
+      causes.push(fieldDuplicate(`${field}[${i}].audience`, audience));
+      return;
+    }
     audiences.add(audience);
     const seconds = at(request, "expirationSeconds");
     if (typeof seconds === "number") {
@@ -231,10 +244,11 @@ function validateTokenRequests(requests: unknown, field: string): FieldCause[] {
   return causes;
 }
 
-function requiredBoolean(spec: Obj, key: string): FieldCause[] {
+/** A boolean the defaults always set; `path` is upstream's (it spells attachRequired "attachedRequired"). */
+function requiredBoolean(spec: Obj, key: string, path = `spec.${key}`): FieldCause[] {
   const value = spec[key];
-  if (value === undefined || value === null) return [fieldRequired(`spec.${key}`)];
-  if (typeof value !== "boolean") return [fieldInvalid(`spec.${key}`, value, "must be a boolean")];
+  if (value === undefined || value === null) return [fieldRequired(path)];
+  if (typeof value !== "boolean") return [fieldInvalid(path, value, "must be a boolean")];
   return [];
 }
 
@@ -258,11 +272,9 @@ export const csiDrivers: ResourceDef = defineResource({
   validate(object) {
     const spec = isRecord(object.spec) ? object.spec : {};
     const causes = [
-      ...validateCSIDriverName(metaOf(object).name, "name"),
-      ...requiredBoolean(spec, "attachRequired"),
+      ...requiredBoolean(spec, "attachRequired", "spec.attachedRequired"),
       ...requiredBoolean(spec, "podInfoOnMount"),
       ...requiredBoolean(spec, "storageCapacity"),
-      ...requiredBoolean(spec, "requiresRepublish"),
       ...validateTokenRequests(spec.tokenRequests, "spec.tokenRequests"),
     ];
     if (spec.fsGroupPolicy !== undefined && spec.fsGroupPolicy !== null) {
@@ -270,10 +282,21 @@ export const csiDrivers: ResourceDef = defineResource({
         ...oneOf("spec.fsGroupPolicy", spec.fsGroupPolicy, ["File", "None", "ReadWriteOnceWithFSType"]),
       );
     }
+    causes.push(...requiredBoolean(spec, "seLinuxMount"));
+    const period = spec.nodeAllocatableUpdatePeriodSeconds;
+    if (typeof period === "number" && period < 10) {
+      causes.push(
+        fieldInvalid(
+          "spec.nodeAllocatableUpdatePeriodSeconds",
+          period,
+          "must be greater than or equal to 10 seconds",
+        ),
+      );
+    }
     const modes = spec.volumeLifecycleModes;
     if (Array.isArray(modes)) {
       for (const mode of modes)
-        causes.push(...oneOf("spec.volumeLifecycleModes", mode, ["Ephemeral", "Persistent"]));
+        causes.push(...oneOf("spec.volumeLifecycleModes", mode, ["Persistent", "Ephemeral"]));
     }
     return causes;
   },
@@ -373,43 +396,42 @@ export const csiNodes: ResourceDef = defineResource({
     driversOf(object).forEach((driver, i) => {
       const field = `spec.drivers[${i}]`;
       causes.push(...validateCSIDriverName(driver.name, `${field}.name`));
-      const name = str(driver.name);
-      if (names.has(name)) causes.push(fieldDuplicate(`${field}.name`, name));
-      names.add(name);
       const nodeID = str(driver.nodeID);
       if (nodeID === "") causes.push(fieldRequired(`${field}.nodeID`));
-      else if (nodeID.length > CSI_NODE_ID_MAX_LENGTH)
-        causes.push(fieldTooLong(`${field}.nodeID`, CSI_NODE_ID_MAX_LENGTH));
-      const keys = Array.isArray(driver.topologyKeys) ? driver.topologyKeys : [];
-      const seen = new Set<string>();
-      keys.forEach((key: unknown, j) => {
-        const text = str(key);
-        if (text === "") causes.push(fieldRequired(`${field}.topologyKeys`));
-        else
-          for (const message of isQualifiedName(text))
-            causes.push(fieldInvalid(`${field}.topologyKeys`, text, message));
-        if (seen.has(text)) causes.push(fieldDuplicate(`${field}.topologyKeys[${j}]`, text));
-        seen.add(text);
-      });
+      if (nodeID.length > CSI_NODE_ID_MAX_LENGTH) {
+        causes.push(
+          fieldInvalid(`${field}.nodeID`, nodeID, `must be ${CSI_NODE_ID_MAX_LENGTH} characters or less`),
+        );
+      }
       const count = at(driver, "allocatable.count");
       if (typeof count === "number" && count < 0) {
         causes.push(fieldInvalid(`${field}.allocatable.count`, count, "must be greater than or equal to 0"));
+      }
+      const name = str(driver.name);
+      if (names.has(name)) causes.push(fieldDuplicate(`${field}.name`, name));
+      names.add(name);
+      // Upstream reports topology-key problems at the driver's path.
+      const keys = Array.isArray(driver.topologyKeys) ? driver.topologyKeys : [];
+      const seen = new Set<string>();
+      for (const key of keys) {
+        const text = str(key);
+        if (text === "") causes.push(fieldRequired(field));
+        if (seen.has(text)) causes.push(fieldDuplicate(field, text));
+        seen.add(text);
+        for (const message of isQualifiedName(text)) causes.push(fieldInvalid(field, text, message));
       }
     });
     return causes;
   },
   validateUpdate(object, old) {
+    // An existing driver entry is immutable as a whole (MutableCSINodeAllocatableCount off).
     const causes: FieldCause[] = [];
-    const oldByName = new Map(driversOf(old).map((driver) => [str(driver.name), driver]));
-    driversOf(object).forEach((driver, i) => {
-      const previous = oldByName.get(str(driver.name));
-      if (previous === undefined) return;
-      const field = `spec.drivers[${i}]`;
-      causes.push(...immutable(`${field}.nodeID`, driver.nodeID, previous.nodeID));
-      causes.push(
-        ...immutable(`${field}.topologyKeys`, driver.topologyKeys ?? null, previous.topologyKeys ?? null),
-      );
-    });
+    for (const previous of driversOf(old)) {
+      for (const driver of driversOf(object)) {
+        if (str(driver.name) === str(previous.name))
+          causes.push(...immutable("spec.drivers", driver, previous));
+      }
+    }
     return causes;
   },
   specChanged: () => false,
@@ -438,31 +460,29 @@ export const volumeAttachments: ResourceDef = defineResource({
     const causes: FieldCause[] = [];
     const attacher = str(spec.attacher);
     if (attacher === "") causes.push(fieldRequired("spec.attacher"));
-    else
-      for (const message of isDNS1123Subdomain(attacher.toLowerCase()))
-        causes.push(fieldInvalid("spec.attacher", attacher, message));
-    const nodeName = str(spec.nodeName);
-    if (nodeName === "") causes.push(fieldRequired("spec.nodeName"));
-    else
-      for (const message of isDNS1123Subdomain(nodeName))
-        causes.push(fieldInvalid("spec.nodeName", nodeName, message));
     const source = isRecord(spec.source) ? spec.source : {};
     const pvName = source.persistentVolumeName;
-    const inline = source.inlineVolumeSpec;
     const hasPV = typeof pvName === "string";
-    const hasInline = isRecord(inline);
-    if (hasPV === hasInline) {
+    const hasInline = isRecord(source.inlineVolumeSpec);
+    const exactlyOne = "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
+    if (!hasPV && !hasInline) causes.push(fieldRequired("spec.source", exactlyOne));
+    else if (hasPV && hasInline) causes.push(fieldForbidden("spec.source", exactlyOne));
+    else if (hasPV && pvName === "") {
       causes.push(
-        fieldRequired("spec.source", "must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
+        fieldRequired("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"),
       );
-    } else if (hasPV) {
+    }
+    const nodeName = str(spec.nodeName);
+    for (const message of isDNS1123Subdomain(nodeName))
+      causes.push(fieldInvalid("spec.nodeName", nodeName, message));
+    causes.push(...validateAttachmentStatus(object));
+    // The v1-only checks.
+    causes.push(...validateCSIDriverName(attacher, "spec.attacher"));
+    if (hasPV) {
       const name = str(pvName);
-      if (name === "")
-        causes.push(
-          fieldRequired("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"),
-        );
-      for (const message of nameIsPathSegment(name, false))
+      for (const message of isDNS1123Subdomain(name)) {
         causes.push(fieldInvalid("spec.source.persistentVolumeName", name, message));
+      }
     }
     return causes;
   },
@@ -470,12 +490,7 @@ export const volumeAttachments: ResourceDef = defineResource({
     return immutable("spec", object.spec, old.spec);
   },
   validateStatus(object) {
-    const causes: FieldCause[] = [];
-    const attached = at(object, "status.attached");
-    if (attached !== undefined && typeof attached !== "boolean") {
-      causes.push(fieldInvalid("status.attached", attached, "must be a boolean"));
-    }
-    return causes;
+    return validateAttachmentStatus(object);
   },
   specChanged: () => false,
   columns: [
@@ -506,6 +521,38 @@ export const volumeAttachments: ResourceDef = defineResource({
   },
 });
 
+const MAX_ATTACHMENT_METADATA_SIZE = 256 * 1024;
+const MAX_VOLUME_ERROR_MESSAGE_SIZE = 1024;
+
+function validateAttachmentStatus(object: Obj): FieldCause[] {
+  const causes: FieldCause[] = [];
+  const metadata = at(object, "status.attachmentMetadata");
+  if (isRecord(metadata)) {
+    let size = 0;
+    for (const [key, value] of Object.entries(metadata)) size += key.length + str(value).length;
+    if (size > MAX_ATTACHMENT_METADATA_SIZE) {
+      causes.push(fieldTooLong("status.attachmentMetadata", MAX_ATTACHMENT_METADATA_SIZE));
+    }
+  }
+  for (const kind of ["attachError", "detachError"]) {
+    const error = at(object, `status.${kind}`);
+    if (!isRecord(error)) continue;
+    if (str(error.message).length > MAX_VOLUME_ERROR_MESSAGE_SIZE) {
+      causes.push(fieldTooLong(`status.${kind}.message`, MAX_ATTACHMENT_METADATA_SIZE));
+    }
+    if (typeof error.errorCode === "number" && error.errorCode < 0) {
+      causes.push(
+        fieldInvalid(
+          `status.${kind}.errorCode`,
+          error.errorCode,
+          "must be between 0 and 2147483647, inclusive",
+        ),
+      );
+    }
+  }
+  return causes;
+}
+
 // ---- CSIStorageCapacity ----------------------------------------------------------------
 
 function nonNegativeQuantity(value: unknown, field: string): FieldCause[] {
@@ -532,14 +579,19 @@ export const csiStorageCapacities: ResourceDef = defineResource({
   validate(object) {
     const causes: FieldCause[] = [];
     const className = str(object.storageClassName);
-    if (className === "") causes.push(fieldRequired("storageClassName"));
-    else
-      for (const message of isDNS1123Subdomain(className))
-        causes.push(fieldInvalid("storageClassName", className, message));
+    for (const message of isDNS1123Subdomain(className)) {
+      causes.push(fieldInvalid("storageClassName", className, message));
+    }
     causes.push(...validateLabelSelectorObject(object.nodeTopology, "nodeTopology"));
     causes.push(...nonNegativeQuantity(object.capacity, "capacity"));
-    causes.push(...nonNegativeQuantity(object.maximumVolumeSize, "maximumVolumeSize"));
     return causes;
+  },
+  validateUpdate(object, old) {
+    // The inputs of CSI GetCapacity are immutable.
+    return [
+      ...immutable("nodeTopology", object.nodeTopology ?? null, old.nodeTopology ?? null),
+      ...immutable("storageClassName", object.storageClassName, old.storageClassName),
+    ];
   },
   specChanged: () => false,
   columns: [
@@ -577,7 +629,7 @@ export const volumeAttributesClasses: ResourceDef = defineResource({
   validate(object) {
     return [
       ...validateCSIDriverName(object.driverName, "driverName"),
-      ...validateParameters(object.parameters, "parameters"),
+      ...validateParameters(object.parameters, "parameters", false),
     ];
   },
   validateUpdate(object, old) {
