@@ -271,3 +271,24 @@ test("health check fails while leading with the renewal overdue", async (t) => {
   assert.equal(await a.done, "lost");
   check(); // no longer leading: healthy again, as client-go's adaptor
 });
+
+test("work that fails while leading: the lease is released and the error comes back", async () => {
+  const clock = new FakeClock();
+  const elector = new LeaderElector({
+    client,
+    name: "work-fails",
+    namespace: "default",
+    identity: "a",
+    clock,
+  });
+  let stopped = 0;
+  await assert.rejects(
+    elector.run(() => Promise.reject(new Error("controller crashed")), new AbortController().signal, {
+      onStoppedLeading: () => stopped++,
+    }),
+    /controller crashed/,
+  );
+  assert.equal(stopped, 1);
+  assert.equal(elector.isLeader(), false);
+  assert.equal((await readLease("work-fails")).spec?.holderIdentity, "");
+});

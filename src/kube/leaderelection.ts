@@ -184,14 +184,17 @@ export class LeaderElector {
     const leader = childController(signal);
     let workError: unknown;
     let workFailed = false;
-    const working = work(leader.controller.signal).then(
-      () => leader.controller.abort(new Error("work finished")),
-      (error: unknown) => {
-        workFailed = true;
-        workError = error;
-        leader.controller.abort(new Error("work failed"));
-      },
-    );
+    // Through a resolved promise so a synchronous throw in `work` is handled like a rejection.
+    const working = Promise.resolve(leader.controller.signal)
+      .then(work)
+      .then(
+        () => leader.controller.abort(new Error("work finished")),
+        (error: unknown) => {
+          workFailed = true;
+          workError = error;
+          leader.controller.abort(new Error("work failed"));
+        },
+      );
     const lost = await this.#renewLoop(leader.controller.signal, callbacks);
     this.#leading = false;
     leader.controller.abort(new Error(lost ? "leadership lost" : "stopping"));
