@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { networkInterfaces } from "node:os";
 import { Registry } from "prom-client";
 import { FlagError } from "../base/index.ts";
 import { parseListenAddress, startHttpEndpoint } from "./http-endpoint.ts";
@@ -89,4 +90,44 @@ test("a port in use is an error at start, not a crash later", async (t) => {
     startHttpEndpoint({ address: `127.0.0.1:${first.port}`, registry: new Registry() }, controller.signal),
     /EADDRINUSE/,
   );
+});
+
+test("':port' binds all interfaces as Go does (drop-in for kubelet probes on the pod IP)", async (t) => {
+  const controller = new AbortController();
+  const endpoint = await startHttpEndpoint({ address: ":0", registry: new Registry() }, controller.signal);
+  t.after(async () => {
+    controller.abort();
+    await endpoint.stopped;
+  });
+  assert.equal(endpoint.host, "");
+  assert.equal(endpoint.url, `http://127.0.0.1:${endpoint.port}`);
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && !i.internal && i.family === "IPv4");
+  const res = await fetch(endpoint.url + "/healthz");
+  assert.equal(res.status, 200);
+  if (external) {
+    const viaPodIp = await fetch(`http://${external.address}:${endpoint.port}/healthz`);
+    assert.equal(viaPodIp.status, 200, `reachable on ${external.address}`);
+  }
+});
+
+test("a loopback address is reachable on loopback only", async (t) => {
+  const controller = new AbortController();
+  const endpoint = await startHttpEndpoint(
+    { address: "127.0.0.1:0", registry: new Registry() },
+    controller.signal,
+  );
+  t.after(async () => {
+    controller.abort();
+    await endpoint.stopped;
+  });
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && !i.internal && i.family === "IPv4");
+  if (!external) {
+    t.skip("no non-loopback IPv4 interface to check against");
+    return;
+  }
+  await assert.rejects(fetch(`http://${external.address}:${endpoint.port}/healthz`));
 });
