@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { errorMessage } from "../base/index.ts";
+import { decodeProtobufObject } from "./protobuf.ts";
 import { ApiError, badRequest, entityTooLarge, unsupportedMediaType, type Status } from "./status.ts";
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -36,15 +37,20 @@ export function mediaType(header: string | undefined): string {
 }
 
 const BODY_TYPES = ["application/json", "application/yaml"];
+const PROTOBUF = "application/vnd.kubernetes.protobuf";
 
-/** Decodes a create/update body: JSON (or YAML, which kube-apiserver also accepts). */
+/**
+ * Decodes a create/update body: JSON, YAML (kube-apiserver accepts it too), or protobuf for
+ * the kinds kubectl's typed clients send that way (see protobuf.ts).
+ */
 export function decodeObjectBody(body: Buffer, contentType: string | undefined): unknown {
   const type = mediaType(contentType);
-  if (type !== "" && !BODY_TYPES.includes(type)) {
-    throw unsupportedMediaType(
-      [...BODY_TYPES, "application/vnd.kubernetes.protobuf"].filter((t) => !t.includes("protobuf")),
-    );
+  if (type === PROTOBUF) {
+    const decoded = decodeProtobufObject(body);
+    if (decoded === undefined) throw unsupportedMediaType(BODY_TYPES);
+    return decoded;
   }
+  if (type !== "" && !BODY_TYPES.includes(type)) throw unsupportedMediaType(BODY_TYPES);
   if (body.length === 0) throw badRequest("the body of the request is empty; expected a JSON object");
   return type === "application/yaml" ? decodeYaml(body) : decodeJson(body);
 }

@@ -201,6 +201,23 @@ describe("kubectl against the embedded API server", { skip }, () => {
     assert.match(gone, /persistentvolumeclaims "data" not found/);
   });
 
+  test("create namespace/configmap/secret/serviceaccount (kubectl sends these as protobuf)", async () => {
+    await run(["create", "namespace", "made"]);
+    await run(["-n", "made", "create", "configmap", "cm1", "--from-literal=a=b"]);
+    await run(["-n", "made", "create", "secret", "generic", "s1", "--from-literal=p=q"]);
+    await run(["-n", "made", "create", "serviceaccount", "sa1"]);
+    const secret = JSON.parse(await run(["-n", "made", "get", "secret", "s1", "-o", "json"])) as {
+      type: string;
+      data: Record<string, string>;
+    };
+    assert.equal(secret.type, "Opaque");
+    assert.equal(Buffer.from(secret.data.p!, "base64").toString(), "q");
+    assert.equal(await run(["-n", "made", "get", "cm", "cm1", "-o", "jsonpath={.data.a}"]), "b");
+    await run(["delete", "namespace", "made"]);
+    const gone = await runFailing(["get", "namespace", "made"]);
+    assert.match(gone, /namespaces "made" not found/);
+  });
+
   test("delete and conflicts as kubectl reports them", async () => {
     await run(["delete", "pod", "app"]);
     await run(["delete", "sc", "fast"]);
