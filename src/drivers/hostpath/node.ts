@@ -70,6 +70,10 @@ async function requireMountPrivilege(context: NodeContext): Promise<void> {
     throw new CsiError(GrpcStatus.FAILED_PRECONDITION, `this node plugin cannot mount: ${problem}`);
 }
 
+async function mayMount(context: NodeContext): Promise<boolean> {
+  return (await context.mountProblem()) === undefined;
+}
+
 async function findVolume(context: NodeContext, id: string): Promise<NodeVolume> {
   const ephemeral = Object.hasOwn(context.store.current.ephemeral, id)
     ? context.store.current.ephemeral[id]
@@ -343,6 +347,15 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
       const id = required(request.volumeId, "volume_id");
       const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
       const volume = await findVolume(context, id);
+      // Nothing staged there is success (spec: MUST answer OK), also for a plugin that could
+      // never have mounted it; reading mountinfo needs no privilege.
+      const stagedAt = volume.accessType === "mount" ? staging : join(staging, volume.id);
+      if (!(await mountAtPath(stagedAt))) {
+        if (volume.accessType === "block" && (await mayMount(context))) {
+          await context.locks.run([`node-volume:${id}`], () => unstageVolume(context, volume, staging));
+        }
+        return {};
+      }
       await requireMountPrivilege(context);
       await context.locks.run([`node-volume:${id}`], () => unstageVolume(context, volume, staging));
       return {};
@@ -381,6 +394,11 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
       const id = required(request.volumeId, "volume_id");
       const target = checkPath(context, request.targetPath, "target_path");
       const volume = await findVolume(context, id);
+      // Nothing published there is success (spec: MUST answer OK) without mount privilege.
+      if (!volume.ephemeral && !(await mountAtPath(target)) && !(await mayMount(context))) {
+        await removeMountPoint(context, target);
+        return {};
+      }
       await requireMountPrivilege(context);
       await context.locks.run([`node-volume:${id}`, `target:${target}`], async () => {
         if (volume.ephemeral) return finishEphemeralDelete(context, id);

@@ -149,13 +149,11 @@ export function nodeTests(): SanityTest[] {
           "NodeUnstageVolume without staging_target_path",
         );
       });
-      it("succeeds for a volume that is not staged there", { ...VOLUMES, mounts: true }, async (t) => {
+      // The spec's MUST holds also for a plugin that may not mount: nothing is staged there.
+      it("succeeds for a volume that is not staged there", VOLUMES, async (t) => {
         const volume = await t.createVolume();
         const path = await t.makeStagingPath();
-        await t.mountGated(
-          t.node.nodeUnstageVolume({ volumeId: volume.volumeId, stagingTargetPath: path }),
-          "NodeUnstageVolume of a path never staged",
-        );
+        await t.node.nodeUnstageVolume({ volumeId: volume.volumeId, stagingTargetPath: path });
       });
       it("unstages, and unstaging again succeeds", { ...VOLUMES, mounts: true }, async (t) => {
         const capability = t.mountCapability();
@@ -309,12 +307,9 @@ export function nodeTests(): SanityTest[] {
           "NodeUnpublishVolume without target_path",
         );
       });
-      it("succeeds for a target path that was never published", { ...VOLUMES, mounts: true }, async (t) => {
+      it("succeeds for a target path that was never published", VOLUMES, async (t) => {
         const volume = await t.createVolume();
-        await t.mountGated(
-          t.node.nodeUnpublishVolume({ volumeId: volume.volumeId, targetPath: await t.makeTargetPath() }),
-          "NodeUnpublishVolume of a target never published",
-        );
+        await t.node.nodeUnpublishVolume({ volumeId: volume.volumeId, targetPath: await t.makeTargetPath() });
       });
       it(
         "unpublishes and removes the target, and unpublishing again succeeds",
