@@ -269,10 +269,8 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
     if (version.served !== true) continue;
     const schema = rootSchema(version);
     const hasStatus = isRecord(at(version, "subresources.status"));
-    const subresources = [
-      ...(hasStatus ? ["status"] : []),
-      ...(isRecord(at(version, "subresources.scale")) ? ["scale"] : []),
-    ];
+    // Only the status subresource is served; scale is not (nothing here consumes it).
+    const subresources = hasStatus ? ["status"] : [];
     const columns = printerColumns(version);
     const selectable = Array.isArray(version.selectableFields)
       ? version.selectableFields.filter(isRecord)

@@ -186,7 +186,6 @@ export const serviceAccounts: ResourceDef = defineResource({
   kind: "ServiceAccount",
   namespaced: true,
   shortNames: ["sa"],
-  subresources: ["token"],
   returnDeletedObject: true,
   specChanged: () => false,
   columns: [

@@ -42,7 +42,7 @@ export const namespaces: ResourceDef = defineResource({
   namespaced: false,
   shortNames: ["ns"],
   verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
-  subresources: ["status", "finalize"],
+  subresources: ["status"],
   nameValidator: nameIsDNSLabel,
   defaults(object) {
     // Every namespace carries its own name as a label (NamespaceDefaultLabelName).
@@ -115,7 +115,7 @@ export const nodes: ResourceDef = defineResource({
   kind: "Node",
   namespaced: false,
   shortNames: ["no"],
-  subresources: ["status", "proxy"],
+  subresources: ["status"],
   validate(object) {
     const causes: FieldCause[] = [];
     const taints = at(object, "spec.taints");
