@@ -15,7 +15,7 @@ import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
 import { unknownFieldsOfCustomResource } from "./resources/index.ts";
 
 /** The Kubernetes version these documents describe (kubectl only displays it). */
-const INFO = Object.freeze({ title: "Kubernetes", version: "v1.32.0" });
+const INFO = Object.freeze({ title: "Kubernetes", version: "v1.33.0+csikit" });
 
 /** "api/v1" or "apis/<group>/<version>": the keys of the /openapi/v3 root. */
 export function openAPIV3PathOf(group: string, version: string): string {

@@ -1,0 +1,64 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createBuiltinRegistry } from "./registry.ts";
+import { openApiDocument, openAPIV3Document, openAPIV3Root } from "./openapi.ts";
+
+interface Operation {
+  "x-kubernetes-group-version-kind"?: { group: string; version: string; kind: string };
+  parameters?: { name: string; in: string }[];
+  requestBody?: { content: Record<string, unknown> };
+}
+
+test("every served kind's PATCH declares fieldValidation, as kubectl's verifier looks for it", () => {
+  const registry = createBuiltinRegistry();
+  const root = openAPIV3Root(registry);
+  for (const path of [
+    "api/v1",
+    "apis/storage.k8s.io/v1",
+    "apis/coordination.k8s.io/v1",
+    "apis/events.k8s.io/v1",
+    "apis/apiextensions.k8s.io/v1",
+  ]) {
+    assert.match(
+      root.paths[path]?.serverRelativeURL ?? "",
+      new RegExp(`^/openapi/v3/${path}\\?hash=[0-9A-F]+$`),
+    );
+  }
+  for (const def of registry.all()) {
+    const path = def.group === "" ? `api/${def.version}` : `apis/${def.group}/${def.version}`;
+    const url = root.paths[path]?.serverRelativeURL ?? "";
+    // served as JSON and parsable again, as the client does
+    const document = JSON.parse(JSON.stringify(openApiDocument(registry, url))) as {
+      openapi: string;
+      paths: Record<string, { patch?: Operation }>;
+      components: { schemas: Record<string, { "x-kubernetes-group-version-kind": unknown[] }> };
+    };
+    assert.equal(document.openapi, "3.0.0");
+    const patches = Object.values(document.paths)
+      .map((item) => item.patch)
+      .filter((op): op is Operation => op !== undefined)
+      .filter((op) => op["x-kubernetes-group-version-kind"]?.kind === def.kind);
+    assert.ok(patches.length > 0, `${def.kind} has a PATCH`);
+    for (const op of patches) {
+      assert.ok(
+        op.parameters?.some((p) => p.name === "fieldValidation" && p.in === "query"),
+        def.kind,
+      );
+      // no strategic-merge body: kubectl apply then uses its compiled-in patch metadata
+      assert.equal(op.requestBody?.content["application/strategic-merge-patch+json"], undefined);
+    }
+    assert.ok(
+      Object.values(document.components.schemas).some((s) =>
+        JSON.stringify(s["x-kubernetes-group-version-kind"]).includes(`"kind":"${def.kind}"`),
+      ),
+    );
+  }
+});
+
+test("unknown documents and /openapi/v2 are absent (404)", () => {
+  const registry = createBuiltinRegistry();
+  assert.equal(openApiDocument(registry, "/openapi/v2"), undefined);
+  assert.equal(openApiDocument(registry, "/openapi/v3/apis/example.com/v1"), undefined);
+  assert.equal(openAPIV3Document(registry, "apis/nothing/v1"), undefined);
+  assert.ok(openAPIV3Document(registry, "/openapi/v3/api/v1?hash=ABC"));
+});
