@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../base/index.ts";
-import { enqueueHandlers, runController } from "./controller.ts";
+import { currentReconcile, enqueueHandlers, runController } from "./controller.ts";
 import { InformerFactory } from "./informer.ts";
 import { ItemExponentialRateLimiter } from "./ratelimit.ts";
 import { WorkQueue } from "./workqueue.ts";
@@ -49,6 +49,7 @@ test("reconcile by key from a synced cache; deletes reconcile to NotFound; failu
   });
   informer.addEventHandler(enqueueHandlers(queue, { filter: (o) => o.metadata?.name !== "ctl-skip" }));
   const seen: string[] = [];
+  const ids = new Set<string>();
   let failuresLeft = 1;
   const controller = new AbortController();
   const running = Promise.all([
@@ -64,6 +65,9 @@ test("reconcile by key from a synced cache; deletes reconcile to NotFound; failu
           const object = informer.store.get(key);
           seen.push(`${key}=${object ? object.data?.v : "NotFound"}`);
           assert.ok(context.logger);
+          assert.equal(currentReconcile()?.key, key);
+          assert.equal(currentReconcile()?.controller, "test");
+          ids.add(currentReconcile()?.reconcileID ?? "");
           if (key === "default/ctl-b" && failuresLeft-- > 0) return Promise.reject(new Error("transient"));
           return Promise.resolve();
         },
@@ -84,6 +88,8 @@ test("reconcile by key from a synced cache; deletes reconcile to NotFound; failu
     await client.patch(CONFIGMAPS, "ctl-b", { data: { v: "2" } }, { namespace: "default" });
     await until(() => seen.length === 5, "the update");
     assert.equal(seen[4], "default/ctl-b=2", "filtered objects never reach the queue");
+    assert.equal(ids.size, 5, "a fresh reconcileID per reconcile");
+    assert.equal(currentReconcile(), undefined);
   } finally {
     controller.abort();
     await running;

@@ -5,7 +5,8 @@
 // - Workers start only after every listed informer has synced (so a reconcile never acts on a
 //   half-filled cache); if the signal aborts first, nothing runs and it resolves.
 // - Each key is reconciled by one worker at a time (the work queue's guarantee), with a
-//   logger carrying `controller`, `key` and a fresh `reconcileID`.
+//   logger carrying `controller`, `key` and a fresh `reconcileID`; the same three are
+//   available to any code the reconcile calls through `currentReconcile()`.
 // - Outcomes follow WorkQueue.runWorkers: success forgets the key's backoff, `{ requeueAfterMs }`
 //   looks again later, TerminalError is logged and dropped, any other error retries with backoff.
 // - Resolves when the signal aborted and every in-flight reconcile has returned. Informers are
@@ -13,6 +14,7 @@
 // `enqueueHandlers` builds the standard handlers: key of the object (or of a tombstone's last
 // state) into the queue, after an optional filter.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import { silentLogger, type Logger } from "../base/index.ts";
 import { deletedObject, type EventHandlers, type Tombstone } from "./informer.ts";
@@ -24,6 +26,20 @@ export interface ReconcileContext {
   signal: AbortSignal;
   /** Carries controller, key and reconcileID. */
   logger: Logger;
+}
+
+/** What `currentReconcile()` tells code running inside a reconcile (logs, metrics, events). */
+export interface ReconcileInfo {
+  controller: string;
+  key: string;
+  reconcileID: string;
+}
+
+const reconcileStorage = new AsyncLocalStorage<ReconcileInfo>();
+
+/** The reconcile the calling code runs in, if any (carried across awaits). */
+export function currentReconcile(): ReconcileInfo | undefined {
+  return reconcileStorage.getStore();
 }
 
 export interface ControllerOptions {
@@ -54,11 +70,15 @@ export async function runController(options: ControllerOptions, signal: AbortSig
     {
       workers: options.workers,
       logger,
-      process: (key, workerSignal) =>
-        options.reconcile(key, {
-          signal: workerSignal,
-          logger: logger.with({ key, reconcileID: randomUUID() }),
-        }),
+      process: (key, workerSignal) => {
+        const info: ReconcileInfo = { controller: options.name, key, reconcileID: randomUUID() };
+        return reconcileStorage.run(info, () =>
+          options.reconcile(key, {
+            signal: workerSignal,
+            logger: logger.with({ key, reconcileID: info.reconcileID }),
+          }),
+        );
+      },
     },
     signal,
   );

@@ -298,3 +298,18 @@ test("workqueue_* metrics: adds, retries, depth, queue and work durations, in-fl
   assert.match(after, /workqueue_work_duration_seconds_sum\{name="claims"\} 3/);
   assert.match(after, /workqueue_depth\{name="claims"\} 1/);
 });
+
+test("waitIdle resolves once nothing is queued or processing; delayed items do not count", async () => {
+  const { q } = queue();
+  await q.waitIdle();
+  q.add("a");
+  q.addAfter("later", 10_000);
+  let idle = false;
+  const waiting = q.waitIdle().then(() => (idle = true));
+  await take(q);
+  await settle();
+  assert.equal(idle, false);
+  q.done("a");
+  await waiting;
+  assert.equal(q.delayedCount(), 1);
+});

@@ -15,7 +15,8 @@
 //   `shutdown`; `get` still hands out items already queued (as client-go), so callers that
 //   want to stop at once check their own signal. `shutDownWithDrain()` also resolves only
 //   when every item handed out has been `done`.
-// - `len()` counts items ready in the queue (not processing, not delayed).
+// - `len()` counts items ready in the queue (not processing, not delayed); `waitIdle()`
+//   resolves when nothing is queued or processing.
 // `runWorkers` is the standard worker loop over a queue: N workers, success → forget,
 // `{ requeueAfterMs }` → forget + addAfter, TerminalError → logged, forget, no retry, any other
 // error → logged + addRateLimited. Time comes from an injected Clock.
@@ -82,6 +83,7 @@ export class WorkQueue<T> {
   readonly #waiting = new Map<T, Delayed>();
   #getters: ((result: GetResult<T>) => void)[] = [];
   #drainers: (() => void)[] = [];
+  #idlers: (() => void)[] = [];
   #shuttingDown = false;
   readonly #metrics: WorkQueueMetricsRecorder | undefined;
   /** When each queued item was added, and when each handed-out item was taken (for metrics). */
@@ -172,6 +174,23 @@ export class WorkQueue<T> {
       this.#drainers = [];
       for (const resolve of drainers) resolve();
     }
+    this.#checkIdle();
+  }
+
+  /**
+   * Resolves once nothing is queued and nothing is being processed (delayed items do not
+   * count): lets tests and shutdown code wait for a burst of work to settle without sleeping.
+   */
+  waitIdle(): Promise<void> {
+    if (this.len() === 0 && this.#processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idlers.push(resolve));
+  }
+
+  #checkIdle(): void {
+    if (this.#idlers.length === 0 || this.len() > 0 || this.#processing.size > 0) return;
+    const idlers = this.#idlers;
+    this.#idlers = [];
+    for (const resolve of idlers) resolve();
   }
 
   len(): number {
@@ -197,6 +216,7 @@ export class WorkQueue<T> {
     this.#shuttingDown = true;
     for (const delayed of this.#waiting.values()) delayed.cancel();
     this.#waiting.clear();
+    this.#checkIdle();
     if (this.len() === 0) {
       const getters = this.#getters;
       this.#getters = [];
