@@ -438,6 +438,18 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
   return next;
 }
 
+/**
+ * An update removes the object when it is being deleted, has no finalizers left and no grace
+ * period pending (upstream's shouldDeleteDuringUpdate): a pod in graceful termination
+ * (deletionGracePeriodSeconds > 0) stays until it is deleted with grace 0.
+ */
+function deletesOnUpdate(object: KubeObject): boolean {
+  const meta = object.metadata;
+  if (!meta?.deletionTimestamp || finalizersOf(object).length > 0) return false;
+  const grace = meta.deletionGracePeriodSeconds;
+  return grace === undefined || grace === 0;
+}
+
 /** Stores `next` over `old` (or removes it when it is being deleted and has no finalizers left). */
 function commit(
   ctx: RestContext,
@@ -450,7 +462,7 @@ function commit(
   if (jsonEqual(next, old.object)) return { code: 200, body: forOutput(def, old.object) };
   if (options.dryRun) return { code: 200, body: forOutput(def, next) };
   try {
-    if (next.metadata?.deletionTimestamp && finalizersOf(next).length === 0) {
+    if (deletesOnUpdate(next)) {
       const stored = ctx.store.update(old.key, next, old.revision);
       const removed = ctx.store.delete(old.key, stored.revision);
       ctx.afterWrite?.();

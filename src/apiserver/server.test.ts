@@ -286,6 +286,33 @@ describe("status subresource, generation, finalizers", () => {
     });
   });
 
+  test("graceful pod deletion: a scheduled pod stays until deleted with grace 0, status updates do not remove it", async () => {
+    await core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: { name: "graceful" },
+        spec: { nodeName: "node-1", containers: [{ name: "c", image: "busybox" }] },
+      },
+    });
+    await core.deleteNamespacedPod({ namespace: "default", name: "graceful" });
+    const terminating = await core.readNamespacedPod({ namespace: "default", name: "graceful" });
+    assert.ok(terminating.metadata?.deletionTimestamp);
+    assert.equal(terminating.metadata?.deletionGracePeriodSeconds, 30);
+    await core.patchNamespacedPodStatus(
+      { namespace: "default", name: "graceful", body: { status: { phase: "Running" } } },
+      merge,
+    );
+    assert.equal(
+      (await core.readNamespacedPod({ namespace: "default", name: "graceful" })).status?.phase,
+      "Running",
+    );
+    await core.deleteNamespacedPod({ namespace: "default", name: "graceful", gracePeriodSeconds: 0 });
+    assert.equal(
+      (await failure(core.readNamespacedPod({ namespace: "default", name: "graceful" }))).code,
+      404,
+    );
+  });
+
   test("pods/binding sets spec.nodeName once", async () => {
     await core.createNamespacedPod({
       namespace: "default",
