@@ -126,7 +126,7 @@ test("list: prefix boundaries, key order, pagination with remaining, at a past r
   const page2 = store.list({
     prefix: "/core/pods/",
     limit: 1,
-    startAfter: page1.continueKey!,
+    startAfter: page1.continueKey,
     revision: page1.revision,
   });
   assert.equal(page2.revision, afterFive);

@@ -58,6 +58,8 @@ export interface SqliteStoreOptions {
   synchronous?: "FULL" | "NORMAL";
   /** Undelivered live events per watch before it is ended with Gone. Default 10000. */
   watchBufferLimit?: number;
+  /** Stored events a replaying watch reads per query (bounds its memory). Default 500. */
+  watchReplayPageSize?: number;
   /** How long open waits for another process to release the file, in ms. Default 2000. */
   lockTimeoutMs?: number;
   logger?: Logger;
@@ -128,6 +130,9 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
       compacted,
       compactionWindow,
       watchBufferLimit,
+      ...(options.watchReplayPageSize === undefined
+        ? {}
+        : { watchReplayPageSize: options.watchReplayPageSize }),
       logger,
       clock: options.clock ?? realClock,
     });
@@ -198,6 +203,7 @@ interface StoreInit {
   compacted: number;
   compactionWindow: number;
   watchBufferLimit: number;
+  watchReplayPageSize?: number;
   logger: Logger;
   clock: Clock;
 }
@@ -236,6 +242,7 @@ class SqliteStoreImpl implements SqliteStore {
         currentRevision: () => this.#revision,
       },
       bufferLimit: init.watchBufferLimit,
+      ...(init.watchReplayPageSize === undefined ? {} : { replayPageSize: init.watchReplayPageSize }),
       logger: init.logger,
     });
   }
