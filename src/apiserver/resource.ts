@@ -83,6 +83,17 @@ export interface ResourceDef {
    * Absent = 0 (immediate unless finalizers hold it).
    */
   deleteGracePeriod?(object: KubeObject, requested: number | undefined): number;
+  /**
+   * Create keeps the client's `status` even though the kind has a status subresource (nodes:
+   * the kubelet registers a Node with its status). Default false: status is dropped on create.
+   */
+  keepStatusOnCreate?: boolean;
+  /**
+   * Whether the kind carries metadata.generation at all. Upstream sets it only for kinds whose
+   * strategy tracks it (CRDs, custom resources; not PVs, PVCs, pods in 1.32, storage kinds…).
+   * Default true (generation 1 on create, bumped when specChanged).
+   */
+  tracksGeneration?: boolean;
 }
 
 /** The set of served resources; CRDs add and remove entries at run time. */

@@ -103,6 +103,7 @@ export const customResourceDefinitions: ResourceDef = defineResource({
   shortNames: ["crd", "crds"],
   categories: ["api-extensions"],
   subresources: ["status"],
+  tracksGeneration: true,
   defaults(object) {
     const spec = child(object, "spec");
     const names = child(spec, "names");
@@ -294,6 +295,7 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
       categories: Array.isArray(names.categories) ? names.categories.map(str) : [],
       subresources,
       nameValidator: nameIsDNSSubdomain,
+      tracksGeneration: true,
       defaults(target) {
         if (schema === undefined) return;
         pruneUnknownFields(target, schema);

@@ -5,6 +5,8 @@
 
 import {
   ageSince,
+  formatQuantity,
+  tryParseQuantity,
   fieldForbidden,
   fieldInvalid,
   fieldRequired,
@@ -61,6 +63,25 @@ export function child(parent: Obj, key: string): Obj {
 /** Sets parent[key] = value when the key is absent (undefined or null). */
 export function setDefault(parent: Obj, key: string, value: unknown): void {
   if (parent[key] === undefined || parent[key] === null) parent[key] = value;
+}
+
+/**
+ * Rewrites a quantity in canonical form, as the API server re-encodes every Quantity it
+ * decodes ("1024Mi" → "1Gi", 5 → "5"). Malformed values stay for validation to report.
+ */
+export function canonicalizeQuantity(parent: unknown, key: string): void {
+  if (!isRecord(parent)) return;
+  const value = parent[key];
+  if (typeof value !== "string" && typeof value !== "number") return;
+  const quantity = tryParseQuantity(value);
+  if (quantity !== undefined) parent[key] = formatQuantity(quantity);
+}
+
+/** canonicalizeQuantity over every entry of a ResourceList at `path`. */
+export function canonicalizeResourceList(object: unknown, path: string): void {
+  const list = at(object, path);
+  if (!isRecord(list)) return;
+  for (const key of Object.keys(list)) canonicalizeQuantity(list, key);
 }
 
 export function metaOf(object: KubeObject): Obj {
@@ -222,6 +243,10 @@ export interface KindSpec {
   openAPISchema?: Record<string, unknown>;
   returnDeletedObject?: boolean;
   deleteGracePeriod?: (object: KubeObject, requested: number | undefined) => number;
+  /** Create keeps the client's status (nodes). Default false. */
+  keepStatusOnCreate?: boolean;
+  /** Whether metadata.generation exists for the kind (CRDs and custom resources). Default false. */
+  tracksGeneration?: boolean;
 }
 
 export const METADATA_PATCH_STRATEGIES = Object.freeze({
@@ -294,6 +319,8 @@ export function defineResource(spec: KindSpec): ResourceDef {
   };
   if (spec.openAPISchema !== undefined) def.openAPISchema = spec.openAPISchema;
   if (spec.returnDeletedObject === true) def.returnDeletedObject = true;
+  if (spec.keepStatusOnCreate === true) def.keepStatusOnCreate = true;
+  def.tracksGeneration = spec.tracksGeneration === true;
   const grace = spec.deleteGracePeriod;
   if (grace !== undefined) def.deleteGracePeriod = (object, requested) => grace(object, requested);
   return def;

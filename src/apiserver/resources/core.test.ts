@@ -496,3 +496,34 @@ test("leases", () => {
     "60m",
   ]);
 });
+
+test("quantities are stored in canonical form; generation and create-status flags", () => {
+  const claim = created(persistentVolumeClaims, {
+    metadata: { name: "c", namespace: "default" },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1024Mi" }, limits: { storage: 2147483648 } },
+    },
+  });
+  assert.deepEqual((claim.spec as { resources: unknown }).resources, {
+    requests: { storage: "1Gi" },
+    limits: { storage: "2Gi" },
+  });
+  const malformed = created(persistentVolumeClaims, {
+    metadata: { name: "c", namespace: "default" },
+    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "lots" } } },
+  });
+  assert.deepEqual(fields(persistentVolumeClaims.validateCreate(malformed)), ["spec.resources[storage]"]);
+  const volume = created(persistentVolumes, {
+    metadata: { name: "pv" },
+    spec: {
+      capacity: { storage: "1.5Gi" },
+      accessModes: ["ReadWriteOnce"],
+      csi: { driver: "d.example.com", volumeHandle: "h" },
+    },
+  });
+  assert.equal((volume.spec as { capacity: { storage: string } }).capacity.storage, "1536Mi");
+  assert.equal(nodes.keepStatusOnCreate, true);
+  assert.equal(pods.keepStatusOnCreate, undefined);
+  assert.equal(persistentVolumeClaims.tracksGeneration, false);
+});

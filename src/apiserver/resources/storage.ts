@@ -19,6 +19,7 @@ import {
   NAME_COLUMN,
   age,
   at,
+  canonicalizeQuantity,
   column,
   defineResource,
   immutable,
@@ -576,6 +577,10 @@ export const csiStorageCapacities: ResourceDef = defineResource({
   resource: "csistoragecapacities",
   kind: "CSIStorageCapacity",
   namespaced: true,
+  defaults(object) {
+    canonicalizeQuantity(object, "capacity");
+    canonicalizeQuantity(object, "maximumVolumeSize");
+  },
   validate(object) {
     const causes: FieldCause[] = [];
     const className = str(object.storageClassName);

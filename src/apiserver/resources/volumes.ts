@@ -20,6 +20,7 @@ import {
   NAME_COLUMN,
   age,
   at,
+  canonicalizeResourceList,
   child,
   column,
   deepEqual,
@@ -174,6 +175,7 @@ export const persistentVolumes: ResourceDef = defineResource({
     setDefault(spec, "persistentVolumeReclaimPolicy", "Retain");
     setDefault(spec, "volumeMode", "Filesystem");
     setDefault(child(object, "status"), "phase", "Pending");
+    canonicalizeResourceList(object, "spec.capacity");
   },
   validate(object) {
     const spec = isRecord(object.spec) ? object.spec : {};
@@ -344,6 +346,14 @@ export const persistentVolumeClaims: ResourceDef = defineResource({
     const spec = child(object, "spec");
     setDefault(spec, "volumeMode", "Filesystem");
     setDefault(child(object, "status"), "phase", "Pending");
+    for (const path of [
+      "spec.resources.requests",
+      "spec.resources.limits",
+      "status.capacity",
+      "status.allocatedResources",
+    ]) {
+      canonicalizeResourceList(object, path);
+    }
   },
   validate(object) {
     const spec = isRecord(object.spec) ? object.spec : {};

@@ -18,6 +18,7 @@ import {
   NAME_COLUMN,
   age,
   at,
+  canonicalizeResourceList,
   child,
   column,
   deepEqual,
@@ -116,6 +117,12 @@ export const nodes: ResourceDef = defineResource({
   namespaced: false,
   shortNames: ["no"],
   subresources: ["status"],
+  // The kubelet registers its Node with status (capacity, conditions, addresses).
+  keepStatusOnCreate: true,
+  defaults(object) {
+    canonicalizeResourceList(object, "status.capacity");
+    canonicalizeResourceList(object, "status.allocatable");
+  },
   validate(object) {
     const causes: FieldCause[] = [];
     const taints = at(object, "spec.taints");
@@ -210,6 +217,8 @@ function containerDefaults(container: Obj): void {
   const tagged = lastSegment.includes(":") || image.includes("@");
   setDefault(container, "imagePullPolicy", !tagged || image.endsWith(":latest") ? "Always" : "IfNotPresent");
   setDefault(container, "resources", {});
+  canonicalizeResourceList(container, "resources.requests");
+  canonicalizeResourceList(container, "resources.limits");
   const ports = container.ports;
   if (Array.isArray(ports)) for (const port of ports) if (isRecord(port)) setDefault(port, "protocol", "TCP");
 }
