@@ -507,7 +507,7 @@ test("quantities are stored in canonical form; generation and create-status flag
   });
   assert.deepEqual((claim.spec as { resources: unknown }).resources, {
     requests: { storage: "1Gi" },
-    limits: { storage: "2Gi" },
+    limits: { storage: "2147483648" },
   });
   const malformed = created(persistentVolumeClaims, {
     metadata: { name: "c", namespace: "default" },
