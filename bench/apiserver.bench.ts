@@ -1,0 +1,471 @@
+// `npm run bench:apiserver`: throughput and latency of the embedded API server, run as its own
+// process over HTTPS with a real SQLite state directory (a temp dir, removed at the end even on
+// failure). Scenarios: create / get / update-with-resourceVersion / merge patch of ConfigMaps at
+// bounded concurrency, list of the created set unpaged and paged, and watch fan-out (W watchers ×
+// E events, per-delivery latency). Raw keep-alive HTTPS is the baseline; one row per scenario
+// family goes through @kubernetes/client-node, which is what real components pay. Results are
+// printed as Markdown tables; nothing here asserts on a number. `--quick` is a smoke run.
+
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  CoreV1Api,
+  KubeConfig,
+  ServerConfiguration,
+  createConfiguration,
+  type RequestContext,
+  type ResponseContext,
+} from "@kubernetes/client-node";
+// client-node's own HTTP library; imported only to hand it one shared keep-alive pool.
+import { Agent as UndiciAgent } from "undici";
+import { GVR } from "../src/api/index.ts";
+import { KubeClient } from "../src/kube/index.ts";
+import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import { RawClient } from "./apiserver/raw-client.ts";
+import { startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
+import {
+  medianOf,
+  ratio,
+  renderTable,
+  runBounded,
+  summarize,
+  type RunResult,
+  type Summary,
+} from "./apiserver/stats.ts";
+import { runWatchFanout } from "./apiserver/watch-fanout.ts";
+
+const FLAGS: FlagSpecs = {
+  quick: { type: "bool", help: "Small counts for a smoke run (well under 20 s)." },
+  watchers: { type: "int", default: "100", help: "Watch streams in the fan-out scenario." },
+  events: { type: "int", default: "10000", help: "Events written in the fan-out scenario." },
+  rate: { type: "int", default: "400", help: "Target write rate of the fan-out scenario, events/s." },
+  reps: { type: "int", default: "3", help: "Repetitions of the short scenarios; each cell is the median." },
+  concurrency: { type: "int", default: "16", help: "Requests in flight in the throughput scenarios." },
+  "server-cpu-prof": {
+    type: "string",
+    help: "Write a V8 CPU profile of the server process into this directory (open it in Chrome DevTools).",
+  },
+};
+
+interface Sizes {
+  creates: number;
+  gets: number;
+  updates: number;
+  patches: number;
+  lists: number;
+  pageSize: number;
+  watchers: number;
+  events: number;
+  reps: number;
+}
+
+const CLIENT_NOTE =
+  "ratio: ops/s against raw https. client-node: kc.makeApiClient(CoreV1Api) as is (a new undici Agent, " +
+  "so a new TLS connection, per request; runs 1/4 of the count). shared pool: the same API with a " +
+  "middleware that sets one keep-alive undici Agent. KubeClient.get: src/kube's generic path " +
+  "(node:https with KubeConfig.applyToHTTPSOptions' agent, no keep-alive; 1/4 of the count), qps/burst unlimited. " +
+  "srv CPU µs/op: server process CPU time over all reps ÷ ops.";
+const PAYLOAD = "x".repeat(256); // a ConfigMap of ordinary size, not an empty shell
+const NS = "bench-objects";
+
+async function main(argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(FLAGS, argv);
+  if (parsed.help) {
+    process.stdout.write(
+      formatHelp(
+        "npm run bench:apiserver -- [flags]",
+        FLAGS,
+        "Benchmarks the embedded API server (child process, HTTPS, SQLite) and prints Markdown tables.",
+      ),
+    );
+    return 0;
+  }
+  if (parsed.version) {
+    process.stdout.write(`bench:apiserver on node ${process.version}\n`);
+    return 0;
+  }
+  const flags = new Flags(parsed);
+  const quick = flags.bool("quick");
+  const positive = (name: string): number => {
+    const value = flags.number(name);
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`--${name}: want a positive integer, got ${value}`);
+    return value;
+  };
+  const sizes: Sizes = quick
+    ? {
+        creates: 200,
+        gets: 500,
+        updates: 200,
+        patches: 100,
+        lists: 3,
+        pageSize: 50,
+        watchers: flags.isSet("watchers") ? positive("watchers") : 10,
+        events: flags.isSet("events") ? positive("events") : 500,
+        reps: flags.isSet("reps") ? positive("reps") : 1,
+      }
+    : {
+        creates: 2000,
+        gets: 5000,
+        updates: 2000,
+        patches: 1000,
+        lists: 5,
+        pageSize: 500,
+        watchers: positive("watchers"),
+        events: positive("events"),
+        reps: positive("reps"),
+      };
+  const concurrency = positive("concurrency");
+  const rate = positive("rate");
+
+  const cpu = cpus();
+  process.stdout.write(
+    `## csikit API server benchmark${quick ? " (--quick)" : ""}\n\n` +
+      `machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown cpu"}, ` +
+      `${(totalmem() / 2 ** 30).toFixed(1)} GiB, load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}; node ${process.version} (${process.platform}/${process.arch})\n` +
+      `server: child process, HTTPS on 127.0.0.1, SQLite (WAL, synchronous=FULL) in ${tmpdir()}\n` +
+      `clients: raw node:https keep-alive (${concurrency} sockets, ${concurrency} in flight) and ` +
+      `@kubernetes/client-node (same bound); short scenarios: median of ${sizes.reps} rep(s)\n\n`,
+  );
+
+  const stateDir = await mkdtemp(join(tmpdir(), "csikit-bench-apiserver-"));
+  let server: ServerProcess | undefined;
+  let raw: RawClient | undefined;
+  let dispatcher: UndiciAgent | undefined;
+  const interrupted = (): void => {
+    // Cleanup still runs: the finally below does it once the pending work fails or returns.
+    process.stderr.write("interrupted; stopping the server and removing the state dir\n");
+    void server
+      ?.stop()
+      .finally(() => rm(stateDir, { recursive: true, force: true }).finally(() => process.exit(130)));
+  };
+  process.once("SIGINT", interrupted);
+  process.once("SIGTERM", interrupted);
+  try {
+    const cpuProfileDir = flags.string("server-cpu-prof");
+    server = await startServerProcess({
+      stateDir: join(stateDir, "state"),
+      ...(cpuProfileDir !== "" ? { cpuProfileDir } : {}),
+    });
+    raw = new RawClient({ ...server, maxSockets: concurrency });
+    const kc = new KubeConfig();
+    kc.loadFromFile(server.kubeconfigPath);
+    const core = kc.makeApiClient(CoreV1Api);
+    dispatcher = new UndiciAgent({ connect: { ca: server.caCertPem }, connections: concurrency });
+    const sharedPool = dispatcher;
+    const coreShared = new CoreV1Api(
+      createConfiguration({
+        baseServer: new ServerConfiguration(server.url, {}),
+        authMethods: { default: kc },
+        promiseMiddleware: [
+          {
+            // Runs after the kubeconfig's auth set a fresh per-request dispatcher: replace it.
+            pre: (context: RequestContext) => {
+              context.setDispatcher(sharedPool);
+              return Promise.resolve(context);
+            },
+            post: (context: ResponseContext) => Promise.resolve(context),
+          },
+        ],
+      }),
+    );
+    const kube = new KubeClient({ kubeConfig: kc, qps: 1e9, burst: 1e9, userAgent: "csikit-bench" });
+    await runScenarios({ server, raw, core, coreShared, kube, sizes, concurrency, rate });
+    return 0;
+  } finally {
+    await dispatcher?.close();
+    raw?.close();
+    await server?.stop();
+    await rm(stateDir, { recursive: true, force: true });
+    process.off("SIGINT", interrupted);
+    process.off("SIGTERM", interrupted);
+  }
+}
+
+interface ScenarioContext {
+  server: ServerProcess;
+  raw: RawClient;
+  core: CoreV1Api;
+  /** client-node with one shared keep-alive connection pool. */
+  coreShared: CoreV1Api;
+  /** csikit's own client (src/kube), its generic path, throttling out of the way. */
+  kube: KubeClient;
+  sizes: Sizes;
+  concurrency: number;
+  rate: number;
+}
+
+function progress(text: string): void {
+  process.stderr.write(`… ${text}\n`);
+}
+
+/**
+ * Runs `rep` `reps` times and reduces to medians; the server's CPU time over all reps, per
+ * operation, comes along (it is what one request costs the server, whatever the client).
+ */
+async function repeated(
+  server: ServerProcess,
+  reps: number,
+  rep: (r: number) => Promise<RunResult>,
+): Promise<Summary> {
+  const results: Summary[] = [];
+  const cpuBefore = server.cpuSeconds();
+  let ops = 0;
+  for (let r = 0; r < reps; r++) {
+    const result = await rep(r);
+    ops += result.ops;
+    results.push(summarize(result));
+  }
+  return { ...medianOf(results), serverCpuUsPerOp: ((server.cpuSeconds() - cpuBefore) * 1e6) / ops };
+}
+
+function configMap(name: string, extra: Record<string, string> = {}): object {
+  return { metadata: { name, labels: { app: "bench" } }, data: { payload: PAYLOAD, ...extra } };
+}
+
+async function runScenarios(context: ScenarioContext): Promise<void> {
+  const { server, raw, core, coreShared, kube, sizes, concurrency } = context;
+  const measure = (rep: (r: number) => Promise<RunResult>): Promise<Summary> =>
+    repeated(server, sizes.reps, rep);
+  // Clients that open a TLS connection per request run a quarter of the count: their rate is
+  // what matters, and the full count would dominate the whole run.
+  const slow = (count: number): number => Math.max(1, Math.ceil(count / 4));
+  const objects = (ns: string): string => `/api/v1/namespaces/${ns}/configmaps`;
+  const out = (text: string): void => void process.stdout.write(text + "\n");
+
+  // Warm-up: TLS sessions, JIT, the server's first-request paths.
+  await runBounded(100, concurrency, async () => void (await raw.send("GET", "/api/v1/namespaces/default")));
+  await raw.send("POST", "/api/v1/namespaces", { metadata: { name: NS } });
+
+  // create — rep r fills its own namespace; rep 0's objects serve every later scenario.
+  progress(`create ${sizes.creates} × ${sizes.reps}`);
+  const resourceVersions: string[] = [];
+  const createRaw = await measure(async (r) => {
+    const ns = r === 0 ? NS : `bench-create-${r}`;
+    if (r !== 0) await raw.send("POST", "/api/v1/namespaces", { metadata: { name: ns } });
+    return runBounded(sizes.creates, concurrency, async (i) => {
+      const created = await raw.send("POST", objects(ns), configMap(`cm-${i}`));
+      if (r === 0) resourceVersions[i] = rv(created.text);
+    });
+  });
+  const createNode = await measure(async (r) => {
+    const ns = `bench-create-kc-${r}`;
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    return runBounded(slow(sizes.creates), concurrency, async (i) => {
+      await core.createNamespacedConfigMap({ namespace: ns, body: configMap(`cm-${i}`) });
+    });
+  });
+  const createShared = await measure(async (r) => {
+    const ns = `bench-create-pool-${r}`;
+    await coreShared.createNamespace({ body: { metadata: { name: ns } } });
+    return runBounded(sizes.creates, concurrency, async (i) => {
+      await coreShared.createNamespacedConfigMap({ namespace: ns, body: configMap(`cm-${i}`) });
+    });
+  });
+  out(
+    renderTable(
+      `create ConfigMap (POST, ${concurrency} in flight)`,
+      [
+        { label: "raw https", summary: createRaw },
+        {
+          label: "client-node",
+          summary: createNode,
+          ratio: ratio(createNode.opsPerSecond, createRaw.opsPerSecond),
+        },
+        {
+          label: "client-node, shared pool",
+          summary: createShared,
+          ratio: ratio(createShared.opsPerSecond, createRaw.opsPerSecond),
+        },
+      ],
+      [CLIENT_NOTE],
+    ),
+  );
+
+  progress(`get ${sizes.gets} × ${sizes.reps}`);
+  const getRaw = await measure(() =>
+    runBounded(sizes.gets, concurrency, async (i) => {
+      await raw.send("GET", `${objects(NS)}/cm-${i % sizes.creates}`);
+    }),
+  );
+  const getNode = await measure(() =>
+    runBounded(slow(sizes.gets), concurrency, async (i) => {
+      await core.readNamespacedConfigMap({ namespace: NS, name: `cm-${i % sizes.creates}` });
+    }),
+  );
+  const getShared = await measure(() =>
+    runBounded(sizes.gets, concurrency, async (i) => {
+      await coreShared.readNamespacedConfigMap({ namespace: NS, name: `cm-${i % sizes.creates}` });
+    }),
+  );
+  const getKube = await measure(() =>
+    runBounded(slow(sizes.gets), concurrency, async (i) => {
+      await kube.get(GVR.configMaps, `cm-${i % sizes.creates}`, { namespace: NS });
+    }),
+  );
+  out(
+    renderTable(
+      `get ConfigMap (${concurrency} in flight)`,
+      [
+        { label: "raw https", summary: getRaw },
+        { label: "client-node", summary: getNode, ratio: ratio(getNode.opsPerSecond, getRaw.opsPerSecond) },
+        {
+          label: "client-node, shared pool",
+          summary: getShared,
+          ratio: ratio(getShared.opsPerSecond, getRaw.opsPerSecond),
+        },
+        {
+          label: "csikit KubeClient.get",
+          summary: getKube,
+          ratio: ratio(getKube.opsPerSecond, getRaw.opsPerSecond),
+        },
+      ],
+      [CLIENT_NOTE],
+    ),
+  );
+
+  progress(`update ${sizes.updates} × ${sizes.reps}`);
+  const updateRaw = await measure((r) =>
+    runBounded(sizes.updates, concurrency, async (i) => {
+      const index = i % sizes.creates;
+      const body = configMap(`cm-${index}`, { rep: String(r) }) as { metadata: Record<string, unknown> };
+      body.metadata.resourceVersion = resourceVersions[index];
+      const updated = await raw.send("PUT", `${objects(NS)}/cm-${index}`, body);
+      resourceVersions[index] = rv(updated.text);
+    }),
+  );
+  out(
+    renderTable(`update ConfigMap (PUT with resourceVersion, ${concurrency} in flight)`, [
+      { label: "raw https", summary: updateRaw },
+    ]),
+  );
+
+  progress(`merge patch ${sizes.patches} × ${sizes.reps}`);
+  const patchRaw = await measure((r) =>
+    runBounded(sizes.patches, concurrency, async (i) => {
+      await raw.send(
+        "PATCH",
+        `${objects(NS)}/cm-${i % sizes.creates}`,
+        { metadata: { annotations: { "bench.csikit.io/patched": String(r) } }, data: { patched: String(r) } },
+        "application/merge-patch+json",
+      );
+    }),
+  );
+  out(
+    renderTable(`patch ConfigMap (application/merge-patch+json, ${concurrency} in flight)`, [
+      { label: "raw https", summary: patchRaw },
+    ]),
+  );
+
+  progress(`list ${sizes.creates} objects × ${sizes.lists} × ${sizes.reps}`);
+  const listAll = async (pageSize: number | undefined): Promise<void> => {
+    let token = "";
+    let items = 0;
+    do {
+      const query = new URLSearchParams();
+      if (pageSize !== undefined) query.set("limit", String(pageSize));
+      if (token !== "") query.set("continue", token);
+      const page = JSON.parse((await raw.send("GET", `${objects(NS)}?${query.toString()}`)).text) as {
+        items: unknown[];
+        metadata: { continue?: string };
+      };
+      items += page.items.length;
+      token = page.metadata.continue ?? "";
+    } while (token !== "");
+    if (items !== sizes.creates) throw new Error(`list returned ${items} items, want ${sizes.creates}`);
+  };
+  const listUnpaged = await measure(() => runBounded(sizes.lists, 1, () => listAll(undefined)));
+  const listPaged = await measure(() => runBounded(sizes.lists, 1, () => listAll(sizes.pageSize)));
+  const listNode = await measure(() =>
+    runBounded(sizes.lists, 1, async () => {
+      const list = await core.listNamespacedConfigMap({ namespace: NS });
+      if (list.items.length !== sizes.creates)
+        throw new Error(`client-node list: ${list.items.length} items`);
+    }),
+  );
+  out(
+    renderTable(
+      `list ${sizes.creates} ConfigMaps (one op = the whole set; sequential)`,
+      [
+        { label: "raw https, unpaged", summary: listUnpaged },
+        {
+          label: `raw https, limit=${sizes.pageSize}`,
+          summary: listPaged,
+          ratio: ratio(listPaged.opsPerSecond, listUnpaged.opsPerSecond),
+        },
+        {
+          label: "client-node, unpaged",
+          summary: listNode,
+          ratio: ratio(listNode.opsPerSecond, listUnpaged.opsPerSecond),
+        },
+      ],
+      ["ratio: ops/s against raw https unpaged."],
+    ),
+  );
+
+  progress(`watch fan-out: ${sizes.watchers} watchers × ${sizes.events} events at ${context.rate}/s`);
+  const fanoutCpuBefore = server.cpuSeconds();
+  const fanout = await runWatchFanout({
+    client: raw,
+    namespace: "bench-watch",
+    watchers: sizes.watchers,
+    events: sizes.events,
+    rate: context.rate,
+    concurrency: Math.min(8, concurrency),
+    idleTimeoutMs: 15_000,
+  });
+  const fanoutCpu = server.cpuSeconds() - fanoutCpuBefore;
+  const lossless =
+    fanout.delivered === fanout.expected && fanout.duplicates === 0 && fanout.problems.length === 0;
+  const notes = [
+    `delivered ${fanout.delivered} of ${fanout.expected} expected (${fanout.watchers} × ${fanout.events}), ` +
+      `${fanout.duplicates} duplicates, ${fanout.outOfOrder} out of order` +
+      (lossless ? " — lossless" : ""),
+    "writes: POST latency (send → ack), paced at the target rate, ≤ 8 in flight. " +
+      "delivery rows: seconds = first send → last delivery; ops/s = deliveries per second.",
+    "from ack: negative when the watch event reached the client before the write's own response.",
+    `server CPU over the fan-out: ${fanoutCpu.toFixed(1)} s = ` +
+      `${((fanoutCpu * 1e6) / fanout.events).toFixed(0)} µs per event, ` +
+      `${((fanoutCpu * 1e6) / Math.max(1, fanout.delivered)).toFixed(1)} µs per delivery.`,
+  ];
+  if (!lossless) {
+    notes.push(
+      `!!! LOSS OR ERRORS IN WATCH FAN-OUT: ${fanout.expected - fanout.delivered} deliveries missing, ` +
+        `${fanout.duplicates} duplicates`,
+      ...fanout.problems.slice(0, 20).map((p) => `!!! ${p}`),
+      ...(fanout.problems.length > 20 ? [`!!! … and ${fanout.problems.length - 20} more problems`] : []),
+    );
+  }
+  out(
+    renderTable(
+      `watch fan-out (${fanout.watchers} watchers × ${fanout.events} events, target ${context.rate} writes/s)`,
+      [
+        { label: "writes (create)", summary: fanout.writes },
+        { label: "delivery, from send", summary: fanout.fromSend },
+        { label: "delivery, from write ack", summary: fanout.fromAck },
+      ],
+      notes,
+    ),
+  );
+  if (!lossless) process.exitCode = 1;
+}
+
+function rv(text: string): string {
+  const object = JSON.parse(text) as { metadata?: { resourceVersion?: string } };
+  const version = object.metadata?.resourceVersion;
+  if (version === undefined)
+    throw new Error(`response without metadata.resourceVersion: ${text.slice(0, 200)}`);
+  return version;
+}
+
+try {
+  process.exitCode ??= await main(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(
+    `bench:apiserver: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exitCode = 1;
+}
