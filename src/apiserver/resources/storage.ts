@@ -496,11 +496,14 @@ export const volumeAttachments: ResourceDef = defineResource({
   specChanged: () => false,
   columns: [
     NAME_COLUMN,
-    column(
-      "Attacher",
-      "string",
-      "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",
-    ),
+    {
+      ...column(
+        "Attacher",
+        "string",
+        "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",
+      ),
+      format: "name",
+    },
     column("PV", "string", "Name of the persistent volume to attach."),
     column("Node", "string", "The node that the volume should be attached to."),
     column(

@@ -258,16 +258,8 @@ export const persistentVolumes: ResourceDef = defineResource({
       "string",
       "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding",
     ),
-    column(
-      "StorageClass",
-      "string",
-      "storageClassName is the name of StorageClass to which this persistent volume belongs. Empty value means that this volume does not belong to any StorageClass.",
-    ),
-    column(
-      "VolumeAttributesClass",
-      "string",
-      "Name of VolumeAttributesClass to which this persistent volume belongs. Empty value is not allowed. When this field is not set, it indicates that this volume does not belong to any VolumeAttributesClass.",
-    ),
+    column("StorageClass", "string", "StorageClass of the pv"),
+    column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
     column(
       "Reason",
       "string",
@@ -401,16 +393,8 @@ export const persistentVolumeClaims: ResourceDef = defineResource({
       "string",
       "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1",
     ),
-    column(
-      "StorageClass",
-      "string",
-      "storageClassName is the name of the StorageClass required by the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#class-1",
-    ),
-    column(
-      "VolumeAttributesClass",
-      "string",
-      "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim.",
-    ),
+    column("StorageClass", "string", "StorageClass of the pvc"),
+    column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
     AGE_COLUMN,
     column(
       "VolumeMode",
