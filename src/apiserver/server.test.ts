@@ -549,6 +549,29 @@ describe("watch", () => {
     assert.match(String((bookmark.object.metadata as { resourceVersion: string }).resourceVersion), /^\d+$/);
   });
 
+  test("sendInitialEvents: current state, then a BOOKMARK marking the end of the initial events", async () => {
+    const res = await raw(server.handle, {
+      path:
+        "/api/v1/namespaces/watched/configmaps?watch=1&timeoutSeconds=1&sendInitialEvents=true" +
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+    });
+    const events = res.text
+      .trim()
+      .split("\n")
+      .map(
+        (l) =>
+          JSON.parse(l) as { type: string; object: { metadata: { annotations?: Record<string, string> } } },
+      );
+    const end = events.findIndex((e) => e.type === "BOOKMARK");
+    assert.ok(end > 0, "ADDED events come first");
+    assert.ok(events.slice(0, end).every((e) => e.type === "ADDED"));
+    assert.equal(events[end]!.object.metadata.annotations?.["k8s.io/initial-events-end"], "true");
+    const refused = await raw(server.handle, {
+      path: "/api/v1/namespaces/watched/configmaps?watch=1&sendInitialEvents=true",
+    });
+    assert.equal(refused.status, 422);
+  });
+
   test("timeoutSeconds ends the stream", async () => {
     const res = await raw(server.handle, {
       path: "/api/v1/namespaces/watched/configmaps?watch=1&timeoutSeconds=1&resourceVersion=0",
@@ -948,6 +971,8 @@ describe("compaction and restart (last: restarts the server)", () => {
       namespace: "default",
       body: { metadata: { name: "old" } },
     });
+    const firstPage = await core.listNamespacedConfigMap({ namespace: "default", limit: 1 });
+    const continueBeforeCompaction = firstPage.metadata?._continue;
     for (let i = 0; i < 3; i++) {
       await core.patchNamespacedConfigMap(
         { namespace: "default", name: "old", body: { data: { i: String(i) } } },
@@ -971,6 +996,12 @@ describe("compaction and restart (last: restarts the server)", () => {
       path: `/api/v1/namespaces/default/configmaps?resourceVersion=${first.metadata!.resourceVersion}&resourceVersionMatch=Exact`,
     });
     assert.equal(list.status, 410);
+    assert.ok(continueBeforeCompaction);
+    const stalePage = await raw(server.handle, {
+      path: `/api/v1/namespaces/default/configmaps?limit=1&continue=${continueBeforeCompaction}`,
+    });
+    assert.equal(stalePage.status, 410, stalePage.text);
+    assert.equal(stalePage.json().reason, "Expired");
   });
 
   test("a watch resumes after a restart on the same state directory", async () => {
