@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { test } from "node:test";
 import type { TestContext } from "node:test";
 import { CsikitError, FakeClock, memoryLogger } from "../../base/index.ts";
@@ -263,4 +264,28 @@ test("periodic compaction runs every interval until its signal aborts", async (t
   assert.equal(store.compactedRevision(), 4);
   controller.abort();
   await loop;
+});
+
+test("open errors name the database path", (t) => {
+  const dir = tempDir(t);
+  const missing = join(dir, "no-such-dir", "state.db");
+  assert.throws(
+    () => openSqliteStore({ path: missing }),
+    (error: unknown) =>
+      error instanceof CsikitError &&
+      error.code === "CSIKIT_ERR_STORE_OPEN" &&
+      error.message.includes(missing),
+  );
+  assert.throws(() => openSqliteStore({ path: ":memory:", compactionWindow: -1 }), /compactionWindow/);
+});
+
+test("a database written by a newer schema is refused, not misread", (t) => {
+  const path = join(tempDir(t), "state.db");
+  const db = new DatabaseSync(path);
+  db.exec("PRAGMA user_version = 99");
+  db.close();
+  assert.throws(
+    () => openSqliteStore({ path }),
+    (error: unknown) => error instanceof CsikitError && /schema version 99/.test(error.message),
+  );
 });

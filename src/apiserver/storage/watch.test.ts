@@ -273,3 +273,15 @@ test(
     assert.equal((await waiting).done, true);
   },
 );
+
+test("a watch from a future revision starts after it", { timeout: HANG_GUARD_MS }, async (t) => {
+  const store = memoryStore(t);
+  store.create("/k/a", obj("a")); // 1
+  const watch = store.watch("/k/", 3);
+  t.after(() => watch.close());
+  assert.equal(watch.progressRevision(), 3);
+  store.update("/k/a", obj("a", { v: "2" })); // 2: at or below fromRevision, skipped
+  store.update("/k/a", obj("a", { v: "3" })); // 3: skipped
+  store.update("/k/a", obj("a", { v: "4" })); // 4
+  assert.deepEqual(summary(await take(watch, 1)), ["4 MODIFIED /k/a"]);
+});
