@@ -42,7 +42,7 @@ import type {
 } from "./types.ts";
 import { WatchHub } from "./watch-hub.ts";
 
-/** Revisions of history kept by default (kine keeps 1000, etcd's apiserver-driven compaction about 5 minutes). */
+/** Revisions of history kept by default: how far behind a watch may resume or a paginated list may read. */
 export const DEFAULT_COMPACTION_WINDOW = 10_000;
 /** Undelivered live events one watch may hold before it is ended with Gone. */
 export const DEFAULT_WATCH_BUFFER_LIMIT = 10_000;

@@ -41,6 +41,11 @@ export class WatchHub {
 
   constructor(options: WatchHubOptions) {
     this.#options = { replayPageSize: DEFAULT_REPLAY_PAGE_SIZE, ...options };
+    if (!Number.isInteger(this.#options.replayPageSize) || this.#options.replayPageSize < 1) {
+      throw new RangeError(
+        `watch replay page size must be a positive integer, got ${this.#options.replayPageSize}`,
+      );
+    }
   }
 
   /** Open watches. */
