@@ -115,15 +115,23 @@ test("client-side rate limit: burst requests pass, the rest wait for tokens (cou
       () => done++,
     ),
   );
-  const settleAll = async (): Promise<void> => {
-    for (let i = 0; i < 50 && client.requestCount > done; i++) await new Promise((r) => setTimeout(r, 10));
+  /** Waits (bounded, real time) until `n` requests have been answered. */
+  const answered = async (n: number): Promise<void> => {
+    const start = Date.now();
+    while (done < n) {
+      if (Date.now() - start > 20_000) assert.fail(`only ${done} of ${n} requests answered`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   };
+  await answered(10);
   await settle();
-  await settleAll();
   assert.equal(client.requestCount, 10, "only the burst went out");
   assert.equal(done, 10);
-  await clock.advance(200);
-  await settleAll();
+  await clock.advance(199);
+  await settle();
+  assert.equal(client.requestCount, 10, "no token before 1/qps");
+  await clock.advance(1);
+  await answered(11);
   assert.equal(client.requestCount, 11, "one more token after 1/qps");
   await clock.advance(400);
   await Promise.all(requests);
