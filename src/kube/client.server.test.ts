@@ -54,6 +54,16 @@ test("generic create/get/update/patch/delete with Kubernetes error classes", asy
   );
 });
 
+test("request reaches any path with the same credentials and error mapping", async () => {
+  const client = env.client();
+  const version = await client.request<{ gitVersion?: string }>({ method: "GET", path: "/version" });
+  assert.match(version.gitVersion ?? "", /^v1\./);
+  await assert.rejects(
+    client.request({ method: "GET", path: "/api/v1/namespaces/default/configmaps/nope" }),
+    (e: unknown) => isNotFound(e),
+  );
+});
+
 test("typed client-node APIs work through the throttled configuration", async () => {
   const client = env.client();
   const api = client.api(CoordinationV1Api);

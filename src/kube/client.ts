@@ -457,6 +457,23 @@ export class KubeClient {
     if (buffer.trim() !== "") yield parseWatchLine<T>(buffer.trim());
   }
 
+  /**
+   * Any other request (subresources such as pods/binding, /version, deletecollection), with
+   * the same throttling, credentials and error mapping. `path` is absolute ("/api/v1/...").
+   */
+  async request<T>(
+    options: {
+      method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+      path: string;
+      query?: Record<string, string | number | boolean | undefined>;
+      body?: unknown;
+      contentType?: string;
+    },
+    signal?: AbortSignal,
+  ): Promise<T> {
+    return this.#json<T>({ ...options, signal });
+  }
+
   async #json<T>(options: SendOptions): Promise<T> {
     const response = await this.#send(options);
     const body = await readBody(response);
