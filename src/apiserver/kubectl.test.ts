@@ -58,6 +58,37 @@ spec:
       claimName: data
 `;
 
+const CRD_MANIFEST = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, shortNames: [gd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+`;
+
+const GADGET = `
+apiVersion: example.com/v1
+kind: Gadget
+metadata: {name: g1, namespace: default}
+spec: {size: 3}
+`;
+
 describe("kubectl against the embedded API server", { skip }, () => {
   let server: TestServer;
   const run = async (args: string[], input?: string): Promise<string> => {
@@ -216,6 +247,26 @@ describe("kubectl against the embedded API server", { skip }, () => {
     await run(["delete", "namespace", "made"]);
     const gone = await runFailing(["get", "namespace", "made"]);
     assert.match(gone, /namespaces "made" not found/);
+  });
+
+  test("a CRD applied with kubectl is served: wait established, apply a custom object, printer columns", async () => {
+    await run(["apply", "-f", "-"], CRD_MANIFEST);
+    await run(["wait", "--for", "condition=established", "crd/gadgets.example.com", "--timeout=20s"]);
+    assert.match(await run(["apply", "-f", "-"], GADGET), /gadget.example.com\/g1 created/);
+    assert.match(
+      await run(["apply", "-f", "-"], GADGET.replace("size: 3", "size: 4")),
+      /gadget.example.com\/g1 configured/,
+    );
+    const table = await run(["get", "gd"]);
+    assert.match(table.split("\n")[0]!, /^NAME\s+SIZE\s+AGE/);
+    assert.match(table.split("\n")[1]!, /^g1\s+4\s+/);
+    await run(["delete", "crd", "gadgets.example.com"]);
+    const gone = await runFailing(["get", "gadgets"]);
+    // With kubectl's discovery cache still listing the kind, the list itself answers 404.
+    assert.match(
+      gone,
+      /the server doesn't have a resource type "gadgets"|Resource=gadgets": the server could not find/,
+    );
   });
 
   test("delete and conflicts as kubectl reports them", async () => {

@@ -886,6 +886,16 @@ describe("bad requests never crash the server", () => {
       status: 400,
     },
     {
+      name: "PUT changing the uid",
+      request: {
+        method: "PUT",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify({ metadata: { name: "occ", uid: "00000000-0000-0000-0000-000000000000" } }),
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
       name: "bad label selector",
       request: { path: "/api/v1/configmaps?labelSelector=a%20in%20(" },
       status: 400,

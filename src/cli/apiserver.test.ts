@@ -1,0 +1,85 @@
+// `csikit apiserver` as a user runs it: prints where it listens and the kubeconfig path,
+// serves kubectl, writes --kubeconfig-out, and exits 0 on SIGTERM.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { once } from "node:events";
+
+const MAIN = new URL("./main.ts", import.meta.url).pathname;
+
+function hasKubectl(): boolean {
+  try {
+    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function kubectlNamespaces(kubeconfig: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "kubectl",
+      ["--kubeconfig", kubeconfig, "get", "namespaces", "-o", "name"],
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`kubectl failed: ${stderr}`));
+        else resolve(stdout);
+      },
+    );
+  });
+}
+
+const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+
+test("csikit apiserver serves until SIGTERM and prints its URL and kubeconfig", { skip }, async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-cli-apiserver-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const out = join(dir, "admin.kubeconfig");
+  const child = spawn(
+    process.execPath,
+    [MAIN, "apiserver", "--state-dir", join(dir, "state"), "--port", "0", "--kubeconfig-out", out],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  t.after(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  let stdout = "";
+  child.stdout.setEncoding("utf8");
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (chunk: string) => {
+      stdout += chunk;
+      if (stdout.includes("kubeconfig: ") && stdout.includes(out)) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`exited early with ${code}: ${stdout}`)));
+  });
+  assert.match(stdout, /^API server listening on https:\/\/127\.0\.0\.1:\d+$/m);
+  assert.match(stdout, new RegExp(`^kubeconfig: ${join(dir, "state", "kubeconfig")}$`, "m"));
+  assert.equal((await stat(out)).mode & 0o077, 0);
+  const namespaces = await kubectlNamespaces(out);
+  assert.match(namespaces, /namespace\/kube-system/);
+  child.kill("SIGTERM");
+  const [code] = (await once(child, "exit")) as [number | null];
+  assert.equal(code, 0);
+});
+
+test("csikit apiserver rejects a bad --port", async () => {
+  const child = spawn(
+    process.execPath,
+    [MAIN, "apiserver", "--state-dir", "/nonexistent-never-created", "--port", "70000"],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (stderr += chunk));
+  const [code] = (await once(child, "exit")) as [number | null];
+  assert.equal(code, 2);
+  assert.match(stderr, /-port/);
+});
