@@ -28,7 +28,12 @@ import {
   str,
 } from "./common.ts";
 import type { Obj } from "./common.ts";
-import { applySchemaDefaults, pruneUnknownFields, validateAgainstSchema } from "./schema.ts";
+import {
+  applySchemaDefaults,
+  pruneUnknownFields,
+  validateAgainstSchema,
+  validateCelRules,
+} from "./schema.ts";
 
 function versionsOf(object: Obj): Obj[] {
   const versions = at(object, "spec.versions");
@@ -302,12 +307,23 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
         applySchemaDefaults(target, schema);
       },
       validate(target) {
-        const causes = validateAgainstSchema(specPart(target, false), schema);
-        return causes;
+        const body = specPart(target, false);
+        return [
+          ...validateAgainstSchema(body, schema),
+          ...validateCelRules(body, undefined, schema, "", "create"),
+        ];
       },
-      validateStatus(target) {
+      validateUpdate(target, old) {
+        return validateCelRules(specPart(target, false), specPart(old, false), schema, "", "transition");
+      },
+      validateStatus(target, old) {
         if (!hasStatus || schema === undefined) return [];
-        return validateAgainstSchema(target.status, schema.properties?.status, "status");
+        const statusSchema = schema.properties?.status;
+        return [
+          ...validateAgainstSchema(target.status, statusSchema, "status"),
+          ...validateCelRules(target.status, undefined, statusSchema, "status", "create"),
+          ...validateCelRules(target.status, old.status, statusSchema, "status", "transition"),
+        ];
       },
       specChanged(target, old) {
         return !deepEqual(specPart(target, hasStatus), specPart(old, hasStatus));

@@ -113,7 +113,7 @@ test("VolumeSnapshotContent and Class: cluster-scoped, enums and types checked",
     spec: {
       deletionPolicy: "Delete",
       driver: 5,
-      source: {},
+      source: { volumeHandle: "v" },
       volumeSnapshotRef: { name: "s", namespace: "default" },
     },
   };
@@ -157,4 +157,99 @@ test("simple JSONPath", () => {
   assert.equal(evaluateSimpleJSONPath(object, "{.spec.list[0].x}"), 1);
   assert.equal(evaluateSimpleJSONPath(object, ".spec['a.b']"), "dotted");
   assert.equal(evaluateSimpleJSONPath(object, ".spec.missing.deep"), undefined);
+});
+
+test("VolumeSnapshot CEL rules: exactly one source, immutable names, non-empty class", () => {
+  const [def] = resourceDefFromCRD(fixture("volumesnapshots"));
+  assert.ok(def);
+  const snapshot = (spec: Record<string, unknown>): KubeObject => ({
+    metadata: { name: "s", namespace: "default" },
+    spec,
+  });
+  const both = def.validateCreate(
+    snapshot({ source: { persistentVolumeClaimName: "a", volumeSnapshotContentName: "b" } }),
+  );
+  assert.deepEqual(
+    both.map((c) => `${c.field}: ${c.message}`),
+    [
+      'spec.source: Invalid value: "object": exactly one of volumeSnapshotContentName and persistentVolumeClaimName must be set',
+    ],
+  );
+  assert.deepEqual(
+    def
+      .validateCreate(snapshot({ source: { persistentVolumeClaimName: "a" }, volumeSnapshotClassName: "" }))
+      .map((c) => c.message),
+    ['Invalid value: "string": volumeSnapshotClassName must not be the empty string when set'],
+  );
+  const old = snapshot({ source: { persistentVolumeClaimName: "a" } });
+  assert.deepEqual(def.validateUpdate(snapshot({ source: { persistentVolumeClaimName: "a" } }), old), []);
+  assert.deepEqual(
+    def
+      .validateUpdate(snapshot({ source: { persistentVolumeClaimName: "b" } }), old)
+      .map((c) => `${c.field}: ${c.message}`),
+    [
+      'spec.source.persistentVolumeClaimName: Invalid value: "string": persistentVolumeClaimName is immutable',
+    ],
+  );
+  assert.deepEqual(
+    def.validateUpdate(snapshot({ source: { volumeSnapshotContentName: "c" } }), old).map((c) => c.message),
+    ['Invalid value: "object": persistentVolumeClaimName is required once set'],
+  );
+});
+
+test("VolumeSnapshotContent CEL rules", () => {
+  const [def] = resourceDefFromCRD(fixture("volumesnapshotcontents"));
+  assert.ok(def);
+  const content = (spec: Record<string, unknown>): KubeObject => ({
+    metadata: { name: "snapcontent-1" },
+    spec: {
+      deletionPolicy: "Delete",
+      driver: "hostpath.csi.k8s.io",
+      volumeSnapshotRef: { name: "s", namespace: "default" },
+      ...spec,
+    },
+  });
+  assert.deepEqual(def.validateCreate(content({ source: { volumeHandle: "v" } })), []);
+  assert.deepEqual(
+    def
+      .validateCreate(content({ source: {}, volumeSnapshotRef: { name: "s" } }))
+      .map((c) => `${c.field}: ${c.message}`),
+    [
+      'spec.source: Invalid value: "object": exactly one of volumeHandle and snapshotHandle must be set',
+      'spec.volumeSnapshotRef: Invalid value: "object": both spec.volumeSnapshotRef.name and spec.volumeSnapshotRef.namespace must be set',
+    ],
+  );
+  const old = content({ source: { snapshotHandle: "h1" } });
+  assert.deepEqual(
+    def.validateUpdate(content({ source: { snapshotHandle: "h2" } }), old).map((c) => c.field),
+    ["spec.source.snapshotHandle"],
+  );
+});
+
+test("oneOf, anyOf and not in CRD schemas", () => {
+  const crd = fixture("volumesnapshotclasses");
+  const version = (crd.spec as { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] })
+    .versions[0];
+  assert.ok(version);
+  const schema = version.schema.openAPIV3Schema as { properties: Record<string, unknown> };
+  schema.properties.parameters = {
+    type: "object",
+    additionalProperties: { type: "string" },
+    oneOf: [{ required: ["a"] }, { required: ["b"] }],
+  };
+  const [def] = resourceDefFromCRD(crd);
+  assert.ok(def);
+  const klass = (parameters: Record<string, string>): KubeObject => ({
+    metadata: { name: "c" },
+    driver: "d",
+    deletionPolicy: "Delete",
+    parameters,
+  });
+  assert.deepEqual(def.validateCreate(klass({ a: "1" })), []);
+  assert.deepEqual(
+    def.validateCreate(klass({ a: "1", b: "2" })).map((c) => c.message),
+    [
+      'Invalid value: "object": parameters in body must validate one and only one schema (oneOf). Found 2 valid alternatives',
+    ],
+  );
 });

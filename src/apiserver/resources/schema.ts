@@ -2,11 +2,13 @@
 // defaulting (`default`), pruning of unknown fields (kept under
 // x-kubernetes-preserve-unknown-fields, additionalProperties and embedded resources' TypeMeta
 // and metadata), and validation of type, required, enum, nullable, bounds and patterns with
-// upstream's messages. CEL rules (x-kubernetes-validations) are not evaluated.
+// upstream's messages, the value-validation combinators (oneOf, anyOf, allOf, not), and
+// x-kubernetes-validations rules within the CEL subset cel.ts evaluates.
 
-import { fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
+import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
 import type { JSONSchemaProps } from "../../api/index.ts";
 import type { FieldCause } from "../resource.ts";
+import { checkCelRule, compileCelRule, isTransitionRule } from "./cel.ts";
 import { isRecord } from "./common.ts";
 
 function join(path: string, key: string): string {
@@ -186,6 +188,7 @@ export function validateAgainstSchema(
     }
     value.forEach((item, i) => causes.push(...validateAgainstSchema(item, schema.items, `${path}[${i}]`)));
   }
+  causes.push(...validateCombinators(value, schema, path));
   if (isRecord(value)) {
     for (const key of schema.required ?? []) {
       if (value[key] === undefined) causes.push(fieldRequired(join(path, key)));
@@ -206,6 +209,36 @@ export function validateAgainstSchema(
   return causes;
 }
 
+function passes(value: unknown, schema: JSONSchemaProps, path: string): boolean {
+  return validateAgainstSchema(value, schema, path).length === 0;
+}
+
+/** oneOf / anyOf / allOf / not, with kube-openapi's wording. */
+function validateCombinators(value: unknown, schema: JSONSchemaProps, path: string): FieldCause[] {
+  const causes: FieldCause[] = [];
+  const label = path === "" ? "body" : path;
+  const type = typeName(value);
+  if (schema.oneOf !== undefined) {
+    const valid = schema.oneOf.filter((option) => passes(value, option, path)).length;
+    if (valid !== 1) {
+      const found = valid === 0 ? "Found none valid" : `Found ${valid} valid alternatives`;
+      causes.push(
+        fieldInvalid(path, type, `${label} in body must validate one and only one schema (oneOf). ${found}`),
+      );
+    }
+  }
+  if (schema.anyOf !== undefined && !schema.anyOf.some((option) => passes(value, option, path))) {
+    causes.push(fieldInvalid(path, type, `${label} in body must validate at least one schema (anyOf)`));
+  }
+  if (schema.allOf !== undefined && !schema.allOf.every((option) => passes(value, option, path))) {
+    causes.push(fieldInvalid(path, type, `${label} in body must validate all the schemas (allOf)`));
+  }
+  if (schema.not !== undefined && passes(value, schema.not, path)) {
+    causes.push(fieldInvalid(path, type, `${label} in body must not validate the schema (not)`));
+  }
+  return causes;
+}
+
 const patternCache = new Map<string, RegExp | undefined>();
 
 function safeRegExp(pattern: string): RegExp | undefined {
@@ -217,4 +250,83 @@ function safeRegExp(pattern: string): RegExp | undefined {
     }
   }
   return patternCache.get(pattern);
+}
+
+interface ValidationRule {
+  rule: string;
+  message?: string;
+  reason?: string;
+  fieldPath?: string;
+}
+
+function rulesOf(schema: JSONSchemaProps): ValidationRule[] {
+  const rules = schema["x-kubernetes-validations"];
+  return Array.isArray(rules) ? rules.filter((rule) => typeof rule.rule === "string") : [];
+}
+
+function ruleCause(rule: ValidationRule, schema: JSONSchemaProps, path: string, error?: string): FieldCause {
+  const field = rule.fieldPath !== undefined && rule.fieldPath !== "" ? `${path}${rule.fieldPath}` : path;
+  const detail =
+    error !== undefined
+      ? `${error} evaluating rule: ${rule.rule}`
+      : rule.message !== undefined && rule.message !== ""
+        ? rule.message
+        : `failed rule: ${rule.rule}`;
+  switch (rule.reason) {
+    case "FieldValueForbidden":
+      return fieldForbidden(field, detail);
+    case "FieldValueRequired":
+      return fieldRequired(field, detail);
+    case "FieldValueDuplicate":
+      return {
+        reason: "FieldValueDuplicate",
+        message: `Duplicate value: ${JSON.stringify(schema.type ?? "object")}: ${detail}`,
+        field,
+      };
+    default:
+      return fieldInvalid(field, schema.type ?? "object", detail);
+  }
+}
+
+/**
+ * Evaluates the x-kubernetes-validations (CEL) rules of a schema over `value`. Mode "create"
+ * runs the rules without oldSelf; mode "transition" runs only the oldSelf rules, where the old
+ * value exists (list items are not correlated, so their transition rules are not run).
+ */
+export function validateCelRules(
+  value: unknown,
+  old: unknown,
+  schema: JSONSchemaProps | undefined,
+  path: string,
+  mode: "create" | "transition",
+): FieldCause[] {
+  if (schema === undefined || value === undefined || value === null) return [];
+  const causes: FieldCause[] = [];
+  for (const rule of rulesOf(schema)) {
+    const transition = isTransitionRule(rule.rule);
+    if (mode === "create" ? transition : !transition || old === undefined || old === null) continue;
+    const compiled = compileCelRule(rule.rule);
+    if (compiled === undefined) continue;
+    const outcome = checkCelRule(compiled, value, transition ? old : undefined);
+    if (!outcome.ok) causes.push(ruleCause(rule, schema, path, outcome.error));
+  }
+  if (isRecord(value)) {
+    const oldRecord = isRecord(old) ? old : undefined;
+    for (const [key, property] of Object.entries(schema.properties ?? {})) {
+      if (path === "" && key === "metadata") continue;
+      causes.push(...validateCelRules(value[key], oldRecord?.[key], property, join(path, key), mode));
+    }
+    if (isRecord(schema.additionalProperties)) {
+      const additional = schema.additionalProperties;
+      for (const [key, item] of Object.entries(value)) {
+        if (schema.properties?.[key] !== undefined) continue;
+        causes.push(...validateCelRules(item, oldRecord?.[key], additional, `${path}[${key}]`, mode));
+      }
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) =>
+      causes.push(...validateCelRules(item, undefined, schema.items, `${path}[${i}]`, mode)),
+    );
+  }
+  return causes;
 }
