@@ -437,13 +437,44 @@ function evaluateBinary(expr: Extract<Expr, { kind: "binary" }>, env: Env): unkn
   throw new CelEvalError(`no such overload: ${expr.op}`);
 }
 
+const SUPPORTED_FUNCTIONS = new Set(["has", "size", "startsWith", "endsWith", "contains", "matches"]);
+
+/** Whether every function and variable of an expression is one this subset evaluates. */
+function supported(expr: Expr): boolean {
+  switch (expr.kind) {
+    case "lit":
+      return true;
+    case "ident":
+      return expr.name === "self" || expr.name === "oldSelf";
+    case "list":
+      return expr.items.every(supported);
+    case "member":
+      return supported(expr.target);
+    case "index":
+      return supported(expr.target) && supported(expr.index);
+    case "call":
+      return (
+        SUPPORTED_FUNCTIONS.has(expr.name) &&
+        (expr.target === undefined || supported(expr.target)) &&
+        expr.args.every(supported)
+      );
+    case "unary":
+      return supported(expr.operand);
+    case "binary":
+      return supported(expr.left) && supported(expr.right);
+    case "cond":
+      return supported(expr.test) && supported(expr.then) && supported(expr.else);
+  }
+}
+
 const compiled = new Map<string, Expr | undefined>();
 
 /** The parsed rule, or undefined when it is outside the supported subset (then it is skipped). */
 export function compileCelRule(rule: string): Expr | undefined {
   if (!compiled.has(rule)) {
     try {
-      compiled.set(rule, parseCel(rule));
+      const expr = parseCel(rule);
+      compiled.set(rule, supported(expr) ? expr : undefined);
     } catch {
       compiled.set(rule, undefined);
     }
