@@ -8,6 +8,12 @@ import type { Clock, Logger } from "../base/index.ts";
 import { errorMessage } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { CRD_GROUP, CRD_RESOURCE, type CustomResourceSync } from "./crds.ts";
+import {
+  AGGREGATED_DISCOVERY_V2,
+  AGGREGATED_DISCOVERY_V2BETA1,
+  aggregatedDiscovery,
+  aggregatedDiscoveryVersion,
+} from "./discovery-aggregated.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
 import type { FaultInjector } from "./faults.ts";
 import { decodeJson, decodeObjectBody, mediaType, readBody, sendJson, sendStatus, sendText } from "./http.ts";
@@ -20,6 +26,7 @@ import {
   getObject,
   listObjects,
   parseDeleteOptions,
+  parseFieldValidation,
   patchObject,
   updateObject,
   type ListQuery,
@@ -129,9 +136,19 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
       return sendJson(res, 200, document);
     }
     case "coreVersions":
-      return sendJson(res, 200, apiVersions(options.serverAddress()));
-    case "groupList":
-      return sendJson(res, 200, apiGroupList(registry));
+    case "groupList": {
+      // kubectl asks for aggregated discovery first and reads the legacy form otherwise.
+      const aggregated = aggregatedDiscoveryVersion(req.headers.accept);
+      if (aggregated) {
+        const scope = route.kind === "coreVersions" ? "api" : "apis";
+        return sendJson(res, 200, aggregatedDiscovery(registry, scope, aggregated), {
+          contentType: aggregated === "v2" ? AGGREGATED_DISCOVERY_V2 : AGGREGATED_DISCOVERY_V2BETA1,
+        });
+      }
+      const document =
+        route.kind === "coreVersions" ? apiVersions(options.serverAddress()) : apiGroupList(registry);
+      return sendJson(res, 200, document);
+    }
     case "group": {
       const document = apiGroup(registry, route.group);
       if (!document) throw pathNotFound();
@@ -210,6 +227,7 @@ async function handleResource(
     ? { include: parseIncludeObject(query.get("includeObject")) }
     : undefined;
   let result: RestResult;
+  const warnings: string[] = [];
   switch (request.verb) {
     case "get":
       req.resume();
@@ -258,20 +276,26 @@ async function handleResource(
       return;
     case "create": {
       const dryRun = dryRunOf(query);
+      const writeOptions = {
+        dryRun,
+        fieldValidation: parseFieldValidation(query.get("fieldValidation")),
+        warnings,
+      };
       const body = decodeObjectBody(await readBody(req), req.headers["content-type"]);
       if (request.subresource === "binding" && def.group === "" && def.resource === "pods") {
-        result = bindPod(ctx, target, body, { dryRun });
+        result = bindPod(ctx, target, body, writeOptions);
       } else if (request.name !== "" || request.subresource !== "") {
         throw methodNotAllowed(def.group, def.resource, "create");
       } else {
-        result = createObject(ctx, def, request.namespace, body, { dryRun });
+        result = createObject(ctx, def, request.namespace, body, writeOptions);
       }
       break;
     }
     case "update": {
       const dryRun = dryRunOf(query);
+      const fieldValidation = parseFieldValidation(query.get("fieldValidation"));
       const body = decodeObjectBody(await readBody(req), req.headers["content-type"]);
-      result = updateObject(ctx, target, body, { dryRun });
+      result = updateObject(ctx, target, body, { dryRun, fieldValidation, warnings });
       break;
     }
     case "patch": {
@@ -280,7 +304,8 @@ async function handleResource(
       const raw = await readBody(req);
       if (raw.length === 0) throw badRequest("the body of the request is empty; expected a patch");
       const body = contentType === "application/apply-patch+yaml" ? undefined : decodeJson(raw);
-      result = patchObject(ctx, target, { contentType, body }, { dryRun });
+      const fieldValidation = parseFieldValidation(query.get("fieldValidation"));
+      result = patchObject(ctx, target, { contentType, body }, { dryRun, fieldValidation, warnings });
       break;
     }
     case "delete": {
@@ -303,7 +328,7 @@ async function handleResource(
   }
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
-  sendJson(res, result.code, result.body);
+  sendJson(res, result.code, result.body, { warnings });
 }
 
 /** After a CRD write, serve or retire the resources of every CRD the answer names. */

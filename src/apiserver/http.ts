@@ -71,13 +71,29 @@ function decodeYaml(body: Buffer): unknown {
   }
 }
 
-export function sendJson(response: ServerResponse, code: number, body: unknown): void {
+export interface SendOptions {
+  /** Default application/json. */
+  contentType?: string;
+  /** `Warning` headers (RFC 7234 form `299 - "text"`), as kube-apiserver sends them. */
+  warnings?: readonly string[];
+}
+
+export function sendJson(
+  response: ServerResponse,
+  code: number,
+  body: unknown,
+  options: SendOptions = {},
+): void {
   const text = JSON.stringify(body);
-  response.writeHead(code, {
-    "Content-Type": "application/json",
+  const headers: Record<string, string | number | string[]> = {
+    "Content-Type": options.contentType ?? "application/json",
     "Content-Length": Buffer.byteLength(text),
     "Cache-Control": "no-cache, private",
-  });
+  };
+  if (options.warnings && options.warnings.length > 0) {
+    headers.Warning = options.warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+  }
+  response.writeHead(code, headers);
   response.end(text);
 }
 

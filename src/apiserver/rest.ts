@@ -23,6 +23,7 @@ import {
   stringField,
   timestamp,
 } from "./objects.ts";
+import { unknownFields } from "./openapi.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
 import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
 import {
@@ -208,6 +209,35 @@ export function listObjects(
 
 export interface WriteOptions {
   dryRun: boolean;
+  /** The `fieldValidation` query parameter: unknown fields fail (Strict), warn (Warn, the default) or pass (Ignore). */
+  fieldValidation?: FieldValidation;
+  /** Collects warnings for the response's Warning headers. */
+  warnings?: string[];
+}
+
+export type FieldValidation = "Strict" | "Warn" | "Ignore";
+
+export function parseFieldValidation(value: string | null): FieldValidation {
+  if (value === null || value === "") return "Warn";
+  if (value === "Strict" || value === "Warn" || value === "Ignore") return value;
+  throw badRequest(
+    `fieldValidation: Unsupported value: "${value}": supported values: "Ignore", "Strict", "Warn"`,
+  );
+}
+
+/** Unknown fields (schema-carrying kinds only) as fieldValidation says: 400 when Strict, warnings when Warn. */
+function checkUnknownFields(def: ResourceDef, object: KubeObject, options: WriteOptions): void {
+  const mode = options.fieldValidation ?? "Warn";
+  if (mode === "Ignore") return;
+  const unknown = unknownFields(def, object);
+  if (unknown.length === 0) return;
+  const messages = unknown.map((path) => `unknown field "${path}"`);
+  if (mode === "Strict") {
+    throw badRequest(
+      `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${messages.join(", ")}`,
+    );
+  }
+  options.warnings?.push(...messages);
 }
 
 /** Checks kind/apiVersion of a request body against the endpoint; both may be omitted. */
@@ -341,6 +371,7 @@ export function createObject(
   if (def.hasStatus) delete object.status;
   object.apiVersion = apiVersionOf(def);
   object.kind = def.kind;
+  checkUnknownFields(def, object, options);
   def.applyDefaults(object);
   const causes = def.validateCreate(object);
   if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
@@ -502,6 +533,7 @@ export function updateObject(
 ): RestResult {
   checkSubresource(target);
   const incoming = checkBodyType(target.def, body);
+  checkUnknownFields(target.def, incoming, options);
   const meta = metadataOf(structuredClone(incoming));
   const bodyName = stringField(meta, "name");
   if (bodyName !== target.name) {
@@ -566,6 +598,7 @@ export function patchObject(
       patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
   }
   const incoming = checkBodyType(def, patched);
+  checkUnknownFields(def, incoming, options);
   const meta = metadataOf(incoming);
   if (stringField(meta, "name") !== target.name) {
     throw badRequest(

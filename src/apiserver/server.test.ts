@@ -105,6 +105,19 @@ describe("transport, auth and discovery", () => {
     assert.equal((await raw(server.handle, { path: "/apis/nope.example.com/v1" })).status, 404);
   });
 
+  test("aggregated discovery when asked for it, legacy otherwise", async () => {
+    const accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    const aggregated = await raw(server.handle, { path: "/apis", headers: { Accept: accept } });
+    assert.equal(
+      aggregated.headers["content-type"],
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+    );
+    assert.equal(aggregated.json().kind, "APIGroupDiscoveryList");
+    const legacy = await raw(server.handle, { path: "/api" });
+    assert.equal(legacy.headers["content-type"], "application/json");
+    assert.equal(legacy.json().kind, "APIVersions");
+  });
+
   test("system namespaces exist from the start", async () => {
     const list = await core.listNamespace();
     const names = list.items.map((n) => n.metadata?.name).sort();
@@ -697,6 +710,32 @@ describe("custom resources", () => {
       headers: { "Content-Type": "application/strategic-merge-patch+json" },
     });
     assert.equal(smp.status, 415, "custom resources do not take strategic merge patches");
+  });
+
+  test("fieldValidation: Strict refuses unknown fields, Warn (the default) answers Warning headers", async () => {
+    const body = JSON.stringify({
+      apiVersion: "example.com/v1",
+      kind: "Widget",
+      metadata: { name: "w2" },
+      spec: { size: 1, colour: "red" },
+    });
+    const path = "/apis/example.com/v1/namespaces/default/widgets";
+    const strict = await raw(server.handle, { method: "POST", path: `${path}?fieldValidation=Strict`, body });
+    assert.equal(strict.status, 400);
+    assert.equal(
+      strict.json().message,
+      'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.colour"',
+    );
+    const warned = await raw(server.handle, { method: "POST", path, body });
+    assert.equal(warned.status, 201);
+    assert.equal(warned.headers.warning, '299 - "unknown field \\"spec.colour\\""');
+    assert.equal(
+      (warned.json().spec as Record<string, unknown>).colour,
+      undefined,
+      "unknown fields are pruned",
+    );
+    const bad = await raw(server.handle, { method: "POST", path: `${path}?fieldValidation=Loose`, body });
+    assert.equal(bad.status, 400);
   });
 
   test("deleting the CRD stops serving it and removes its objects", async () => {
