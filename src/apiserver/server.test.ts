@@ -1064,7 +1064,17 @@ describe("compaction and restart (last: restarts the server)", () => {
       merge,
     );
     const oldUrl = server.handle.url;
+    // An open watch neither keeps the server from stopping nor outlives it.
+    let watchEnded!: () => void;
+    const ended = new Promise<void>((resolve) => (watchEnded = resolve));
+    await new k8s.Watch(kc).watch(
+      "/api/v1/namespaces/default/configmaps",
+      { resourceVersion: rv },
+      () => {},
+      () => watchEnded(),
+    );
     await server.stop();
+    await ended;
     server = await server.restart();
     assert.notEqual(server.handle.url, "", "restarted");
     kc = new k8s.KubeConfig();
