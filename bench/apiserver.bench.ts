@@ -39,7 +39,11 @@ const FLAGS: FlagSpecs = {
   quick: { type: "bool", help: "Small counts for a smoke run (well under 20 s)." },
   watchers: { type: "int", default: "100", help: "Watch streams in the fan-out scenario." },
   events: { type: "int", default: "10000", help: "Events written in the fan-out scenario." },
-  rate: { type: "int", default: "400", help: "Target write rate of the fan-out scenario, events/s." },
+  rate: {
+    type: "int",
+    default: "400",
+    help: "Target write rate of the fan-out scenario, events/s; 0 = unpaced.",
+  },
   reps: { type: "int", default: "3", help: "Repetitions of the short scenarios; each cell is the median." },
   concurrency: { type: "int", default: "16", help: "Requests in flight in the throughput scenarios." },
   "server-cpu-prof": {
@@ -117,7 +121,8 @@ async function main(argv: readonly string[]): Promise<number> {
         reps: positive("reps"),
       };
   const concurrency = positive("concurrency");
-  const rate = positive("rate");
+  const rate = flags.number("rate");
+  if (!Number.isInteger(rate) || rate < 0) throw new Error(`--rate: want an integer >= 0, got ${rate}`);
 
   const cpu = cpus();
   process.stdout.write(
@@ -136,11 +141,14 @@ async function main(argv: readonly string[]): Promise<number> {
   let raw: RawClient | undefined;
   let dispatcher: UndiciAgent | undefined;
   const interrupted = (): void => {
-    // Cleanup still runs: the finally below does it once the pending work fails or returns.
+    // The finally below cleans up too (both are idempotent); this path exits without waiting
+    // for the scenarios, whose in-flight requests now fail with resets nobody needs to read.
+    stopping = true;
     process.stderr.write("interrupted; stopping the server and removing the state dir\n");
-    void server
-      ?.stop()
-      .finally(() => rm(stateDir, { recursive: true, force: true }).finally(() => process.exit(130)));
+    // A server still starting is not known here; it stops itself when our stdin pipe closes.
+    void (server?.stop() ?? Promise.resolve())
+      .finally(() => rm(stateDir, { recursive: true, force: true }))
+      .finally(() => process.exit(130));
   };
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
@@ -406,7 +414,8 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
     ),
   );
 
-  progress(`watch fan-out: ${sizes.watchers} watchers × ${sizes.events} events at ${context.rate}/s`);
+  const pace = context.rate > 0 ? `target ${context.rate} writes/s` : "unpaced";
+  progress(`watch fan-out: ${sizes.watchers} watchers × ${sizes.events} events, ${pace}`);
   const fanoutCpuBefore = server.cpuSeconds();
   const fanout = await runWatchFanout({
     client: raw,
@@ -424,7 +433,7 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
     `delivered ${fanout.delivered} of ${fanout.expected} expected (${fanout.watchers} × ${fanout.events}), ` +
       `${fanout.duplicates} duplicates, ${fanout.outOfOrder} out of order` +
       (lossless ? " — lossless" : ""),
-    "writes: POST latency (send → ack), paced at the target rate, ≤ 8 in flight. " +
+    `writes: POST latency (send → ack), ${pace}, ≤ ${Math.min(8, concurrency)} in flight. ` +
       "delivery rows: seconds = first send → last delivery; ops/s = deliveries per second.",
     "from ack: negative when the watch event reached the client before the write's own response.",
     `server CPU over the fan-out: ${fanoutCpu.toFixed(1)} s = ` +
@@ -441,7 +450,7 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
   }
   out(
     renderTable(
-      `watch fan-out (${fanout.watchers} watchers × ${fanout.events} events, target ${context.rate} writes/s)`,
+      `watch fan-out (${fanout.watchers} watchers × ${fanout.events} events, ${pace})`,
       [
         { label: "writes (create)", summary: fanout.writes },
         { label: "delivery, from send", summary: fanout.fromSend },
@@ -461,11 +470,15 @@ function rv(text: string): string {
   return version;
 }
 
+/** Set once SIGINT/SIGTERM arrived: failures after it are the interruption's echo, not news. */
+let stopping = false;
+
 try {
   process.exitCode ??= await main(process.argv.slice(2));
 } catch (error) {
-  process.stderr.write(
-    `bench:apiserver: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
+  if (!stopping)
+    process.stderr.write(
+      `bench:apiserver: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
   process.exitCode = 1;
 }

@@ -20,7 +20,7 @@ export interface FanoutOptions {
   namespace: string;
   watchers: number;
   events: number;
-  /** Target write rate, events per second. */
+  /** Target write rate, events per second; 0 = unpaced (as fast as `concurrency` allows). */
   rate: number;
   /** Writes in flight at most. */
   concurrency: number;
@@ -154,7 +154,7 @@ export async function runWatchFanout(options: FanoutOptions): Promise<FanoutResu
     await Promise.all(opened);
 
     // Paced writer: event i is due at start + i/rate; at most `concurrency` writes in flight.
-    const interval = 1000 / options.rate;
+    const interval = options.rate > 0 ? 1000 / options.rate : 0;
     const started = performance.now();
     const writes = await runBounded(events, options.concurrency, async (i) => {
       const wait = started + i * interval - performance.now();
