@@ -1,0 +1,140 @@
+// The read verbs: get, and list with label/field selectors and limit/continue pagination over
+// a pinned revision (the continue token carries the revision and the last key, so every page
+// of one list reflects the same snapshot, as etcd-backed lists do; a compacted revision is 410).
+
+import type { ListQuery, RestContext, RestResult, Target } from "./rest-types.ts";
+import type { KubeObject, ResourceDef } from "./resource.ts";
+import { StoreError } from "./storage/types.ts";
+import { collectionPrefix, forOutput, objectKey } from "./objects.ts";
+import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
+import { badRequest, expired, notFound } from "./status.ts";
+
+// ---------------------------------------------------------------------------------------------
+// get / list
+
+export function getObject(ctx: RestContext, target: Target): RestResult {
+  const stored = ctx.store.get(objectKey(target.def, target.namespace, target.name));
+  if (!stored) throw notFound(target.def.group, target.def.resource, target.name);
+  return { code: 200, body: forOutput(target.def, stored.object) };
+}
+
+export interface ListPage {
+  items: KubeObject[];
+  revision: number;
+  continueToken?: string;
+  remainingItemCount?: number;
+}
+
+interface ContinuePosition {
+  revision: number;
+  startAfter: string;
+}
+
+function encodeContinue(position: ContinuePosition): string {
+  return Buffer.from(
+    JSON.stringify({ v: "meta.k8s.io/v1", rv: position.revision, start: position.startAfter }),
+  ).toString("base64url");
+}
+
+function decodeContinue(token: string, prefix: string): ContinuePosition {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+  } catch {
+    throw badRequest(`continue key is not valid: illegal base64 data or JSON`);
+  }
+  if (
+    typeof parsed !== "object" ||
+    parsed === null ||
+    !("v" in parsed) ||
+    parsed.v !== "meta.k8s.io/v1" ||
+    !("rv" in parsed) ||
+    typeof parsed.rv !== "number" ||
+    !("start" in parsed) ||
+    typeof parsed.start !== "string"
+  ) {
+    throw badRequest(
+      "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+    );
+  }
+  if (!parsed.start.startsWith(prefix))
+    throw badRequest("continue key is not valid: key does not match this list");
+  return { revision: parsed.rv, startAfter: parsed.start };
+}
+
+export function parseResourceVersion(text: string, what = "resourceVersion"): number {
+  if (!/^\d+$/.test(text)) throw badRequest(`invalid ${what}: "${text}"`);
+  return Number(text);
+}
+
+export function selectorsFor(
+  def: ResourceDef,
+  query: Pick<ListQuery, "labelSelector" | "fieldSelector">,
+): ObjectMatcher {
+  const byLabel = parseLabelSelector(query.labelSelector);
+  const byField = parseFieldSelector(query.fieldSelector, def);
+  return (object) => byLabel(object) && byField(object);
+}
+
+export function listObjects(
+  ctx: RestContext,
+  def: ResourceDef,
+  namespace: string,
+  query: ListQuery,
+): ListPage {
+  const prefix = collectionPrefix(def, namespace);
+  const matcher = selectorsFor(def, query);
+  const limit = query.limit === null || query.limit === "" ? 0 : Number(query.limit);
+  if (!Number.isInteger(limit) || limit < 0) throw badRequest(`invalid limit: "${query.limit}"`);
+  let revision: number | undefined;
+  let startAfter: string | undefined;
+  if (query.continueToken) {
+    if (query.resourceVersion) {
+      throw badRequest("specifying resource version is not allowed when using continue");
+    }
+    const position = decodeContinue(query.continueToken, prefix);
+    revision = position.revision;
+    startAfter = position.startAfter;
+  } else if (query.resourceVersion && query.resourceVersionMatch === "Exact") {
+    revision = parseResourceVersion(query.resourceVersion);
+  } else if (query.resourceVersion) {
+    parseResourceVersion(query.resourceVersion);
+  }
+  const items: KubeObject[] = [];
+  try {
+    for (;;) {
+      const want = limit > 0 ? limit - items.length : 0;
+      const page = ctx.store.list({
+        prefix,
+        ...(want > 0 ? { limit: want } : {}),
+        ...(startAfter !== undefined ? { startAfter } : {}),
+        ...(revision !== undefined ? { revision } : {}),
+      });
+      revision = page.revision;
+      for (const item of page.items) if (matcher(item.object)) items.push(forOutput(def, item.object));
+      if (page.continueKey === undefined) return { items, revision };
+      if (limit > 0 && items.length >= limit) {
+        const result: ListPage = {
+          items,
+          revision,
+          continueToken: encodeContinue({ revision, startAfter: page.continueKey }),
+        };
+        if (page.remaining !== undefined && !query.labelSelector && !query.fieldSelector) {
+          result.remainingItemCount = page.remaining;
+        }
+        return result;
+      }
+      startAfter = page.continueKey;
+    }
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "Gone") {
+      if (query.continueToken) {
+        throw expired(
+          "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        );
+      }
+      throw expired(`too old resource version: ${revision ?? 0} (${ctx.store.compactedRevision()})`);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,496 @@
+// The write verbs: create, update (PUT), patch and pods/binding, following kube-apiserver's
+// generic registry: metadata the server owns (uid, creationTimestamp, generation,
+// resourceVersion, deletion fields) is set here and never taken from the client; the status
+// subresource splits writes when ResourceDef.hasStatus; an update that changes nothing writes
+// nothing; removing the last finalizer of an object being deleted removes it. Every verb runs
+// synchronously against the store, so read-check-write is atomic in-process.
+
+import { randomUUID } from "node:crypto";
+import {
+  NAMESPACE_KEY_PREFIX,
+  type RestContext,
+  type RestResult,
+  type Target,
+  type WriteOptions,
+} from "./rest-types.ts";
+import type { KubeObject, ResourceDef } from "./resource.ts";
+import { StoreError, type StoredObject } from "./storage/types.ts";
+import {
+  apiVersionOf,
+  finalizersOf,
+  forOutput,
+  generatedName,
+  jsonEqual,
+  metadataOf,
+  objectKey,
+  stringField,
+  timestamp,
+} from "./objects.ts";
+import { unknownFields } from "./openapi.ts";
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
+import {
+  alreadyExists,
+  ApiError,
+  badRequest,
+  conflict,
+  forbidden,
+  invalid,
+  notFound,
+  OPTIMISTIC_LOCK_MESSAGE,
+  successStatus,
+  unsupportedMediaType,
+} from "./status.ts";
+
+// ---------------------------------------------------------------------------------------------
+// create
+
+/** Unknown fields (schema-carrying kinds only) as fieldValidation says: 400 when Strict, warnings when Warn. */
+function checkUnknownFields(def: ResourceDef, object: KubeObject, options: WriteOptions): void {
+  const mode = options.fieldValidation ?? "Warn";
+  if (mode === "Ignore") return;
+  const unknown = unknownFields(def, object);
+  if (unknown.length === 0) return;
+  const messages = unknown.map((path) => `unknown field "${path}"`);
+  if (mode === "Strict") {
+    throw badRequest(
+      `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${messages.join(", ")}`,
+    );
+  }
+  options.warnings?.push(...messages);
+}
+
+/** Checks kind/apiVersion of a request body against the endpoint; both may be omitted. */
+export function checkBodyType(def: ResourceDef, body: unknown): KubeObject {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw badRequest(`the body of the request must be a JSON object of kind ${def.kind}`);
+  }
+  const object = body as KubeObject;
+  const kind = object.kind;
+  const apiVersion = object.apiVersion;
+  if (kind !== undefined && kind !== "" && kind !== def.kind) {
+    throw badRequest(
+      `the object provided is unrecognized (must be of type ${def.kind}): kind ${JSON.stringify(kind)} does not match`,
+    );
+  }
+  if (apiVersion !== undefined && apiVersion !== "") {
+    const want = apiVersionOf(def);
+    const gv = typeof apiVersion === "string" ? apiVersion : JSON.stringify(apiVersion);
+    const group = gv.includes("/") ? gv.slice(0, gv.indexOf("/")) : "";
+    if (gv !== want && group !== def.group) {
+      throw badRequest(
+        `the API version in the data (${gv}) does not match the expected API version (${want})`,
+      );
+    }
+  }
+  if (
+    object.metadata !== undefined &&
+    (typeof object.metadata !== "object" || object.metadata === null || Array.isArray(object.metadata))
+  ) {
+    throw badRequest("metadata: must be an object");
+  }
+  return object;
+}
+
+function checkNamespace(def: ResourceDef, meta: Record<string, unknown>, pathNamespace: string): void {
+  if (!def.namespaced) {
+    delete meta.namespace;
+    return;
+  }
+  const bodyNamespace = stringField(meta, "namespace");
+  if (bodyNamespace !== "" && bodyNamespace !== pathNamespace) {
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  }
+  meta.namespace = pathNamespace;
+}
+
+function requireLiveNamespace(ctx: RestContext, namespace: string): void {
+  const stored = ctx.store.get(NAMESPACE_KEY_PREFIX + namespace);
+  if (!stored) throw notFound("", "namespaces", namespace);
+  if (stored.object.metadata?.deletionTimestamp) {
+    throw forbidden(
+      `${"unable to create new content in namespace"} ${namespace} because it is being terminated`,
+      {
+        name: namespace,
+        kind: "namespaces",
+        causes: [
+          {
+            reason: "NamespaceTerminating",
+            message: `namespace ${namespace} is being terminated`,
+            field: "metadata.namespace",
+          },
+        ],
+      },
+    );
+  }
+}
+
+/** Names end up in URL path segments: upstream rejects these before any kind-specific validation. */
+function pathSegmentCauses(name: string): { field: string; reason: string; message: string }[] {
+  if (name === "." || name === "..") {
+    return [
+      {
+        field: "metadata.name",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "${name}": may not be '${name}'`,
+      },
+    ];
+  }
+  for (const bad of ["/", "%"]) {
+    if (name.includes(bad)) {
+      return [
+        {
+          field: "metadata.name",
+          reason: "FieldValueInvalid",
+          message: `Invalid value: "${name}": may not contain '${bad}'`,
+        },
+      ];
+    }
+  }
+  return [];
+}
+
+export function createObject(
+  ctx: RestContext,
+  def: ResourceDef,
+  namespace: string,
+  body: unknown,
+  options: WriteOptions,
+): RestResult {
+  const object = structuredClone(checkBodyType(def, body));
+  const meta = metadataOf(object);
+  checkNamespace(def, meta, namespace);
+  let name = stringField(meta, "name");
+  const generateName = stringField(meta, "generateName");
+  if (name === "" && generateName !== "") name = generatedName(generateName);
+  if (name === "") {
+    throw invalid(def.group, def.kind, "", [
+      {
+        field: "metadata.name",
+        reason: "FieldValueRequired",
+        message: "Required value: name or generateName is required",
+      },
+    ]);
+  }
+  const segmentCauses = pathSegmentCauses(name);
+  if (segmentCauses.length > 0) throw invalid(def.group, def.kind, name, segmentCauses);
+  if (def.namespaced) requireLiveNamespace(ctx, namespace);
+  meta.name = name;
+  meta.uid = randomUUID();
+  meta.creationTimestamp = timestamp(ctx.clock.now());
+  meta.generation = 1;
+  for (const field of [
+    "resourceVersion",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+  ]) {
+    delete meta[field];
+  }
+  if (def.hasStatus) delete object.status;
+  object.apiVersion = apiVersionOf(def);
+  object.kind = def.kind;
+  checkUnknownFields(def, object, options);
+  def.applyDefaults(object);
+  const causes = def.validateCreate(object);
+  if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
+  if (options.dryRun) return { code: 201, body: forOutput(def, object) };
+  try {
+    const stored = ctx.store.create(objectKey(def, namespace, name), object);
+    ctx.afterWrite?.();
+    return { code: 201, body: forOutput(def, stored.object) };
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "AlreadyExists") {
+      throw alreadyExists(def.group, def.resource, name);
+    }
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// update / patch
+
+const STATUS_WRITABLE_METADATA = ["labels", "annotations", "finalizers", "ownerReferences"];
+
+export function loadExisting(ctx: RestContext, target: Target): StoredObject {
+  const stored = ctx.store.get(objectKey(target.def, target.namespace, target.name));
+  if (!stored) throw notFound(target.def.group, target.def.resource, target.name);
+  return stored;
+}
+
+function checkSubresource(target: Target): void {
+  if (target.subresource === "") return;
+  if (target.subresource !== "status" || !target.def.subresources.includes("status")) {
+    throw notFound(target.def.group, `${target.def.resource}/${target.subresource}`, target.name);
+  }
+}
+
+/**
+ * The object a write of `incoming` to `target` would store, given the current `old` object:
+ * server-owned metadata from old, status split applied, defaults applied, generation bumped.
+ */
+function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incoming: KubeObject): KubeObject {
+  const { def } = target;
+  const oldMeta = metadataOf(old);
+  let next: KubeObject;
+  if (target.subresource === "status") {
+    next = structuredClone(old);
+    if (incoming.status === undefined) delete next.status;
+    else next.status = structuredClone(incoming.status);
+    const nextMeta = metadataOf(next);
+    const incomingMeta = metadataOf(incoming);
+    for (const field of STATUS_WRITABLE_METADATA) {
+      if (incomingMeta[field] === undefined) delete nextMeta[field];
+      else nextMeta[field] = structuredClone(incomingMeta[field]);
+    }
+  } else {
+    next = structuredClone(incoming);
+    if (def.hasStatus) {
+      if (old.status === undefined) delete next.status;
+      else next.status = structuredClone(old.status);
+    }
+  }
+  const meta = metadataOf(next);
+  const incomingUid = stringField(meta, "uid");
+  if (incomingUid !== "" && incomingUid !== oldMeta.uid) {
+    throw invalid(def.group, def.kind, target.name, [
+      {
+        field: "metadata.uid",
+        reason: "FieldValueInvalid",
+        message: `Invalid value: "${incomingUid}": field is immutable`,
+      },
+    ]);
+  }
+  for (const field of [
+    "uid",
+    "creationTimestamp",
+    "name",
+    "namespace",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+  ]) {
+    if (oldMeta[field] === undefined) delete meta[field];
+    else meta[field] = oldMeta[field];
+  }
+  delete meta.managedFields;
+  delete meta.selfLink;
+  next.apiVersion = apiVersionOf(def);
+  next.kind = def.kind;
+  def.applyDefaults(next);
+  const causes =
+    target.subresource === "status" ? def.validateStatusUpdate(next, old) : def.validateUpdate(next, old);
+  if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
+  if (target.subresource === "" && def.specChanged(next, old)) {
+    meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
+  }
+  meta.resourceVersion = oldMeta.resourceVersion;
+  return next;
+}
+
+/**
+ * An update removes the object when it is being deleted, has no finalizers left and no grace
+ * period pending (upstream's shouldDeleteDuringUpdate): a pod in graceful termination
+ * (deletionGracePeriodSeconds > 0) stays until it is deleted with grace 0.
+ */
+function deletesOnUpdate(object: KubeObject): boolean {
+  const meta = object.metadata;
+  if (!meta?.deletionTimestamp || finalizersOf(object).length > 0) return false;
+  const grace = meta.deletionGracePeriodSeconds;
+  return grace === undefined || grace === 0;
+}
+
+/** Stores `next` over `old` (or removes it when it is being deleted and has no finalizers left). */
+function commit(
+  ctx: RestContext,
+  target: Target,
+  old: StoredObject,
+  next: KubeObject,
+  options: WriteOptions,
+): RestResult {
+  const { def } = target;
+  if (jsonEqual(next, old.object)) return { code: 200, body: forOutput(def, old.object) };
+  if (options.dryRun) return { code: 200, body: forOutput(def, next) };
+  try {
+    if (deletesOnUpdate(next)) {
+      const stored = ctx.store.update(old.key, next, old.revision);
+      const removed = ctx.store.delete(old.key, stored.revision);
+      ctx.afterWrite?.();
+      return { code: 200, body: forOutput(def, removed.object) };
+    }
+    const stored = ctx.store.update(old.key, next, old.revision);
+    ctx.afterWrite?.();
+    return { code: 200, body: forOutput(def, stored.object) };
+  } catch (error) {
+    if (error instanceof StoreError && error.reason === "Conflict") {
+      throw conflict(def.group, def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
+    }
+    if (error instanceof StoreError && error.reason === "NotFound") {
+      throw notFound(def.group, def.resource, target.name);
+    }
+    throw error;
+  }
+}
+
+function checkPrecondition(target: Target, old: StoredObject, requested: unknown): void {
+  if (requested === undefined || requested === null || requested === "") return;
+  if (typeof requested !== "string" || !/^\d+$/.test(requested)) {
+    throw badRequest(
+      `metadata.resourceVersion: Invalid value: ${JSON.stringify(requested)}: must be a decimal string`,
+    );
+  }
+  if (Number(requested) !== old.revision) {
+    throw conflict(target.def.group, target.def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
+  }
+}
+
+export function updateObject(
+  ctx: RestContext,
+  target: Target,
+  body: unknown,
+  options: WriteOptions,
+): RestResult {
+  checkSubresource(target);
+  const incoming = checkBodyType(target.def, body);
+  checkUnknownFields(target.def, incoming, options);
+  const meta = metadataOf(structuredClone(incoming));
+  const bodyName = stringField(meta, "name");
+  if (bodyName !== target.name) {
+    throw badRequest(
+      `the name of the object (${bodyName}) does not match the name on the URL (${target.name})`,
+    );
+  }
+  if (target.def.namespaced) {
+    const bodyNamespace = stringField(meta, "namespace");
+    if (bodyNamespace !== "" && bodyNamespace !== target.namespace) {
+      throw badRequest(
+        "the namespace of the provided object does not match the namespace sent on the request",
+      );
+    }
+  }
+  const old = loadExisting(ctx, target);
+  checkPrecondition(target, old, incoming.metadata?.resourceVersion);
+  const next = prepareUpdate(ctx, target, old.object, incoming);
+  return commit(ctx, target, old, next, options);
+}
+
+export const PATCH_CONTENT_TYPES = [
+  PATCH_TYPES.json,
+  PATCH_TYPES.merge,
+  PATCH_TYPES.strategic,
+  PATCH_TYPES.apply,
+];
+
+export function patchObject(
+  ctx: RestContext,
+  target: Target,
+  patch: { contentType: string; body: unknown },
+  options: WriteOptions,
+): RestResult {
+  checkSubresource(target);
+  const { def } = target;
+  const custom = def.custom === true;
+  const accepted = custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : PATCH_CONTENT_TYPES;
+  if (patch.contentType === PATCH_TYPES.apply) {
+    const base = unsupportedMediaType(accepted.filter((t) => t !== PATCH_TYPES.apply));
+    throw new ApiError(
+      415,
+      base.reason,
+      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
+    );
+  }
+  if (!accepted.includes(patch.contentType as (typeof accepted)[number]))
+    throw unsupportedMediaType(accepted);
+  const old = loadExisting(ctx, target);
+  let patched: unknown;
+  switch (patch.contentType) {
+    case PATCH_TYPES.json:
+      patched = applyJsonPatch(old.object, patch.body);
+      break;
+    case PATCH_TYPES.merge:
+      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
+        throw badRequest("merge patch must be a JSON object");
+      }
+      patched = applyMergePatch(old.object, patch.body);
+      break;
+    default:
+      patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
+  }
+  const incoming = checkBodyType(def, patched);
+  checkUnknownFields(def, incoming, options);
+  const meta = metadataOf(incoming);
+  if (stringField(meta, "name") !== target.name) {
+    throw badRequest(
+      `the name of the object (${stringField(meta, "name")}) does not match the name on the URL (${target.name})`,
+    );
+  }
+  if (def.namespaced && stringField(meta, "namespace") !== target.namespace) {
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  }
+  checkPrecondition(target, old, meta.resourceVersion);
+  const next = prepareUpdate(ctx, target, old.object, incoming);
+  return commit(ctx, target, old, next, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pods/binding
+
+/** POST pods/<name>/binding: sets spec.nodeName once, as the scheduler's bind does. */
+export function bindPod(ctx: RestContext, target: Target, body: unknown, options: WriteOptions): RestResult {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw badRequest("the body of a binding request must be a Binding object");
+  }
+  const binding = body as Record<string, unknown>;
+  if (binding.kind !== undefined && binding.kind !== "Binding") {
+    throw badRequest(
+      `the object provided is unrecognized (must be of type Binding): kind ${JSON.stringify(binding.kind)}`,
+    );
+  }
+  const bindingTarget = binding.target;
+  const node =
+    typeof bindingTarget === "object" && bindingTarget !== null && "name" in bindingTarget
+      ? bindingTarget.name
+      : undefined;
+  if (typeof node !== "string" || node === "") {
+    throw invalid("", "Binding", target.name, [
+      { field: "target.name", reason: "FieldValueRequired", message: "Required value" },
+    ]);
+  }
+  const old = loadExisting(ctx, { ...target, subresource: "" });
+  const next = structuredClone(old.object);
+  const meta = metadataOf(next);
+  if (meta.deletionTimestamp) {
+    throw conflict("", "pods", target.name, "pod is being deleted, cannot be assigned to a host");
+  }
+  const spec = (typeof next.spec === "object" && next.spec !== null ? next.spec : {}) as Record<
+    string,
+    unknown
+  >;
+  const current = typeof spec.nodeName === "string" ? spec.nodeName : "";
+  if (current !== "") {
+    throw conflict("", "pods", target.name, `pod ${target.name} is already assigned to node "${current}"`);
+  }
+  spec.nodeName = node;
+  next.spec = spec;
+  const bindingMeta = binding.metadata;
+  if (typeof bindingMeta === "object" && bindingMeta !== null && "annotations" in bindingMeta) {
+    const annotations = bindingMeta.annotations;
+    if (typeof annotations === "object" && annotations !== null) {
+      const existing =
+        typeof meta.annotations === "object" && meta.annotations !== null ? meta.annotations : {};
+      meta.annotations = { ...existing, ...annotations };
+    }
+  }
+  if (!options.dryRun) {
+    try {
+      ctx.store.update(old.key, next, old.revision);
+      ctx.afterWrite?.();
+    } catch (error) {
+      if (error instanceof StoreError && error.reason === "Conflict") {
+        throw conflict("", "pods", target.name, OPTIMISTIC_LOCK_MESSAGE);
+      }
+      throw error;
+    }
+  }
+  return { code: 201, body: { ...successStatus({}), code: 201 } };
+}
