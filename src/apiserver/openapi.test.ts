@@ -62,3 +62,55 @@ test("unknown documents and /openapi/v2 are absent (404)", () => {
   assert.equal(openAPIV3Document(registry, "apis/nothing/v1"), undefined);
   assert.ok(openAPIV3Document(registry, "/openapi/v3/api/v1?hash=ABC"));
 });
+
+test("unknown fields of built-in and custom kinds, as strict decoding names them", async () => {
+  const registry = createBuiltinRegistry();
+  const { unknownFields } = await import("./openapi.ts");
+  const pvc = registry.lookup("", "v1", "persistentvolumeclaims");
+  assert.ok(pvc);
+  const body = {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: "c", namespace: "default", labelz: {} },
+    spec: { acessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+    extra: 1,
+  };
+  assert.deepEqual(unknownFields(pvc, body), ["metadata.labelz", "spec.acessModes", "extra"]);
+  const pod = registry.lookup("", "v1", "pods");
+  assert.ok(pod);
+  assert.deepEqual(
+    unknownFields(pod, {
+      spec: { containers: [{ name: "a", image: "b", imagee: "c", env: [{ name: "x", valeu: "y" }] }] },
+    }),
+    ["spec.containers[0].imagee", "spec.containers[0].env[0].valeu"],
+  );
+  // decoding drops them, as upstream does
+  const stored = structuredClone(body);
+  pvc.applyDefaults(stored);
+  assert.equal("extra" in stored, false);
+  assert.equal("acessModes" in stored.spec, false);
+  assert.deepEqual(stored.spec.resources, { requests: { storage: "1Gi" } });
+  // CRD schemas keep their own rules (openAPIV3Schema, extensions)
+  const crd = registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  assert.ok(crd);
+  assert.deepEqual(
+    unknownFields(crd, {
+      spec: {
+        group: "g.example.com",
+        versions: [
+          {
+            name: "v1",
+            schema: {
+              openAPIV3Schema: {
+                type: "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                properties: { a: { type: "string" } },
+              },
+            },
+          },
+        ],
+      },
+    }),
+    [],
+  );
+});

@@ -12,7 +12,7 @@
 
 import { createHash } from "node:crypto";
 import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
-import { unknownFieldsOfCustomResource } from "./resources/index.ts";
+import { builtinModelOf, unknownBuiltinFields, unknownFieldsOfCustomResource } from "./resources/index.ts";
 
 /** The Kubernetes version these documents describe (kubectl only displays it). */
 const INFO = Object.freeze({ title: "Kubernetes", version: "v1.33.0+csikit" });
@@ -197,12 +197,15 @@ function buildDocument(path: string, defs: readonly ResourceDef[]): Record<strin
 }
 
 /**
- * Unknown fields of an object under its kind's schema (the paths upstream names in
- * `strict decoding error: unknown field "spec.x"`), for fieldValidation=Strict (400) and Warn
- * (a Warning header each). Only custom resources carry schemas here; built-in kinds report none.
+ * Unknown fields of a request body under its kind's schema, as the paths upstream names in
+ * `strict decoding error: unknown field "spec.x"` — for fieldValidation=Strict (400 BadRequest,
+ * all of them joined with ", ") and Warn (one `Warning: 299 - "unknown field \"spec.x\""`
+ * header each). Call it on the body before applyDefaults(), which drops those fields.
  */
 export function unknownFields(def: ResourceDef, object: KubeObject): string[] {
-  return unknownFieldsOfCustomResource(def, object);
+  if (def.custom === true) return unknownFieldsOfCustomResource(def, object);
+  const model = builtinModelOf(def.group, def.version, def.kind);
+  return model === undefined ? [] : unknownBuiltinFields(model, object);
 }
 
 /**

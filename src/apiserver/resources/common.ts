@@ -19,6 +19,7 @@ import {
 } from "../../api/index.ts";
 import type { NameValidator } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef, TableColumn } from "../resource.ts";
+import { builtinModelOf, pruneBuiltinFields } from "./builtin-schema.ts";
 
 export type Obj = Record<string, unknown>;
 
@@ -271,6 +272,7 @@ export function defineResource(spec: KindSpec): ResourceDef {
   const nameValidator = spec.nameValidator ?? nameIsDNSSubdomain;
   const subresources = spec.subresources ?? [];
   const singular = spec.kind.toLowerCase();
+  const model = builtinModelOf(spec.group, spec.version, spec.kind);
   const def: ResourceDef = {
     group: spec.group,
     version: spec.version,
@@ -285,6 +287,8 @@ export function defineResource(spec: KindSpec): ResourceDef {
     subresources: Object.freeze([...subresources]),
     hasStatus: subresources.includes("status"),
     applyDefaults(object) {
+      // Decoding drops fields the kind does not have, before any defaulting.
+      if (model !== undefined) pruneBuiltinFields(model, object);
       spec.defaults?.(object);
     },
     validateCreate(object) {

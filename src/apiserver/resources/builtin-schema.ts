@@ -1,0 +1,107 @@
+// Field knowledge of the built-in kinds, for what kube-apiserver does while decoding a body:
+// unknown fields are dropped (they have no place in the Go struct), and reported for
+// fieldValidation=Strict (400 `strict decoding error: unknown field "spec.x"`) or Warn. The
+// field names come from @kubernetes/client-node's generated models (their attribute type maps
+// mirror the upstream OpenAPI schemas), walked structurally: models, arrays, maps.
+
+import * as models from "@kubernetes/client-node";
+import { isRecord } from "./common.ts";
+
+interface Attribute {
+  baseName: string;
+  type: string;
+}
+
+const MODELS = new Map<string, unknown>(Object.entries(models));
+const attributeCache = new Map<string, ReadonlyMap<string, Attribute> | undefined>();
+
+function attributesOf(modelName: string): ReadonlyMap<string, Attribute> | undefined {
+  if (attributeCache.has(modelName)) return attributeCache.get(modelName);
+  const model = MODELS.get(modelName);
+  let attributes: Map<string, Attribute> | undefined;
+  const getter: unknown = typeof model === "function" ? Reflect.get(model, "getAttributeTypeMap") : undefined;
+  if (typeof getter === "function") {
+    const list: unknown = Reflect.apply(getter, model, []);
+    if (Array.isArray(list)) {
+      attributes = new Map();
+      for (const entry of list) {
+        if (isRecord(entry) && typeof entry.baseName === "string" && typeof entry.type === "string") {
+          attributes.set(entry.baseName, { baseName: entry.baseName, type: entry.type });
+        }
+      }
+    }
+  }
+  attributeCache.set(modelName, attributes);
+  return attributes;
+}
+
+/** The client-node model of each built-in kind, by "group/version/Kind". */
+const ROOT_MODELS: Readonly<Record<string, string>> = {
+  "/v1/Namespace": "V1Namespace",
+  "/v1/Node": "V1Node",
+  "/v1/Pod": "V1Pod",
+  "/v1/PersistentVolume": "V1PersistentVolume",
+  "/v1/PersistentVolumeClaim": "V1PersistentVolumeClaim",
+  "/v1/Secret": "V1Secret",
+  "/v1/ConfigMap": "V1ConfigMap",
+  "/v1/ServiceAccount": "V1ServiceAccount",
+  "/v1/Event": "CoreV1Event",
+  "/v1/Binding": "V1Binding",
+  "events.k8s.io/v1/Event": "EventsV1Event",
+  "storage.k8s.io/v1/StorageClass": "V1StorageClass",
+  "storage.k8s.io/v1/CSIDriver": "V1CSIDriver",
+  "storage.k8s.io/v1/CSINode": "V1CSINode",
+  "storage.k8s.io/v1/VolumeAttachment": "V1VolumeAttachment",
+  "storage.k8s.io/v1/CSIStorageCapacity": "V1CSIStorageCapacity",
+  "storage.k8s.io/v1/VolumeAttributesClass": "V1VolumeAttributesClass",
+  "coordination.k8s.io/v1/Lease": "V1Lease",
+  "apiextensions.k8s.io/v1/CustomResourceDefinition": "V1CustomResourceDefinition",
+};
+
+/** The model name of a built-in kind, or undefined for kinds this table does not know. */
+export function builtinModelOf(group: string, version: string, kind: string): string | undefined {
+  return ROOT_MODELS[`${group}/${version}/${kind}`];
+}
+
+function join(path: string, key: string): string {
+  return path === "" ? key : `${path}.${key}`;
+}
+
+function walk(value: unknown, type: string, path: string, unknown: string[], prune: boolean): void {
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array !== null) {
+    if (Array.isArray(value))
+      value.forEach((item, i) => walk(item, array[1] ?? "any", `${path}[${i}]`, unknown, prune));
+    return;
+  }
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map !== null) {
+    if (isRecord(value))
+      for (const [key, item] of Object.entries(value))
+        walk(item, map[1] ?? "any", join(path, key), unknown, prune);
+    return;
+  }
+  const attributes = attributesOf(type);
+  if (attributes === undefined || !isRecord(value)) return;
+  for (const key of Object.keys(value)) {
+    const attribute = attributes.get(key);
+    if (attribute === undefined) {
+      unknown.push(join(path, key));
+      if (prune) delete value[key];
+    } else {
+      walk(value[key], attribute.type, join(path, key), unknown, prune);
+    }
+  }
+}
+
+/** Paths of the fields a built-in object carries that its kind does not have. */
+export function unknownBuiltinFields(modelName: string, object: unknown): string[] {
+  const unknown: string[] = [];
+  walk(object, modelName, "", unknown, false);
+  return unknown;
+}
+
+/** Drops the fields a built-in object's kind does not have (as decoding does upstream). */
+export function pruneBuiltinFields(modelName: string, object: unknown): void {
+  walk(object, modelName, "", [], true);
+}
