@@ -5,7 +5,10 @@
 // mirror the upstream OpenAPI schemas), walked structurally: models, arrays, maps.
 
 import * as models from "@kubernetes/client-node";
-import { isRecord } from "./common.ts";
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
 
 interface Attribute {
   baseName: string;
