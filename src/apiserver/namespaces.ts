@@ -178,7 +178,6 @@ export class NamespaceReaper {
         return; // someone else's finalizer holds it; their removal deletes it (rest.ts commit)
       }
       this.#ctx.store.delete(key, stored.revision);
-      this.#ctx.afterWrite?.();
     } catch (error) {
       if (error instanceof StoreError && error.reason === "Conflict") {
         this.#schedule(name, RETRY_MIN_MS);

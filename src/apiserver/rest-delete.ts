@@ -138,7 +138,6 @@ export function deleteObject(ctx: RestContext, target: Target, options: DeleteOp
     if (options.dryRun) return deletedResponse(target, old.object);
     try {
       const removed = ctx.store.delete(old.key, old.revision);
-      ctx.afterWrite?.();
       return deletedResponse(target, removed.object);
     } catch (error) {
       if (error instanceof StoreError && error.reason === "Conflict") {
@@ -164,7 +163,6 @@ export function deleteObject(ctx: RestContext, target: Target, options: DeleteOp
   if (options.dryRun) return { code: 200, body: forOutput(target.def, next) };
   try {
     const stored = ctx.store.update(old.key, next, old.revision);
-    ctx.afterWrite?.();
     return { code: 200, body: forOutput(target.def, stored.object) };
   } catch (error) {
     if (error instanceof StoreError && error.reason === "Conflict") {

@@ -12,8 +12,6 @@ export interface RestContext {
   clock: Clock;
   /** Add the garbage collector's `foregroundDeletion`/`orphan` finalizers on delete (only when a GC runs). */
   gcFinalizers: boolean;
-  /** Called after every successful write (compaction, namespace cleanup). */
-  afterWrite?: () => void;
 }
 
 export interface Target {

@@ -197,7 +197,6 @@ export function createObject(
   if (options.dryRun) return { code: 201, body: forOutput(def, object) };
   try {
     const stored = ctx.store.create(objectKey(def, namespace, name), object);
-    ctx.afterWrite?.();
     return { code: 201, body: forOutput(def, stored.object) };
   } catch (error) {
     if (error instanceof StoreError && error.reason === "AlreadyExists") {
@@ -315,11 +314,9 @@ function commit(
     if (deletesOnUpdate(next)) {
       const stored = ctx.store.update(old.key, next, old.revision);
       const removed = ctx.store.delete(old.key, stored.revision);
-      ctx.afterWrite?.();
       return { code: 200, body: forOutput(def, removed.object) };
     }
     const stored = ctx.store.update(old.key, next, old.revision);
-    ctx.afterWrite?.();
     return { code: 200, body: forOutput(def, stored.object) };
   } catch (error) {
     if (error instanceof StoreError && error.reason === "Conflict") {
@@ -484,7 +481,6 @@ export function bindPod(ctx: RestContext, target: Target, body: unknown, options
   if (!options.dryRun) {
     try {
       ctx.store.update(old.key, next, old.revision);
-      ctx.afterWrite?.();
     } catch (error) {
       if (error instanceof StoreError && error.reason === "Conflict") {
         throw conflict("", "pods", target.name, OPTIMISTIC_LOCK_MESSAGE);
