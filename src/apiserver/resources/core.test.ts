@@ -527,3 +527,32 @@ test("quantities are stored in canonical form; generation and create-status flag
   assert.equal(pods.keepStatusOnCreate, undefined);
   assert.equal(persistentVolumeClaims.tracksGeneration, false);
 });
+
+test("events convert between core/v1 and events.k8s.io/v1 shapes both ways", async () => {
+  const { coreEventFromEventsV1, eventsV1FromCoreEvent } = await import("./events.ts");
+  const v1: KubeObject = {
+    apiVersion: "events.k8s.io/v1",
+    kind: "Event",
+    metadata: { name: "e", namespace: "default" },
+    eventTime: "2026-01-01T00:00:00.000000Z",
+    regarding: { kind: "Pod", name: "p", namespace: "default" },
+    note: "hello",
+    reportingController: "c",
+    reportingInstance: "i",
+    deprecatedCount: 2,
+    deprecatedSource: { component: "old" },
+    reason: "R",
+    action: "A",
+    type: "Normal",
+  };
+  const core = coreEventFromEventsV1(v1);
+  assert.equal(core.apiVersion, "v1");
+  assert.deepEqual(core.involvedObject, { kind: "Pod", name: "p", namespace: "default" });
+  assert.equal(core.message, "hello");
+  assert.equal(core.reportingComponent, "c");
+  assert.equal(core.count, 2);
+  assert.deepEqual(core.source, { component: "old" });
+  assert.equal(core.regarding, undefined);
+  assert.deepEqual(coreEvents.validateCreate(core), []);
+  assert.deepEqual(eventsV1FromCoreEvent(core), v1);
+});

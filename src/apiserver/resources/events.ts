@@ -224,3 +224,43 @@ export const eventsV1: ResourceDef = defineResource({
 });
 
 export const eventResources: readonly ResourceDef[] = Object.freeze([coreEvents, eventsV1]);
+
+// ---- conversion between the two shapes -------------------------------------------------
+// Upstream stores one Event and serves it in both groups; these map the fields the way
+// pkg/apis/events/v1 conversion does, so a store shared by both resources can answer either.
+
+const V1_TO_CORE: readonly [string, string][] = [
+  ["regarding", "involvedObject"],
+  ["note", "message"],
+  ["reportingController", "reportingComponent"],
+  ["deprecatedSource", "source"],
+  ["deprecatedFirstTimestamp", "firstTimestamp"],
+  ["deprecatedLastTimestamp", "lastTimestamp"],
+  ["deprecatedCount", "count"],
+];
+
+function renamed(object: KubeObject, pairs: readonly [string, string][], apiVersion: string): KubeObject {
+  const out: KubeObject = structuredClone(object);
+  for (const [from, to] of pairs) {
+    delete out[to];
+    if (object[from] !== undefined) out[to] = structuredClone(object[from]);
+    delete out[from];
+  }
+  out.apiVersion = apiVersion;
+  out.kind = "Event";
+  return out;
+}
+
+/** An events.k8s.io/v1 Event in its core/v1 shape. */
+export function coreEventFromEventsV1(event: KubeObject): KubeObject {
+  return renamed(event, V1_TO_CORE, "v1");
+}
+
+/** A core/v1 Event in its events.k8s.io/v1 shape. */
+export function eventsV1FromCoreEvent(event: KubeObject): KubeObject {
+  return renamed(
+    event,
+    V1_TO_CORE.map(([v1, core]) => [core, v1]),
+    "events.k8s.io/v1",
+  );
+}
