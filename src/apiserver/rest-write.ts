@@ -37,8 +37,10 @@ import {
   invalid,
   notFound,
   OPTIMISTIC_LOCK_MESSAGE,
+  qualifiedResource,
   successStatus,
   unsupportedMediaType,
+  type StatusDetails,
 } from "./status.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -103,23 +105,26 @@ function checkNamespace(def: ResourceDef, meta: Record<string, unknown>, pathNam
   meta.namespace = pathNamespace;
 }
 
-function requireLiveNamespace(ctx: RestContext, namespace: string): void {
+/** Upstream's NamespaceLifecycle admission: the namespace must exist and not be terminating. */
+function requireLiveNamespace(ctx: RestContext, def: ResourceDef, namespace: string, name: string): void {
   const stored = ctx.store.get(NAMESPACE_KEY_PREFIX + namespace);
   if (!stored) throw notFound("", "namespaces", namespace);
   if (stored.object.metadata?.deletionTimestamp) {
+    const details: StatusDetails = {
+      name,
+      kind: def.resource,
+      causes: [
+        {
+          reason: "NamespaceTerminating",
+          message: `namespace ${namespace} is being terminated`,
+          field: "metadata.namespace",
+        },
+      ],
+    };
+    if (def.group !== "") details.group = def.group;
     throw forbidden(
-      `${"unable to create new content in namespace"} ${namespace} because it is being terminated`,
-      {
-        name: namespace,
-        kind: "namespaces",
-        causes: [
-          {
-            reason: "NamespaceTerminating",
-            message: `namespace ${namespace} is being terminated`,
-            field: "metadata.namespace",
-          },
-        ],
-      },
+      `${qualifiedResource(def.group, def.resource)} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+      details,
     );
   }
 }
@@ -173,7 +178,7 @@ export function createObject(
   }
   const segmentCauses = pathSegmentCauses(name);
   if (segmentCauses.length > 0) throw invalid(def.group, def.kind, name, segmentCauses);
-  if (def.namespaced) requireLiveNamespace(ctx, namespace);
+  if (def.namespaced) requireLiveNamespace(ctx, def, namespace, name);
   meta.name = name;
   meta.uid = randomUUID();
   meta.creationTimestamp = timestamp(ctx.clock.now());

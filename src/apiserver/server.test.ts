@@ -767,6 +767,10 @@ describe("namespace deletion", () => {
       core.createNamespacedConfigMap({ namespace: "doomed", body: { metadata: { name: "y" } } }),
     );
     assert.equal(refused.code, 403);
+    assert.equal(
+      refused.status.message,
+      'configmaps "y" is forbidden: unable to create new content in namespace doomed because it is being terminated',
+    );
     await waitFor(
       async () => (await core.listNamespacedConfigMap({ namespace: "doomed" })).items.length === 1,
     );
