@@ -244,6 +244,22 @@ test("PV defaults, validation, source immutability, printing", () => {
     moved[0]?.message ?? "",
     /^Forbidden: spec.persistentvolumesource is immutable after creation/,
   );
+  // a controllerExpandSecretRef may be added once
+  assert.deepEqual(
+    persistentVolumes.validateUpdate(
+      setAt(volume, "spec.csi.controllerExpandSecretRef", { name: "s", namespace: "n" }),
+      volume,
+    ),
+    [],
+  );
+  assert.deepEqual(
+    fields(
+      persistentVolumes
+        .validateCreate(setAt(setAt(volume, "spec.csi", undefined), "spec.volumeAttributesClassName", "gold"))
+        .filter((c) => c.field !== "spec"),
+    ),
+    ["spec.csi"],
+  );
   // binding and reclaim-policy changes are allowed
   const bound = setAt(
     setAt(volume, "spec.claimRef", { namespace: "default", name: "data" }),

@@ -200,6 +200,18 @@ export const persistentVolumes: ResourceDef = defineResource({
     );
     causes.push(...validateStorageClassName(spec.storageClassName, "spec.storageClassName"));
     causes.push(...validateVolumeMode(spec.volumeMode, "spec.volumeMode"));
+    if (spec.volumeAttributesClassName !== undefined && spec.volumeAttributesClassName !== null) {
+      if (spec.volumeAttributesClassName === "") {
+        causes.push(fieldRequired("spec.volumeAttributesClassName", "an empty string is disallowed"));
+      } else {
+        causes.push(
+          ...validateStorageClassName(spec.volumeAttributesClassName, "spec.volumeAttributesClassName"),
+        );
+      }
+      if (!isRecord(spec.csi)) {
+        causes.push(fieldRequired("spec.csi", "has to be specified when using volumeAttributesClassName"));
+      }
+    }
     if (spec.nodeAffinity !== undefined && spec.nodeAffinity !== null) {
       const required = at(spec, "nodeAffinity.required");
       if (required === undefined)
@@ -210,7 +222,19 @@ export const persistentVolumes: ResourceDef = defineResource({
   },
   validateUpdate(object, old) {
     const causes: FieldCause[] = [];
-    if (!deepEqual(pvSourceOf(object.spec), pvSourceOf(old.spec))) {
+    const newSource = pvSourceOf(object.spec);
+    const oldSource = pvSourceOf(old.spec);
+    // A controllerExpandSecretRef may be added to a CSI volume that had none.
+    if (
+      isRecord(newSource.csi) &&
+      isRecord(oldSource.csi) &&
+      oldSource.csi.controllerExpandSecretRef === undefined
+    ) {
+      const csi: Obj = { ...newSource.csi };
+      delete csi.controllerExpandSecretRef;
+      newSource.csi = csi;
+    }
+    if (!deepEqual(newSource, oldSource)) {
       causes.push(
         fieldForbidden(
           "spec.persistentvolumesource",
@@ -222,6 +246,16 @@ export const persistentVolumes: ResourceDef = defineResource({
     const oldAffinity = at(old, "spec.nodeAffinity");
     if (oldAffinity !== undefined && oldAffinity !== null) {
       causes.push(...immutable("nodeAffinity", at(object, "spec.nodeAffinity"), oldAffinity));
+    }
+    const oldClass = at(old, "spec.volumeAttributesClassName");
+    if (
+      oldClass !== undefined &&
+      oldClass !== null &&
+      at(object, "spec.volumeAttributesClassName") === undefined
+    ) {
+      causes.push(
+        fieldForbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"),
+      );
     }
     return causes;
   },
