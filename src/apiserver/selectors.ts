@@ -137,12 +137,17 @@ export function parseFieldSelector(
 ): ObjectMatcher {
   if (text === null || text === undefined || text.trim() === "") return () => true;
   const terms = text.split(",").map((term) => {
-    const match = /^\s*([^=!\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(term);
-    if (!match) throw badRequest(`invalid selector: '${text}'; can't understand '${term}'`);
-    const field = match[1]!;
+    // Split at the first operator by hand: a backtracking regex here is quadratic on long input.
+    const at = term.search(/!=|==|=/);
+    const field = at < 0 ? "" : term.slice(0, at).trim();
+    if (at < 0 || field === "" || /[\s!]/.test(field)) {
+      throw badRequest(`invalid selector: '${text}'; can't understand '${term}'`);
+    }
+    const operator = term.startsWith("!=", at) ? "!=" : term.startsWith("==", at) ? "==" : "=";
+    const value = term.slice(at + operator.length).trim();
     const getter = fieldGetter(field, def);
     if (!getter) throw badRequest(`field label not supported: ${field}`);
-    return { getter, negate: match[2] === "!=", value: match[3]! };
+    return { getter, negate: operator === "!=", value };
   });
   return (object) => terms.every((t) => (t.getter(object) === t.value) !== t.negate);
 }
