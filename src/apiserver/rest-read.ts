@@ -7,7 +7,7 @@ import type { KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError } from "./storage/types.ts";
 import { collectionPrefix, forOutput, objectKey } from "./objects.ts";
 import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
-import { badRequest, expired, notFound } from "./status.ts";
+import { ApiError, badRequest, expired, notFound } from "./status.ts";
 
 // ---------------------------------------------------------------------------------------------
 // get / list
@@ -62,6 +62,21 @@ function decodeContinue(token: string, prefix: string): ContinuePosition {
   return { revision: parsed.rv, startAfter: parsed.start };
 }
 
+/**
+ * A resourceVersion newer than the store's latest revision can only come from another state
+ * (a reset state directory): answer as kube-apiserver does once its cache cannot catch up —
+ * 504 "Too large resource version" — so reflectors relist instead of waiting for revisions
+ * that may never come.
+ */
+export function requireKnownRevision(ctx: RestContext, revision: number): number {
+  const current = ctx.store.currentRevision();
+  if (revision <= current) return revision;
+  throw new ApiError(504, "Timeout", `Too large resource version: ${revision}, current: ${current}`, {
+    causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version", field: "" }],
+    retryAfterSeconds: 1,
+  });
+}
+
 export function parseResourceVersion(text: string, what = "resourceVersion"): number {
   if (!/^\d+$/.test(text)) throw badRequest(`invalid ${what}: "${text}"`);
   return Number(text);
@@ -96,9 +111,9 @@ export function listObjects(
     revision = position.revision;
     startAfter = position.startAfter;
   } else if (query.resourceVersion && query.resourceVersionMatch === "Exact") {
-    revision = parseResourceVersion(query.resourceVersion);
+    revision = requireKnownRevision(ctx, parseResourceVersion(query.resourceVersion));
   } else if (query.resourceVersion) {
-    parseResourceVersion(query.resourceVersion);
+    requireKnownRevision(ctx, parseResourceVersion(query.resourceVersion));
   }
   const items: KubeObject[] = [];
   try {

@@ -939,6 +939,18 @@ describe("bad requests never crash the server", () => {
       reason: "Invalid",
     },
     {
+      name: "list from a resourceVersion the server never reached",
+      request: { path: "/api/v1/configmaps?resourceVersion=999999999" },
+      status: 504,
+      reason: "Timeout",
+    },
+    {
+      name: "watch from a resourceVersion the server never reached",
+      request: { path: "/api/v1/configmaps?watch=1&resourceVersion=999999999" },
+      status: 504,
+      reason: "Timeout",
+    },
+    {
       name: "bad label selector",
       request: { path: "/api/v1/configmaps?labelSelector=a%20in%20(" },
       status: 400,

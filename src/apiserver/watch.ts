@@ -11,7 +11,13 @@ import type { Clock } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError, type StoreEvent, type Watch } from "./storage/index.ts";
 import { apiVersionOf, collectionPrefix, forOutput } from "./objects.ts";
-import { listObjects, parseResourceVersion, selectorsFor, type RestContext } from "./rest.ts";
+import {
+  listObjects,
+  parseResourceVersion,
+  requireKnownRevision,
+  selectorsFor,
+  type RestContext,
+} from "./rest.ts";
 import { ApiError, badRequest, tooOldResourceVersion } from "./status.ts";
 import { toTable, type IncludeObject } from "./table.ts";
 
@@ -104,11 +110,8 @@ export async function serveWatch(
     initial = start.initialEvents ? page.items.filter(matcher) : [];
     fromRevision = page.revision;
   } else {
-    fromRevision = start.fromRevision;
-    if (fromRevision < ctx.store.compactedRevision()) {
-      // Upstream answers a compacted watch with 200 and one ERROR event, not an HTTP error.
-      initial = [];
-    }
+    // A compacted start is answered with 200 and one ERROR event (below), as upstream does.
+    fromRevision = requireKnownRevision(ctx, start.fromRevision);
   }
 
   const stop = new AbortController();
