@@ -49,6 +49,12 @@ test("PVC defaults and create validation", () => {
   assert.equal((claim.spec as Record<string, unknown>).volumeMode, "Filesystem");
   assert.equal((claim.status as Record<string, unknown>).phase, "Pending");
   assert.deepEqual(persistentVolumeClaims.validateCreate(claim), []);
+  const restore = setAt(claim, "spec.dataSource", {
+    apiGroup: "snapshot.storage.k8s.io",
+    kind: "VolumeSnapshot",
+    name: "snap",
+  });
+  assert.deepEqual(persistentVolumeClaims.validateCreate(restore), []);
   const cases: [string, unknown, string, string][] = [
     ["spec.accessModes", [], "spec.accessModes", "Required value: at least 1 access mode is required"],
     [
@@ -78,6 +84,12 @@ test("PVC defaults and create validation", () => {
     ],
     ["spec.storageClassName", "Fast_Class", "spec.storageClassName", ""],
     ["metadata.namespace", "", "metadata.namespace", "Required value"],
+    [
+      "spec.dataSource",
+      { kind: "VolumeSnapshot", name: "snap" },
+      "spec.dataSource",
+      `Invalid value: "VolumeSnapshot": must be 'PersistentVolumeClaim' when referencing the default apiGroup`,
+    ],
   ];
   for (const [path, value, field, message] of cases) {
     const causes = persistentVolumeClaims.validateCreate(setAt(claim, path, value));
@@ -131,13 +143,30 @@ test("PVC update: spec immutable except storage increase and VAC name of bound c
   );
   assert.deepEqual(fields(shrink), ["spec.resources.requests.storage"]);
   assert.equal(shrink[0]?.message, "Forbidden: field can not be less than status.capacity");
-  // volumeAttributesClassName may change on a bound claim only
+  // volumeAttributesClassName may change, but not back to unset or empty
   assert.deepEqual(
     persistentVolumeClaims.validateUpdate(setAt(bound, "spec.volumeAttributesClassName", "gold"), bound),
     [],
   );
+  const gold = setAt(bound, "spec.volumeAttributesClassName", "gold");
   assert.deepEqual(
-    fields(persistentVolumeClaims.validateUpdate(setAt(old, "spec.volumeAttributesClassName", "gold"), old)),
+    persistentVolumeClaims.validateUpdate(setAt(gold, "spec.volumeAttributesClassName", "silver"), gold),
+    [],
+  );
+  assert.deepEqual(
+    persistentVolumeClaims
+      .validateUpdate(setAt(gold, "spec.volumeAttributesClassName", undefined), gold)
+      .map((c) => c.message),
+    ["Forbidden: update from non-nil value to nil is forbidden"],
+  );
+  // a class may be set once on a claim without one
+  const classless = setAt(old, "spec.storageClassName", undefined);
+  assert.deepEqual(
+    persistentVolumeClaims.validateUpdate(setAt(classless, "spec.storageClassName", "fast"), classless),
+    [],
+  );
+  assert.deepEqual(
+    fields(persistentVolumeClaims.validateUpdate(setAt(old, "spec.storageClassName", "slow"), old)),
     ["spec"],
   );
   // access modes never change; volumeMode is reported twice as upstream does

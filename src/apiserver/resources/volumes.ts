@@ -10,6 +10,7 @@ import {
   fieldNotSupported,
   fieldRequired,
   FIELD_IMMUTABLE,
+  isDNS1123Label,
   isDNS1123Subdomain,
   parseQuantity,
   tryParseQuantity,
@@ -344,16 +345,43 @@ function validateDataSource(source: unknown, field: string): FieldCause[] {
   if (str(source.name) === "") causes.push(fieldRequired(`${field}.name`));
   if (str(source.kind) === "") causes.push(fieldRequired(`${field}.kind`));
   const group = str(source.apiGroup);
-  if (group === "" && str(source.kind) !== "" && str(source.kind) !== "PersistentVolumeClaim") {
+  if (group === "" && source.kind !== "PersistentVolumeClaim") {
     causes.push(
       fieldInvalid(
-        `${field}.kind`,
-        source.kind,
+        field,
+        source.kind ?? "",
         "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
       ),
     );
   }
+  if (group !== "") {
+    for (const message of isDNS1123Subdomain(group))
+      causes.push(fieldInvalid(`${field}.apiGroup`, group, message));
+  }
+  const namespace = str(source.namespace);
+  if (namespace !== "") {
+    for (const message of isDNS1123Label(namespace))
+      causes.push(fieldInvalid(`${field}.namespace`, namespace, message));
+  }
   return causes;
+}
+
+/** dataSource and dataSourceRef must agree unless dataSourceRef names another namespace. */
+function validateDataSourcePair(spec: Obj): FieldCause[] {
+  const source = spec.dataSource;
+  const ref = spec.dataSourceRef;
+  if (!isRecord(source) || !isRecord(ref)) return [];
+  if (str(ref.namespace) !== "") {
+    return [
+      fieldInvalid(
+        "spec",
+        "spec.dataSource",
+        "may not be specified when dataSourceRef.namespace is specified",
+      ),
+    ];
+  }
+  const same = source.apiGroup === ref.apiGroup && source.kind === ref.kind && source.name === ref.name;
+  return same ? [] : [fieldInvalid("spec", "spec.dataSource", "must match dataSourceRef")];
 }
 
 function requestedStorage(object: Obj): unknown {
@@ -392,8 +420,11 @@ export const persistentVolumeClaims: ResourceDef = defineResource({
     causes.push(...validateVolumeMode(spec.volumeMode, "spec.volumeMode"));
     causes.push(...validateDataSource(spec.dataSource, "spec.dataSource"));
     causes.push(...validateDataSource(spec.dataSourceRef, "spec.dataSourceRef"));
-    if (spec.volumeAttributesClassName === "") {
-      causes.push(fieldRequired("spec.volumeAttributesClassName", "an empty string is disallowed"));
+    causes.push(...validateDataSourcePair(spec));
+    if (typeof spec.volumeAttributesClassName === "string" && spec.volumeAttributesClassName !== "") {
+      causes.push(
+        ...validateStorageClassName(spec.volumeAttributesClassName, "spec.volumeAttributesClassName"),
+      );
     }
     return causes;
   },
@@ -467,10 +498,13 @@ function validateClaimSpecUpdate(object: Obj, old: Obj): FieldCause[] {
   const oldSpec = structuredClone(isRecord(old.spec) ? old.spec : {});
   // The PV controller sets volumeName once.
   if (str(oldSpec.volumeName) === "") oldSpec.volumeName = newSpec.volumeName;
-  // A class may be set once on a claim that had none (retroactive default StorageClass).
+  // A class may be set once on a claim that had none (retroactive default StorageClass, or
+  // the move from the beta annotation), if it agrees with that annotation.
+  const betaClass = betaClassAnnotation(old);
   if (
     (oldSpec.storageClassName === undefined || oldSpec.storageClassName === null) &&
-    !hasBetaClassAnnotation(old)
+    typeof newSpec.storageClassName === "string" &&
+    (betaClass === undefined || betaClass === newSpec.storageClassName)
   ) {
     oldSpec.storageClassName = newSpec.storageClassName;
   }
@@ -482,9 +516,10 @@ function validateClaimSpecUpdate(object: Obj, old: Obj): FieldCause[] {
       if (oldStorage === undefined) delete newRequests.storage;
       else newRequests.storage = oldStorage;
     }
-    if (newSpec.volumeAttributesClassName !== undefined)
-      newSpec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
   }
+  // volumeAttributesClassName is compared on its own below.
+  if (oldSpec.volumeAttributesClassName === undefined) delete newSpec.volumeAttributesClassName;
+  else newSpec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
   if (!deepEqual(normalizeClaimSpec(newSpec), normalizeClaimSpec(oldSpec))) {
     causes.push(fieldForbidden("spec", PVC_SPEC_IMMUTABLE));
   }
@@ -501,12 +536,27 @@ function validateClaimSpecUpdate(object: Obj, old: Obj): FieldCause[] {
   const newMode = at(object, "spec.volumeMode");
   const oldMode = at(old, "spec.volumeMode");
   if (!deepEqual(newMode, oldMode)) causes.push(fieldInvalid("volumeMode", newMode ?? null, FIELD_IMMUTABLE));
+  const oldClass = at(old, "spec.volumeAttributesClassName");
+  const newClass = at(object, "spec.volumeAttributesClassName");
+  if (typeof oldClass === "string" && newClass === undefined) {
+    causes.push(
+      fieldForbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"),
+    );
+  } else if (typeof oldClass === "string" && newClass === "") {
+    causes.push(
+      fieldForbidden(
+        "spec.volumeAttributesClassName",
+        "update from non-nil value to an empty string is forbidden",
+      ),
+    );
+  }
   return causes;
 }
 
-function hasBetaClassAnnotation(object: Obj): boolean {
+function betaClassAnnotation(object: Obj): string | undefined {
   const annotations = metaOf(object).annotations;
-  return isRecord(annotations) && "volume.beta.kubernetes.io/storage-class" in annotations;
+  const value = isRecord(annotations) ? annotations["volume.beta.kubernetes.io/storage-class"] : undefined;
+  return typeof value === "string" ? value : undefined;
 }
 
 /** Quantities compare by value, not spelling ("1Gi" = "1024Mi"), as Semantic.DeepEqual does. */
