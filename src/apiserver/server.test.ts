@@ -585,6 +585,32 @@ describe("watch", () => {
     assert.equal(refused.status, 422);
   });
 
+  test("watch as Table (kubectl get -w): one row per event, column definitions only on the first", async () => {
+    const res = await raw(server.handle, {
+      path: "/api/v1/namespaces/watched/configmaps?watch=1&timeoutSeconds=1&includeObject=None",
+      headers: { Accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" },
+    });
+    const events = res.text
+      .trim()
+      .split("\n")
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            type: string;
+            object: {
+              kind: string;
+              columnDefinitions: unknown[];
+              rows: { cells: unknown[]; object?: unknown }[];
+            };
+          },
+      );
+    assert.ok(events.length >= 2);
+    assert.ok(events.every((e) => e.object.kind === "Table" && e.object.rows.length === 1));
+    assert.ok(events[0]!.object.columnDefinitions.length > 0);
+    assert.equal(events[1]!.object.columnDefinitions.length, 0);
+    assert.equal(events[0]!.object.rows[0]!.object, undefined, "includeObject=None");
+  });
+
   test("timeoutSeconds ends the stream", async () => {
     const res = await raw(server.handle, {
       path: "/api/v1/namespaces/watched/configmaps?watch=1&timeoutSeconds=1&resourceVersion=0",
