@@ -2,6 +2,7 @@
 // typed client-node APIs, watch, and client-side throttling (counted, never timed).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import diagnostics from "node:diagnostics_channel";
 import { FakeClock, settle } from "../base/index.ts";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
@@ -11,6 +12,8 @@ import type { KubeObject, WatchEvent } from "./types.ts";
 interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
+
+const NAMESPACES = { group: "", version: "v1", resource: "namespaces", namespaced: false } as const;
 
 let env: TestServer;
 before(async () => {
@@ -146,4 +149,25 @@ test("client-side rate limit: burst requests pass, the rest wait for tokens (cou
   await clock.advance(400);
   await Promise.all(requests);
   assert.equal(client.requestCount, 13);
+});
+
+test("connections are pooled: many requests reuse one keep-alive connection per transport", async () => {
+  const client = env.client();
+  let opened = 0;
+  const onSocket = (): void => {
+    opened++;
+  };
+  diagnostics.subscribe("net.client.socket", onSocket);
+  try {
+    for (let i = 0; i < 20; i++) {
+      await client.core.readNamespace({ name: "default" });
+      await client.get(NAMESPACES, "default");
+    }
+  } finally {
+    diagnostics.unsubscribe("net.client.socket", onSocket);
+    client.close();
+  }
+  // One connection for the typed APIs' pool and one for the generic transport; without
+  // pooling this would be 40.
+  assert.ok(opened >= 1 && opened <= 2, `opened ${opened} connections for 40 requests`);
 });
