@@ -10,3 +10,4 @@ export { MAX_BODY_BYTES } from "./http.ts";
 export type { ResourceDef, ResourceRegistry } from "./resource.ts";
 export { createBuiltinRegistry } from "./registry.ts";
 export type { MutableResourceRegistry } from "./registry.ts";
+export { KUBECONFIG_CONTEXT } from "./kubeconfig.ts";

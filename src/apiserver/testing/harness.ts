@@ -7,7 +7,7 @@ import { request as httpsRequest } from "node:https";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Logger } from "../../base/index.ts";
+import { silentLogger } from "../../base/index.ts";
 import { createBuiltinRegistry } from "../registry.ts";
 import { startApiServer, type ApiServerHandle, type ApiServerOptions } from "../server.ts";
 
@@ -22,8 +22,6 @@ export interface TestServer {
   dispose(): Promise<void>;
 }
 
-const quiet = new Logger({ sink: { write: () => {} } });
-
 export async function startTestServer(
   overrides: Partial<Omit<ApiServerOptions, "stateDir">> = {},
   stateDir?: string,
@@ -33,7 +31,7 @@ export async function startTestServer(
   let handle: ApiServerHandle;
   try {
     handle = await startApiServer(
-      { stateDir: dir, port: 0, registry: createBuiltinRegistry(), logger: quiet, ...overrides },
+      { stateDir: dir, port: 0, registry: createBuiltinRegistry(), logger: silentLogger, ...overrides },
       controller.signal,
     );
   } catch (error) {
