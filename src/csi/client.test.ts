@@ -206,3 +206,22 @@ test("per-call deadlines give DEADLINE_EXCEEDED and abort the handler; a signal 
   await eventually(() => aborted.length === 2, "both handlers to see their signal abort");
   assert.deepEqual(aborted.sort(), ["cancelled", "slow"]);
 });
+
+test("onCall observes every finished unary call with its method path, status code and duration", async (t) => {
+  const dir = await tempDir(t);
+  const server = await serve(t, { endpoint: join(dir, "csi.sock"), identity });
+  const calls: [string, number, number][] = [];
+  const client = connect(t, server.path, {
+    onCall: (method, code, seconds) => calls.push([method, code, seconds]),
+  });
+  await client.identity.probe({});
+  await assert.rejects(client.controller.createVolume({ name: "x" }), codeIs(GrpcStatus.UNIMPLEMENTED));
+  assert.deepEqual(
+    calls.map(([method, code]) => [method, code]),
+    [
+      ["/csi.v1.Identity/Probe", GrpcStatus.OK],
+      ["/csi.v1.Controller/CreateVolume", GrpcStatus.UNIMPLEMENTED],
+    ],
+  );
+  assert.ok(calls.every(([, , seconds]) => seconds >= 0 && seconds < 60));
+});

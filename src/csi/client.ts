@@ -29,7 +29,15 @@ export interface CsiClientOptions {
   logger?: Logger;
   /** Deadline of each call in ms unless the call gives its own. Default: none. */
   timeoutMs?: number;
+  /**
+   * Called once per finished unary call with the full method path
+   * ("/csi.v1.Controller/CreateVolume"), the gRPC status code (0 = OK) and the duration in
+   * seconds: the hook for csi_sidecar_operations_seconds (kube's CsiOperationMetrics.observer()).
+   */
+  onCall?: CallObserver;
 }
+
+export type CallObserver = (method: string, code: number, seconds: number) => void;
 
 export interface WaitForReadyOptions {
   signal?: AbortSignal;
@@ -60,6 +68,7 @@ export class CsiClient {
   readonly registration: ClientMethods<RegistrationMethods>;
   readonly #channel: grpc.Client;
   readonly #logger: Logger;
+  readonly #onCall: CallObserver | undefined;
   readonly #timeoutMs: number | undefined;
 
   /** A client for `endpoint`; nothing is dialled until the first call. */
@@ -70,6 +79,7 @@ export class CsiClient {
   private constructor(path: string, options: CsiClientOptions) {
     this.path = path;
     this.#logger = options.logger ?? silentLogger;
+    this.#onCall = options.onCall;
     this.#timeoutMs = options.timeoutMs;
     this.#channel = new grpc.Client(grpcTarget(path), grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     this.identity = this.#methods("identity") as ClientMethods<IdentityMethods>;
@@ -181,6 +191,9 @@ export class CsiClient {
       new Promise<unknown>((resolve, reject) => {
         options.signal?.throwIfAborted();
         const trace = traceCall(this.#logger, method, request);
+        const started = performance.now();
+        const observe = (code: number): void =>
+          this.#onCall?.(method.path, code, (performance.now() - started) / 1000);
         const onAbort = (): void => call.cancel();
         const call = this.#channel.makeUnaryRequest<unknown, unknown>(
           wire.path,
@@ -193,9 +206,11 @@ export class CsiClient {
             options.signal?.removeEventListener("abort", onAbort);
             if (error) {
               trace.failure(error);
+              observe(error.code);
               reject(error);
             } else {
               trace.response(response);
+              observe(GrpcStatus.OK);
               resolve(response);
             }
           },

@@ -5,7 +5,7 @@ export * from "./types.ts";
 export { CsiError, GrpcStatus, grpcCode, statusName } from "./errors.ts";
 export { parseEndpoint } from "./endpoint.ts";
 export { serveCsi, type CsiServer, type CsiServerOptions } from "./server.ts";
-export { CsiClient, type CsiClientOptions, type WaitForReadyOptions } from "./client.ts";
+export { CsiClient, type CallObserver, type CsiClientOptions, type WaitForReadyOptions } from "./client.ts";
 export { requireField } from "./validate.ts";
 export { OperationLocks } from "./locks.ts";
 export { sanitizeRequest, STRIPPED } from "./sanitize.ts";
