@@ -1,11 +1,14 @@
 // The API server's credentials under <stateDir>/pki/: a CA, a serving certificate signed by it
-// (SANs 127.0.0.1, ::1, localhost), and the admin bearer token. Generated on first start
-// (ECDSA P-256 via WebCrypto and @peculiar/x509) and reused on every later start, so a
-// kubeconfig written once stays valid. If any file is missing, all are regenerated together
-// (a serving cert without its CA is useless). Key and token files are 0600.
+// (SANs localhost, 127.0.0.1, ::1, plus any address the server is asked to listen on), and the
+// admin bearer token. Generated on first start (ECDSA P-256 via WebCrypto and @peculiar/x509)
+// and reused on every later start, so a kubeconfig written once stays valid. When a later
+// start needs an address the serving certificate does not name, only the serving certificate
+// is reissued by the same CA. If the CA or token is missing, everything is regenerated
+// together. Key and token files are 0600.
 
-import { randomBytes, type webcrypto } from "node:crypto";
+import { randomBytes, X509Certificate, type webcrypto } from "node:crypto";
 import { mkdir, readFile, writeFile, rename } from "node:fs/promises";
+import { isIP } from "node:net";
 import { join } from "node:path";
 // @peculiar/x509 (through tsyringe) needs the Reflect metadata polyfill loaded first.
 import "reflect-metadata";
@@ -19,6 +22,13 @@ export interface Credentials {
   adminToken: string;
 }
 
+export interface CredentialOptions {
+  /** ms since epoch, for validity periods. */
+  now: number;
+  /** IP addresses the serving certificate must name besides 127.0.0.1 and ::1. */
+  extraIPs?: readonly string[];
+}
+
 const FILES = {
   caCert: "ca.crt",
   caKey: "ca.key",
@@ -30,19 +40,44 @@ const FILES = {
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
 const ECDSA = { name: "ECDSA", namedCurve: "P-256" } as const;
 const SIGNING = { name: "ECDSA", hash: "SHA-256" } as const;
+const LOOPBACK_IPS = ["127.0.0.1", "::1"];
 
-/** Loads the credentials under `pkiDir`, generating them first when any file is missing. */
-export async function loadOrCreateCredentials(pkiDir: string, now: number): Promise<Credentials> {
+/** Loads the credentials under `pkiDir`, generating (or reissuing) what is missing. */
+export async function loadOrCreateCredentials(
+  pkiDir: string,
+  options: CredentialOptions,
+): Promise<Credentials> {
+  const ips = [...new Set([...LOOPBACK_IPS, ...(options.extraIPs ?? []).filter((ip) => isIP(ip) !== 0)])];
   const existing = await readCredentials(pkiDir);
-  if (existing) return existing;
-  const created = await generateCredentials(now);
+  if (existing) {
+    const serving = new X509Certificate(existing.serverCertPem);
+    if (ips.every((ip) => serving.checkIP(ip) !== undefined)) return existing;
+    const caKeyPem = await readFile(join(pkiDir, FILES.caKey), "utf8");
+    const reissued = await issueServingCert({
+      caCertPem: existing.caCertPem,
+      caKeyPem,
+      ips,
+      now: options.now,
+    });
+    await writeAtomic(join(pkiDir, FILES.serverCert), reissued.certPem, 0o644);
+    await writeAtomic(join(pkiDir, FILES.serverKey), reissued.keyPem, 0o600);
+    return { ...existing, serverCertPem: reissued.certPem, serverKeyPem: reissued.keyPem };
+  }
+  const ca = await generateCA(options.now);
+  const serving = await issueServingCert({
+    caCertPem: ca.certPem,
+    caKeyPem: ca.keyPem,
+    ips,
+    now: options.now,
+  });
+  const adminToken = randomBytes(32).toString("base64url");
   await mkdir(pkiDir, { recursive: true, mode: 0o700 });
-  await writeAtomic(join(pkiDir, FILES.caCert), created.caCertPem, 0o644);
-  await writeAtomic(join(pkiDir, FILES.caKey), created.caKeyPem, 0o600);
-  await writeAtomic(join(pkiDir, FILES.serverCert), created.serverCertPem, 0o644);
-  await writeAtomic(join(pkiDir, FILES.serverKey), created.serverKeyPem, 0o600);
-  await writeAtomic(join(pkiDir, FILES.token), created.adminToken + "\n", 0o600);
-  return created;
+  await writeAtomic(join(pkiDir, FILES.caCert), ca.certPem, 0o644);
+  await writeAtomic(join(pkiDir, FILES.caKey), ca.keyPem, 0o600);
+  await writeAtomic(join(pkiDir, FILES.serverCert), serving.certPem, 0o644);
+  await writeAtomic(join(pkiDir, FILES.serverKey), serving.keyPem, 0o600);
+  await writeAtomic(join(pkiDir, FILES.token), adminToken + "\n", 0o600);
+  return { caCertPem: ca.certPem, serverCertPem: serving.certPem, serverKeyPem: serving.keyPem, adminToken };
 }
 
 async function readCredentials(pkiDir: string): Promise<Credentials | undefined> {
@@ -52,6 +87,7 @@ async function readCredentials(pkiDir: string): Promise<Credentials | undefined>
       readFile(join(pkiDir, FILES.serverCert), "utf8"),
       readFile(join(pkiDir, FILES.serverKey), "utf8"),
       readFile(join(pkiDir, FILES.token), "utf8"),
+      readFile(join(pkiDir, FILES.caKey), "utf8"),
     ]);
     const adminToken = token.trim();
     if (adminToken === "") return undefined;
@@ -69,35 +105,50 @@ export async function writeAtomic(path: string, content: string, mode: number): 
   await rename(temp, path);
 }
 
-async function generateCredentials(now: number): Promise<Credentials & { caKeyPem: string }> {
+function webCrypto(): webcrypto.Crypto {
   const crypto = globalThis.crypto;
   x509.cryptoProvider.set(crypto);
-  const notBefore = new Date(now - 3600 * 1000);
-  const notAfter = new Date(now + TEN_YEARS_MS);
-  const caKeys = await crypto.subtle.generateKey(ECDSA, true, ["sign", "verify"]);
+  return crypto;
+}
+
+async function generateCA(now: number): Promise<{ certPem: string; keyPem: string }> {
+  const crypto = webCrypto();
+  const keys = await crypto.subtle.generateKey(ECDSA, true, ["sign", "verify"]);
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: "CN=csikit-ca",
-    notBefore,
-    notAfter,
+    notBefore: new Date(now - 3600 * 1000),
+    notAfter: new Date(now + TEN_YEARS_MS),
     signingAlgorithm: SIGNING,
-    keys: caKeys,
+    keys,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  const serverKeys = await crypto.subtle.generateKey(ECDSA, true, ["sign", "verify"]);
+  return { certPem: ca.toString("pem") + "\n", keyPem: await keyPem(crypto, keys.privateKey) };
+}
+
+async function issueServingCert(input: {
+  caCertPem: string;
+  caKeyPem: string;
+  ips: readonly string[];
+  now: number;
+}): Promise<{ certPem: string; keyPem: string }> {
+  const crypto = webCrypto();
+  const ca = new x509.X509Certificate(input.caCertPem);
+  const caKey = await crypto.subtle.importKey("pkcs8", pemBody(input.caKeyPem), ECDSA, false, ["sign"]);
+  const keys = await crypto.subtle.generateKey(ECDSA, true, ["sign", "verify"]);
   const server = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
     subject: "CN=csikit-apiserver",
     issuer: ca.subject,
-    notBefore,
-    notAfter,
+    notBefore: new Date(input.now - 3600 * 1000),
+    notAfter: new Date(input.now + TEN_YEARS_MS),
     signingAlgorithm: SIGNING,
-    publicKey: serverKeys.publicKey,
-    signingKey: caKeys.privateKey,
+    publicKey: keys.publicKey,
+    signingKey: caKey,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(
@@ -107,25 +158,22 @@ async function generateCredentials(now: number): Promise<Credentials & { caKeyPe
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
       new x509.SubjectAlternativeNameExtension([
         { type: "dns", value: "localhost" },
-        { type: "ip", value: "127.0.0.1" },
-        { type: "ip", value: "::1" },
+        ...input.ips.map((ip) => ({ type: "ip" as const, value: ip })),
       ]),
       await x509.AuthorityKeyIdentifierExtension.create(ca),
     ],
   });
-  return {
-    caCertPem: ca.toString("pem") + "\n",
-    caKeyPem: await keyPem(crypto, caKeys.privateKey),
-    serverCertPem: server.toString("pem") + "\n",
-    serverKeyPem: await keyPem(crypto, serverKeys.privateKey),
-    adminToken: randomBytes(32).toString("base64url"),
-  };
+  return { certPem: server.toString("pem") + "\n", keyPem: await keyPem(crypto, keys.privateKey) };
 }
 
 function serial(): string {
   const bytes = randomBytes(16);
   bytes[0] = bytes[0]! & 0x7f; // a positive INTEGER
   return bytes.toString("hex");
+}
+
+function pemBody(pem: string): Buffer {
+  return Buffer.from(pem.replace(/-----(BEGIN|END) [A-Z ]+-----/g, "").replace(/\s+/g, ""), "base64");
 }
 
 async function keyPem(crypto: webcrypto.Crypto, key: webcrypto.CryptoKey): Promise<string> {

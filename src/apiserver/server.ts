@@ -74,7 +74,11 @@ export async function startApiServer(
   const clock = options.clock ?? realClock;
   const stateDir = resolve(options.stateDir);
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const credentials = await loadOrCreateCredentials(join(stateDir, "pki"), clock.now());
+  const bindAddress = options.bindAddress ?? "127.0.0.1";
+  const credentials = await loadOrCreateCredentials(join(stateDir, "pki"), {
+    now: clock.now(),
+    extraIPs: isWildcard(bindAddress) ? [] : [bindAddress],
+  });
   const store = openSqliteStore({
     path: join(stateDir, "apiserver.db"),
     ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
@@ -110,11 +114,9 @@ export async function startApiServer(
         serverAddress: () => address,
       }),
     );
-    const port = await listen(server, options.port ?? 0, options.bindAddress ?? "127.0.0.1");
-    const host =
-      options.bindAddress && options.bindAddress !== "0.0.0.0" && options.bindAddress !== "::"
-        ? options.bindAddress
-        : "127.0.0.1";
+    const port = await listen(server, options.port ?? 0, bindAddress);
+    // Clients reach a wildcard listener over loopback; a specific address as itself.
+    const host = isWildcard(bindAddress) ? "127.0.0.1" : bindAddress;
     address = `${host.includes(":") ? `[${host}]` : host}:${port}`;
     const url = `https://${address}`;
     const kubeconfigPath = join(stateDir, "kubeconfig");
@@ -152,6 +154,10 @@ export async function startApiServer(
 export async function runApiServer(options: ApiServerOptions, signal: AbortSignal): Promise<void> {
   const handle = await startApiServer(options, signal);
   await handle.stopped;
+}
+
+function isWildcard(address: string): boolean {
+  return address === "0.0.0.0" || address === "::" || address === "";
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
