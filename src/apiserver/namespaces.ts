@@ -1,10 +1,11 @@
 // Namespace lifecycle, kept simple but observable like upstream's: the four system namespaces
 // exist from the first start; deleting a namespace marks it (deletionTimestamp,
 // status.phase=Terminating) and answers at once, then a reaper deletes every namespaced object
-// in it (finalizers are honoured: held objects are waited for), and once it is empty clears the
-// `kubernetes` spec finalizer and removes the namespace. New objects in a terminating namespace
-// are refused with 403 (rest.ts). The reaper resumes after a restart for namespaces still
-// terminating.
+// in it (finalizers and pod grace periods are honoured: held objects are waited for), and once
+// it is empty clears the `kubernetes` spec finalizer and removes the namespace. New objects in a
+// terminating namespace are refused with 403 (rest-write.ts). The reaper resumes after a
+// restart for namespaces still terminating. While it waits it re-sweeps with a backoff of
+// 100 ms doubling to 2 s.
 
 import type { Clock, Logger } from "../base/index.ts";
 import { errorMessage } from "../base/index.ts";
@@ -145,11 +146,9 @@ export class NamespaceReaper {
         const name = stringField(metadataOf(item.object), "name");
         if (!item.object.metadata?.deletionTimestamp) {
           try {
-            deleteObject(
-              this.#ctx,
-              { def, namespace, name, subresource: "" },
-              { dryRun: false, gracePeriodSeconds: 0 },
-            );
+            // Default grace, as upstream's namespace controller: a scheduled pod terminates
+            // through its node (which deletes it with grace 0), everything else goes at once.
+            deleteObject(this.#ctx, { def, namespace, name, subresource: "" }, { dryRun: false });
           } catch (error) {
             if (!(error instanceof ApiError && error.code === 404)) throw error;
           }
