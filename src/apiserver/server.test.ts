@@ -611,6 +611,26 @@ describe("watch", () => {
     assert.equal(events[0]!.object.rows[0]!.object, undefined, "includeObject=None");
   });
 
+  test("legacy /watch/ paths and single-object watches", async () => {
+    const all = await raw(server.handle, {
+      path: "/api/v1/watch/namespaces/watched/configmaps?timeoutSeconds=1",
+    });
+    assert.equal(all.status, 200);
+    const names = all.text
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { object: { metadata: { name: string } } }).object.metadata.name);
+    assert.ok(names.length >= 2);
+    const one = await raw(server.handle, {
+      path: `/api/v1/watch/namespaces/watched/configmaps/${names[0]}?timeoutSeconds=1`,
+    });
+    const only = one.text
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { object: { metadata: { name: string } } }).object.metadata.name);
+    assert.deepEqual(only, [names[0]]);
+  });
+
   test("timeoutSeconds ends the stream", async () => {
     const res = await raw(server.handle, {
       path: "/api/v1/namespaces/watched/configmaps?watch=1&timeoutSeconds=1&resourceVersion=0",
