@@ -16,34 +16,14 @@ import {
 } from "./discovery-aggregated.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
 import type { FaultInjector } from "./faults.ts";
-import { decodeJson, decodeObjectBody, mediaType, readBody, sendJson, sendStatus, sendText } from "./http.ts";
+import { decodeJson, readBody, sendJson, sendStatus, sendText } from "./http.ts";
 import type { NamespaceReaper } from "./namespaces.ts";
-import {
-  bindPod,
-  createObject,
-  deleteCollection,
-  deleteObject,
-  getObject,
-  listObjects,
-  parseDeleteOptions,
-  parseFieldValidation,
-  patchObject,
-  updateObject,
-  type ListQuery,
-  type RestContext,
-  type RestResult,
-} from "./rest.ts";
+import { parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
 import { openApiDocument } from "./openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "./routing.ts";
-import {
-  ApiError,
-  badRequest,
-  internalError,
-  methodNotAllowed,
-  pathNotFound,
-  unauthorized,
-} from "./status.ts";
-import { parseIncludeObject, toTable, wantsTable } from "./table.ts";
+import { ApiError, internalError, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
+import { parseIncludeObject, wantsTable } from "./table.ts";
+import { VERBS, type VerbCall } from "./verbs.ts";
 import { serveWatch } from "./watch.ts";
 
 /** The version kubectl sees; a minor close to current kubectl keeps its skew warning quiet. */
@@ -183,25 +163,6 @@ function resolveDef(options: HandlerOptions, request: ResourceRequest): Resource
   return def;
 }
 
-function listQuery(query: URLSearchParams): ListQuery {
-  return {
-    labelSelector: query.get("labelSelector"),
-    fieldSelector: query.get("fieldSelector"),
-    limit: query.get("limit"),
-    continueToken: query.get("continue"),
-    resourceVersion: query.get("resourceVersion"),
-    resourceVersionMatch: query.get("resourceVersionMatch"),
-  };
-}
-
-function dryRunOf(query: URLSearchParams): boolean {
-  const values = query.getAll("dryRun");
-  for (const value of values) {
-    if (value !== "All") throw badRequest(`dryRun: Unsupported value: "${value}": supported values: "All"`);
-  }
-  return values.length > 0;
-}
-
 async function handleResource(
   options: HandlerOptions,
   req: IncomingMessage,
@@ -221,114 +182,55 @@ async function handleResource(
     req.resume();
     throw injected;
   }
-  const { ctx } = options;
-  const target = { def, namespace: request.namespace, name: request.name, subresource: request.subresource };
-  const table = wantsTable(req.headers.accept)
-    ? { include: parseIncludeObject(query.get("includeObject")) }
-    : undefined;
-  let result: RestResult;
-  const warnings: string[] = [];
-  switch (request.verb) {
-    case "get":
-      req.resume();
-      if (request.subresource !== "" && request.subresource !== "status") {
-        throw methodNotAllowed(def.group, `${def.resource}/${request.subresource}`, "get");
-      }
-      result = getObject(ctx, target);
-      if (table && result.body.kind !== "Status") {
-        const object = result.body as KubeObject;
-        result = {
-          code: 200,
-          body: toTable({ def, objects: [object], include: table.include, now: options.clock.now() }),
-        };
-      }
-      break;
-    case "list": {
-      req.resume();
-      const page = listObjects(ctx, def, request.namespace, listQuery(query));
-      const metadata: Record<string, unknown> = { resourceVersion: String(page.revision) };
-      if (page.continueToken) metadata.continue = page.continueToken;
-      if (page.remainingItemCount !== undefined) metadata.remainingItemCount = page.remainingItemCount;
-      const body = table
-        ? toTable({
-            def,
-            objects: page.items,
-            include: table.include,
-            now: options.clock.now(),
-            listMeta: metadata,
-          })
-        : {
-            apiVersion: def.group === "" ? def.version : `${def.group}/${def.version}`,
-            kind: def.listKind,
-            metadata,
-            items: page.items,
-          };
-      result = { code: 200, body };
-      break;
-    }
-    case "watch":
-      req.resume();
-      await serveWatch(
-        { def, namespace: request.namespace, name: request.name, query, ...(table ? { table } : {}) },
-        res,
-        { ctx, clock: options.clock, bookmarkIntervalMs: options.bookmarkIntervalMs, signal: options.signal },
-      );
-      return;
-    case "create": {
-      const dryRun = dryRunOf(query);
-      const writeOptions = {
-        dryRun,
-        fieldValidation: parseFieldValidation(query.get("fieldValidation")),
-        warnings,
-      };
-      const body = decodeObjectBody(await readBody(req), req.headers["content-type"]);
-      if (request.subresource === "binding" && def.group === "" && def.resource === "pods") {
-        result = bindPod(ctx, target, body, writeOptions);
-      } else if (request.name !== "" || request.subresource !== "") {
-        throw methodNotAllowed(def.group, def.resource, "create");
-      } else {
-        result = createObject(ctx, def, request.namespace, body, writeOptions);
-      }
-      break;
-    }
-    case "update": {
-      const dryRun = dryRunOf(query);
-      const fieldValidation = parseFieldValidation(query.get("fieldValidation"));
-      const body = decodeObjectBody(await readBody(req), req.headers["content-type"]);
-      result = updateObject(ctx, target, body, { dryRun, fieldValidation, warnings });
-      break;
-    }
-    case "patch": {
-      const dryRun = dryRunOf(query);
-      const contentType = mediaType(req.headers["content-type"]);
-      const raw = await readBody(req);
-      if (raw.length === 0) throw badRequest("the body of the request is empty; expected a patch");
-      const body = contentType === "application/apply-patch+yaml" ? undefined : decodeJson(raw);
-      const fieldValidation = parseFieldValidation(query.get("fieldValidation"));
-      result = patchObject(ctx, target, { contentType, body }, { dryRun, fieldValidation, warnings });
-      break;
-    }
-    case "delete": {
-      const raw = await readBody(req);
-      const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, query);
-      dryRunOf(query);
-      if (def.group === "" && def.resource === "namespaces" && request.subresource === "") {
-        result = options.reaper.deleteNamespace(request.name, deleteOptions.dryRun);
-      } else {
-        result = deleteObject(ctx, target, deleteOptions);
-      }
-      break;
-    }
-    case "deletecollection": {
-      const raw = await readBody(req);
-      const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, query);
-      result = deleteCollection(ctx, def, request.namespace, listQuery(query), deleteOptions);
-      break;
-    }
+  const call: VerbCall = {
+    ctx: options.ctx,
+    def,
+    request,
+    target: { def, namespace: request.namespace, name: request.name, subresource: request.subresource },
+    query,
+    req,
+    now: options.clock.now(),
+    warnings: [],
+    table: wantsTable(req.headers.accept)
+      ? { include: parseIncludeObject(query.get("includeObject")) }
+      : undefined,
+  };
+  if (request.verb === "watch") {
+    req.resume();
+    await serveWatch(
+      {
+        def,
+        namespace: request.namespace,
+        name: request.name,
+        query,
+        ...(call.table ? { table: call.table } : {}),
+      },
+      res,
+      {
+        ctx: options.ctx,
+        clock: options.clock,
+        bookmarkIntervalMs: options.bookmarkIntervalMs,
+        signal: options.signal,
+      },
+    );
+    return;
   }
+  const result =
+    request.verb === "delete" &&
+    def.group === "" &&
+    def.resource === "namespaces" &&
+    request.subresource === ""
+      ? await deleteNamespace(call, options.reaper)
+      : await VERBS[request.verb](call);
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
-  sendJson(res, result.code, result.body, { warnings });
+  sendJson(res, result.code, result.body, { warnings: call.warnings });
+}
+
+async function deleteNamespace(call: VerbCall, reaper: NamespaceReaper): Promise<RestResult> {
+  const raw = await readBody(call.req);
+  const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  return reaper.deleteNamespace(call.request.name, deleteOptions.dryRun);
 }
 
 /** After a CRD write, serve or retire the resources of every CRD the answer names. */

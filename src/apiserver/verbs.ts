@@ -1,0 +1,159 @@
+// One function per REST verb (watch aside, it streams): read the request's parameters and
+// body, call the verb in rest*.ts, shape the answer (List or Table). The handler picks one by
+// the routed verb; every function returns the status code and body to send.
+
+import type { IncomingMessage } from "node:http";
+import type { KubeObject, ResourceDef } from "./resource.ts";
+import { decodeJson, decodeObjectBody, mediaType, readBody } from "./http.ts";
+import {
+  bindPod,
+  createObject,
+  deleteCollection,
+  deleteObject,
+  getObject,
+  listObjects,
+  parseDeleteOptions,
+  parseFieldValidation,
+  patchObject,
+  updateObject,
+  type ListQuery,
+  type RestContext,
+  type RestResult,
+  type Target,
+  type WriteOptions,
+} from "./rest.ts";
+import type { ResourceRequest, Verb } from "./routing.ts";
+import { badRequest, methodNotAllowed } from "./status.ts";
+import { toTable, type IncludeObject } from "./table.ts";
+
+export interface VerbCall {
+  ctx: RestContext;
+  def: ResourceDef;
+  request: ResourceRequest;
+  target: Target;
+  query: URLSearchParams;
+  req: IncomingMessage;
+  /** ms since epoch, for Table ages. */
+  now: number;
+  /** Collected for the response's Warning headers. */
+  warnings: string[];
+  /** Set when the client asked for a meta.k8s.io/v1 Table. */
+  table: { include: IncludeObject } | undefined;
+}
+
+export function listQuery(query: URLSearchParams): ListQuery {
+  return {
+    labelSelector: query.get("labelSelector"),
+    fieldSelector: query.get("fieldSelector"),
+    limit: query.get("limit"),
+    continueToken: query.get("continue"),
+    resourceVersion: query.get("resourceVersion"),
+    resourceVersionMatch: query.get("resourceVersionMatch"),
+  };
+}
+
+function dryRunOf(query: URLSearchParams): boolean {
+  const values = query.getAll("dryRun");
+  for (const value of values) {
+    if (value !== "All") throw badRequest(`dryRun: Unsupported value: "${value}": supported values: "All"`);
+  }
+  return values.length > 0;
+}
+
+function writeOptions(call: VerbCall): WriteOptions {
+  return {
+    dryRun: dryRunOf(call.query),
+    fieldValidation: parseFieldValidation(call.query.get("fieldValidation")),
+    warnings: call.warnings,
+  };
+}
+
+async function get(call: VerbCall): Promise<RestResult> {
+  call.req.resume();
+  const { def, target } = call;
+  if (target.subresource !== "" && target.subresource !== "status") {
+    throw methodNotAllowed(def.group, `${def.resource}/${target.subresource}`, "get");
+  }
+  const result = getObject(call.ctx, target);
+  if (!call.table || result.body.kind === "Status") return result;
+  const object = result.body as KubeObject;
+  return { code: 200, body: toTable({ def, objects: [object], include: call.table.include, now: call.now }) };
+}
+
+async function list(call: VerbCall): Promise<RestResult> {
+  call.req.resume();
+  const { def } = call;
+  const page = listObjects(call.ctx, def, call.target.namespace, listQuery(call.query));
+  const metadata: Record<string, unknown> = { resourceVersion: String(page.revision) };
+  if (page.continueToken) metadata.continue = page.continueToken;
+  if (page.remainingItemCount !== undefined) metadata.remainingItemCount = page.remainingItemCount;
+  if (call.table) {
+    const table = toTable({
+      def,
+      objects: page.items,
+      include: call.table.include,
+      now: call.now,
+      listMeta: metadata,
+    });
+    return { code: 200, body: table };
+  }
+  const apiVersion = def.group === "" ? def.version : `${def.group}/${def.version}`;
+  return { code: 200, body: { apiVersion, kind: def.listKind, metadata, items: page.items } };
+}
+
+async function create(call: VerbCall): Promise<RestResult> {
+  const options = writeOptions(call);
+  const body = decodeObjectBody(await readBody(call.req), call.req.headers["content-type"]);
+  const { def, target } = call;
+  if (target.subresource === "binding" && def.group === "" && def.resource === "pods") {
+    return bindPod(call.ctx, target, body, options);
+  }
+  if (target.name !== "" || target.subresource !== "")
+    throw methodNotAllowed(def.group, def.resource, "create");
+  return createObject(call.ctx, def, target.namespace, body, options);
+}
+
+async function update(call: VerbCall): Promise<RestResult> {
+  const options = writeOptions(call);
+  const body = decodeObjectBody(await readBody(call.req), call.req.headers["content-type"]);
+  return updateObject(call.ctx, call.target, body, options);
+}
+
+async function patch(call: VerbCall): Promise<RestResult> {
+  const options = writeOptions(call);
+  const contentType = mediaType(call.req.headers["content-type"]);
+  const raw = await readBody(call.req);
+  if (raw.length === 0) throw badRequest("the body of the request is empty; expected a patch");
+  // Server-side apply bodies are YAML; patchObject refuses them with 415 before reading.
+  const body = contentType === "application/apply-patch+yaml" ? undefined : decodeJson(raw);
+  return patchObject(call.ctx, call.target, { contentType, body }, options);
+}
+
+async function deleteOne(call: VerbCall): Promise<RestResult> {
+  const raw = await readBody(call.req);
+  const options = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  dryRunOf(call.query);
+  return deleteObject(call.ctx, call.target, options);
+}
+
+async function deleteMany(call: VerbCall): Promise<RestResult> {
+  const raw = await readBody(call.req);
+  const options = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  dryRunOf(call.query);
+  return deleteCollection(call.ctx, call.def, call.target.namespace, listQuery(call.query), options);
+}
+
+async function watchNotHere(): Promise<RestResult> {
+  throw new Error("watch is streamed by serveWatch, not answered by a verb function");
+}
+
+export const VERBS: Readonly<Record<Verb, (call: VerbCall) => Promise<RestResult>>> = {
+  get,
+  list,
+  watch: watchNotHere,
+  create,
+  update,
+  patch,
+  delete: deleteOne,
+  deletecollection: deleteMany,
+};
