@@ -9,7 +9,7 @@ import type { Command } from "./command.ts";
 export const apiserverCommand: Command = {
   name: "apiserver",
   summary: "Run the embedded Kubernetes-compatible API server (HTTPS, SQLite state)",
-  usage: "Usage: csikit apiserver --state-dir DIR [--port N] [--bind-address ADDR] [--kubeconfig-out FILE]",
+  usage: "csikit apiserver --state-dir=DIR [--port=N] [--bind-address=ADDR] [--kubeconfig-out=FILE] [flags]",
   description:
     "Serves the Kubernetes API over HTTPS with a CA and admin token generated on first start under " +
     "<state-dir>/pki/, keeps objects in <state-dir>/apiserver.db and writes an admin kubeconfig to " +
