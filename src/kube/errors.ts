@@ -30,6 +30,18 @@ export const isConflict = (error: unknown): boolean =>
   apiStatusCode(error) === 409 && !isAlreadyExists(error);
 export const isGone = (error: unknown): boolean => apiStatusCode(error) === 410;
 
+/**
+ * 504 "Too large resource version": the client asked for a revision the server has not reached
+ * (its storage was reset, or another replica lags). client-go relists from scratch on it.
+ */
+export function isTooLargeResourceVersion(error: unknown): boolean {
+  return (
+    apiStatusCode(error) === 504 &&
+    error instanceof Error &&
+    /too large resource version/i.test(error.message)
+  );
+}
+
 export function isAlreadyExists(error: unknown): boolean {
   if (apiStatusCode(error) !== 409) return false;
   if (error instanceof KubeApiError) return error.reason === "AlreadyExists";

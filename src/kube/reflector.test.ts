@@ -242,3 +242,26 @@ test("waitForSync rejects when its signal aborts first; run resolves after abort
   await stop();
   assert.ok(new Tombstone("k", obj("a", "1")).key === "k");
 });
+
+test("a watch answered 504 Too large resource version relists from scratch", async (t) => {
+  const lw = new ScriptedLW();
+  lw.lists = [
+    { metadata: { resourceVersion: "900" }, items: [obj("a", "800"), obj("gone", "850")] },
+    { metadata: { resourceVersion: "7" }, items: [obj("a", "3")] },
+  ];
+  lw.watches = [
+    {
+      events: [],
+      then: new KubeApiError(504, "Timeout", "Too large resource version: 900, current: 7"),
+    },
+    { events: [], then: "hang" },
+  ];
+  const { informer, log, stop } = setup(lw);
+  t.after(stop);
+  await informer.waitForSync();
+  for (let i = 0; i < 50 && lw.watchFrom.length < 2; i++) await settle();
+  assert.deepEqual(lw.watchFrom, ["900", "7"]);
+  assert.equal(lw.listCalls.length, 2);
+  assert.deepEqual(informer.store.keys().sort(), ["ns/a"]);
+  assert.ok(log.includes("tombstone gone@850") || log.includes("delete gone@850"), log.join(", "));
+});

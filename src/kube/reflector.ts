@@ -10,14 +10,15 @@
 //    seen resourceVersion forward; BOOKMARK events only move it.
 // 3. When a watch ends normally, or its connection drops, watch again from the last seen
 //    resourceVersion — no relist, no missed or repeated events.
-// 4. 410 Gone (HTTP status or an ERROR event: the revision was compacted) → relist at once.
+// 4. 410 Gone (HTTP status or an ERROR event: the revision was compacted) → relist at once;
+//    so does 504 "Too large resource version" (the server's storage is behind our revision).
 // 5. Any other error → log, wait with exponential backoff (800ms doubling to 30s, jittered,
 //    reset after a watch that delivered events) and retry the step that failed.
 // `run` resolves only after the signal aborts; it never rejects.
 
 import { Backoff, errorMessage, realClock, silentLogger, type Clock, type Logger } from "../base/index.ts";
 import type { KubeClient } from "./client.ts";
-import { KubeApiError, isGone } from "./errors.ts";
+import { KubeApiError, isGone, isTooLargeResourceVersion } from "./errors.ts";
 import type { GroupVersionResource, KubeList, KubeObject, WatchEvent } from "./types.ts";
 
 export interface ListerWatcher<T> {
@@ -137,6 +138,14 @@ export class Reflector<T extends KubeObject> {
         if (signal.aborted) break;
         if (isGone(error)) {
           this.#logger.info(2, "resource version too old, relisting", { rv: this.#lastResourceVersion });
+          needList = true;
+          continue;
+        }
+        if (isTooLargeResourceVersion(error)) {
+          // The server is behind our revision (its storage was reset): only a fresh list helps.
+          this.#logger.warn("resource version ahead of the server, relisting", {
+            rv: this.#lastResourceVersion,
+          });
           needList = true;
           continue;
         }
