@@ -56,14 +56,23 @@ export function parseFieldSelector(input: string): readonly FieldRequirement[] {
   if (input.trim() === "") return requirements;
   for (const term of splitTerms(input)) {
     if (term === "") continue;
-    const match = /^([^=!]*?)(!=|==|=)(.*)$/s.exec(term);
-    if (match === null) {
+    // The operator starts at the first "=" or "!" (field paths contain neither).
+    let at = 0;
+    while (at < term.length && term[at] !== "=" && term[at] !== "!") at++;
+    const rest = term.slice(at);
+    const operator: FieldRequirement["operator"] | undefined = rest.startsWith("!=")
+      ? "!="
+      : rest.startsWith("==")
+        ? "=="
+        : rest.startsWith("=")
+          ? "="
+          : undefined;
+    const field = term.slice(0, at).trim();
+    if (operator === undefined || field === "") {
       throw new ValidationError(`invalid selector: '${input}'; can't understand '${term}'`);
     }
-    const field = (match[1] ?? "").trim();
-    const operator = (match[2] ?? "=") as FieldRequirement["operator"];
-    if (field === "") throw new ValidationError(`invalid selector: '${input}'; can't understand '${term}'`);
-    requirements.push({ field, operator, value: unescapeValue(match[3] ?? "", input) });
+    const value = rest.slice(operator.length);
+    requirements.push({ field, operator, value: unescapeValue(value, input) });
   }
   return requirements;
 }

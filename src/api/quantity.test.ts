@@ -78,6 +78,16 @@ test("rejects malformed quantities with upstream messages", () => {
   assert.equal(tryParseQuantity({}), undefined);
 });
 
+test("hostile input is refused quickly", () => {
+  for (const bad of [
+    "1".repeat(3_000_000) + "x",
+    "1".repeat(3_000_000) + "e",
+    "." + "1".repeat(100_000) + "..",
+  ]) {
+    assert.throws(() => parseQuantity(bad), /quantit/);
+  }
+});
+
 test("values beyond 2^53 stay exact", () => {
   const q = quantityFromValue(2n ** 60n);
   assert.equal(canonicalQuantity("1Ei"), "1Ei");
