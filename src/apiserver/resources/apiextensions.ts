@@ -56,6 +56,7 @@ function validateCRD(object: Obj): FieldCause[] {
       causes.push(fieldInvalid("spec.group", group, "should be a domain with at least one dot"));
   }
   causes.push(...oneOf("spec.scope", spec.scope, ["Cluster", "Namespaced"]));
+  causes.push(...validateApprovalAnnotation(object, group));
   if (plural === "") causes.push(fieldRequired("spec.names.plural"));
   else
     for (const message of isDNS1123Label(plural))
@@ -97,6 +98,41 @@ function validateCRD(object: Obj): FieldCause[] {
       causes.push(fieldRequired(`spec.versions[${i}].schema.openAPIV3Schema`, "schemas are required"));
   });
   return causes;
+}
+
+const APPROVAL_ANNOTATION = "api-approved.kubernetes.io";
+
+/** Groups under k8s.io and kubernetes.io are protected: a CRD there needs the approval annotation. */
+function isProtectedGroup(group: string): boolean {
+  return ["k8s.io", "kubernetes.io"].some((domain) => group === domain || group.endsWith(`.${domain}`));
+}
+
+function validateApprovalAnnotation(object: Obj, group: string): FieldCause[] {
+  if (!isProtectedGroup(group)) return [];
+  const annotations = metaOf(object).annotations;
+  const value = isRecord(annotations) ? annotations[APPROVAL_ANNOTATION] : undefined;
+  const field = `metadata.annotations[${APPROVAL_ANNOTATION}]`;
+  if (typeof value !== "string") {
+    return [
+      fieldRequired(
+        field,
+        `protected groups must have approval annotation "${APPROVAL_ANNOTATION}", see https://github.com/kubernetes/enhancements/pull/1111`,
+      ),
+    ];
+  }
+  if (value.startsWith("unapproved")) return [];
+  try {
+    new URL(value);
+    return [];
+  } catch {
+    return [
+      fieldInvalid(
+        field,
+        value,
+        'protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved", see https://github.com/kubernetes/enhancements/pull/1111',
+      ),
+    ];
+  }
 }
 
 export const customResourceDefinitions: ResourceDef = defineResource({

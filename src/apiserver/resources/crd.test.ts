@@ -30,6 +30,15 @@ test("the upstream VolumeSnapshot CRDs are valid and get established", () => {
   const bad = fixture("volumesnapshots");
   (bad.metadata as Record<string, unknown>).name = "snapshots.example.com";
   assert.equal(customResourceDefinitions.validateCreate(bad)[0]?.field, "metadata.name");
+  // *.k8s.io groups are protected
+  const unapproved = fixture("volumesnapshots");
+  (unapproved.metadata as Record<string, unknown>).annotations = {};
+  assert.deepEqual(
+    customResourceDefinitions.validateCreate(unapproved).map((c) => `${c.field}: ${c.message}`),
+    [
+      'metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111',
+    ],
+  );
 });
 
 test("VolumeSnapshot: scope, status subresource, printer columns, validation, pruning", () => {
