@@ -12,7 +12,13 @@
 
 import { createHash } from "node:crypto";
 import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
-import { builtinModelOf, unknownBuiltinFields, unknownFieldsOfCustomResource } from "./resources/index.ts";
+import {
+  builtinComponentName,
+  builtinComponentSchemas,
+  builtinModelOf,
+  unknownBuiltinFields,
+  unknownFieldsOfCustomResource,
+} from "./resources/index.ts";
 
 /** The Kubernetes version these documents describe (kubectl only displays it). */
 const INFO = Object.freeze({ title: "Kubernetes", version: "v1.33.0+csikit" });
@@ -64,6 +70,8 @@ export function openAPIV3Document(
 }
 
 function schemaName(def: ResourceDef): string {
+  const model = def.custom === true ? undefined : builtinModelOf(def.group, def.version, def.kind);
+  if (model !== undefined) return builtinComponentName(model);
   const group = def.group === "" ? "core" : def.group;
   const reversed = group.split(".").reverse().join(".");
   return def.group === "" || def.group.endsWith(".k8s.io")
@@ -191,7 +199,16 @@ function buildDocument(path: string, defs: readonly ResourceDef[]): Record<strin
   const schemas: Record<string, unknown> = {};
   for (const def of defs) {
     paths = { ...paths, ...pathsFor(def, prefix) };
-    schemas[schemaName(def)] = componentSchema(def);
+    const model = def.custom === true ? undefined : builtinModelOf(def.group, def.version, def.kind);
+    if (model !== undefined) {
+      // Field names and types of the built-in kind, so `kubectl explain` can walk them.
+      const built = builtinComponentSchemas(model);
+      const root = builtinComponentName(model);
+      built[root] = { ...built[root], "x-kubernetes-group-version-kind": [gvk(def)] };
+      Object.assign(schemas, built);
+    } else {
+      schemas[schemaName(def)] = componentSchema(def);
+    }
   }
   return { openapi: "3.0.0", info: INFO, paths, components: { schemas } };
 }

@@ -108,3 +108,84 @@ export function unknownBuiltinFields(modelName: string, object: unknown): string
 export function pruneBuiltinFields(modelName: string, object: unknown): void {
   walk(object, modelName, "", [], true);
 }
+
+type Schema = Record<string, unknown>;
+
+/**
+ * The component-schema name of a model: "V1PersistentVolumeClaimSpec" →
+ * "io.k8s.csikit.v1.PersistentVolumeClaimSpec", "CoreV1Event" → "io.k8s.csikit.core.v1.Event".
+ * kubectl explain prints the part after the last dot, as with upstream's names.
+ */
+export function builtinComponentName(modelName: string): string {
+  const match = /^([A-Z][a-z]+)?(V\d+(?:alpha\d+|beta\d+)?)([A-Z].*)$/.exec(modelName);
+  if (match === null) return `io.k8s.csikit.${modelName}`;
+  const prefix = match[1] === undefined ? "" : `${match[1].toLowerCase()}.`;
+  return `io.k8s.csikit.${prefix}${(match[2] ?? "").toLowerCase()}.${match[3] ?? ""}`;
+}
+
+function schemaFor(type: string, format: string, models: Set<string>): Schema {
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array !== null) return { type: "array", items: schemaFor(array[1] ?? "any", format, models) };
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map !== null)
+    return { type: "object", additionalProperties: schemaFor(map[1] ?? "any", format, models) };
+  switch (type) {
+    case "string":
+      return format === "" ? { type: "string" } : { type: "string", format };
+    case "Date":
+      return { type: "string", format: "date-time" };
+    case "number":
+      return format === "double"
+        ? { type: "number", format }
+        : { type: "integer", ...(format === "" ? {} : { format }) };
+    case "boolean":
+      return { type: "boolean" };
+    case "IntOrString":
+      return { "x-kubernetes-int-or-string": true };
+    case "object":
+      return { type: "object" };
+    case "any":
+      return {};
+    default:
+      if (attributesOf(type) === undefined) return {};
+      models.add(type);
+      return { $ref: `#/components/schemas/${builtinComponentName(type)}` };
+  }
+}
+
+/**
+ * OpenAPI v3 component schemas of a built-in kind's model and every model it references, keyed
+ * by builtinComponentName(). They carry field names and types only.
+ */
+export function builtinComponentSchemas(modelName: string): Record<string, Schema> {
+  const schemas: Record<string, Schema> = {};
+  const pending = new Set([modelName]);
+  while (pending.size > 0) {
+    const [name] = pending;
+    if (name === undefined) break;
+    pending.delete(name);
+    const key = builtinComponentName(name);
+    if (schemas[key] !== undefined) continue;
+    const model = MODELS.get(name);
+    const getter: unknown =
+      typeof model === "function" ? Reflect.get(model, "getAttributeTypeMap") : undefined;
+    const list: unknown = typeof getter === "function" ? Reflect.apply(getter, model, []) : [];
+    const properties: Record<string, Schema> = {};
+    const referenced = new Set<string>();
+    if (Array.isArray(list)) {
+      for (const entry of list) {
+        if (!isRecord(entry) || typeof entry.baseName !== "string" || typeof entry.type !== "string")
+          continue;
+        properties[entry.baseName] = schemaFor(
+          entry.type,
+          typeof entry.format === "string" ? entry.format : "",
+          referenced,
+        );
+      }
+    }
+    schemas[key] = { type: "object", properties };
+    for (const reference of referenced)
+      if (schemas[builtinComponentName(reference)] === undefined) pending.add(reference);
+  }
+  return schemas;
+}

@@ -7,7 +7,13 @@ export * from "./events.ts";
 export * from "./coordination.ts";
 export * from "./apiextensions.ts";
 export { defineResource } from "./common.ts";
-export { builtinModelOf, pruneBuiltinFields, unknownBuiltinFields } from "./builtin-schema.ts";
+export {
+  builtinComponentName,
+  builtinComponentSchemas,
+  builtinModelOf,
+  pruneBuiltinFields,
+  unknownBuiltinFields,
+} from "./builtin-schema.ts";
 export type { KindSpec } from "./common.ts";
 
 import type { ResourceDef } from "../resource.ts";
