@@ -39,14 +39,38 @@ function groupVersions(registry: ResourceRegistry): Map<string, ResourceDef[]> {
   return byPath;
 }
 
+interface BuiltDocument {
+  document: Record<string, unknown>;
+  hash: string;
+}
+
+/**
+ * Documents built once per registry state: registry.all() hands out a new array exactly when
+ * the served set changes (a CRD came or went), so the array identifies the state.
+ */
+const documentCache = new WeakMap<readonly ResourceDef[], Map<string, BuiltDocument>>();
+
+function documents(registry: ResourceRegistry): Map<string, BuiltDocument> {
+  const all = registry.all();
+  let built = documentCache.get(all);
+  if (built === undefined) {
+    built = new Map();
+    for (const [path, defs] of groupVersions(registry)) {
+      const document = buildDocument(path, defs);
+      const hash = createHash("sha512").update(JSON.stringify(document)).digest("hex").toUpperCase();
+      built.set(path, { document, hash });
+    }
+    documentCache.set(all, built);
+  }
+  return built;
+}
+
 /** Body of GET /openapi/v3: {paths: {"api/v1": {serverRelativeURL: "/openapi/v3/api/v1?hash=…"}}}. */
 export function openAPIV3Root(registry: ResourceRegistry): {
   paths: Record<string, { serverRelativeURL: string }>;
 } {
   const paths: Record<string, { serverRelativeURL: string }> = {};
-  for (const [path, defs] of groupVersions(registry)) {
-    const document = buildDocument(path, defs);
-    const hash = createHash("sha512").update(JSON.stringify(document)).digest("hex").toUpperCase();
+  for (const [path, { hash }] of documents(registry)) {
     paths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
   }
   return { paths };
@@ -65,8 +89,7 @@ export function openAPIV3Document(
       .replace(/^\/+/, "")
       .replace(/^openapi\/v3\//, "")
       .split("?")[0] ?? "";
-  const defs = groupVersions(registry).get(clean);
-  return defs === undefined ? undefined : buildDocument(clean, defs);
+  return documents(registry).get(clean)?.document;
 }
 
 function schemaName(def: ResourceDef): string {
