@@ -378,7 +378,31 @@ test("pods: defaults, validation, update rules, grace, printing", () => {
   assert.equal(container?.terminationMessagePath, "/dev/termination-log");
   assert.equal(container?.imagePullPolicy, "Always");
   assert.equal((p.status as Record<string, unknown>).phase, "Pending");
+  assert.equal((p.status as Record<string, unknown>).qosClass, "BestEffort");
+  assert.deepEqual(spec.tolerations, [
+    { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute", tolerationSeconds: 300 },
+    {
+      key: "node.kubernetes.io/unreachable",
+      operator: "Exists",
+      effect: "NoExecute",
+      tolerationSeconds: 300,
+    },
+  ]);
   assert.deepEqual(pods.validateCreate(p), []);
+  const guaranteed = created(pods, {
+    metadata: { name: "g", namespace: "default" },
+    spec: { containers: [{ name: "a", image: "b", resources: { limits: { cpu: "1", memory: "1Gi" } } }] },
+  });
+  assert.equal((guaranteed.status as Record<string, unknown>).qosClass, "Guaranteed");
+  assert.deepEqual((guaranteed.spec as { containers: { resources: unknown }[] }).containers[0]?.resources, {
+    limits: { cpu: "1", memory: "1Gi" },
+    requests: { cpu: "1", memory: "1Gi" },
+  });
+  const burstable = created(pods, {
+    metadata: { name: "b", namespace: "default" },
+    spec: { containers: [{ name: "a", image: "b", resources: { requests: { memory: "1Gi" } } }] },
+  });
+  assert.equal((burstable.status as Record<string, unknown>).qosClass, "Burstable");
   assert.deepEqual(pods.categories, ["all"]);
 
   assert.deepEqual(fields(pods.validateCreate(setAt(p, "spec.containers", []))), ["spec.containers"]);

@@ -11,6 +11,7 @@ import {
   LABELS,
   nameIsDNSLabel,
   renderValue,
+  tryParseQuantity,
 } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef } from "../resource.ts";
 import {
@@ -122,6 +123,11 @@ export const nodes: ResourceDef = defineResource({
   defaults(object) {
     canonicalizeResourceList(object, "status.capacity");
     canonicalizeResourceList(object, "status.allocatable");
+    // Allocatable defaults to capacity (SetDefaults_NodeStatus).
+    const capacity = at(object, "status.capacity");
+    if (isRecord(capacity) && at(object, "status.allocatable") === undefined) {
+      child(object, "status").allocatable = structuredClone(capacity);
+    }
   },
   validate(object) {
     const causes: FieldCause[] = [];
@@ -209,6 +215,46 @@ export const nodes: ResourceDef = defineResource({
 
 // ---- Pod -------------------------------------------------------------------------------
 
+/** DefaultTolerationSeconds admission: tolerate not-ready and unreachable nodes for 300s. */
+function addDefaultTolerations(spec: Obj): void {
+  const tolerations = Array.isArray(spec.tolerations) ? spec.tolerations.filter(isRecord) : [];
+  for (const key of ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]) {
+    const tolerated = tolerations.some(
+      (t) =>
+        (t.key === key || (t.key === undefined && t.operator === "Exists")) &&
+        (t.effect === undefined || t.effect === "" || t.effect === "NoExecute"),
+    );
+    if (!tolerated)
+      tolerations.push({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 300 });
+  }
+  spec.tolerations = tolerations;
+}
+
+function sameQuantity(a: unknown, b: unknown): boolean {
+  const left = tryParseQuantity(a);
+  const right = tryParseQuantity(b);
+  return left !== undefined && right !== undefined && left.nanos === right.nanos;
+}
+
+/** The pod's QoS class from its containers' cpu/memory requests and limits (GetPodQOS). */
+function qosClassOf(spec: Obj): "Guaranteed" | "Burstable" | "BestEffort" {
+  const containers = [...containersOf(spec, "containers"), ...containersOf(spec, "initContainers")];
+  let any = false;
+  let guaranteed = true;
+  for (const container of containers) {
+    const requests = at(container, "resources.requests");
+    const limits = at(container, "resources.limits");
+    for (const resource of ["cpu", "memory"]) {
+      const request = isRecord(requests) ? requests[resource] : undefined;
+      const limit = isRecord(limits) ? limits[resource] : undefined;
+      if (request !== undefined || limit !== undefined) any = true;
+      if (limit === undefined || (request !== undefined && !sameQuantity(request, limit))) guaranteed = false;
+    }
+  }
+  if (!any) return "BestEffort";
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
 function containerDefaults(container: Obj): void {
   setDefault(container, "terminationMessagePath", "/dev/termination-log");
   setDefault(container, "terminationMessagePolicy", "File");
@@ -217,6 +263,13 @@ function containerDefaults(container: Obj): void {
   const tagged = lastSegment.includes(":") || image.includes("@");
   setDefault(container, "imagePullPolicy", !tagged || image.endsWith(":latest") ? "Always" : "IfNotPresent");
   setDefault(container, "resources", {});
+  // Requests default to the limits where only limits are given.
+  const limits = at(container, "resources.limits");
+  if (isRecord(limits) && Object.keys(limits).length > 0) {
+    const resources = child(container, "resources");
+    const requests = child(resources, "requests");
+    for (const [resource, value] of Object.entries(limits)) setDefault(requests, resource, value);
+  }
   canonicalizeResourceList(container, "resources.requests");
   canonicalizeResourceList(container, "resources.limits");
   const ports = container.ports;
@@ -431,9 +484,10 @@ export const pods: ResourceDef = defineResource({
     setDefault(spec, "preemptionPolicy", "PreemptLowerPriority");
     for (const key of ["containers", "initContainers"])
       for (const container of containersOf(spec, key)) containerDefaults(container);
+    addDefaultTolerations(spec);
     const status = child(object, "status");
     setDefault(status, "phase", "Pending");
-    setDefault(status, "qosClass", "BestEffort");
+    setDefault(status, "qosClass", qosClassOf(spec));
   },
   validate(object) {
     const spec = isRecord(object.spec) ? object.spec : {};
