@@ -396,6 +396,7 @@ export const persistentVolumeClaims: ResourceDef = defineResource({
   namespaced: true,
   shortNames: ["pvc"],
   subresources: ["status"],
+  patchStrategies: { "status.conditions": { mergeKey: "type" } },
   defaults(object) {
     const spec = child(object, "spec");
     setDefault(spec, "volumeMode", "Filesystem");

@@ -207,7 +207,6 @@ export const nodes: ResourceDef = defineResource({
   },
   patchStrategies: {
     "spec.podCIDRs": { merge: "set" },
-    "spec.taints": { mergeKey: "key" },
     "status.conditions": { mergeKey: "type" },
     "status.addresses": { mergeKey: "type" },
   },
@@ -456,7 +455,6 @@ const CONTAINER_LIST_STRATEGIES = (prefix: string) => ({
   [`${prefix}[].ports`]: { mergeKey: "containerPort" },
   [`${prefix}[].volumeMounts`]: { mergeKey: "mountPath" },
   [`${prefix}[].volumeDevices`]: { mergeKey: "devicePath" },
-  [`${prefix}[].resizePolicy`]: { mergeKey: "resourceName" },
 });
 
 export const pods: ResourceDef = defineResource({
