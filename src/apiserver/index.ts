@@ -11,3 +11,5 @@ export type { ResourceDef, ResourceRegistry } from "./resource.ts";
 export { createBuiltinRegistry } from "./registry.ts";
 export type { MutableResourceRegistry } from "./registry.ts";
 export { KUBECONFIG_CONTEXT } from "./kubeconfig.ts";
+export { admissionChain, ADMISSION_PLUGINS, DEFAULT_ADMISSION_PLUGINS } from "./admission.ts";
+export type { AdmissionPlugin } from "./admission.ts";

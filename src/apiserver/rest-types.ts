@@ -5,6 +5,7 @@ import type { Clock } from "../base/index.ts";
 import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
 import type { Store } from "./storage/types.ts";
 import { badRequest, type Status } from "./status.ts";
+import type { AdmissionPlugin } from "./admission.ts";
 
 export interface RestContext {
   store: Store;
@@ -12,6 +13,8 @@ export interface RestContext {
   clock: Clock;
   /** Add the garbage collector's `foregroundDeletion`/`orphan` finalizers on delete (only when a GC runs). */
   gcFinalizers: boolean;
+  /** Mutating admission run on create, after defaulting and before validation. */
+  admission: readonly AdmissionPlugin[];
 }
 
 export interface Target {

@@ -182,7 +182,8 @@ export function createObject(
   meta.name = name;
   meta.uid = randomUUID();
   meta.creationTimestamp = timestamp(ctx.clock.now());
-  meta.generation = 1;
+  if (def.tracksGeneration ?? true) meta.generation = 1;
+  else delete meta.generation;
   for (const field of [
     "resourceVersion",
     "deletionTimestamp",
@@ -192,11 +193,13 @@ export function createObject(
   ]) {
     delete meta[field];
   }
-  if (def.hasStatus) delete object.status;
+  // Most kinds start with an empty status (the status writer owns it); nodes register with theirs.
+  if (def.hasStatus && !def.keepStatusOnCreate) delete object.status;
   object.apiVersion = apiVersionOf(def);
   object.kind = def.kind;
   checkUnknownFields(def, object, options);
   def.applyDefaults(object);
+  for (const plugin of ctx.admission) plugin.admitCreate(ctx, def, object);
   const causes = def.validateCreate(object);
   if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
   if (options.dryRun) return { code: 201, body: forOutput(def, object) };
@@ -285,7 +288,7 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
   const causes =
     target.subresource === "status" ? def.validateStatusUpdate(next, old) : def.validateUpdate(next, old);
   if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
-  if (target.subresource === "" && def.specChanged(next, old)) {
+  if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
   }
   meta.resourceVersion = oldMeta.resourceVersion;

@@ -217,12 +217,12 @@ describe("create, update, conflicts", () => {
 });
 
 describe("status subresource, generation, finalizers", () => {
-  test("main writes keep status; /status writes keep spec; generation bumps on spec changes only", async () => {
+  test("main writes keep status; /status writes keep spec; no generation on kinds that do not track it", async () => {
     const created = await core.createNamespacedPersistentVolumeClaim({
       namespace: "default",
       body: pvc("split"),
     });
-    assert.equal(created.metadata?.generation, 1);
+    assert.equal(created.metadata?.generation, undefined, "PVCs carry no generation, as upstream");
     const withStatus = await core.patchNamespacedPersistentVolumeClaimStatus(
       {
         namespace: "default",
@@ -233,7 +233,7 @@ describe("status subresource, generation, finalizers", () => {
     );
     assert.equal(withStatus.status?.phase, "Bound");
     assert.equal(withStatus.spec?.volumeName, undefined, "a /status write does not change spec");
-    assert.equal(withStatus.metadata?.generation, 1);
+    assert.equal(withStatus.metadata?.generation, undefined);
     const main = await core.patchNamespacedPersistentVolumeClaim(
       {
         namespace: "default",
@@ -244,7 +244,7 @@ describe("status subresource, generation, finalizers", () => {
     );
     assert.equal(main.status?.phase, "Bound", "a main write does not change status");
     assert.equal(main.metadata?.labels?.a, "b");
-    assert.equal(main.metadata?.generation, 1, "labels are not spec");
+    assert.equal(main.metadata?.generation, undefined, "labels are not spec");
     const grown = await core.patchNamespacedPersistentVolumeClaim(
       {
         namespace: "default",
@@ -255,6 +255,26 @@ describe("status subresource, generation, finalizers", () => {
     );
     assert.equal(grown.spec?.resources?.requests?.storage, "2Gi");
     assert.equal(grown.status?.phase, "Bound");
+  });
+
+  test("a Node registers with its status (kept on create); a Pod's status starts empty", async () => {
+    const node = await core.createNode({
+      body: {
+        metadata: { name: "status-on-create" },
+        status: { capacity: { cpu: "2" }, conditions: [{ type: "Ready", status: "True" }] },
+      },
+    });
+    assert.equal(node.status?.capacity?.cpu, "2");
+    assert.equal(node.status?.conditions?.[0]?.type, "Ready");
+    const pod = await core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: { name: "status-dropped" },
+        spec: { containers: [{ name: "c", image: "busybox" }] },
+        status: { phase: "Running" },
+      },
+    });
+    assert.notEqual(pod.status?.phase, "Running", "the kubelet, not the creator, sets a pod's phase");
   });
 
   test("delete with finalizers marks; removing the last finalizer removes", async () => {

@@ -20,6 +20,7 @@ import { writeKubeconfig } from "./kubeconfig.ts";
 import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
 import { loadOrCreateCredentials } from "./pki.ts";
 import type { RestContext } from "./rest.ts";
+import { admissionChain, type AdmissionPlugin } from "./admission.ts";
 
 export interface ApiServerOptions {
   /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */
@@ -46,6 +47,8 @@ export interface ApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Add GC finalizers (foregroundDeletion/orphan) on delete; set only when a garbage collector runs. Default false. */
   gcFinalizers?: boolean;
+  /** Mutating admission on create. Default: admissionChain() (kube-apiserver's default storage plugins). */
+  admission?: readonly AdmissionPlugin[];
 }
 
 export interface ApiServerHandle {
@@ -87,7 +90,13 @@ export async function startApiServer(
   });
   const internal = new AbortController();
   const registry = options.registry ?? createBuiltinRegistry();
-  const ctx: RestContext = { store, registry, clock, gcFinalizers: options.gcFinalizers ?? false };
+  const ctx: RestContext = {
+    store,
+    registry,
+    clock,
+    gcFinalizers: options.gcFinalizers ?? false,
+    admission: options.admission ?? admissionChain(),
+  };
   const reaper = new NamespaceReaper({ ctx, clock, logger });
   const crds = isCustomResourceRegistry(registry)
     ? new CustomResourceSync({ store, registry, logger })

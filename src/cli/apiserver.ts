@@ -3,7 +3,7 @@
 // until SIGINT/SIGTERM.
 
 import { FlagError } from "../base/index.ts";
-import { startApiServer } from "../apiserver/index.ts";
+import { admissionChain, DEFAULT_ADMISSION_PLUGINS, startApiServer } from "../apiserver/index.ts";
 import type { Command } from "./command.ts";
 
 export const apiserverCommand: Command = {
@@ -32,6 +32,14 @@ export const apiserverCommand: Command = {
       default: "10000",
       help: "Revisions of history kept for watch resume; older resourceVersions get 410 Gone.",
     },
+    "enable-admission-plugins": {
+      type: "strings",
+      help: `Admission plugins to enable besides the defaults (${DEFAULT_ADMISSION_PLUGINS.join(", ")}), as kube-apiserver's flag.`,
+    },
+    "disable-admission-plugins": {
+      type: "strings",
+      help: "Admission plugins to disable, e.g. StorageObjectInUseProtection when no pvc-protection controller runs.",
+    },
     "compaction-interval": {
       type: "duration",
       default: "5m",
@@ -51,6 +59,15 @@ export const apiserverCommand: Command = {
     if (!(interval > 0))
       throw new FlagError(`invalid value for flag -compaction-interval: want a positive duration`);
     const kubeconfigOut = flags.string("kubeconfig-out");
+    let admission;
+    try {
+      admission = admissionChain({
+        enable: flags.strings("enable-admission-plugins"),
+        disable: flags.strings("disable-admission-plugins"),
+      });
+    } catch (error) {
+      throw new FlagError(error instanceof Error ? error.message : String(error));
+    }
     const handle = await startApiServer(
       {
         stateDir: flags.string("state-dir"),
@@ -59,6 +76,7 @@ export const apiserverCommand: Command = {
         ...(kubeconfigOut !== "" ? { kubeconfigOut } : {}),
         compactionWindow: window,
         compactionIntervalMs: interval,
+        admission,
         logger,
       },
       signal,
