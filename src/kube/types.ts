@@ -3,16 +3,11 @@
 // streams carry typed events. Typed kinds come from @kubernetes/client-node or src/api; these
 // are structural so both fit.
 
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-}
+import type { GroupVersionResource as ApiGroupVersionResource, ListMeta, ObjectMeta } from "../api/index.ts";
+import { splitKey } from "../api/index.ts";
+
+export type { ObjectMeta, WatchEvent, WatchEventType } from "../api/index.ts";
+export { objectKey } from "../api/index.ts";
 
 export interface KubeObject {
   apiVersion?: string;
@@ -23,42 +18,18 @@ export interface KubeObject {
 export interface KubeList<T> {
   apiVersion?: string;
   kind?: string;
-  metadata?: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
+  metadata?: ListMeta;
   items: T[];
 }
 
-export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
-
-export interface WatchEvent<T> {
-  type: WatchEventType;
-  /** The object; for ERROR a Status. */
-  object: T;
-}
-
 /** A group/version/resource; `group` "" is the core group. */
-export interface GroupVersionResource {
-  group: string;
-  version: string;
-  /** Plural lower-case resource name, e.g. "persistentvolumeclaims". */
-  resource: string;
+export interface GroupVersionResource extends ApiGroupVersionResource {
   /** Whether objects live in namespaces. Default true only matters for path building with a namespace. */
   namespaced?: boolean;
 }
 
-/** "namespace/name" or "name" for cluster-scoped objects: client-go's MetaNamespaceKeyFunc. */
-export function objectKey(object: KubeObject): string {
-  const name = object.metadata?.name ?? "";
-  const namespace = object.metadata?.namespace;
-  return namespace ? `${namespace}/${name}` : name;
-}
-
 /** Splits a key from objectKey back into namespace ("" for cluster-scoped) and name. */
-export function splitObjectKey(key: string): { namespace: string; name: string } {
-  const slash = key.indexOf("/");
-  return slash < 0
-    ? { namespace: "", name: key }
-    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
+export const splitObjectKey = splitKey;
 
 export function gvrString(gvr: GroupVersionResource): string {
   return gvr.group === "" ? `${gvr.version}/${gvr.resource}` : `${gvr.group}/${gvr.version}/${gvr.resource}`;
