@@ -37,22 +37,12 @@ import {
 import { podNamespace, type KubeClient } from "./client.ts";
 import type { LeaderElectionFlagOptions } from "./flags.ts";
 import { isConflict, isNotFound } from "./errors.ts";
+import { GVR, type LeaseSpec } from "../api/index.ts";
 import type { GroupVersionResource, KubeObject } from "./types.ts";
 
-export const LEASES: GroupVersionResource = {
-  group: "coordination.k8s.io",
-  version: "v1",
-  resource: "leases",
-  namespaced: true,
-};
+export const LEASES: GroupVersionResource = GVR.leases;
 
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
+export type { LeaseSpec };
 
 export interface Lease extends KubeObject {
   spec?: LeaseSpec;
