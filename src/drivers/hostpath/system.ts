@@ -7,6 +7,14 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
+/**
+ * PATH for the tools: the caller's, then the sbin directories, where Debian keeps `losetup`
+ * and which a non-login or CI environment often leaves out.
+ */
+const TOOL_PATH = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"]
+  .filter((part): part is string => part !== undefined && part !== "")
+  .join(":");
+
 export interface RunOptions {
   signal?: AbortSignal;
 }
@@ -28,7 +36,12 @@ export function run(file: string, args: readonly string[], options: RunOptions =
     execFile(
       file,
       [...args],
-      { encoding: "utf8", maxBuffer: 1 << 20, ...(options.signal ? { signal: options.signal } : {}) },
+      {
+        encoding: "utf8",
+        maxBuffer: 1 << 20,
+        env: { ...process.env, PATH: TOOL_PATH },
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
       (error, stdout, stderr) => {
         if (error) {
           const exitCode = typeof error.code === "number" ? error.code : undefined;
