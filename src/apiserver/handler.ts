@@ -25,6 +25,7 @@ import { ApiError, internalError, methodNotAllowed, pathNotFound, unauthorized }
 import { parseIncludeObject, wantsTable } from "./table.ts";
 import { VERBS, type VerbCall } from "./verbs.ts";
 import { serveWatch } from "./watch.ts";
+import { restContextFor } from "./storage-view.ts";
 
 /** The version kubectl sees; a minor close to current kubectl keeps its skew warning quiet. */
 export const SERVER_VERSION = {
@@ -182,8 +183,10 @@ async function handleResource(
     req.resume();
     throw injected;
   }
+  // Every verb and watch of this request sees the store through the resource (storage-view.ts).
+  const ctx = restContextFor(options.ctx, def);
   const call: VerbCall = {
-    ctx: options.ctx,
+    ctx,
     def,
     request,
     target: { def, namespace: request.namespace, name: request.name, subresource: request.subresource },
@@ -207,7 +210,7 @@ async function handleResource(
       },
       res,
       {
-        ctx: options.ctx,
+        ctx,
         clock: options.clock,
         bookmarkIntervalMs: options.bookmarkIntervalMs,
         signal: options.signal,

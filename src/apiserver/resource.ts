@@ -94,6 +94,25 @@ export interface ResourceDef {
    * Default true (generation 1 on create, bumped when specChanged).
    */
   tracksGeneration?: boolean;
+  /**
+   * Storage shared with another resource (events.k8s.io/v1 events live in core/v1 events, as
+   * upstream stores one Event in the storage version). Absent = the resource owns its storage.
+   * The REST layer keys this resource's objects under `group`/`resource` and passes every
+   * object through the conversions on its way to and from the store (storage-view.ts), so both
+   * resources read and write the same objects: same resourceVersion, uid, finalizers, deletion.
+   */
+  storage?: StorageMapping;
+}
+
+/** Where a resource's objects are stored, and how its shape converts to the stored one and back. */
+export interface StorageMapping {
+  /** The storing resource's group ("" for core) and plural resource name. */
+  group: string;
+  resource: string;
+  /** The object in this resource's shape → the stored shape. Must not change `object`. */
+  toStorage(object: KubeObject): KubeObject;
+  /** A stored object → this resource's shape. Must not change `object` (watch events are shared). */
+  fromStorage(object: KubeObject): KubeObject;
 }
 
 /** The set of served resources; CRDs add and remove entries at run time. */

@@ -18,7 +18,7 @@ import {
   validateLabels,
 } from "../../api/index.ts";
 import type { NameValidator } from "../../api/index.ts";
-import type { FieldCause, KubeObject, ResourceDef, TableColumn } from "../resource.ts";
+import type { FieldCause, KubeObject, ResourceDef, StorageMapping, TableColumn } from "../resource.ts";
 import { builtinModelOf, pruneBuiltinFields } from "./builtin-schema.ts";
 
 export type Obj = Record<string, unknown>;
@@ -248,6 +248,8 @@ export interface KindSpec {
   keepStatusOnCreate?: boolean;
   /** Whether metadata.generation exists for the kind (CRDs and custom resources). Default false. */
   tracksGeneration?: boolean;
+  /** Objects stored by another resource, converted (ResourceDef.storage). Default: own storage. */
+  storage?: StorageMapping;
 }
 
 export const METADATA_PATCH_STRATEGIES = Object.freeze({
@@ -325,6 +327,7 @@ export function defineResource(spec: KindSpec): ResourceDef {
   if (spec.returnDeletedObject === true) def.returnDeletedObject = true;
   if (spec.keepStatusOnCreate === true) def.keepStatusOnCreate = true;
   def.tracksGeneration = spec.tracksGeneration === true;
+  if (spec.storage !== undefined) def.storage = spec.storage;
   const grace = spec.deleteGracePeriod;
   if (grace !== undefined) def.deleteGracePeriod = (object, requested) => grace(object, requested);
   return def;

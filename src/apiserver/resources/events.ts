@@ -1,5 +1,9 @@
-// Events in both shapes: core/v1 events and events.k8s.io/v1 events (one store each here),
-// with upstream's field selectors and the event printer (LAST SEEN TYPE REASON OBJECT MESSAGE).
+// Events in both shapes: core/v1 events and events.k8s.io/v1 events, with upstream's field
+// selectors and the event printer (LAST SEEN TYPE REASON OBJECT MESSAGE). As upstream, they are
+// ONE stored object: core/v1 is the storage shape, and events.k8s.io/v1 declares
+// `storage` (ResourceDef) so the REST layer keeps its objects under the core key and converts
+// them on the way in and out (pkg/apis/events/v1 conversion). Each API validates, selects and
+// prints its own shape.
 
 import { ageSince, fieldInvalid, fieldRequired, fieldTooLong } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef } from "../resource.ts";
@@ -187,13 +191,11 @@ export const eventsV1: ResourceDef = defineResource({
   },
   specChanged: () => false,
   fieldSelectors: {
-    // The events API answers both its own field names and the core ones it converts to.
+    // Exactly upstream's events.k8s.io/v1 field labels (AddFieldLabelConversionsForEvent):
+    // its own names only; `source` still selects the deprecated source component.
     ...referenceSelectors("regarding", "regarding"),
-    ...referenceSelectors("involvedObject", "regarding"),
     reason: (object) => str(object.reason),
     reportingController: (object) => str(object.reportingController),
-    reportingComponent: (object) => str(object.reportingController),
-    "deprecatedSource.component": (object) => str(at(object, "deprecatedSource.component")),
     source: (object) => str(at(object, "deprecatedSource.component")),
     type: (object) => str(object.type),
   },
@@ -221,13 +223,24 @@ export const eventsV1: ResourceDef = defineResource({
       now,
     );
   },
+  // Stored as core/v1 events: one object, two shapes.
+  storage: {
+    group: "",
+    resource: "events",
+    toStorage: (object) => coreEventFromEventsV1(object),
+    fromStorage: (object) => eventsV1FromCoreEvent(object),
+  },
 });
 
 export const eventResources: readonly ResourceDef[] = Object.freeze([coreEvents, eventsV1]);
 
 // ---- conversion between the two shapes -------------------------------------------------
 // Upstream stores one Event and serves it in both groups; these map the fields the way
-// pkg/apis/events/v1 conversion does, so a store shared by both resources can answer either.
+// pkg/apis/events/v1 conversion does (regarding/involvedObject, note/message,
+// deprecatedSource/source, deprecated timestamps and count; reportingController is the core
+// type's reportingComponent). Every other field (eventTime, series, action, related, type,
+// reason, reportingInstance, metadata) has the same name and meaning in both and is copied.
+// A field of the other shape found in the input is dropped, as decoding would drop it.
 
 const V1_TO_CORE: readonly [string, string][] = [
   ["regarding", "involvedObject"],
