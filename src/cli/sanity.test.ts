@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -68,6 +68,35 @@ test("csikit sanity rejects bad flags naming the flag", async () => {
     assert.equal(run.status, 2, `${args.join(" ")}: exit ${run.status}\n${run.stderr}`);
     assert.match(run.stderr, message);
   }
+});
+
+test("--mutable-parameters feeds the ControllerModifyVolume tests, which are skipped without it", async (t) => {
+  const dir = await tempDir(t);
+  const driver = await serveHostpathDriver({
+    endpoint: join(dir, "csi.sock"),
+    nodeId: "cli-node",
+    stateDir: join(dir, "state"),
+  });
+  t.after(() => driver.close());
+  const file = join(dir, "mutable.yaml");
+  await writeFile(file, "iops: '3000'\n");
+  const focus = "--focus=ControllerModifyVolume";
+  const without = await csikit(["sanity", `--endpoint=unix://${driver.path}`, focus]);
+  const withFile = await csikit([
+    "sanity",
+    `--endpoint=unix://${driver.path}`,
+    focus,
+    `--mutable-parameters=${file}`,
+  ]);
+  const counts = (run: Run): number[] => (SUMMARY.exec(run.stdout) ?? []).slice(1).map(Number);
+  const [passedWithout, failedWithout, skippedWithout] = counts(without);
+  const [passedWith, failedWith, skippedWith] = counts(withFile);
+  assert.equal(failedWithout, 0, without.stdout);
+  assert.ok((skippedWithout ?? 0) > 0, `some tests need mutable parameters:\n${without.stdout}`);
+  assert.equal(withFile.status, 0, withFile.stdout + withFile.stderr);
+  assert.equal(failedWith, 0, withFile.stdout);
+  assert.ok((skippedWith ?? 0) < (skippedWithout ?? 0), withFile.stdout);
+  assert.ok((passedWith ?? 0) > (passedWithout ?? 0), withFile.stdout);
 });
 
 test("csikit sanity runs focused tests against a driver, prints the summary and writes JUnit", async (t) => {

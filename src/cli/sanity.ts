@@ -68,6 +68,8 @@ export async function sanityOptions(flags: Flags): Promise<SanityOptions> {
     if (flags.string("secrets") !== "") options.secrets = await loadSecretsFile(flags.string("secrets"));
     if (flags.string("parameters") !== "")
       options.parameters = await loadParametersFile(flags.string("parameters"));
+    if (flags.string("mutable-parameters") !== "")
+      options.mutableParameters = await loadParametersFile(flags.string("mutable-parameters"));
   } catch (error) {
     if (error instanceof ValidationError) throw new FlagError(error.message);
     throw error;
