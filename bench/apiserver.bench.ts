@@ -67,8 +67,9 @@ interface Sizes {
 const CLIENT_NOTE =
   "ratio: ops/s against raw https. client-node: kc.makeApiClient(CoreV1Api) as is (a new undici Agent, " +
   "so a new TLS connection, per request; runs 1/4 of the count). shared pool: the same API with a " +
-  "middleware that sets one keep-alive undici Agent. KubeClient.get: src/kube's generic path " +
-  "(node:https with KubeConfig.applyToHTTPSOptions' agent, no keep-alive; 1/4 of the count), qps/burst unlimited. " +
+  "middleware that sets one keep-alive undici Agent (what src/kube's KubeClient does for its typed APIs). " +
+  "KubeClient.get: src/kube's generic path (one keep-alive node:https agent per client; 1/4 of the count), " +
+  "qps/burst unlimited. " +
   "srv CPU µs/op: server process CPU time over all reps ÷ ops.";
 const PAYLOAD = "x".repeat(256); // a ConfigMap of ordinary size, not an empty shell
 const NS = "bench-objects";
