@@ -89,6 +89,7 @@ async function main(): Promise<number> {
     endpoint: join(dir, "csi.sock"),
     nodeId: "bench-node",
     stateDir: join(dir, "state"),
+    allowedPathRoots: [dir],
   });
   const client = CsiClient.connect(driver.path, { timeoutMs: 30_000 });
   const rows: Row[] = [];

@@ -23,6 +23,7 @@ test("hostpath flags: upstream defaults, quantities, and upstream spellings", ()
   assert.equal(defaults.controllerService, true);
   assert.equal(defaults.maxVolumeSize, 1024 ** 4);
   assert.deepEqual(defaults.capacity, {});
+  assert.deepEqual(defaults.allowedPathRoots, ["/var/lib/kubelet"]);
   const custom = options([
     "-nodeid",
     "n2",
@@ -34,7 +35,11 @@ test("hostpath flags: upstream defaults, quantities, and upstream spellings", ()
     "--controller-service=false",
     "--statedir=/srv/hp",
     "--maxvolumespernode=3",
+    "--allowed-path-roots=/a,/b",
+    "--allowed-path-roots",
+    "/c",
   ]);
+  assert.deepEqual(custom.allowedPathRoots, ["/a", "/b", "/c"]);
   assert.deepEqual(custom.capacity, { fast: 100 * 1024 * 1024, "": 1024 ** 3 });
   assert.equal(custom.maxVolumeSize, 16 * 1024 * 1024);
   assert.equal(custom.enableTopology, false);

@@ -4,6 +4,7 @@
 
 import { FlagError, type Flags } from "../base/index.ts";
 import {
+  DEFAULT_ALLOWED_PATH_ROOTS,
   DEFAULT_DRIVER_NAME,
   DEFAULT_ENDPOINT,
   DEFAULT_MUTABLE_PARAMETERS,
@@ -64,6 +65,7 @@ export function hostpathOptions(flags: Flags): HostpathServerOptions {
     controllerService: flags.bool("controller-service"),
     enableAttach: flags.bool("enable-attach"),
     acceptedMutableParameterNames: flags.strings("accepted-mutable-parameter-names"),
+    allowedPathRoots: flags.strings("allowed-path-roots"),
   };
 }
 
@@ -136,6 +138,11 @@ export const hostpathCommand: Command = {
       type: "strings",
       default: DEFAULT_MUTABLE_PARAMETERS.join(","),
       help: "Keys ControllerModifyVolume (and CreateVolume mutable_parameters) accept; others are INVALID_ARGUMENT.",
+    },
+    "allowed-path-roots": {
+      type: "strings",
+      default: DEFAULT_ALLOWED_PATH_ROOTS.join(","),
+      help: "Absolute directories that target, staging and volume paths must lie strictly inside (symlinks resolved at start); others are INVALID_ARGUMENT. Comma list or repeatable. Upstream has no such check.",
     },
   },
   async run({ flags, logger, signal }) {

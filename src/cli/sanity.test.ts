@@ -76,6 +76,7 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
     endpoint: join(dir, "csi.sock"),
     nodeId: "cli-node",
     stateDir: join(dir, "state"),
+    allowedPathRoots: [dir],
   });
   t.after(() => driver.close());
   const file = join(dir, "mutable.yaml");
@@ -105,6 +106,7 @@ test("csikit sanity runs focused tests against a driver, prints the summary and 
     endpoint: join(dir, "csi.sock"),
     nodeId: "cli-node",
     stateDir: join(dir, "state"),
+    allowedPathRoots: [dir],
   });
   t.after(() => driver.close());
   const junit = join(dir, "report.xml");

@@ -1,13 +1,14 @@
 // `csikit start` (what `npm start` runs until `csikit up` exists): starts the hostpath driver
 // in-process on a socket under the state dir, runs the whole sanity suite against it with fresh
-// temp staging/target dirs, prints the results and the summary, stops the driver, and exits
+// temp staging/target dirs (the driver's only allowed path roots), prints the results and the summary, stops the driver, and exits
 // non-zero on any failure.
 //
 // As root, the run re-executes itself inside a private mount namespace (`unshare -m`), so the
 // driver's real mounts can never outlive the run or show up on the host.
 
 import { spawnSync } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, rmdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULT_MUTABLE_PARAMETERS, serveHostpathDriver } from "../drivers/index.ts";
 import type { Command } from "./command.ts";
@@ -45,15 +46,32 @@ export const startCommand: Command = {
     const { flags, signal } = context;
     const stateDir = resolve(flags.string("state-dir"));
     await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    // Staging and target dirs live in one fresh temp parent, the only root the driver may
+    // mount under; removed non-recursively at the end so a leftover mount is never traversed.
+    const scratch = await mkdtemp(join(tmpdir(), "csikit-start-"));
+    const stagingDir = join(scratch, "staging");
+    const targetDir = join(scratch, "target");
+    await mkdir(stagingDir);
+    await mkdir(targetDir);
+    const removeScratch = async (): Promise<void> => {
+      for (const dir of [stagingDir, targetDir, scratch])
+        await rmdir(dir).catch((error: unknown) =>
+          context.logger.warn("left a temp dir in place", { dir, reason: String(error) }),
+        );
+    };
     const driver = await serveHostpathDriver(
       {
         endpoint: join(stateDir, "hostpath.sock"),
         nodeId: "csikit-node",
         stateDir: join(stateDir, "hostpath"),
+        allowedPathRoots: [scratch],
         logger: context.logger,
       },
       signal,
-    );
+    ).catch(async (error: unknown) => {
+      await removeScratch();
+      throw error;
+    });
     try {
       context.stdout.write(`hostpath driver ${driver.config.driverName} on ${driver.path}\n`);
       const focus = flags.string("focus");
@@ -61,6 +79,8 @@ export const startCommand: Command = {
       const report = await runAndReport(
         {
           endpoint: driver.path,
+          stagingDir,
+          targetDir,
           // Values are opaque to hostpath; the keys are the ones it accepts.
           mutableParameters: Object.fromEntries(DEFAULT_MUTABLE_PARAMETERS.map((key) => [key, "1000"])),
           ...(focus ? { focus: new RegExp(focus) } : {}),
@@ -72,6 +92,7 @@ export const startCommand: Command = {
       return report.failed > 0 || signal.aborted ? 1 : 0;
     } finally {
       await driver.close();
+      await removeScratch();
     }
   },
 };

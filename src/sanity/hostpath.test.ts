@@ -44,6 +44,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       nodeId: "sanity-node",
       stateDir: join(dir, "state"),
       vendorVersion: "0.0.0-test",
+      allowedPathRoots: [dir],
     });
     t.after(() => driver.close());
     const lines: string[] = [];

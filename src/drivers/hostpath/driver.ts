@@ -2,7 +2,7 @@
 // trust it. No I/O here. Defaults follow upstream csi-driver-host-path where it has the same
 // knob (driver name, endpoint, topology on, 1 TiB max volume size).
 
-import { resolve } from "node:path";
+import { isAbsolute, normalize, resolve } from "node:path";
 import { ValidationError, silentLogger, type Logger } from "../../base/index.ts";
 
 export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
@@ -17,6 +17,8 @@ export const DEFAULT_MAX_VOLUME_SIZE = 1024 ** 4;
 /** Size of a volume created without a capacity range: small, and always satisfiable. */
 export const DEFAULT_VOLUME_SIZE = 1024 * 1024;
 export const DEFAULT_MUTABLE_PARAMETERS: readonly string[] = ["iops", "throughput"];
+/** Where staging and target paths live on a real node: the kubelet's root directory. */
+export const DEFAULT_ALLOWED_PATH_ROOTS: readonly string[] = ["/var/lib/kubelet"];
 
 export interface HostpathOptions {
   /** Node ID reported by NodeGetInfo and used as this instance's topology segment. Required. */
@@ -46,6 +48,11 @@ export interface HostpathOptions {
   controllerService?: boolean;
   /** Offer PUBLISH_UNPUBLISH_VOLUME (ControllerPublish/Unpublish). Default true. */
   enableAttach?: boolean;
+  /**
+   * Directories the CO's target_path, staging_target_path and volume_path must lie strictly
+   * inside (absolute; symlinks are resolved when the server starts). Default ["/var/lib/kubelet"].
+   */
+  allowedPathRoots?: readonly string[];
   /** Keys ControllerModifyVolume accepts. Default ["iops", "throughput"]. */
   acceptedMutableParameterNames?: readonly string[];
   /** Default silent. */
@@ -62,6 +69,23 @@ function nonNegativeInteger(value: number, what: string): number {
   return value;
 }
 
+function allowedRoots(roots: readonly string[]): string[] {
+  if (roots.length === 0)
+    throw new ValidationError("allowed path roots must not be empty (flag --allowed-path-roots)");
+  return roots.map((root) => {
+    if (!isAbsolute(root))
+      throw new ValidationError(
+        `allowed path root ${JSON.stringify(root)} must be an absolute directory (flag --allowed-path-roots)`,
+      );
+    const normalized = normalize(root).replace(/(.)\/+$/, "$1");
+    if (normalized === "/")
+      throw new ValidationError(
+        "allowed path root must not be / (it would allow every path; flag --allowed-path-roots)",
+      );
+    return normalized;
+  });
+}
+
 export class HostpathConfig {
   readonly nodeId: string;
   readonly stateDir: string;
@@ -76,6 +100,8 @@ export class HostpathConfig {
   readonly controllerService: boolean;
   readonly enableAttach: boolean;
   readonly acceptedMutableParameterNames: ReadonlySet<string>;
+  /** Normalized, absolute; not yet symlink-resolved (that is I/O, done by the server). */
+  readonly allowedPathRoots: readonly string[];
   readonly logger: Logger;
   readonly now: () => number;
 
@@ -111,6 +137,7 @@ export class HostpathConfig {
     this.acceptedMutableParameterNames = new Set(
       options.acceptedMutableParameterNames ?? DEFAULT_MUTABLE_PARAMETERS,
     );
+    this.allowedPathRoots = allowedRoots(options.allowedPathRoots ?? DEFAULT_ALLOWED_PATH_ROOTS);
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
   }

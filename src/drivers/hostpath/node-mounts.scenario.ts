@@ -184,11 +184,28 @@ test("hostile paths and unknown volumes are refused before anything is touched",
     join(driver.stateDir, "volumes"),
     `${driver.dir}/../etc`,
     `${driver.dir}/a/./b`,
+    "/opt",
+    driver.dir, // the allowed root itself
   ])
     await rejectsWith(
       client.node.nodeStageVolume({ volumeId, stagingTargetPath: path, volumeCapability: MOUNT_RW }),
       GrpcStatus.INVALID_ARGUMENT,
     );
+  const outside = await rejectsWith(
+    client.node.nodePublishVolume({
+      volumeId,
+      stagingTargetPath: join(driver.dir, "s"),
+      targetPath: "/opt/pod",
+      volumeCapability: MOUNT_RW,
+    }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  assert.match(outside, /target_path "\/opt\/pod" is not strictly inside an allowed root/);
+  assert.ok(outside.includes(`--allowed-path-roots: ${driver.dir}`), outside);
+  await rejectsWith(
+    client.node.nodeGetVolumeStats({ volumeId, volumePath: "/usr" }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
   await rejectsWith(
     client.node.nodeStageVolume({
       volumeId: "vol-00000000000000000000000000000000",

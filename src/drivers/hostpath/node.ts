@@ -37,6 +37,8 @@ export interface NodeContext {
   volumes: VolumeSource;
   store: JsonStore<NodeStateData>;
   locks: Locks;
+  /** --allowed-path-roots, each as given and symlink-resolved (paths.ts resolveRoots). */
+  allowedRoots: readonly string[];
   /** Why this process may not mount, or undefined when it may (probed once, cached). */
   mountProblem: () => Promise<string | undefined>;
 }
@@ -59,7 +61,10 @@ interface NodeVolume {
 
 function checkPath(context: NodeContext, value: string, field: string): string {
   required(value, field);
-  const problem = pathProblem(value, context.config.stateDir);
+  const problem = pathProblem(value, {
+    stateDir: context.config.stateDir,
+    allowedRoots: context.allowedRoots,
+  });
   if (problem) throw invalid(`${field} ${JSON.stringify(value)} ${problem}`);
   return value;
 }

@@ -20,6 +20,7 @@ import { finishSnapshotDelete } from "./snapshots.ts";
 import { controllerStore, fileVolumeSource, memoryVolumeSource, nodeStore } from "./state.ts";
 import { mountProblem } from "./system.ts";
 import { claimControllerState } from "./owner.ts";
+import { resolveRoots } from "./paths.ts";
 
 export interface HostpathServerOptions extends HostpathOptions {
   /** unix:///path, unix:path or /path. Default "unix:///csi/csi.sock" (upstream's). */
@@ -70,6 +71,7 @@ async function nodeSide(
     layout: parts.layout,
     store,
     locks: new Locks(),
+    allowedRoots: await resolveRoots(config.allowedPathRoots),
     volumes: parts.controllerContext
       ? memoryVolumeSource(parts.controllerContext.store)
       : fileVolumeSource(config.stateDir),

@@ -32,6 +32,8 @@ export async function startTestDriver(
       stateDir,
       endpoint,
       shutdownGraceMs: 1000,
+      // Tests stage and publish under their own temp dir, never under /var/lib/kubelet.
+      allowedPathRoots: [dir],
       ...options,
       ...extra,
     });

@@ -12,6 +12,7 @@ const server = await serveHostpathDriver({
   stateDir: join(dir, "state"),
   endpoint,
   shutdownGraceMs: 100,
+  allowedPathRoots: [dir],
 });
 const client = CsiClient.connect(endpoint, { timeoutMs: 10_000 });
 try {
