@@ -19,6 +19,7 @@ import type { ResourceTracker } from "./resources.ts";
 import type {
   AccessModeName,
   CreateVolumeRequest,
+  NodeInfo,
   NodePublishRequest,
   NodeStageRequest,
   Snapshot,
@@ -44,10 +45,12 @@ export interface SanityEnvironment {
   controller: CsiClient;
   caps: Capabilities;
   settings: SanitySettings;
+  /** Set when --endpoint serves no Node service: Node tests, and tests needing the node, skip with it. */
+  nodeUnavailable?: string;
   /** Set once the node service said it may not mount; later mounting tests skip with it. */
   mountUnavailable?: string;
-  /** NodeGetInfo's node id, fetched once. */
-  nodeId?: string;
+  /** NodeGetInfo's answer, fetched once. */
+  nodeInfo?: NodeInfo;
 }
 
 /** A volume taken through the CO's setup steps by `setupVolume`. */
@@ -179,14 +182,23 @@ export class TestContext {
     this.resources.forget("snapshot", snapshotId);
   }
 
-  /** The node id NodeGetInfo reports (asked once per run). */
-  async nodeId(): Promise<string> {
-    if (this.#env.nodeId === undefined) {
+  /**
+   * What NodeGetInfo reports (asked once per run). A test that needs it skips when the node
+   * endpoint serves no Node service (a controller-only --endpoint).
+   */
+  async nodeInfo(): Promise<NodeInfo> {
+    if (this.#env.nodeUnavailable !== undefined) this.skip(this.#env.nodeUnavailable);
+    if (this.#env.nodeInfo === undefined) {
       const info = await expectOk(this.node.nodeGetInfo({}), "NodeGetInfo");
       check(info.nodeId, "NodeGetInfo: node_id is empty");
-      this.#env.nodeId = info.nodeId;
+      this.#env.nodeInfo = info;
     }
-    return this.#env.nodeId;
+    return this.#env.nodeInfo;
+  }
+
+  /** The node id NodeGetInfo reports. */
+  async nodeId(): Promise<string> {
+    return (await this.nodeInfo()).nodeId;
   }
 
   /** A fresh, existing staging directory (the CO creates it, per the spec). */

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
 import { join } from "node:path";
 import { childController, errorMessage, whenAborted } from "../base/index.ts";
-import { CsiClient } from "../csi/index.ts";
+import { CsiClient, GrpcStatus } from "../csi/index.ts";
 import type { SanityOptions } from "./config.ts";
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_TEST_TIMEOUT_MS, DEFAULT_TEST_VOLUME_SIZE } from "./config.ts";
 import { TestContext } from "./context.ts";
@@ -54,14 +54,14 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
   };
   try {
     const tests = selectTests(options.tests ?? catalogue(), { focus: options.focus, skip: options.skip });
-    const caps = await discover({ node, controller, callTimeoutMs, signal });
-    if (typeof caps === "string") {
+    const discovered = await discover({ node, controller, callTimeoutMs, signal });
+    if (typeof discovered === "string") {
       record({
         service: "Identity",
         group: "setup",
         name: "driver is reachable",
         outcome: "failed",
-        reason: caps,
+        reason: discovered,
         durationMs: 0,
       });
     } else {
@@ -75,7 +75,13 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
         parameters: options.parameters ?? {},
         mutableParameters: options.mutableParameters ?? {},
       };
-      const env: SanityEnvironment = { node, controller, caps, settings };
+      const env: SanityEnvironment = {
+        node,
+        controller,
+        caps: discovered.caps,
+        settings,
+        ...(discovered.nodeUnavailable ? { nodeUnavailable: discovered.nodeUnavailable } : {}),
+      };
       for (const test of tests) {
         if (signal?.aborted) {
           warnings.push(`run interrupted: ${tests.length - results.length} tests not run`);
@@ -116,13 +122,25 @@ async function makeTemp(prefix: string, made: string[]): Promise<string> {
   return dir;
 }
 
-/** Waits for Probe and reads every capability list; a string is the reason it could not. */
+/** What discovery learned: the capabilities, and why the node endpoint serves no Node service. */
+interface Discovered {
+  caps: Capabilities;
+  /** Set when --endpoint answered UNIMPLEMENTED for NodeGetCapabilities. */
+  nodeUnavailable?: string;
+}
+
+/**
+ * Waits for Probe and reads every capability list; a string is the reason it could not.
+ * In a split deployment both endpoints serve Identity, so plugin capabilities are the union of
+ * both; controller and group controller capabilities come from the controller endpoint, node
+ * capabilities from the node endpoint.
+ */
 async function discover(options: {
   node: CsiClient;
   controller: CsiClient;
   callTimeoutMs: number;
   signal: AbortSignal | undefined;
-}): Promise<Capabilities | string> {
+}): Promise<Discovered | string> {
   const { node, controller, callTimeoutMs } = options;
   const wait = { timeoutMs: callTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) };
   try {
@@ -133,16 +151,33 @@ async function discover(options: {
   }
   try {
     const plugin = await node.pluginCapabilities();
+    if (controller !== node) for (const name of await controller.pluginCapabilities()) plugin.add(name);
     const controllerCaps = plugin.has("CONTROLLER_SERVICE")
       ? await controller.controllerCapabilities()
       : new Set<string>();
     const group = plugin.has("GROUP_CONTROLLER_SERVICE")
       ? await controller.groupControllerCapabilities()
       : new Set<string>();
-    const nodeCaps = await node.nodeCapabilities();
-    return { plugin, controller: controllerCaps, node: nodeCaps, group };
+    const nodeCaps = await nodeCapabilities(node);
+    const caps = { plugin, controller: controllerCaps, group, node: nodeCaps ?? new Set<string>() };
+    return nodeCaps
+      ? { caps }
+      : {
+          caps,
+          nodeUnavailable: "no Node service at --endpoint (NodeGetCapabilities answered UNIMPLEMENTED)",
+        };
   } catch (error) {
     return `capability discovery failed: ${describeError(error)}`;
+  }
+}
+
+/** The node capabilities, or undefined when the endpoint does not serve the Node service. */
+async function nodeCapabilities(node: CsiClient): Promise<Set<string> | undefined> {
+  try {
+    return await node.nodeCapabilities();
+  } catch (error) {
+    if (grpcCode(error) === GrpcStatus.UNIMPLEMENTED) return undefined;
+    throw error;
   }
 }
 
@@ -157,7 +192,10 @@ async function runOne(options: {
 }): Promise<TestResult> {
   const { test, env, testTimeoutMs } = options;
   const base = { service: test.service, group: test.group, name: test.name };
-  const gate = capabilityGate(test.requires, env.caps) ?? (test.mounts ? env.mountUnavailable : undefined);
+  const gate =
+    capabilityGate(test.requires, env.caps) ??
+    (test.service === "Node" ? env.nodeUnavailable : undefined) ??
+    (test.mounts ? env.mountUnavailable : undefined);
   if (gate !== undefined) return { ...base, outcome: "skipped", reason: gate, durationMs: 0 };
 
   const started = performance.now();

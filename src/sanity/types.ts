@@ -3,6 +3,7 @@
 
 export type {
   CreateVolumeRequestInput as CreateVolumeRequest,
+  NodeGetInfoResponse as NodeInfo,
   NodePublishVolumeRequestInput as NodePublishRequest,
   NodeStageVolumeRequestInput as NodeStageRequest,
   Snapshot,

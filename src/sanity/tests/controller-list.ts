@@ -183,7 +183,7 @@ export function controllerListTests(): SanityTest[] {
           "answers for the node's topology segment",
           { requires: ["plugin:VOLUME_ACCESSIBILITY_CONSTRAINTS"] },
           async (t) => {
-            const info = await expectOk(t.node.nodeGetInfo({}), "NodeGetInfo");
+            const info = await t.nodeInfo();
             check(info.accessibleTopology, "NodeGetInfo: no accessible_topology");
             const response = await expectOk(
               t.controller.getCapacity({

@@ -239,7 +239,7 @@ export function controllerVolumeTests(): SanityTest[] {
         "places the volume in the node's topology when asked",
         { requires: ["plugin:VOLUME_ACCESSIBILITY_CONSTRAINTS"] },
         async (t) => {
-          const info = await expectOk(t.node.nodeGetInfo({}), "NodeGetInfo");
+          const info = await t.nodeInfo();
           const segments = info.accessibleTopology?.segments ?? {};
           check(Object.keys(segments).length > 0, "NodeGetInfo: no accessible_topology");
           const volume = await t.createVolume({
