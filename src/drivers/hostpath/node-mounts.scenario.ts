@@ -10,8 +10,8 @@ import { mkdir, open, readFile, readdir, stat, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import { GrpcStatus } from "../../csi/index.ts";
 import { readMountInfo } from "./mountinfo.ts";
-import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
-import { detachLoops, loopDevicesOf, unmount } from "./system.ts";
+import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver, type TestDriver } from "./test-helpers.ts";
+import { detachLoops, loopDevicesOf, run, unmount } from "./system.ts";
 
 const scratch = process.env.HOSTPATH_TEST_DIR ?? "";
 if (scratch === "") throw new Error("HOSTPATH_TEST_DIR must be set (run through node.test.ts)");
@@ -224,3 +224,65 @@ test("hostile paths and unknown volumes are refused before anything is touched",
   );
   assert.deepEqual(await mountsUnder(driver.dir), []);
 });
+
+test("unpublish leaves a foreign mount at the target alone and never removes a non-empty target", async (t) => {
+  const driver = await startTestDriver(t);
+  // Unmounted here, not in an after hook: the helper's hook removes the dir first.
+  try {
+    await foreignMountScenario(driver);
+  } finally {
+    await unmountUnder(driver.dir);
+  }
+});
+
+async function foreignMountScenario(driver: TestDriver): Promise<void> {
+  const { client } = driver;
+  const create = async (name: string): Promise<string> =>
+    (await client.controller.createVolume({ name, volumeCapabilities: [MOUNT_RW] })).volume!.volumeId;
+  const mine = await create("mine");
+  const theirs = await create("theirs");
+  const staging = join(driver.dir, "staging");
+  await mkdir(staging);
+  await client.node.nodeStageVolume({
+    volumeId: theirs,
+    stagingTargetPath: staging,
+    volumeCapability: MOUNT_RW,
+  });
+
+  // A tmpfs someone else mounted where the CO says volume "mine" is published.
+  const tmpfsTarget = join(driver.dir, "tmpfs-target");
+  await mkdir(tmpfsTarget);
+  await run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", tmpfsTarget]);
+  await writeFile(join(tmpfsTarget, "keep"), "x");
+  const message = await rejectsWith(
+    client.node.nodeUnpublishVolume({ volumeId: mine, targetPath: tmpfsTarget }),
+    GrpcStatus.FAILED_PRECONDITION,
+  );
+  assert.match(message, /target_path .*tmpfs-target holds a mount of other data .*not touching it/);
+  assert.deepEqual(await mountsUnder(driver.dir), [staging, tmpfsTarget]);
+  assert.equal(await readFile(join(tmpfsTarget, "keep"), "utf8"), "x");
+
+  // Another volume's publish at the target: unpublishing "mine" there must not unmount it.
+  const published = join(driver.dir, "published");
+  await client.node.nodePublishVolume({
+    volumeId: theirs,
+    stagingTargetPath: staging,
+    targetPath: published,
+    volumeCapability: MOUNT_RW,
+  });
+  await rejectsWith(
+    client.node.nodeUnpublishVolume({ volumeId: mine, targetPath: published }),
+    GrpcStatus.FAILED_PRECONDITION,
+  );
+  assert.ok((await mountsUnder(driver.dir)).includes(published));
+  await client.node.nodeUnpublishVolume({ volumeId: theirs, targetPath: published });
+  assert.ok(!(await mountsUnder(driver.dir)).includes(published));
+
+  // Not a mount and not empty: answered OK (nothing published) but the content stays.
+  const full = join(driver.dir, "full");
+  await mkdir(full);
+  await writeFile(join(full, "precious"), "y");
+  await client.node.nodeUnpublishVolume({ volumeId: mine, targetPath: full });
+  assert.equal(await readFile(join(full, "precious"), "utf8"), "y");
+  await client.node.nodeUnstageVolume({ volumeId: theirs, stagingTargetPath: staging });
+}

@@ -25,11 +25,11 @@ import { EPHEMERAL_CONTEXT_KEY, type HostpathConfig } from "./driver.ts";
 import { dataProblem, type DataLayout } from "./data.ts";
 import { ephemeralDirName, isVolumeId } from "./ids.ts";
 import type { JsonStore } from "./json-store.ts";
-import { isLoopBind, mountAtPath, mountStateOf } from "./node-mounts.ts";
+import { isLoopBind, mountAtPath, mountStateOf, type MountState } from "./node-mounts.ts";
 import { pathProblem } from "./paths.ts";
 import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
 import type { AccessType, NodeStateData, VolumeSource } from "./state.ts";
-import { attachLoop, bindMount, detachLoops, refreshLoops, unmount } from "./system.ts";
+import { attachLoop, bindMount, detachLoops, loopDevicesOf, refreshLoops, unmount } from "./system.ts";
 
 export interface NodeContext {
   config: HostpathConfig;
@@ -241,6 +241,42 @@ async function publishVolume(
   await bindMount(device, target, { readonly });
 }
 
+/**
+ * What `path` shows compared with this volume's data: for a filesystem volume a bind of its
+ * directory, for a block volume a bind of a loop device backed by its file.
+ */
+async function volumeMountAt(volume: NodeVolume, path: string): Promise<MountState> {
+  if (volume.accessType === "mount") return mountStateOf(path, volume.dataPath);
+  const at = await mountAtPath(path);
+  if (!at) return { kind: "none" };
+  for (const device of await loopDevicesOf(volume.dataPath)) {
+    const state = await mountStateOf(path, device);
+    if (state.kind === "ours") return state;
+  }
+  return { kind: "other", entry: at };
+}
+
+/**
+ * Unmounts this volume's mounts stacked at `target` (bounded) and removes the mount point only
+ * once nothing is mounted there. A mount of other data on top is refused untouched.
+ */
+async function unpublishVolume(context: NodeContext, volume: NodeVolume, target: string): Promise<void> {
+  const state = await volumeMountAt(volume, target);
+  if (state.kind === "other")
+    throw new CsiError(
+      GrpcStatus.FAILED_PRECONDITION,
+      `target_path ${target} holds a mount of other data (${state.entry.fsType} ${state.entry.source}${state.entry.root}), not of volume ${volume.id}; not touching it`,
+    );
+  for (let i = 0; i < 8 && (await volumeMountAt(volume, target)).kind === "ours"; i++) await unmount(target);
+  if (await mountAtPath(target)) {
+    context.config.logger.warn("left a mount of other data under the unpublished target in place", {
+      path: target,
+    });
+    return;
+  }
+  await removeMountPoint(context, target);
+}
+
 function isEphemeralRequest(context: NodeContext, request: NodePublishVolumeRequest): boolean {
   const flag = request.volumeContext[EPHEMERAL_CONTEXT_KEY];
   return flag === "true" || (flag === undefined && context.config.ephemeral);
@@ -399,18 +435,22 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
       const id = required(request.volumeId, "volume_id");
       const target = checkPath(context, request.targetPath, "target_path");
       const volume = await findVolume(context, id);
+      if (volume.ephemeral) {
+        await requireMountPrivilege(context);
+        await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
+          finishEphemeralDelete(context, id),
+        );
+        return {};
+      }
       // Nothing published there is success (spec: MUST answer OK) without mount privilege.
-      if (!volume.ephemeral && !(await mountAtPath(target)) && !(await mayMount(context))) {
+      if (!(await mountAtPath(target))) {
         await removeMountPoint(context, target);
         return {};
       }
       await requireMountPrivilege(context);
-      await context.locks.run([`node-volume:${id}`, `target:${target}`], async () => {
-        if (volume.ephemeral) return finishEphemeralDelete(context, id);
-        const mounted = await mountAtPath(target);
-        if (mounted) await unmountAll(target);
-        await removeMountPoint(context, target);
-      });
+      await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
+        unpublishVolume(context, volume, target),
+      );
       return {};
     },
 
