@@ -230,6 +230,12 @@ export interface InformerRequest extends SelectorOptions {
   resyncPeriodMs?: number;
 }
 
+/**
+ * Hands out one shared informer per (resource, namespace, label selector, field selector). Like
+ * client-go's SharedInformerFactory, sharing is per factory: a process builds exactly one (its
+ * composition root, e.g. a sidecar's start() or `csikit up`) and passes it to every controller,
+ * so each resource is listed and watched once per process.
+ */
 export class InformerFactory {
   readonly #options: InformerFactoryOptions;
   readonly #informers = new Map<string, unknown>();
