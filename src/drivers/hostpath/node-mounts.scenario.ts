@@ -76,6 +76,18 @@ test("filesystem volume: stage, publish rw and ro, stats, idempotency, teardown"
     client.node.nodeGetVolumeStats({ volumeId, volumePath: join(driver.dir, "missing") }),
     GrpcStatus.NOT_FOUND,
   );
+  // An existing directory that does not show this volume: NOT_FOUND, not its own numbers.
+  const unrelated = join(driver.dir, "unrelated");
+  await mkdir(unrelated);
+  const notHere = await rejectsWith(
+    client.node.nodeGetVolumeStats({ volumeId, volumePath: unrelated }),
+    GrpcStatus.NOT_FOUND,
+  );
+  assert.match(notHere, /is not mounted at volume_path .*unrelated/);
+  await rejectsWith(client.node.nodeExpandVolume({ volumeId, volumePath: unrelated }), GrpcStatus.NOT_FOUND);
+  assert.equal((await client.node.nodeGetVolumeStats({ volumeId, volumePath: staging })).usage.length, 2);
+  await client.node.nodeExpandVolume({ volumeId, volumePath: rw });
+  await client.node.nodeExpandVolume({ volumeId, volumePath: unrelated, stagingTargetPath: staging });
 
   for (const target of [rw, ro]) {
     await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
@@ -140,6 +152,17 @@ test("block volume: loop device staged, bind-mounted as a device file, expanded,
   assert.equal(await sectors(), (8 * MIB) / 512);
   const stats = await client.node.nodeGetVolumeStats({ volumeId, volumePath: target });
   assert.equal(stats.usage[0]?.total, String(8 * MIB));
+  const unrelated = join(driver.dir, "unrelated-file");
+  await writeFile(unrelated, "");
+  await rejectsWith(
+    client.node.nodeGetVolumeStats({ volumeId, volumePath: unrelated }),
+    GrpcStatus.NOT_FOUND,
+  );
+  await rejectsWith(client.node.nodeExpandVolume({ volumeId, volumePath: unrelated }), GrpcStatus.NOT_FOUND);
+  assert.equal(
+    (await client.node.nodeGetVolumeStats({ volumeId, volumePath: staging })).usage[0]?.total,
+    String(8 * MIB),
+  );
 
   await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
   await assert.rejects(stat(target), { code: "ENOENT" });

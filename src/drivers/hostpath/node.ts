@@ -356,6 +356,32 @@ async function requireExisting(path: string, field: string): Promise<void> {
   }
 }
 
+/** True when `path` is a mount of this volume's data (for block also: a staging dir holding one). */
+async function isMountedAt(volume: NodeVolume, path: string): Promise<boolean> {
+  if ((await volumeMountAt(volume, path)).kind === "ours") return true;
+  return (
+    volume.accessType === "block" && (await volumeMountAt(volume, join(path, volume.id))).kind === "ours"
+  );
+}
+
+/**
+ * NOT_FOUND unless one of `paths` (the first is the field the message names) shows this
+ * volume: an existing path with other data must not answer with that data's numbers.
+ */
+async function requireVolumeAt(
+  volume: NodeVolume,
+  paths: ReadonlyArray<{ path: string; field: string }>,
+): Promise<void> {
+  const [first] = paths;
+  if (!first) return;
+  await requireExisting(first.path, first.field);
+  for (const { path } of paths) if (await isMountedAt(volume, path)) return;
+  throw new CsiError(
+    GrpcStatus.NOT_FOUND,
+    `volume ${volume.id} is not mounted at ${paths.map((p) => `${p.field} ${p.path}`).join(" or ")}`,
+  );
+}
+
 export function nodeHandlers(context: NodeContext): Partial<NodeService> {
   const { config } = context;
   return {
@@ -458,7 +484,7 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
       const id = required(request.volumeId, "volume_id");
       const path = checkPath(context, request.volumePath, "volume_path");
       const volume = await findVolume(context, id);
-      await requireExisting(path, "volume_path");
+      await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
       const problem = await dataProblem(volume.dataPath, volume.accessType);
       const usage =
         volume.accessType === "block"
@@ -473,12 +499,16 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
     async nodeExpandVolume(request) {
       const id = required(request.volumeId, "volume_id");
       const path = checkPath(context, request.volumePath, "volume_path");
+      const candidates = [{ path, field: "volume_path" }];
       if (request.stagingTargetPath !== "")
-        checkPath(context, request.stagingTargetPath, "staging_target_path");
+        candidates.push({
+          path: checkPath(context, request.stagingTargetPath, "staging_target_path"),
+          field: "staging_target_path",
+        });
       const range = sizeRange(request.capacityRange);
       if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
       const volume = await findVolume(context, id);
-      await requireExisting(path, "volume_path");
+      await requireVolumeAt(volume, candidates);
       if (range.required > volume.sizeBytes)
         throw new CsiError(
           GrpcStatus.OUT_OF_RANGE,
