@@ -2,38 +2,136 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, writeFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { GrpcStatus } from "../../csi/index.ts";
+import { GrpcStatus, grpcCode, type CsiClient } from "../../csi/index.ts";
 import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
 import { TOPOLOGY_KEY_NODE } from "./driver.ts";
+import type { HostpathServerOptions } from "./server.ts";
+
+/** Everything a CO can learn about what is served: sorted capability lists or UNIMPLEMENTED. */
+async function served(client: CsiClient): Promise<Record<string, string[] | "UNIMPLEMENTED">> {
+  const listOr = async (call: () => Promise<string[]>): Promise<string[] | "UNIMPLEMENTED"> => {
+    try {
+      return (await call()).sort();
+    } catch (error) {
+      if (grpcCode(error) === GrpcStatus.UNIMPLEMENTED) return "UNIMPLEMENTED";
+      throw error;
+    }
+  };
+  return {
+    plugin: await listOr(async () =>
+      (await client.identity.getPluginCapabilities({})).capabilities.map((c) =>
+        c.service ? `service:${c.service.type}` : `expansion:${c.volumeExpansion?.type ?? "?"}`,
+      ),
+    ),
+    controller: await listOr(async () =>
+      (await client.controller.controllerGetCapabilities({})).capabilities.map((c) => c.rpc?.type ?? "?"),
+    ),
+    node: await listOr(async () =>
+      (await client.node.nodeGetCapabilities({})).capabilities.map((c) => c.rpc?.type ?? "?"),
+    ),
+    group: await listOr(async () =>
+      (await client.groupController.groupControllerGetCapabilities({})).capabilities.map(
+        (c) => c.rpc?.type ?? "?",
+      ),
+    ),
+  };
+}
+
+const CONTROLLER_BASE = [
+  "CLONE_VOLUME",
+  "CREATE_DELETE_SNAPSHOT",
+  "CREATE_DELETE_VOLUME",
+  "EXPAND_VOLUME",
+  "GET_CAPACITY",
+  "GET_SNAPSHOT",
+  "GET_VOLUME",
+  "LIST_SNAPSHOTS",
+  "LIST_VOLUMES",
+  "LIST_VOLUMES_PUBLISHED_NODES",
+  "MODIFY_VOLUME",
+  "SINGLE_NODE_MULTI_WRITER",
+  "VOLUME_CONDITION",
+];
+const CONTROLLER_ATTACH = ["PUBLISH_READONLY", "PUBLISH_UNPUBLISH_VOLUME"];
+const NODE_ALL = [
+  "EXPAND_VOLUME",
+  "GET_VOLUME_STATS",
+  "SINGLE_NODE_MULTI_WRITER",
+  "STAGE_UNSTAGE_VOLUME",
+  "VOLUME_CONDITION",
+];
+const GROUP_ALL = ["CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"];
+const PLUGIN_ALL = [
+  "expansion:ONLINE",
+  "service:CONTROLLER_SERVICE",
+  "service:GROUP_CONTROLLER_SERVICE",
+  "service:VOLUME_ACCESSIBILITY_CONSTRAINTS",
+];
 
 test("identity and capabilities describe exactly what is served", async (t) => {
   const { client } = await startTestDriver(t, { driverName: "test.csi.example", vendorVersion: "9.9.9" });
   const info = await client.identity.getPluginInfo({});
   assert.equal(info.name, "test.csi.example");
   assert.equal(info.vendorVersion, "9.9.9");
-  const plugin = await client.identity.getPluginCapabilities({});
-  const services = plugin.capabilities.map((c) => c.service?.type).filter(Boolean);
-  assert.deepEqual(services.sort(), [
-    "CONTROLLER_SERVICE",
-    "GROUP_CONTROLLER_SERVICE",
-    "VOLUME_ACCESSIBILITY_CONSTRAINTS",
-  ]);
   assert.equal((await client.identity.probe({})).ready?.value, true);
-  const controller = await client.controller.controllerGetCapabilities({});
-  const types = controller.capabilities.map((c) => c.rpc?.type);
-  for (const needed of [
-    "CREATE_DELETE_VOLUME",
-    "PUBLISH_UNPUBLISH_VOLUME",
-    "CLONE_VOLUME",
-    "GET_SNAPSHOT",
-    "MODIFY_VOLUME",
-  ] as const)
-    assert.ok(types.includes(needed), needed);
-  const group = await client.groupController.groupControllerGetCapabilities({});
-  assert.equal(group.capabilities[0]?.rpc?.type, "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT");
+  assert.deepEqual(await served(client), {
+    plugin: PLUGIN_ALL,
+    controller: [...CONTROLLER_BASE, ...CONTROLLER_ATTACH].sort(),
+    node: NODE_ALL,
+    group: GROUP_ALL,
+  });
   const node = await client.node.nodeGetInfo({});
   assert.equal(node.nodeId, "node-1");
   assert.deepEqual(node.accessibleTopology?.segments, { [TOPOLOGY_KEY_NODE]: "node-1" });
+});
+
+test("each service flag changes exactly the capabilities and services it names", async (t) => {
+  const cases: Array<[string, Partial<HostpathServerOptions>, Awaited<ReturnType<typeof served>>]> = [
+    [
+      "--enable-attach=false",
+      { enableAttach: false },
+      { plugin: PLUGIN_ALL, controller: CONTROLLER_BASE, node: NODE_ALL, group: GROUP_ALL },
+    ],
+    [
+      "--enable-topology=false",
+      { enableTopology: false },
+      {
+        plugin: PLUGIN_ALL.filter((c) => c !== "service:VOLUME_ACCESSIBILITY_CONSTRAINTS"),
+        controller: [...CONTROLLER_BASE, ...CONTROLLER_ATTACH].sort(),
+        node: NODE_ALL,
+        group: GROUP_ALL,
+      },
+    ],
+    [
+      "--node-service=false",
+      { nodeService: false },
+      {
+        plugin: PLUGIN_ALL,
+        controller: [...CONTROLLER_BASE, ...CONTROLLER_ATTACH].sort(),
+        node: "UNIMPLEMENTED",
+        group: GROUP_ALL,
+      },
+    ],
+    [
+      "--controller-service=false",
+      { controllerService: false },
+      { plugin: [], controller: "UNIMPLEMENTED", node: NODE_ALL, group: "UNIMPLEMENTED" },
+    ],
+  ];
+  for (const [flag, options, expected] of cases) {
+    const driver = await startTestDriver(t, options);
+    assert.deepEqual(await served(driver.client), expected, flag);
+  }
+  // Without attach, ControllerPublish itself is UNIMPLEMENTED, not just unlisted.
+  const { client } = await startTestDriver(t, { enableAttach: false });
+  const volumeId = (await client.controller.createVolume({ name: "v", volumeCapabilities: [MOUNT_RW] }))
+    .volume!.volumeId;
+  await rejectsWith(
+    client.controller.controllerPublishVolume({ volumeId, nodeId: "node-1", volumeCapability: MOUNT_RW }),
+    GrpcStatus.UNIMPLEMENTED,
+  );
+  const topologyOff = await startTestDriver(t, { enableTopology: false });
+  assert.equal((await topologyOff.client.node.nodeGetInfo({})).accessibleTopology, null);
 });
 
 test("CreateVolume: idempotent by name, conflicts, ranges, capacity, validation", async (t) => {

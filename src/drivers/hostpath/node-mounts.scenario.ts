@@ -309,3 +309,48 @@ async function foreignMountScenario(driver: TestDriver): Promise<void> {
   assert.equal(await readFile(join(full, "precious"), "utf8"), "y");
   await client.node.nodeUnstageVolume({ volumeId: theirs, stagingTargetPath: staging });
 }
+
+test("--ephemeral: a publish without the ephemeral key is an inline ephemeral volume", async (t) => {
+  const driver = await startTestDriver(t, { ephemeral: true });
+  try {
+    const { client } = driver;
+    const target = join(driver.dir, "inline");
+    // No csi.storage.k8s.io/ephemeral key and no staging path: treated as inline ephemeral.
+    const request = { volumeId: "csi-feedbeef", targetPath: target, volumeCapability: MOUNT_RW };
+    await client.node.nodePublishVolume(request);
+    await client.node.nodePublishVolume(request);
+    await writeFile(join(target, "scratch"), "x");
+    const ephemeralDir = join(driver.stateDir, "ephemeral");
+    const [dirName] = await readdir(ephemeralDir);
+    assert.equal(await readFile(join(ephemeralDir, dirName!, "scratch"), "utf8"), "x");
+    // An explicit "false" is a normal publish, which needs a staged volume.
+    await rejectsWith(
+      client.node.nodePublishVolume({
+        ...request,
+        volumeId: "csi-other",
+        targetPath: join(driver.dir, "explicit-false"),
+        volumeContext: { "csi.storage.k8s.io/ephemeral": "false" },
+      }),
+      GrpcStatus.FAILED_PRECONDITION,
+    );
+    await client.node.nodeUnpublishVolume({ volumeId: request.volumeId, targetPath: target });
+    await assert.rejects(stat(target), { code: "ENOENT" });
+    assert.deepEqual(await readdir(ephemeralDir), []);
+  } finally {
+    await unmountUnder(driver.dir);
+  }
+});
+
+test("without --ephemeral a publish without the ephemeral key is a normal publish", async (t) => {
+  const driver = await startTestDriver(t);
+  const message = await rejectsWith(
+    driver.client.node.nodePublishVolume({
+      volumeId: "csi-feedbeef",
+      targetPath: join(driver.dir, "inline"),
+      volumeCapability: MOUNT_RW,
+    }),
+    GrpcStatus.FAILED_PRECONDITION,
+  );
+  assert.match(message, /staging_target_path is required/);
+  assert.deepEqual(await mountsUnder(driver.dir), []);
+});
