@@ -14,9 +14,14 @@ function options(argv: string[]): ReturnType<typeof hostpathOptions> {
   return hostpathOptions(new Flags(parseFlags({ ...LOGGING_FLAGS, ...hostpathCommand.flags }, argv)));
 }
 
-test("hostpath flags: upstream defaults, quantities, and upstream spellings", () => {
+test("hostpath flags: csikit defaults (two differ from upstream, and the help says so), quantities, upstream spellings", () => {
   const defaults = options(["--nodeid=n1"]);
+  // Differ from upstream csi-driver-host-path (unix://tmp/csi.sock, enable-attach=false).
   assert.equal(defaults.endpoint, "unix:///csi/csi.sock");
+  assert.equal(defaults.enableAttach, true);
+  assert.match(hostpathCommand.flags.endpoint?.help ?? "", /\(upstream default: unix:\/\/tmp\/csi\.sock\)/);
+  assert.match(hostpathCommand.flags["enable-attach"]?.help ?? "", /\(upstream default: false;/);
+  // Same as upstream.
   assert.equal(defaults.driverName, "hostpath.csi.k8s.io");
   assert.equal(defaults.enableTopology, true);
   assert.equal(defaults.nodeService, true);

@@ -1,5 +1,6 @@
 // `csikit hostpath`: the reference CSI driver. Flags follow upstream csi-driver-host-path
 // (its no-dash spellings --statedir, --maxvolumespernode, --maxvolumesize are accepted too);
+// where a default differs from upstream's (--endpoint, --enable-attach) the help says so;
 // this file only turns them into options for startHostpathDriver.
 
 import { FlagError, type Flags } from "../base/index.ts";
@@ -80,7 +81,7 @@ export const hostpathCommand: Command = {
     endpoint: {
       type: "string",
       default: DEFAULT_ENDPOINT,
-      help: "CSI endpoint: unix:///path, unix:path or /path.",
+      help: "CSI endpoint: unix:///path, unix:path or /path (upstream default: unix://tmp/csi.sock).",
     },
     nodeid: {
       type: "string",
@@ -132,7 +133,7 @@ export const hostpathCommand: Command = {
     "enable-attach": {
       type: "bool",
       default: "true",
-      help: "Offer ControllerPublishVolume/ControllerUnpublishVolume.",
+      help: "Offer ControllerPublishVolume/ControllerUnpublishVolume (upstream default: false; csikit runs an attacher).",
     },
     "accepted-mutable-parameter-names": {
       type: "strings",

@@ -1,6 +1,8 @@
 // The hostpath driver's configuration, validated once in the constructor so every service can
 // trust it. No I/O here. Defaults follow upstream csi-driver-host-path where it has the same
-// knob (driver name, endpoint, topology on, 1 TiB max volume size).
+// knob (driver name, topology on, 1 TiB max volume size), except two: the endpoint (upstream:
+// unix://tmp/csi.sock, csikit: the /csi directory its deployments mount) and enable-attach
+// (upstream: false, csikit: true because csikit runs an attacher).
 
 import { isAbsolute, normalize, resolve } from "node:path";
 import { ValidationError, silentLogger, type Logger } from "../../base/index.ts";
@@ -46,7 +48,7 @@ export interface HostpathOptions {
   nodeService?: boolean;
   /** Serve Controller and GroupController. Default true. */
   controllerService?: boolean;
-  /** Offer PUBLISH_UNPUBLISH_VOLUME (ControllerPublish/Unpublish). Default true. */
+  /** Offer PUBLISH_UNPUBLISH_VOLUME (ControllerPublish/Unpublish). Default true (upstream: false). */
   enableAttach?: boolean;
   /**
    * Directories the CO's target_path, staging_target_path and volume_path must lie strictly

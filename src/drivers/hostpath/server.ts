@@ -23,7 +23,7 @@ import { claimControllerState } from "./owner.ts";
 import { resolveRoots } from "./paths.ts";
 
 export interface HostpathServerOptions extends HostpathOptions {
-  /** unix:///path, unix:path or /path. Default "unix:///csi/csi.sock" (upstream's). */
+  /** unix:///path, unix:path or /path. Default "unix:///csi/csi.sock" (upstream: unix://tmp/csi.sock). */
   endpoint?: string;
   /** Passed to the CSI server: how long close waits for in-flight calls (ms). Default 30000. */
   shutdownGraceMs?: number;
