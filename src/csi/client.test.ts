@@ -1,12 +1,12 @@
-// The typed client against real servers on real Unix sockets: waitForReady, connection loss
-// and reconnect, capability helpers, deadlines and cancellation.
+// The typed client against real servers on real Unix sockets: connection loss and reconnect,
+// capability helpers, deadlines and cancellation (waitForReady is in ready.test.ts).
 
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { errorMessage, memoryLogger } from "../base/index.ts";
+import { errorMessage } from "../base/index.ts";
 import {
   CsiClient,
   GrpcStatus,
@@ -71,46 +71,6 @@ const identity: IdentityService = {
   }),
   probe: async () => ({}),
 };
-
-test("waitForReady keeps probing until a late server comes up, logging each failure at -v 4", async (t) => {
-  const dir = await tempDir(t);
-  const endpoint = join(dir, "late.sock");
-  const { logger, lines } = memoryLogger({ verbosity: 4 });
-  const client = connect(t, endpoint, { logger });
-  const ready = client.waitForReady();
-  await eventually(() => lines.some((line) => line.includes("not ready yet")), "a failed probe");
-  await serve(t, { endpoint, identity });
-  await ready;
-  assert.ok(lines.some((line) => line.includes("CSI driver is ready")));
-  assert.ok(!lines.some((line) => line.includes("GRPC call")), "per-call traces stay at -v 5");
-});
-
-test("waitForReady retries while the driver answers ready: false", async (t) => {
-  const dir = await tempDir(t);
-  const { logger, lines } = memoryLogger({ verbosity: 4 });
-  let probes = 0;
-  const server = await serve(t, {
-    endpoint: join(dir, "csi.sock"),
-    identity: { ...identity, probe: async () => ({ ready: { value: ++probes >= 3 } }) },
-  });
-  const client = connect(t, server.path, { logger });
-  await client.waitForReady();
-  assert.equal(probes, 3);
-  assert.equal(lines.filter((line) => line.includes("ready: false")).length, 2);
-});
-
-test("waitForReady gives up with DEADLINE_EXCEEDED after timeoutMs, and stops on abort", async (t) => {
-  const dir = await tempDir(t);
-  const client = connect(t, join(dir, "absent.sock"));
-  await assert.rejects(client.waitForReady({ timeoutMs: 0 }), (error: unknown) => {
-    codeIs(GrpcStatus.DEADLINE_EXCEEDED)(error);
-    assert.match(String(error), /absent\.sock was not ready within 0ms/);
-    return true;
-  });
-  const controller = new AbortController();
-  controller.abort(new Error("stop waiting"));
-  await assert.rejects(client.waitForReady({ signal: controller.signal }), /stop waiting/);
-});
 
 test("connection loss surfaces as UNAVAILABLE and later calls reconnect to a restarted server", async (t) => {
   const dir = await tempDir(t);

@@ -2,15 +2,17 @@
 // services. Every method returns a promise of the decoded response (see types.ts) and rejects
 // with grpc-js's ServiceError (numeric `code`, `details`). A lost connection fails calls with
 // UNAVAILABLE; the channel reconnects by itself (backoff capped at 1s, as csi-lib-utils dials)
-// so later calls work once the driver is back.
+// so later calls work once the driver is back. waitForReady is the sidecars' start-up wait
+// (Connect + ProbeForever, see ready.ts).
 
 import * as grpc from "@grpc/grpc-js";
 import type { MethodDefinition } from "@grpc/proto-loader";
 import type { Clock, Logger } from "../base/index.ts";
-import { Backoff, errorMessage, realClock, silentLogger } from "../base/index.ts";
+import { realClock, silentLogger } from "../base/index.ts";
 import { grpcTarget, parseEndpoint } from "./endpoint.ts";
 import { CsiError, GrpcStatus } from "./errors.ts";
 import { serviceDefinition } from "./loader.ts";
+import { probeUntilReady } from "./ready.ts";
 import { SERVICE_SPECS, type MethodSpec, type ServiceKey } from "./services.ts";
 import { traceCall } from "./trace.ts";
 import type {
@@ -41,9 +43,12 @@ export type CallObserver = (method: string, code: number, seconds: number) => vo
 
 export interface WaitForReadyOptions {
   signal?: AbortSignal;
-  /** Clock for the waits between probes. Default: the real clock. */
+  /** Clock for the 1s probe interval, the timeout and the "still connecting" warnings. Default: the real clock. */
   clock?: Clock;
-  /** Give up (DEADLINE_EXCEEDED) after this many ms. Default: never, as the sidecars wait. */
+  /**
+   * Give up with DEADLINE_EXCEEDED after this many ms, counting the wait for the connection.
+   * Default: never, as the sidecars wait (ProbeForever has no overall limit).
+   */
   timeoutMs?: number;
 }
 
@@ -91,45 +96,24 @@ export class CsiClient {
   }
 
   /**
-   * Calls Probe until the plugin answers ready (a missing `ready` counts as ready, as the
-   * spec allows). Connection errors and ready:false both retry, with backoff from 100ms up to
-   * 1s (the sidecars probe once a second); each failure is logged at -v 4.
+   * Waits until the socket is connected and Probe answers ready, as the sidecars do
+   * (csi-lib-utils' Connect + ProbeForever; see ready.ts): Probe once a second while the driver
+   * answers ready:false or DEADLINE_EXCEEDED, or while the connection is not up; rejects at once
+   * with the driver's code on any other Probe error (INTERNAL, FAILED_PRECONDITION, ...), with
+   * the signal's reason on abort, and with DEADLINE_EXCEEDED after `timeoutMs`. Each Probe has
+   * the client's timeoutMs as deadline (10s without one); every retry is logged at -v 4.
    */
-  async waitForReady(options: WaitForReadyOptions = {}): Promise<void> {
-    const clock = options.clock ?? realClock;
-    const { signal, timeoutMs } = options;
-    const backoff = new Backoff({ initial: 100, max: 1000 });
-    const started = clock.now();
-    for (let attempt = 1; ; attempt++) {
-      signal?.throwIfAborted();
-      let reason: string;
-      try {
-        const probeOptions: CallOptions = { timeoutMs: this.#timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS };
-        if (signal) probeOptions.signal = signal;
-        const response = await this.identity.probe({}, probeOptions);
-        if (response.ready === null || response.ready.value) {
-          this.#logger.info(4, "CSI driver is ready", { endpoint: this.path, attempts: attempt });
-          return;
-        }
-        reason = "the driver answered ready: false";
-      } catch (error) {
-        signal?.throwIfAborted();
-        reason = errorMessage(error);
-      }
-      this.#logger.info(4, "CSI driver is not ready yet, probing again", {
-        endpoint: this.path,
-        attempt,
-        reason,
-      });
-      const delay = backoff.next();
-      if (timeoutMs !== undefined && clock.now() - started + delay > timeoutMs) {
-        throw new CsiError(
-          GrpcStatus.DEADLINE_EXCEEDED,
-          `CSI driver at ${this.path} was not ready within ${timeoutMs}ms: ${reason}`,
-        );
-      }
-      await clock.sleep(delay, signal);
-    }
+  waitForReady(options: WaitForReadyOptions = {}): Promise<void> {
+    const timeoutMs = this.#timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+    return probeUntilReady({
+      path: this.path,
+      channel: this.#channel.getChannel(),
+      probe: (signal) => this.identity.probe({}, { timeoutMs, signal }),
+      logger: this.#logger,
+      clock: options.clock ?? realClock,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
   }
 
   /** Plugin capability names: service types (CONTROLLER_SERVICE, ...) and expansion types (ONLINE, OFFLINE). */
