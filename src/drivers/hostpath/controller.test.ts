@@ -200,6 +200,44 @@ test("CreateVolume: idempotent by name, conflicts, ranges, capacity, validation"
   );
 });
 
+test("names beyond the spec's 128-byte string limit are INVALID_ARGUMENT; multi-node modes are accepted as upstream", async (t) => {
+  const { client } = await startTestDriver(t);
+  const tooLong = await rejectsWith(
+    client.controller.createVolume({ name: "n".repeat(129), volumeCapabilities: [MOUNT_RW] }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  assert.match(tooLong, /name is 129 bytes long; the CSI spec limits it to 128 bytes/);
+  // Bytes, not characters: 65 two-byte characters are 130 bytes.
+  await rejectsWith(
+    client.controller.createVolume({ name: "é".repeat(65), volumeCapabilities: [MOUNT_RW] }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  const volume = await client.controller.createVolume({
+    name: "n".repeat(128),
+    volumeCapabilities: [MOUNT_RW],
+  });
+  const volumeId = volume.volume!.volumeId;
+  await rejectsWith(
+    client.controller.createSnapshot({ name: "s".repeat(129), sourceVolumeId: volumeId }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  await rejectsWith(
+    client.groupController.createVolumeGroupSnapshot({ name: "g".repeat(129), sourceVolumeIds: [volumeId] }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  // Upstream csi-driver-host-path checks only the access type in CreateVolume, not the mode;
+  // the spec does not require refusing MULTI_NODE_* either, so they are accepted here too.
+  for (const mode of [
+    "MULTI_NODE_READER_ONLY",
+    "MULTI_NODE_SINGLE_WRITER",
+    "MULTI_NODE_MULTI_WRITER",
+  ] as const)
+    await client.controller.createVolume({
+      name: `multi-${mode}`,
+      volumeCapabilities: [{ mount: {}, accessMode: { mode } }],
+    });
+});
+
 test("topology: requirements place the volume; unknown nodes are NOT_FOUND for publish", async (t) => {
   const { client } = await startTestDriver(t);
   const seg = (node: string): { segments: Record<string, string> } => ({

@@ -38,6 +38,7 @@ import {
   required,
   sizeRange,
   type SizeRange,
+  withinStringLimit,
 } from "./requests.ts";
 import {
   allocatedBytes,
@@ -274,7 +275,7 @@ async function createVolume(
   request: CreateVolumeRequest,
   signal: AbortSignal,
 ): Promise<CreateVolumeResponseInput> {
-  const name = required(request.name, "name");
+  const name = withinStringLimit(required(request.name, "name"), "name");
   const accessType = capabilitiesAccessType(request.volumeCapabilities, "volume_capabilities");
   const range = sizeRange(request.capacityRange);
   checkMutableParameters(context, request.mutableParameters, "mutable_parameters");

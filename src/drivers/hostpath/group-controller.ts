@@ -11,7 +11,7 @@ import {
 } from "../../csi/index.ts";
 import type { ControllerContext } from "./controller-context.ts";
 import { isGroupSnapshotId, isVolumeId, newGroupSnapshotId, newSnapshotId } from "./ids.ts";
-import { invalid, required } from "./requests.ts";
+import { invalid, required, withinStringLimit } from "./requests.ts";
 import { finishSnapshotCreate, finishSnapshotDelete, snapshotMessage } from "./snapshots.ts";
 import {
   groupSnapshotByName,
@@ -76,7 +76,7 @@ export function groupControllerHandlers(context: ControllerContext): GroupContro
       Promise.resolve({ capabilities: [{ rpc: { type: "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT" } }] }),
 
     async createVolumeGroupSnapshot(request, call) {
-      const name = required(request.name, "name");
+      const name = withinStringLimit(required(request.name, "name"), "name");
       const sources = request.sourceVolumeIds;
       if (sources.length === 0) throw invalid("source_volume_ids is required");
       if (new Set(sources).size !== sources.length) throw invalid("source_volume_ids has duplicates");

@@ -22,6 +22,17 @@ export function required(value: string, field: string): string {
   return value;
 }
 
+/** The CSI spec's general size limit for a string field ("Size Limits"). */
+export const MAX_STRING_BYTES = 128;
+
+/** INVALID_ARGUMENT when `value` is longer than the spec's 128-byte string limit. */
+export function withinStringLimit(value: string, field: string): string {
+  const bytes = Buffer.byteLength(value, "utf8");
+  if (bytes > MAX_STRING_BYTES)
+    throw invalid(`${field} is ${bytes} bytes long; the CSI spec limits it to ${MAX_STRING_BYTES} bytes`);
+  return value;
+}
+
 /** Parses an int64 decimal string into a safe number; INVALID_ARGUMENT when negative or huge. */
 export function bytesField(text: string | undefined, field: string): number {
   if (text === undefined || text === "") return 0;

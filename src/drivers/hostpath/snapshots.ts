@@ -7,7 +7,7 @@ import { CsiError, GrpcStatus, type ControllerService, type SnapshotInput } from
 import type { ControllerContext } from "./controller-context.ts";
 import { createSnapshotData, removeData } from "./data.ts";
 import { isSnapshotId, isVolumeId, newSnapshotId } from "./ids.ts";
-import { invalid, page, required } from "./requests.ts";
+import { invalid, page, required, withinStringLimit } from "./requests.ts";
 import {
   nowTimestamp,
   requireSnapshot,
@@ -71,7 +71,7 @@ export async function finishSnapshotDelete(
 export function snapshotHandlers(context: ControllerContext): Partial<ControllerService> {
   return {
     async createSnapshot(request, call) {
-      const name = required(request.name, "name");
+      const name = withinStringLimit(required(request.name, "name"), "name");
       const sourceId = required(request.sourceVolumeId, "source_volume_id");
       return context.locks.run([`snapshot-name:${name}`, `volume:${sourceId}`], async () => {
         const existing = snapshotByName(context.store.current, name);
