@@ -1,15 +1,21 @@
 // The catalogue catches real spec violations: a small driver with deliberate bugs (on a real
 // socket) must fail exactly the tests for those bugs, with messages naming the rule, and the
-// suite must still remove every volume the buggy driver handed out.
+// suite must still remove every volume the buggy driver handed out. The scripted driver of
+// test-driver.ts passes its groups without bugs, and each bug switched on fails exactly the
+// sanity tests for that rule (including tests that need an OFFLINE-only driver).
 
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import type { TestContext } from "node:test";
 import { CsiError, GrpcStatus, serveCsi } from "../csi/index.ts";
 import { fullName } from "./framework.ts";
 import { catalogue, runSanity } from "./index.ts";
+import type { SanityReport } from "./index.ts";
+import { serveTestDriver } from "./test-driver.ts";
+import type { DriverBug, TestDriverOptions } from "./test-driver.ts";
 
 test("tests fail for a driver that breaks the spec, and cleanup still removes its volumes", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-buggy-"));
@@ -86,3 +92,65 @@ test("tests fail for a driver that breaks the spec, and cleanup still removes it
   assert.equal(report.failed, targets.length);
   assert.deepEqual([...volumes.keys()], [], "every volume the suite made is deleted, also after failures");
 });
+
+// The scripted driver (test-driver.ts) is correct for these groups unless told to commit a bug.
+const GROUPS =
+  /^(Controller (DeleteVolume|ListVolumes|ListSnapshots|ControllerExpandVolume)|Node (NodePublishVolume|NodeGetVolumeStats|NodeExpandVolume)) /;
+
+/** Runs GROUPS against a fresh scripted driver; answers the report and "outcome: reason" by full name. */
+async function runScripted(
+  t: TestContext,
+  options: Omit<TestDriverOptions, "endpoint">,
+): Promise<{ report: SanityReport; failed: Record<string, string> }> {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-scripted-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const server = await serveTestDriver({ ...options, endpoint: join(dir, "csi.sock") });
+  t.after(() => server.close());
+  const report = await runSanity({
+    endpoint: server.path,
+    stagingDir: join(dir, "staging"),
+    targetDir: join(dir, "target"),
+    focus: GROUPS,
+  });
+  const failed = Object.fromEntries(
+    report.results.filter((r) => r.outcome === "failed").map((r) => [fullName(r), r.reason ?? ""]),
+  );
+  return { report, failed };
+}
+
+for (const expansion of ["ONLINE", "OFFLINE"] as const) {
+  test(`the scripted driver without bugs (${expansion} expansion) passes its groups`, async (t) => {
+    const { report, failed } = await runScripted(t, { expansion });
+    assert.deepEqual(failed, {});
+    assert.ok(report.passed >= 30, `${report.passed} passed`);
+    assert.deepEqual(report.warnings, []);
+    const offline = report.results.find((r) => r.name.includes("without ONLINE expansion"));
+    assert.equal(offline?.outcome, expansion === "OFFLINE" ? "passed" : "skipped");
+  });
+}
+
+const BUGS: { bug: DriverBug; expansion?: "OFFLINE"; fails: Record<string, RegExp> }[] = [
+  {
+    // NOT_FOUND that only comes from a missing path must not pass for "volume unknown" or
+    // "not published there": the suite asks at existing directories.
+    bug: "node-checks-path-only",
+    fails: {
+      "Node NodeGetVolumeStats fails with NOT_FOUND for a volume that does not exist":
+        /^NodeGetVolumeStats of an unknown volume: want NOT_FOUND, got OK$/,
+      "Node NodeGetVolumeStats fails with NOT_FOUND for a path the volume is not published at":
+        /^NodeGetVolumeStats at an existing directory the volume is not published at: want NOT_FOUND, got OK$/,
+      "Node NodeExpandVolume fails with NOT_FOUND for a volume that does not exist":
+        /^NodeExpandVolume of an unknown volume: want NOT_FOUND, got OK$/,
+    },
+  },
+];
+
+for (const { bug, expansion, fails } of BUGS) {
+  test(`a driver with bug ${bug} fails exactly the tests for it`, async (t) => {
+    const names = new Set(catalogue().map(fullName));
+    for (const name of Object.keys(fails)) assert.ok(names.has(name), `catalogue has ${name}`);
+    const { failed } = await runScripted(t, { bugs: [bug], ...(expansion ? { expansion } : {}) });
+    assert.deepEqual(Object.keys(failed).sort(), Object.keys(fails).sort());
+    for (const [name, reason] of Object.entries(fails)) assert.match(failed[name] ?? "", reason, name);
+  });
+}

@@ -219,6 +219,16 @@ export class TestContext {
     return target;
   }
 
+  /**
+   * A fresh target path that exists as an empty directory where nothing is published: a
+   * NOT_FOUND check against it cannot pass merely because the path is missing.
+   */
+  async makeExistingTargetPath(): Promise<string> {
+    const target = await this.makeTargetPath();
+    await mkdir(target);
+    return target;
+  }
+
   /** ControllerPublishVolume to this node when the driver has that step; returns publish_context. */
   async controllerPublish(
     volumeId: string,

@@ -225,7 +225,7 @@ export function nodeLifecycleTests(): SanityTest[] {
       });
       it("fails with NOT_FOUND for a volume that does not exist", async (t) => {
         await expectCode(
-          t.node.nodeGetVolumeStats(statsRequest("sanity-no-such-volume", await t.makeTargetPath())),
+          t.node.nodeGetVolumeStats(statsRequest("sanity-no-such-volume", await t.makeExistingTargetPath())),
           NOT_FOUND,
           "NodeGetVolumeStats of an unknown volume",
         );
@@ -234,10 +234,10 @@ export function nodeLifecycleTests(): SanityTest[] {
         const setup = await t.setupVolume();
         await expectCode(
           t.node.nodeGetVolumeStats(
-            statsRequest(setup.volume.volumeId, await t.makeTargetPath(), setup.stagingPath),
+            statsRequest(setup.volume.volumeId, await t.makeExistingTargetPath(), setup.stagingPath),
           ),
           NOT_FOUND,
-          "NodeGetVolumeStats at a path the volume is not published at",
+          "NodeGetVolumeStats at an existing directory the volume is not published at",
         );
       });
       it("reports byte usage with total > 0 and used + available within total", LIFECYCLE, async (t) => {
@@ -308,7 +308,7 @@ export function nodeLifecycleTests(): SanityTest[] {
       });
       it("fails with NOT_FOUND for a volume that does not exist", async (t) => {
         await expectCode(
-          expand(t, "sanity-no-such-volume", await t.makeTargetPath()),
+          expand(t, "sanity-no-such-volume", await t.makeExistingTargetPath()),
           NOT_FOUND,
           "NodeExpandVolume of an unknown volume",
         );
