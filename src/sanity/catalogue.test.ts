@@ -143,6 +143,14 @@ const BUGS: { bug: DriverBug; expansion?: "OFFLINE"; fails: Record<string, RegEx
         /^NodeExpandVolume of an unknown volume: want NOT_FOUND, got OK$/,
     },
   },
+  {
+    bug: "expands-online",
+    expansion: "OFFLINE",
+    fails: {
+      "Controller ControllerExpandVolume refuses to expand a published volume without ONLINE expansion":
+        /^ControllerExpandVolume of a published volume \(OFFLINE expansion only\): want FAILED_PRECONDITION, got OK$/,
+    },
+  },
 ];
 
 for (const { bug, expansion, fails } of BUGS) {
