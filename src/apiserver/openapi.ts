@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
 import {
   builtinComponentName,
+  builtinDecodeError,
   builtinComponentSchemas,
   builtinModelOf,
   unknownBuiltinFields,
@@ -246,6 +247,22 @@ export function unknownFields(def: ResourceDef, object: KubeObject): string[] {
   if (def.custom === true) return unknownFieldsOfCustomResource(def, object);
   const model = builtinModelOf(def.group, def.version, def.kind);
   return model === undefined ? [] : unknownBuiltinFields(model, object);
+}
+
+/**
+ * The 400 message kube-apiserver gives when a built-in object's body does not decode into its
+ * Go types (a string where an int32 belongs, a non-base64 Secret value, …), e.g.
+ * `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct
+ * field ContainerPort.spec.containers.ports.containerPort of type int32`; undefined when it
+ * decodes (and always for custom resources, whose schemas are checked by validation).
+ */
+export function decodeError(def: ResourceDef, object: KubeObject): string | undefined {
+  if (def.custom === true) return undefined;
+  const model = builtinModelOf(def.group, def.version, def.kind);
+  const error = model === undefined ? undefined : builtinDecodeError(model, object);
+  return error === undefined
+    ? undefined
+    : `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${error}`;
 }
 
 /**

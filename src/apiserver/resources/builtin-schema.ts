@@ -10,15 +10,18 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-interface Attribute {
+export interface Attribute {
   baseName: string;
   type: string;
+  /** The OpenAPI format ("int32", "byte", "date-time", …; "" when none). */
+  format: string;
 }
 
 const MODELS = new Map<string, unknown>(Object.entries(models));
 const attributeCache = new Map<string, ReadonlyMap<string, Attribute> | undefined>();
 
-function attributesOf(modelName: string): ReadonlyMap<string, Attribute> | undefined {
+/** The fields of a client-node model by JSON name, or undefined when it is no model. */
+export function attributesOf(modelName: string): ReadonlyMap<string, Attribute> | undefined {
   if (attributeCache.has(modelName)) return attributeCache.get(modelName);
   const model = MODELS.get(modelName);
   let attributes: Map<string, Attribute> | undefined;
@@ -29,7 +32,11 @@ function attributesOf(modelName: string): ReadonlyMap<string, Attribute> | undef
       attributes = new Map();
       for (const entry of list) {
         if (isRecord(entry) && typeof entry.baseName === "string" && typeof entry.type === "string") {
-          attributes.set(entry.baseName, { baseName: entry.baseName, type: entry.type });
+          attributes.set(entry.baseName, {
+            baseName: entry.baseName,
+            type: entry.type,
+            format: typeof entry.format === "string" ? entry.format : "",
+          });
         }
       }
     }

@@ -14,6 +14,7 @@ export {
   pruneBuiltinFields,
   unknownBuiltinFields,
 } from "./builtin-schema.ts";
+export { builtinDecodeError } from "./builtin-decode.ts";
 export type { KindSpec } from "./common.ts";
 
 import type { ResourceDef } from "../resource.ts";
