@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, writeFile, stat } from "node:fs/promises";
+import { readFile, rm, writeFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus, grpcCode, type CsiClient } from "../../csi/index.ts";
 import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
@@ -615,4 +615,133 @@ test("an interrupted create whose source is gone is dropped, not left reserving 
   await driver.restart();
   await rejectsWith(client.controller.createVolume(request), GrpcStatus.NOT_FOUND);
   assert.equal((await client.controller.getCapacity({})).availableCapacity, String(3 * MIB));
+});
+
+interface PersistedState {
+  volumes: Record<string, { phase: string }>;
+  snapshots: Record<string, { phase: string; groupSnapshotId?: string }>;
+  groupSnapshots: Record<string, { phase: string; snapshotIds: string[] }>;
+}
+
+/** Stops the driver, lets `edit` leave the state the way a kill -9 would, and starts it again. */
+async function crashAndRestart(
+  driver: Awaited<ReturnType<typeof startTestDriver>>,
+  edit: (state: PersistedState) => Promise<void> | void,
+): Promise<void> {
+  await driver.server.close();
+  const file = join(driver.stateDir, "controller.json");
+  const state = JSON.parse(await readFile(file, "utf8")) as PersistedState;
+  await edit(state);
+  await writeFile(file, JSON.stringify(state));
+  await driver.restart();
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+test("crash during CreateSnapshot (intent recorded, data missing or partial): the retry finishes it", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const source = (await client.controller.createVolume({ name: "src", volumeCapabilities: [MOUNT_RW] }))
+    .volume!;
+  await writeFile(join(driver.stateDir, "volumes", source.volumeId, "data.txt"), "before the crash");
+  const request = { name: "snap", sourceVolumeId: source.volumeId };
+  const first = (await client.controller.createSnapshot(request)).snapshot!;
+  const archive = join(driver.stateDir, "snapshots", `${first.snapshotId}.tar`);
+  await crashAndRestart(driver, async (state) => {
+    state.snapshots[first.snapshotId]!.phase = "creating";
+    await rm(archive);
+    await writeFile(`${archive}.tmp`, "half an archive");
+  });
+  // Not usable until finished: not listed, not gettable, not restorable.
+  assert.deepEqual((await client.controller.listSnapshots({})).entries, []);
+  await rejectsWith(client.controller.getSnapshot({ snapshotId: first.snapshotId }), GrpcStatus.NOT_FOUND);
+  const retried = (await client.controller.createSnapshot(request)).snapshot!;
+  assert.equal(retried.snapshotId, first.snapshotId);
+  assert.equal(retried.readyToUse, true);
+  assert.equal(await exists(`${archive}.tmp`), false);
+  const restored = (
+    await client.controller.createVolume({
+      name: "restored",
+      volumeCapabilities: [MOUNT_RW],
+      volumeContentSource: { snapshot: { snapshotId: first.snapshotId } },
+    })
+  ).volume!;
+  assert.equal(
+    await readFile(join(driver.stateDir, "volumes", restored.volumeId, "data.txt"), "utf8"),
+    "before the crash",
+  );
+});
+
+test("crash during DeleteSnapshot: finished at start, and the retried delete succeeds", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const source = (await client.controller.createVolume({ name: "src", volumeCapabilities: [MOUNT_RW] }))
+    .volume!;
+  const snapshot = (await client.controller.createSnapshot({ name: "snap", sourceVolumeId: source.volumeId }))
+    .snapshot!;
+  const archive = join(driver.stateDir, "snapshots", `${snapshot.snapshotId}.tar`);
+  await crashAndRestart(driver, (state) => {
+    state.snapshots[snapshot.snapshotId]!.phase = "deleting";
+  });
+  assert.equal(await exists(archive), false);
+  assert.deepEqual((await client.controller.listSnapshots({})).entries, []);
+  await client.controller.deleteSnapshot({ snapshotId: snapshot.snapshotId });
+  // The name is free again: a new snapshot by that name is a new one.
+  const again = (await client.controller.createSnapshot({ name: "snap", sourceVolumeId: source.volumeId }))
+    .snapshot!;
+  assert.notEqual(again.snapshotId, snapshot.snapshotId);
+});
+
+test("crash during group snapshot create and delete: retry finishes the create; start finishes the delete", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const ids: string[] = [];
+  for (const name of ["a", "b"]) {
+    const id = (await client.controller.createVolume({ name, volumeCapabilities: [MOUNT_RW] })).volume!
+      .volumeId;
+    await writeFile(join(driver.stateDir, "volumes", id, "name.txt"), name);
+    ids.push(id);
+  }
+  const request = { name: "group", sourceVolumeIds: ids };
+  const group = (await client.groupController.createVolumeGroupSnapshot(request)).groupSnapshot!;
+  const members = group.snapshots.map((s) => s.snapshotId);
+  assert.equal(members.length, 2);
+  const archive = (id: string): string => join(driver.stateDir, "snapshots", `${id}.tar`);
+  await crashAndRestart(driver, async (state) => {
+    state.groupSnapshots[group.groupSnapshotId]!.phase = "creating";
+    // Killed after the first member's archive was written, before the second's.
+    state.snapshots[members[1]!]!.phase = "creating";
+    await rm(archive(members[1]!));
+  });
+  await rejectsWith(
+    client.groupController.getVolumeGroupSnapshot({ groupSnapshotId: group.groupSnapshotId }),
+    GrpcStatus.NOT_FOUND,
+  );
+  const retried = (await client.groupController.createVolumeGroupSnapshot(request)).groupSnapshot!;
+  assert.equal(retried.groupSnapshotId, group.groupSnapshotId);
+  assert.equal(retried.readyToUse, true);
+  assert.deepEqual(
+    retried.snapshots.map((s) => [s.snapshotId, s.readyToUse]),
+    members.map((id) => [id, true]),
+  );
+  for (const id of members) assert.equal(await exists(archive(id)), true, id);
+
+  await crashAndRestart(driver, (state) => {
+    state.groupSnapshots[group.groupSnapshotId]!.phase = "deleting";
+  });
+  for (const id of members) assert.equal(await exists(archive(id)), false, id);
+  assert.deepEqual((await client.controller.listSnapshots({})).entries, []);
+  await client.groupController.deleteVolumeGroupSnapshot({
+    groupSnapshotId: group.groupSnapshotId,
+    snapshotIds: members,
+  });
+  const state = JSON.parse(
+    await readFile(join(driver.stateDir, "controller.json"), "utf8"),
+  ) as PersistedState;
+  assert.deepEqual([Object.keys(state.groupSnapshots), Object.keys(state.snapshots)], [[], []]);
 });

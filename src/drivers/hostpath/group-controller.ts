@@ -163,7 +163,8 @@ export function groupControllerHandlers(context: ControllerContext): GroupContro
     async getVolumeGroupSnapshot(request) {
       const id = required(request.groupSnapshotId, "group_snapshot_id");
       const group = isGroupSnapshotId(id) ? context.store.current.groupSnapshots[id] : undefined;
-      if (!group || group.phase === "deleting")
+      // An interrupted create is not a group snapshot yet (as GetSnapshot treats its members).
+      if (group?.phase !== "ready")
         throw new CsiError(GrpcStatus.NOT_FOUND, `group snapshot ${JSON.stringify(id)} does not exist`);
       checkSnapshotIds(group, request.snapshotIds);
       return { groupSnapshot: groupMessage(context.store.current, group) };
