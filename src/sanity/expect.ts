@@ -106,3 +106,13 @@ export function int64(value: unknown): bigint {
   if (typeof value === "number" || typeof value === "string") return BigInt(value);
   throw new SanityAssertion(`not an int64 value: ${typeof value}`);
 }
+
+/** The first value that occurs twice in `values`, if any. */
+export function firstRepeat(values: readonly string[]): string | undefined {
+  const seen = new Set<string>();
+  for (const value of values) {
+    if (seen.has(value)) return value;
+    seen.add(value);
+  }
+  return undefined;
+}

@@ -4,7 +4,7 @@
 import { GrpcStatus } from "../../csi/index.ts";
 import type { ListVolumesResponse_Entry } from "../../csi/index.ts";
 import type { TestContext } from "../context.ts";
-import { check, expectCode, expectOk, int64 } from "../expect.ts";
+import { check, expectCode, expectOk, firstRepeat, int64 } from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 
@@ -69,6 +69,11 @@ export function controllerListTests(): SanityTest[] {
           for (let i = 0; i < 3; i++) await t.createVolume();
           const all = ids(await listAllVolumes(t));
           const paged = ids(await listAllVolumes(t, 1));
+          const repeated = firstRepeat(paged);
+          check(
+            repeated === undefined,
+            `ListVolumes paging with max_entries 1 listed ${repeated} twice (pages must not repeat entries)`,
+          );
           check(
             JSON.stringify([...all].sort()) === JSON.stringify([...paged].sort()),
             `ListVolumes one by one listed [${paged.join(", ")}], all at once [${all.join(", ")}]`,

@@ -255,8 +255,16 @@ export function nodeLifecycleTests(): SanityTest[] {
           "NodeGetVolumeStats: negative BYTES used or available",
         );
         check(
+          int64(bytes.used) <= total,
+          `NodeGetVolumeStats: BYTES used ${bytes.used} > total ${bytes.total} (used must be within total)`,
+        );
+        check(
           int64(bytes.available) <= total,
           `NodeGetVolumeStats: available ${bytes.available} > total ${bytes.total}`,
+        );
+        check(
+          int64(bytes.used) + int64(bytes.available) <= total,
+          `NodeGetVolumeStats: BYTES used ${bytes.used} + available ${bytes.available} > total ${bytes.total}`,
         );
         for (const usage of response.usage)
           check(usage.unit !== "UNKNOWN", "NodeGetVolumeStats: usage with unit UNKNOWN");

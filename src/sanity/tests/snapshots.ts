@@ -4,7 +4,7 @@
 import { GrpcStatus } from "../../csi/index.ts";
 import type { ListSnapshotsRequestInput, ListSnapshotsResponse_Entry } from "../../csi/index.ts";
 import type { TestContext } from "../context.ts";
-import { check, checkCode, expectCode, expectOk, int64 } from "../expect.ts";
+import { check, checkCode, expectCode, expectOk, firstRepeat, int64 } from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 
@@ -214,6 +214,11 @@ export function snapshotTests(): SanityTest[] {
         for (let i = 0; i < 3; i++) await t.createSnapshot(volume.volumeId);
         const all = snapshotIds(await listAllSnapshots(t)).sort();
         const paged = snapshotIds(await listAllSnapshots(t, { maxEntries: 1 })).sort();
+        const repeated = firstRepeat(paged);
+        check(
+          repeated === undefined,
+          `ListSnapshots paging with max_entries 1 listed ${repeated} twice (pages must not repeat entries)`,
+        );
         check(
           JSON.stringify(all) === JSON.stringify(paged),
           `ListSnapshots one by one listed [${paged.join(", ")}], all at once [${all.join(", ")}]`,
