@@ -4,7 +4,10 @@
 //
 // Invariants: tests run one at a time in catalogue order; every test's resources are cleaned up
 // before the next test starts; temp dirs the run made are removed (non-recursively) at the end;
-// the clients are closed however the run ends.
+// the clients are closed however the run ends. With a separate --controller-endpoint, plugin
+// capabilities are the union of both endpoints, controller/group capabilities come from the
+// controller endpoint and node capabilities from --endpoint; a node endpoint without the Node
+// service (UNIMPLEMENTED) skips the Node tests with that reason instead of failing setup.
 
 import { mkdtemp, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
