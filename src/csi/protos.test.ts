@@ -1,17 +1,22 @@
-// Wire identity of the protos: method paths, field numbers, the csi_secret markers, and (when
-// the spec text is at hand) every message, enum and field compared with the spec's own proto.
+// Wire identity of the protos: method paths, field numbers, the csi_secret markers, and every
+// message, enum, field, service and marker compared with the committed fingerprint of the
+// spec's proto (src/csi/proto/spec-descriptors.json), and with the spec text itself when it is
+// at hand (shared/ beside the repository, or /work/shared).
 
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
 import { test } from "node:test";
 import protobuf from "protobufjs";
 import { packageDefinition } from "./index.ts";
-import { PROTO_DIR } from "./loader.ts";
+import {
+  FINGERPRINT_PATH,
+  SPEC_CANDIDATES,
+  fingerprint,
+  loadOurRoot,
+  parseSpecRoot,
+  type ProtoFingerprint,
+} from "./proto-fingerprint.ts";
 import { secretTable } from "./generated/secrets.ts";
-
-const SPEC = "/work/shared/reference/csi-spec-v1.12.0.md";
 
 function methodPath(service: string, method: string): string | undefined {
   const definition = packageDefinition()[service];
@@ -43,18 +48,7 @@ test("the loaded package defines the upstream method paths", () => {
   assert.equal(streaming.GetMetadataDelta?.responseStream, true);
 });
 
-function ourRoot(): protobuf.Root {
-  const root = new protobuf.Root();
-  root.resolvePath = (origin, target) =>
-    target.startsWith("google/protobuf/")
-      ? join(dirname(createRequire(import.meta.url).resolve("protobufjs/package.json")), target)
-      : resolve(PROTO_DIR, target);
-  root.loadSync([join(PROTO_DIR, "csi.proto"), join(PROTO_DIR, "pluginregistration.proto")], {
-    keepCase: true,
-  });
-  root.resolveAll();
-  return root;
-}
+const ourRoot = loadOurRoot;
 
 test("field numbers of CreateVolumeRequest and PluginInfo match the spec and FACTS", () => {
   const root = ourRoot();
@@ -112,47 +106,46 @@ test("the secret table lists exactly the csi_secret fields of the proto", () => 
   assert.deepEqual(listed.sort(), marked.sort());
 });
 
-function describeTypes(root: protobuf.Root, pkg: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const visit = (namespace: protobuf.NamespaceBase): void => {
-    for (const nested of namespace.nestedArray) {
-      const name = nested.fullName.slice(1);
-      if (nested instanceof protobuf.Type) {
-        const fields = nested.fieldsArray
-          .map((field) => {
-            const kind =
-              field instanceof protobuf.MapField ? `map<${field.keyType},${field.type}>` : field.type;
-            const secret = field.options?.["(csi_secret)"] === true ? " secret" : "";
-            return `${field.id}:${field.name}:${field.repeated ? "repeated " : ""}${kind}:${field.partOf?.name ?? ""}${secret}`;
-          })
-          .sort();
-        out.set(name, fields.join(", "));
-      } else if (nested instanceof protobuf.Enum) {
-        out.set(name, JSON.stringify(nested.values));
-      } else if (nested instanceof protobuf.Service) {
-        const methods = nested.methodsArray.map(
-          (m) => `${m.name}(${m.requestType})${m.responseStream ? " stream " : " "}${m.responseType}`,
-        );
-        out.set(name, methods.join(", "));
-      }
-      if (nested instanceof protobuf.Namespace || nested instanceof protobuf.Type) visit(nested);
-    }
+/** The committed fingerprint, without its provenance line. */
+function committedFingerprint(): ProtoFingerprint {
+  const { generatedBy, ...committed } = JSON.parse(
+    readFileSync(FINGERPRINT_PATH, "utf8"),
+  ) as ProtoFingerprint & {
+    generatedBy: string;
   };
-  visit(root.lookup(pkg) as protobuf.Namespace);
-  return out;
+  assert.match(generatedBy, /scripts\/spec-fingerprint\.ts/);
+  return committed;
 }
 
+/** Section by section and entry by entry, so a failure names the message, enum or service. */
+function assertSameContract(actual: ProtoFingerprint, expected: ProtoFingerprint, what: string): void {
+  assert.equal(actual.package, expected.package);
+  for (const section of ["messages", "enums", "services"] as const) {
+    assert.deepEqual(Object.keys(actual[section]), Object.keys(expected[section]), `${what}: ${section}`);
+    for (const [name, entries] of Object.entries(expected[section])) {
+      assert.deepEqual(actual[section][name], entries, `${what}: ${name}`);
+    }
+  }
+  assert.deepEqual(actual.extensions, expected.extensions, `${what}: extensions`);
+  assert.deepEqual(actual.markers, expected.markers, `${what}: markers`);
+  assert.deepEqual(actual, expected, what);
+}
+
+test("every service, message, enum, field and marker of csi.proto equals the committed spec fingerprint", () => {
+  const committed = committedFingerprint();
+  assert.ok(Object.keys(committed.messages).length > 90, "the fingerprint lists the spec's messages");
+  assert.equal(committed.markers["csi_secret"]?.length, 19);
+  assertSameContract(fingerprint(ourRoot(), "csi.v1"), committed, "csi.proto vs spec-descriptors.json");
+});
+
+const SPEC = SPEC_CANDIDATES.find((path) => existsSync(path));
+
 test(
-  "every service, message, enum and field equals the spec's proto",
-  { skip: existsSync(SPEC) ? false : `the spec text is not at ${SPEC}` },
+  "the committed fingerprint and csi.proto both equal the live spec text",
+  { skip: SPEC === undefined ? `the spec text is at none of ${SPEC_CANDIDATES.join(", ")}` : false },
   () => {
-    const text = readFileSync(SPEC, "utf8");
-    const source = [...text.matchAll(/```protobuf\n([\s\S]*?)```/g)].map((match) => match[1]).join("\n");
-    const spec = protobuf.parse(source, new protobuf.Root(), { keepCase: true }).root;
-    const ours = describeTypes(ourRoot(), "csi.v1");
-    const theirs = describeTypes(spec, "csi.v1");
-    assert.ok(theirs.size > 100, `parsed only ${theirs.size} definitions from the spec`);
-    assert.deepEqual([...ours.keys()].sort(), [...theirs.keys()].sort());
-    for (const [name, shape] of theirs) assert.equal(ours.get(name), shape, name);
+    const spec = fingerprint(parseSpecRoot(readFileSync(SPEC ?? "", "utf8")), "csi.v1");
+    assertSameContract(committedFingerprint(), spec, `spec-descriptors.json vs ${SPEC}`);
+    assertSameContract(fingerprint(ourRoot(), "csi.v1"), spec, `csi.proto vs ${SPEC}`);
   },
 );
