@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { mkdir, open, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus } from "../../csi/index.ts";
+import { nodeFileName } from "./ids.ts";
 import { readMountInfo } from "./mountinfo.ts";
 import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver, type TestDriver } from "./test-helpers.ts";
 import { detachLoops, loopDevicesOf, run, unmount } from "./system.ts";
@@ -353,4 +354,96 @@ test("without --ephemeral a publish without the ephemeral key is a normal publis
   );
   assert.match(message, /staging_target_path is required/);
   assert.deepEqual(await mountsUnder(driver.dir), []);
+});
+
+test("crash during block NodeStage (loop attached, not bind-mounted): retry stages, unstage detaches all", async (t) => {
+  const driver = await startTestDriver(t);
+  const { client } = driver;
+  const create = async (name: string): Promise<string> =>
+    (
+      await client.controller.createVolume({
+        name,
+        volumeCapabilities: [BLOCK_RW],
+        capacityRange: { requiredBytes: MIB },
+      })
+    ).volume!.volumeId;
+  const retried = await create("retried");
+  const abandoned = await create("abandoned");
+  const backing = (id: string): string => join(driver.stateDir, "volumes", `${id}.img`);
+  t.after(async () => {
+    await unmountUnder(driver.dir);
+    for (const id of [retried, abandoned]) await detachLoops(backing(id)).catch(() => undefined);
+  });
+  const staging = (id: string): string => join(driver.dir, `staging-${id}`);
+  for (const id of [retried, abandoned]) {
+    await mkdir(staging(id));
+    // What a kill -9 between `losetup` and the bind mount leaves: an attached loop device and
+    // the empty file the device was to be bound onto.
+    await run("losetup", ["--find", "--show", "--", backing(id)]);
+    await writeFile(join(staging(id), id), "");
+  }
+  const handAttached = await loopDevicesOf(backing(retried));
+  assert.equal(handAttached.length, 1);
+
+  const stage = { volumeId: retried, stagingTargetPath: staging(retried), volumeCapability: BLOCK_RW };
+  await client.node.nodeStageVolume(stage);
+  assert.deepEqual(await loopDevicesOf(backing(retried)), handAttached, "the attached device is reused");
+  assert.deepEqual(await mountsUnder(driver.dir), [join(staging(retried), retried)]);
+  await client.node.nodeUnstageVolume({ volumeId: retried, stagingTargetPath: staging(retried) });
+  assert.deepEqual(await loopDevicesOf(backing(retried)), []);
+  assert.deepEqual(await readdir(staging(retried)), []);
+
+  // The CO may give up instead of retrying the stage: unstage alone cleans up too.
+  await client.node.nodeUnstageVolume({ volumeId: abandoned, stagingTargetPath: staging(abandoned) });
+  assert.deepEqual(await loopDevicesOf(backing(abandoned)), []);
+  assert.deepEqual(await readdir(staging(abandoned)), []);
+  assert.deepEqual(await mountsUnder(driver.dir), []);
+});
+
+test("crash during inline ephemeral create and delete: retry finishes the create; start finishes the delete", async (t) => {
+  const driver = await startTestDriver(t);
+  try {
+    const { client } = driver;
+    const target = join(driver.dir, "inline");
+    const request = {
+      volumeId: "csi-crashy",
+      targetPath: target,
+      volumeCapability: MOUNT_RW,
+      volumeContext: { "csi.storage.k8s.io/ephemeral": "true" },
+    };
+    await client.node.nodePublishVolume(request);
+    const stateFile = join(driver.stateDir, `node-${nodeFileName("node-1")}.json`);
+    const ephemeralDir = join(driver.stateDir, "ephemeral");
+    const [dirName] = await readdir(ephemeralDir);
+    const editState = async (phase: string): Promise<void> => {
+      const state = JSON.parse(await readFile(stateFile, "utf8")) as {
+        ephemeral: Record<string, { phase: string }>;
+      };
+      state.ephemeral[request.volumeId]!.phase = phase;
+      await writeFile(stateFile, JSON.stringify(state));
+    };
+
+    // Killed after recording the intent and creating the directory, before the bind mount.
+    await driver.server.close();
+    await unmount(target);
+    await editState("creating");
+    await driver.restart();
+    assert.deepEqual(await mountsUnder(driver.dir), []);
+    await client.node.nodePublishVolume(request);
+    assert.deepEqual(await mountsUnder(driver.dir), [target]);
+    await writeFile(join(target, "scratch"), "x");
+    assert.equal(await readFile(join(ephemeralDir, dirName!, "scratch"), "utf8"), "x");
+
+    // Killed after recording the delete intent, with the mount and data still there.
+    await driver.server.close();
+    await editState("deleting");
+    await driver.restart();
+    assert.deepEqual(await mountsUnder(driver.dir), []);
+    await assert.rejects(stat(target), { code: "ENOENT" });
+    assert.deepEqual(await readdir(ephemeralDir), []);
+    const state = JSON.parse(await readFile(stateFile, "utf8")) as { ephemeral: Record<string, unknown> };
+    assert.deepEqual(state.ephemeral, {});
+  } finally {
+    await unmountUnder(driver.dir);
+  }
 });
