@@ -75,6 +75,7 @@ function goType(field: FieldType): string {
     case "boolean":
       return "bool";
     case "Date":
+    case "V1MicroTime":
       return "string";
     case "IntOrString":
       return "int32";
@@ -194,6 +195,7 @@ function checkScalar(value: unknown, field: FieldType, at: Position): void {
       if (typeof value !== "boolean") throw mismatch(value, field, at);
       return;
     case "Date":
+    case "V1MicroTime":
       if (typeof value !== "string") throw mismatch(value, field, at);
       return checkTime(value);
     case "IntOrString":

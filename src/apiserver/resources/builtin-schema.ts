@@ -5,6 +5,7 @@
 // mirror the upstream OpenAPI schemas), walked structurally: models, arrays, maps.
 
 import * as models from "@kubernetes/client-node";
+import { modelDocs } from "./builtin-docs.ts";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -130,6 +131,9 @@ export function builtinComponentName(modelName: string): string {
   return `io.k8s.csikit.${prefix}${(match[2] ?? "").toLowerCase()}.${match[3] ?? ""}`;
 }
 
+/** What kubectl explain can print for a value of any shape (its templates need a type). */
+const FREE_FORM: Schema = Object.freeze({ type: "object", "x-kubernetes-preserve-unknown-fields": true });
+
 function schemaFor(type: string, format: string, models: Set<string>): Schema {
   const array = /^Array<(.+)>$/.exec(type);
   if (array !== null) return { type: "array", items: schemaFor(array[1] ?? "any", format, models) };
@@ -140,6 +144,7 @@ function schemaFor(type: string, format: string, models: Set<string>): Schema {
     case "string":
       return format === "" ? { type: "string" } : { type: "string", format };
     case "Date":
+    case "V1MicroTime":
       return { type: "string", format: "date-time" };
     case "number":
       return format === "double"
@@ -148,21 +153,28 @@ function schemaFor(type: string, format: string, models: Set<string>): Schema {
     case "boolean":
       return { type: "boolean" };
     case "IntOrString":
-      return { "x-kubernetes-int-or-string": true };
+      // As upstream publishes intstr.IntOrString.
+      return { type: "string", format: "int-or-string", "x-kubernetes-int-or-string": true };
     case "object":
-      return { type: "object" };
     case "any":
-      return {};
+      return { ...FREE_FORM };
     default:
-      if (attributesOf(type) === undefined) return {};
+      if (attributesOf(type) === undefined) return { ...FREE_FORM };
       models.add(type);
       return { $ref: `#/components/schemas/${builtinComponentName(type)}` };
   }
 }
 
+/** A field's schema with its description; a $ref goes inside an allOf, as upstream does. */
+function describedField(schema: Schema, description: string): Schema {
+  if (description === "") return schema;
+  if (typeof schema.$ref === "string") return { description, allOf: [schema] };
+  return { ...schema, description };
+}
+
 /**
  * OpenAPI v3 component schemas of a built-in kind's model and every model it references, keyed
- * by builtinComponentName(). They carry field names and types only.
+ * by builtinComponentName(): field names, types and upstream's descriptions.
  */
 export function builtinComponentSchemas(modelName: string): Record<string, Schema> {
   const schemas: Record<string, Schema> = {};
@@ -177,20 +189,26 @@ export function builtinComponentSchemas(modelName: string): Record<string, Schem
     const getter: unknown =
       typeof model === "function" ? Reflect.get(model, "getAttributeTypeMap") : undefined;
     const list: unknown = typeof getter === "function" ? Reflect.apply(getter, model, []) : [];
+    const docs = modelDocs(name);
     const properties: Record<string, Schema> = {};
     const referenced = new Set<string>();
     if (Array.isArray(list)) {
       for (const entry of list) {
         if (!isRecord(entry) || typeof entry.baseName !== "string" || typeof entry.type !== "string")
           continue;
-        properties[entry.baseName] = schemaFor(
+        const schema = schemaFor(
           entry.type,
           typeof entry.format === "string" ? entry.format : "",
           referenced,
         );
+        properties[entry.baseName] = describedField(schema, docs.fields.get(entry.baseName) ?? "");
       }
     }
-    schemas[key] = { type: "object", properties };
+    schemas[key] = {
+      ...(docs.description === "" ? {} : { description: docs.description }),
+      type: "object",
+      properties,
+    };
     for (const reference of referenced)
       if (schemas[builtinComponentName(reference)] === undefined) pending.add(reference);
   }
