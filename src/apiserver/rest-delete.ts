@@ -115,6 +115,20 @@ function deletedResponse(target: Target, object: KubeObject): RestResult {
   return { code: 200, body: successStatus(details) };
 }
 
+/**
+ * The finalizers after a delete with `policy`, as upstream's deletionFinalizersForGarbageCollection:
+ * Foreground adds foregroundDeletion (and drops orphan), Orphan the reverse, Background drops both;
+ * no policy keeps them (every kind served here defaults to Background). The garbage collector
+ * removes them; without one the object stays with its deletionTimestamp.
+ */
+function gcFinalizersFor(current: string[], policy: string | undefined): string[] {
+  if (policy === undefined) return current;
+  const add = policy === "Foreground" ? "foregroundDeletion" : policy === "Orphan" ? "orphan" : undefined;
+  const result = current.filter((f) => f === add || (f !== "foregroundDeletion" && f !== "orphan"));
+  if (add !== undefined && !result.includes(add)) result.push(add);
+  return result;
+}
+
 export function deleteObject(ctx: RestContext, target: Target, options: DeleteOptions): RestResult {
   if (target.subresource !== "")
     throw notFound(target.def.group, `${target.def.resource}/${target.subresource}`, target.name);
@@ -122,16 +136,9 @@ export function deleteObject(ctx: RestContext, target: Target, options: DeleteOp
   checkDeletePreconditions(target, old, options);
   const next = structuredClone(old.object);
   const meta = metadataOf(next);
-  const finalizers = finalizersOf(next);
-  if (ctx.gcFinalizers) {
-    const gcFinalizer =
-      options.propagationPolicy === "Foreground"
-        ? "foregroundDeletion"
-        : options.propagationPolicy === "Orphan"
-          ? "orphan"
-          : undefined;
-    if (gcFinalizer && !finalizers.includes(gcFinalizer)) finalizers.push(gcFinalizer);
-  }
+  const finalizers = ctx.gcFinalizers
+    ? gcFinalizersFor(finalizersOf(next), options.propagationPolicy)
+    : finalizersOf(next);
   const grace = target.def.deleteGracePeriod?.(old.object, options.gracePeriodSeconds) ?? 0;
   const graceful = grace > 0 && options.gracePeriodSeconds !== 0;
   if (finalizers.length === 0 && !graceful) {

@@ -11,7 +11,7 @@ export interface RestContext {
   store: Store;
   registry: ResourceRegistry;
   clock: Clock;
-  /** Add the garbage collector's `foregroundDeletion`/`orphan` finalizers on delete (only when a GC runs). */
+  /** Add the garbage collector's `foregroundDeletion`/`orphan` finalizers on delete (upstream always does). */
   gcFinalizers: boolean;
   /** Mutating admission run on create, after defaulting and before validation. */
   admission: readonly AdmissionPlugin[];

@@ -45,7 +45,11 @@ export interface ApiServerOptions {
   faults?: FaultInjector;
   /** Interval of BOOKMARK events on watches that allow them. Default 10s. */
   bookmarkIntervalMs?: number;
-  /** Add GC finalizers (foregroundDeletion/orphan) on delete; set only when a garbage collector runs. Default false. */
+  /**
+   * Add the GC finalizers on delete (foregroundDeletion for propagationPolicy=Foreground, orphan for
+   * Orphan), as kube-apiserver always does. Without a garbage collector such deletes stay pending.
+   * Default true.
+   */
   gcFinalizers?: boolean;
   /** Mutating admission on create. Default: admissionChain() (kube-apiserver's default storage plugins). */
   admission?: readonly AdmissionPlugin[];
@@ -94,7 +98,7 @@ export async function startApiServer(
     store,
     registry,
     clock,
-    gcFinalizers: options.gcFinalizers ?? false,
+    gcFinalizers: options.gcFinalizers ?? true,
     admission: options.admission ?? admissionChain(),
   };
   const reaper = new NamespaceReaper({ ctx, clock, logger });

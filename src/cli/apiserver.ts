@@ -40,6 +40,14 @@ export const apiserverCommand: Command = {
       type: "strings",
       help: "Admission plugins to disable, e.g. StorageObjectInUseProtection when no pvc-protection controller runs.",
     },
+    "gc-finalizers": {
+      type: "bool",
+      default: "true",
+      help:
+        "Add the garbage collector's finalizers on delete (foregroundDeletion for propagationPolicy=Foreground, " +
+        "orphan for Orphan), as kube-apiserver does. Without a garbage collector running, foreground/orphan " +
+        "deletes stay pending, exactly as on a cluster whose controller-manager is down.",
+    },
     "compaction-interval": {
       type: "duration",
       default: "5m",
@@ -77,6 +85,7 @@ export const apiserverCommand: Command = {
         compactionWindow: window,
         compactionIntervalMs: interval,
         admission,
+        gcFinalizers: flags.bool("gc-finalizers"),
         logger,
       },
       signal,
