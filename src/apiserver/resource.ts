@@ -95,6 +95,21 @@ export interface ResourceDef {
    */
   tracksGeneration?: boolean;
   /**
+   * The metadata fields a /status write may change (of labels, annotations, finalizers,
+   * ownerReferences); the others keep their stored values, as the kind's upstream status
+   * strategy does. Default: all four (PVs, PVCs, nodes, namespaces, CRDs). Pods keep
+   * ownerReferences; VolumeAttachments (ResetObjectMetaForStatus) and custom resources keep
+   * all metadata ([]).
+   */
+  statusWritableMetadata?: readonly string[];
+  /**
+   * Whether an update without metadata.resourceVersion is accepted (upstream strategy's
+   * AllowUnconditionalUpdate). Default true; false answers 422 "must be specified for an update".
+   */
+  allowUnconditionalUpdate?: boolean;
+  /** Whether a PUT of an absent object creates it (AllowCreateOnUpdate: leases, events). Default false. */
+  allowCreateOnUpdate?: boolean;
+  /**
    * Storage shared with another resource (events.k8s.io/v1 events live in core/v1 events, as
    * upstream stores one Event in the storage version). Absent = the resource owns its storage.
    * The REST layer keys this resource's objects under `group`/`resource` and passes every

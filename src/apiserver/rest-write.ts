@@ -13,7 +13,7 @@ import {
   type Target,
   type WriteOptions,
 } from "./rest-types.ts";
-import type { KubeObject, ResourceDef } from "./resource.ts";
+import type { FieldCause, KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError, type StoredObject } from "./storage/types.ts";
 import {
   apiVersionOf,
@@ -93,6 +93,31 @@ export function checkBodyType(def: ResourceDef, body: unknown): KubeObject {
   return object;
 }
 
+/**
+ * A body's apiVersion must name a version that serves this kind: the endpoint's, or another
+ * served version of the same group (converted as upstream's decoder does). Anything else is 400
+ * with upstream's decoder wording (built-in kinds) or its version-mismatch wording (custom).
+ */
+function checkBodyVersion(ctx: RestContext, def: ResourceDef, object: KubeObject): void {
+  const apiVersion = object.apiVersion;
+  if (typeof apiVersion !== "string" || apiVersion === "") return;
+  const want = apiVersionOf(def);
+  if (apiVersion === want) return;
+  const slash = apiVersion.indexOf("/");
+  const group = slash < 0 ? "" : apiVersion.slice(0, slash);
+  const version = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
+  const served = ctx.registry.lookup(group, version, def.resource);
+  if (group === def.group && served !== undefined && served.kind === def.kind) return;
+  if (def.custom === true) {
+    throw badRequest(
+      `the API version in the data (${apiVersion}) does not match the expected API version (${want})`,
+    );
+  }
+  throw badRequest(
+    `${def.kind} in version ${JSON.stringify(version)} cannot be handled as a ${def.kind}: no kind ${JSON.stringify(def.kind)} is registered for version ${JSON.stringify(apiVersion)} in scheme "pkg/api/legacyscheme/scheme.go:30"`,
+  );
+}
+
 function checkNamespace(def: ResourceDef, meta: Record<string, unknown>, pathNamespace: string): void {
   if (!def.namespaced) {
     delete meta.namespace;
@@ -162,6 +187,7 @@ export function createObject(
   options: WriteOptions,
 ): RestResult {
   const object = structuredClone(checkBodyType(def, body));
+  checkBodyVersion(ctx, def, object);
   const meta = metadataOf(object);
   checkNamespace(def, meta, namespace);
   let name = stringField(meta, "name");
@@ -217,7 +243,13 @@ export function createObject(
 // ---------------------------------------------------------------------------------------------
 // update / patch
 
-const STATUS_WRITABLE_METADATA = ["labels", "annotations", "finalizers", "ownerReferences"];
+/** The metadata a /status write may change unless the kind says otherwise (ResourceDef.statusWritableMetadata). */
+const STATUS_WRITABLE_METADATA: readonly string[] = [
+  "labels",
+  "annotations",
+  "finalizers",
+  "ownerReferences",
+];
 
 export function loadExisting(ctx: RestContext, target: Target): StoredObject {
   const stored = ctx.store.get(objectKey(target.def, target.namespace, target.name));
@@ -230,6 +262,22 @@ function checkSubresource(target: Target): void {
   if (target.subresource !== "status" || !target.def.subresources.includes("status")) {
     throw notFound(target.def.group, `${target.def.resource}/${target.subresource}`, target.name);
   }
+}
+
+/** Upstream's ValidateNoNewFinalizers: an object being deleted may only lose finalizers. */
+function newFinalizerCauses(next: KubeObject, old: KubeObject): FieldCause[] {
+  if (!old.metadata?.deletionTimestamp) return [];
+  const before = new Set(finalizersOf(old));
+  const added = [...new Set(finalizersOf(next).filter((f) => !before.has(f)))].sort();
+  if (added.length === 0) return [];
+  const list = `[]string{${added.map((f) => JSON.stringify(f)).join(", ")}}`;
+  return [
+    {
+      field: "metadata.finalizers",
+      reason: "FieldValueForbidden",
+      message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${list}`,
+    },
+  ];
 }
 
 /**
@@ -246,7 +294,7 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
     else next.status = structuredClone(incoming.status);
     const nextMeta = metadataOf(next);
     const incomingMeta = metadataOf(incoming);
-    for (const field of STATUS_WRITABLE_METADATA) {
+    for (const field of def.statusWritableMetadata ?? STATUS_WRITABLE_METADATA) {
       if (incomingMeta[field] === undefined) delete nextMeta[field];
       else nextMeta[field] = structuredClone(incomingMeta[field]);
     }
@@ -285,8 +333,12 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
   next.apiVersion = apiVersionOf(def);
   next.kind = def.kind;
   def.applyDefaults(next);
-  const causes =
-    target.subresource === "status" ? def.validateStatusUpdate(next, old) : def.validateUpdate(next, old);
+  const causes = [
+    ...newFinalizerCauses(next, old),
+    ...(target.subresource === "status"
+      ? def.validateStatusUpdate(next, old)
+      : def.validateUpdate(next, old)),
+  ];
   if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
   if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
@@ -373,8 +425,24 @@ export function updateObject(
       );
     }
   }
-  const old = loadExisting(ctx, target);
-  checkPrecondition(target, old, incoming.metadata?.resourceVersion);
+  checkBodyVersion(ctx, target.def, incoming);
+  const existing = ctx.store.get(objectKey(target.def, target.namespace, target.name));
+  if (!existing && target.def.allowCreateOnUpdate === true && target.subresource === "") {
+    return createObject(ctx, target.def, target.namespace, body, options);
+  }
+  const old = existing ?? loadExisting(ctx, target);
+  const requested = incoming.metadata?.resourceVersion;
+  if ((requested === undefined || requested === "") && target.def.allowUnconditionalUpdate === false) {
+    // Upstream's Store.Update names the resource, not the kind, in this Invalid error.
+    throw invalid(target.def.group, target.def.resource, target.name, [
+      {
+        field: "metadata.resourceVersion",
+        reason: "FieldValueInvalid",
+        message: "Invalid value: 0x0: must be specified for an update",
+      },
+    ]);
+  }
+  checkPrecondition(target, old, requested);
   const next = prepareUpdate(ctx, target, old.object, incoming);
   return commit(ctx, target, old, next, options);
 }
@@ -422,6 +490,7 @@ export function patchObject(
       patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
   }
   const incoming = checkBodyType(def, patched);
+  checkBodyVersion(ctx, def, incoming);
   checkUnknownFields(def, incoming, options);
   const meta = metadataOf(incoming);
   if (stringField(meta, "name") !== target.name) {

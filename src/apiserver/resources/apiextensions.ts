@@ -139,6 +139,7 @@ export const customResourceDefinitions: ResourceDef = defineResource({
   group: "apiextensions.k8s.io",
   version: "v1",
   resource: "customresourcedefinitions",
+  allowUnconditionalUpdate: false,
   kind: "CustomResourceDefinition",
   namespaced: false,
   shortNames: ["crd", "crds"],
@@ -330,6 +331,9 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
       group,
       version: str(version.name),
       resource: str(names.plural),
+      // Upstream custom resources: /status keeps all old metadata; updates need resourceVersion.
+      statusWritableMetadata: [],
+      allowUnconditionalUpdate: false,
       kind,
       namespaced,
       shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(str) : [],

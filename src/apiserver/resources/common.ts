@@ -249,7 +249,12 @@ export interface KindSpec {
   /** Whether metadata.generation exists for the kind (CRDs and custom resources). Default false. */
   tracksGeneration?: boolean;
   /** Objects stored by another resource, converted (ResourceDef.storage). Default: own storage. */
-  storage?: StorageMapping;
+  storage?: StorageMapping; /** ResourceDef.statusWritableMetadata (default: labels, annotations, finalizers, ownerReferences). */
+  statusWritableMetadata?: readonly string[];
+  /** ResourceDef.allowUnconditionalUpdate (default true). */
+  allowUnconditionalUpdate?: boolean;
+  /** ResourceDef.allowCreateOnUpdate (default false). */
+  allowCreateOnUpdate?: boolean;
 }
 
 export const METADATA_PATCH_STRATEGIES = Object.freeze({
@@ -328,6 +333,11 @@ export function defineResource(spec: KindSpec): ResourceDef {
   if (spec.keepStatusOnCreate === true) def.keepStatusOnCreate = true;
   def.tracksGeneration = spec.tracksGeneration === true;
   if (spec.storage !== undefined) def.storage = spec.storage;
+  if (spec.statusWritableMetadata !== undefined)
+    def.statusWritableMetadata = Object.freeze([...spec.statusWritableMetadata]);
+  if (spec.allowUnconditionalUpdate !== undefined)
+    def.allowUnconditionalUpdate = spec.allowUnconditionalUpdate;
+  if (spec.allowCreateOnUpdate !== undefined) def.allowCreateOnUpdate = spec.allowCreateOnUpdate;
   const grace = spec.deleteGracePeriod;
   if (grace !== undefined) def.deleteGracePeriod = (object, requested) => grace(object, requested);
   return def;

@@ -8,6 +8,8 @@ export const leases: ResourceDef = defineResource({
   group: "coordination.k8s.io",
   version: "v1",
   resource: "leases",
+  allowUnconditionalUpdate: false,
+  allowCreateOnUpdate: true,
   kind: "Lease",
   namespaced: true,
   validate(object) {

@@ -257,6 +257,7 @@ export const csiDrivers: ResourceDef = defineResource({
   group: GROUP,
   version: VERSION,
   resource: "csidrivers",
+  allowUnconditionalUpdate: false,
   kind: "CSIDriver",
   namespaced: false,
   defaults(object) {
@@ -382,6 +383,7 @@ export const csiNodes: ResourceDef = defineResource({
   group: GROUP,
   version: VERSION,
   resource: "csinodes",
+  allowUnconditionalUpdate: false,
   kind: "CSINode",
   namespaced: false,
   defaults(object) {
@@ -453,6 +455,9 @@ export const volumeAttachments: ResourceDef = defineResource({
   group: GROUP,
   version: VERSION,
   resource: "volumeattachments",
+  // Upstream: ResetObjectMetaForStatus on /status; updates need metadata.resourceVersion.
+  statusWritableMetadata: [],
+  allowUnconditionalUpdate: false,
   kind: "VolumeAttachment",
   namespaced: false,
   subresources: ["status"],
@@ -578,6 +583,7 @@ export const csiStorageCapacities: ResourceDef = defineResource({
   group: GROUP,
   version: VERSION,
   resource: "csistoragecapacities",
+  allowUnconditionalUpdate: false,
   kind: "CSIStorageCapacity",
   namespaced: true,
   defaults(object) {

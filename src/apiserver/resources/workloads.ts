@@ -461,6 +461,8 @@ export const pods: ResourceDef = defineResource({
   group: "",
   version: "v1",
   resource: "pods",
+  // Upstream: pods/status never changes ownerReferences (old kubelets corrupted them).
+  statusWritableMetadata: ["labels", "annotations", "finalizers"],
   kind: "Pod",
   namespaced: true,
   shortNames: ["po"],
