@@ -26,7 +26,7 @@ import {
   stringField,
   timestamp,
 } from "./objects.ts";
-import { unknownFields } from "./openapi.ts";
+import { decodeError, unknownFields } from "./openapi.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
 import {
   alreadyExists,
@@ -90,6 +90,9 @@ export function checkBodyType(def: ResourceDef, body: unknown): KubeObject {
   ) {
     throw badRequest("metadata: must be an object");
   }
+  // Values of the wrong type for the kind's Go struct (upstream fails decoding: 400).
+  const decode = decodeError(def, object);
+  if (decode !== undefined) throw badRequest(decode);
   return object;
 }
 
