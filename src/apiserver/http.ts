@@ -55,17 +55,52 @@ export function decodeObjectBody(body: Buffer, contentType: string | undefined):
   return type === "application/yaml" ? decodeYaml(body) : decodeJson(body);
 }
 
+/** Nesting limit of request bodies, as Go's encoding/json (maxNestingDepth) enforces upstream. */
+export const MAX_NESTING_DEPTH = 10_000;
+
+/**
+ * Refuses a body nested deeper than MAX_NESTING_DEPTH before it is parsed: every later step
+ * (cloning, defaulting, validation, encoding) walks objects recursively and would overflow the
+ * stack. Brackets inside JSON strings are skipped; for YAML this counts flow collections only
+ * (block nesting costs indentation, so a body under the size limit cannot go that deep).
+ */
+function checkNestingDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_NESTING_DEPTH) {
+        throw badRequest(
+          `the body of the request could not be decoded: exceeded max depth (${MAX_NESTING_DEPTH} levels of nesting)`,
+        );
+      }
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+}
+
 export function decodeJson(body: Buffer): unknown {
+  const text = body.toString("utf8");
+  checkNestingDepth(text);
   try {
-    return JSON.parse(body.toString("utf8"));
+    return JSON.parse(text);
   } catch (error) {
     throw badRequest(`the body of the request could not be decoded as JSON: ${errorMessage(error)}`);
   }
 }
 
 function decodeYaml(body: Buffer): unknown {
+  const text = body.toString("utf8");
+  checkNestingDepth(text);
   try {
-    return parseYaml(body.toString("utf8"));
+    return parseYaml(text);
   } catch (error) {
     throw badRequest(`the body of the request could not be decoded as YAML: ${errorMessage(error)}`);
   }

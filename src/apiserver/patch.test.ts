@@ -26,7 +26,7 @@ test("merge patch: null deletes, maps merge, lists replace", () => {
   assert.equal(pod.metadata.labels.x, "1", "input not mutated");
 });
 
-test("json patch: add/remove work, failed test is 422, malformed op is 400", () => {
+test("json patch: add/remove work, an operation that does not apply is 422, a non-array body is 400", () => {
   const out = applyJsonPatch(pod, [{ op: "add", path: "/metadata/labels/z", value: "3" }]) as typeof pod;
   assert.equal(out.metadata.labels.x, "1");
   assert.equal((out.metadata.labels as Record<string, string>).z, "3");
@@ -36,12 +36,55 @@ test("json patch: add/remove work, failed test is 422, malformed op is 400", () 
   );
   assert.throws(
     () => applyJsonPatch(pod, [{ op: "frobnicate", path: "/x" }]),
-    (e: unknown) => e instanceof ApiError && e.code === 400,
+    (e: unknown) => e instanceof ApiError && e.code === 422,
   );
   assert.throws(
     () => applyJsonPatch(pod, { op: "add" }),
     (e: unknown) => e instanceof ApiError && e.code === 400,
   );
+});
+
+test("json patch failures carry upstream's message and the reason as a cause", () => {
+  assert.throws(
+    () => applyJsonPatch(pod, [{ op: "test", path: "/metadata/name", value: "other" }]),
+    (e: unknown) =>
+      e instanceof ApiError &&
+      e.reason === "Invalid" &&
+      e.message === "the server rejected our request due to an error in our request" &&
+      e.details?.causes?.[0]?.message === "testing value /metadata/name failed: test failed",
+  );
+  assert.throws(
+    () => applyJsonPatch(pod, [{ op: "replace", path: "/metadata/nothing/here", value: 1 }]),
+    (e: unknown) =>
+      e instanceof ApiError &&
+      e.code === 422 &&
+      e.details?.causes?.[0]?.message ===
+        'replace operation does not apply: doc is missing path: "/metadata/nothing/here": missing value',
+  );
+  assert.throws(
+    () => applyJsonPatch(pod, [{ op: "add", path: "/metadata/__proto__/polluted", value: "yes" }]),
+    (e: unknown) => e instanceof ApiError && e.code === 422,
+  );
+  assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
+});
+
+test('merge and strategic patches keep "__proto__" and "constructor" as plain keys', () => {
+  const patch = JSON.parse(
+    '{"metadata":{"labels":{"__proto__":{"polluted":"yes"},"constructor":"c"}}}',
+  ) as unknown;
+  for (const out of [applyMergePatch(pod, patch), applyStrategicMergePatch(pod, patch, {})]) {
+    const labels = (out as typeof pod).metadata.labels as Record<string, unknown>;
+    assert.ok(Object.hasOwn(labels, "__proto__"), "__proto__ is an own key");
+    assert.deepEqual(Object.getOwnPropertyDescriptor(labels, "__proto__")?.value, { polluted: "yes" });
+    assert.equal(Object.getPrototypeOf(labels), Object.prototype, "prototype unchanged");
+    assert.equal(labels.constructor, "c");
+    assert.equal(labels.x, "1");
+    assert.deepEqual(
+      Object.keys(labels).sort(),
+      ["__proto__", "constructor", ...Object.keys(pod.metadata.labels)].sort(),
+    );
+  }
+  assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
 });
 
 test("strategic merge: lists merge by key, nested keys, finalizers as a set", () => {

@@ -3,7 +3,9 @@
 // come from ResourceDef.patchStrategies (merge by key, merge primitive sets, else replace) and
 // which honours the directives kubectl apply emits: `$patch: replace|delete|merge`,
 // `$setElementOrder/<field>`, `$retainKeys`, `$deleteFromPrimitiveList/<field>`.
-// Every function is pure: it returns a new object and never mutates its inputs.
+// Every function is pure: it returns a new object and never mutates its inputs. Keys are set as
+// own properties (never by assignment), so a "__proto__" or "constructor" key in a patch is data,
+// not a prototype change.
 
 import jsonPatch from "fast-json-patch";
 import type { KubeObject, ResourceDef } from "./resource.ts";
@@ -24,43 +26,109 @@ function isMap(value: unknown): value is JsonMap {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * Sets an own enumerable property, also for keys such as "__proto__" that plain assignment
+ * would treat as the prototype setter (dropping the key, changing the object's prototype).
+ */
+function setOwn(target: JsonMap, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** A shallow copy with own properties only (spread defines properties, so "__proto__" stays a key). */
+function copyMap(value: Json): JsonMap {
+  return isMap(value) ? { ...value } : {};
+}
+
 /** RFC 7386: null deletes, objects merge recursively, anything else replaces. */
 export function applyMergePatch(target: Json, patch: Json): Json {
   if (!isMap(patch)) return structuredClone(patch);
-  const result: JsonMap = isMap(target) ? { ...target } : {};
+  const result = copyMap(target);
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
-    else result[key] = applyMergePatch(result[key], value);
+    else setOwn(result, key, applyMergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value));
   }
   return result;
 }
 
-/** RFC 6902. A malformed operation is 400; a failed `test` or a bad path is 422 as upstream. */
+/**
+ * Upstream's answer when a JSON patch does not apply (the patcher's generic 422): a fixed
+ * message, the reason in details.causes.
+ */
+function jsonPatchNotApplied(reason: string): ApiError {
+  return new ApiError(422, "Invalid", "the server rejected our request due to an error in our request", {
+    causes: [{ reason: "UnexpectedServerResponse", message: reason, field: "" }],
+  });
+}
+
+/** Why `error` (fast-json-patch's) stopped the patch, in the words upstream's json-patch uses. */
+function jsonPatchFailure(error: { name: string; message: string; operation?: unknown }): string {
+  const operation = isMap(error.operation) ? error.operation : {};
+  const op = typeof operation.op === "string" ? operation.op : "";
+  const path = typeof operation.path === "string" ? operation.path : "";
+  switch (error.name) {
+    case "TEST_OPERATION_FAILED":
+      return `testing value ${path} failed: test failed`;
+    case "OPERATION_PATH_UNRESOLVABLE":
+      return `${op} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`;
+    case "OPERATION_FROM_UNRESOLVABLE":
+      return `${op} operation does not apply: doc is missing from path: ${JSON.stringify(operation.from ?? "")}: missing value`;
+    case "OPERATION_OP_INVALID":
+      return `Unexpected kind: ${op}`;
+    default:
+      return error.message.split("\n")[0] ?? error.name;
+  }
+}
+
+/** A path naming "__proto__" cannot be applied safely by the JSON patch library: refused, never applied. */
+function prototypePath(operations: unknown[]): string | undefined {
+  for (const operation of operations) {
+    if (!isMap(operation)) continue;
+    for (const field of ["path", "from"]) {
+      const path = operation[field];
+      if (typeof path === "string" && path.split("/").includes("__proto__")) return path;
+    }
+  }
+  return undefined;
+}
+
+/** Upstream's cap on the operations of one JSON patch (413 beyond it). */
+const MAX_JSON_PATCH_OPERATIONS = 10_000;
+
+/**
+ * RFC 6902. A body that is not an array of objects is 400 (upstream cannot decode it); an
+ * operation that does not apply is 422 as upstream's patcher answers.
+ */
 export function applyJsonPatch(target: KubeObject, operations: unknown): Json {
-  if (!Array.isArray(operations)) throw badRequest("json patch must be an array of operations");
-  const validationError = jsonPatch.validate(operations as jsonPatch.Operation[], structuredClone(target));
-  if (validationError) {
-    if (validationError.name === "TEST_OPERATION_FAILED") {
-      throw new ApiError(422, "Invalid", `the server rejected our request due to an error in our request`);
-    }
-    if (["OPERATION_PATH_UNRESOLVABLE", "OPERATION_FROM_UNRESOLVABLE"].includes(validationError.name)) {
-      throw new ApiError(
-        422,
-        "Invalid",
-        `the server rejected our request because the json patch ${validationError.message.split("\n")[0]}`,
-      );
-    }
-    throw badRequest(
-      `the server rejected our request due to an error in our request: ${validationError.message.split("\n")[0]}`,
+  if (!Array.isArray(operations) || operations.some((operation) => !isMap(operation))) {
+    throw badRequest("json: cannot unmarshal the patch: a JSON patch must be an array of operation objects");
+  }
+  if (operations.length > MAX_JSON_PATCH_OPERATIONS) {
+    throw new ApiError(
+      413,
+      "RequestEntityTooLarge",
+      `Request entity too large: The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${operations.length}`,
     );
   }
-  const result = jsonPatch.applyPatch(
-    structuredClone(target),
-    operations as jsonPatch.Operation[],
-    false,
-    false,
-  );
-  return result.newDocument;
+  const unsafe = prototypePath(operations);
+  if (unsafe !== undefined) {
+    throw jsonPatchNotApplied(
+      `path ${JSON.stringify(unsafe)}: the key "__proto__" is not supported in JSON patch paths`,
+    );
+  }
+  const validationError = jsonPatch.validate(operations as jsonPatch.Operation[], structuredClone(target));
+  if (validationError) throw jsonPatchNotApplied(jsonPatchFailure(validationError));
+  try {
+    return jsonPatch.applyPatch(
+      structuredClone(target),
+      operations as jsonPatch.Operation[],
+      false,
+      false,
+      true,
+    ).newDocument;
+  } catch (error) {
+    const named = error instanceof Error ? error : new Error(String(error));
+    throw jsonPatchNotApplied(jsonPatchFailure(named));
+  }
 }
 
 const METADATA_STRATEGIES: Strategies = {
@@ -74,6 +142,15 @@ export function applyStrategicMergePatch(original: KubeObject, patch: Json, stra
   return mergeMap(original, patch, "", { ...METADATA_STRATEGIES, ...strategies });
 }
 
+/** An own property's value (never one inherited from Object.prototype, e.g. for "constructor"). */
+function ownValue(map: JsonMap, key: string): Json {
+  return Object.hasOwn(map, key) ? map[key] : undefined;
+}
+
+function strategyAt(strategies: Strategies, path: string): Strategies[string] | undefined {
+  return Object.hasOwn(strategies, path) ? strategies[path] : undefined;
+}
+
 function childPath(path: string, key: string): string {
   return path === "" ? key : `${path}.${key}`;
 }
@@ -85,11 +162,13 @@ function mergeMap(original: Json, patch: JsonMap, path: string, strategies: Stra
     return stripDirectives(rest);
   }
   if (directive === "delete") return undefined;
-  let result: JsonMap = isMap(original) ? { ...original } : {};
+  let result = copyMap(original);
   const retainKeys = patch.$retainKeys;
   if (Array.isArray(retainKeys)) {
     const keep = new Set(retainKeys.map(String));
-    result = Object.fromEntries(Object.entries(result).filter(([key]) => keep.has(key)));
+    const kept: JsonMap = {};
+    for (const [key, value] of Object.entries(result)) if (keep.has(key)) setOwn(kept, key, value);
+    result = kept;
   }
   const orders: Record<string, unknown[]> = {};
   for (const [key, value] of Object.entries(patch)) {
@@ -100,10 +179,14 @@ function mergeMap(original: Json, patch: JsonMap, path: string, strategies: Stra
     }
     if (key.startsWith("$deleteFromPrimitiveList/")) {
       const field = key.slice("$deleteFromPrimitiveList/".length);
-      const current = result[field];
+      const current = ownValue(result, field);
       if (Array.isArray(current) && Array.isArray(value)) {
         const drop = new Set(value.map((v) => JSON.stringify(v)));
-        result[field] = current.filter((item) => !drop.has(JSON.stringify(item)));
+        setOwn(
+          result,
+          field,
+          current.filter((item) => !drop.has(JSON.stringify(item))),
+        );
       }
       continue;
     }
@@ -112,24 +195,25 @@ function mergeMap(original: Json, patch: JsonMap, path: string, strategies: Stra
     if (value === null) {
       delete result[key];
     } else if (Array.isArray(value)) {
-      result[key] = mergeList(result[key], value, fieldPath, strategies);
+      setOwn(result, key, mergeList(ownValue(result, key), value, fieldPath, strategies));
     } else if (isMap(value)) {
-      const merged = mergeMap(result[key], value, fieldPath, strategies);
+      const merged = mergeMap(ownValue(result, key), value, fieldPath, strategies);
       if (merged === undefined) delete result[key];
-      else result[key] = merged;
+      else setOwn(result, key, merged);
     } else {
-      result[key] = value;
+      setOwn(result, key, value);
     }
   }
   for (const [field, order] of Object.entries(orders)) {
-    const list = result[field];
-    if (Array.isArray(list)) result[field] = reorder(list, order, strategies[childPath(path, field)]);
+    const list = ownValue(result, field);
+    if (Array.isArray(list))
+      setOwn(result, field, reorder(list, order, strategyAt(strategies, childPath(path, field))));
   }
   return result;
 }
 
 function mergeList(original: Json, patch: unknown[], path: string, strategies: Strategies): Json {
-  const strategy = strategies[path];
+  const strategy = strategyAt(strategies, path);
   const current: unknown[] = Array.isArray(original) ? (original as unknown[]) : [];
   if (!strategy) {
     return stripDirectives(patch.filter((item) => !(isMap(item) && item.$patch === "replace")));
@@ -194,7 +278,7 @@ function stripDirectives(value: Json): Json {
   const result: JsonMap = {};
   for (const [key, inner] of Object.entries(value)) {
     if (key.startsWith("$")) continue;
-    result[key] = stripDirectives(inner);
+    setOwn(result, key, stripDirectives(inner));
   }
   return result;
 }

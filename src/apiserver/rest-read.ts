@@ -63,6 +63,23 @@ function decodeContinue(token: string, prefix: string): ContinuePosition {
 }
 
 /**
+ * The `limit` parameter as upstream decodes ListOptions.Limit: an int64 (else 400 with
+ * strconv's wording); zero or negative means no limit, as the storage layer treats it.
+ */
+export function parseLimit(value: string | null): number {
+  if (value === null || value === "") return 0;
+  if (!/^[+-]?\d+$/.test(value))
+    throw badRequest(`strconv.ParseInt: parsing ${JSON.stringify(value)}: invalid syntax`);
+  const parsed = BigInt(value);
+  if (parsed > 9223372036854775807n || parsed < -9223372036854775808n) {
+    throw badRequest(`strconv.ParseInt: parsing ${JSON.stringify(value)}: value out of range`);
+  }
+  if (parsed <= 0n) return 0;
+  // Beyond any store's size: the same as no limit, and keeps arithmetic exact.
+  return parsed > BigInt(Number.MAX_SAFE_INTEGER) ? 0 : Number(parsed);
+}
+
+/**
  * A resourceVersion newer than the store's latest revision can only come from another state
  * (a reset state directory): answer as kube-apiserver does once its cache cannot catch up —
  * 504 "Too large resource version" — so reflectors relist instead of waiting for revisions
@@ -99,8 +116,7 @@ export function listObjects(
 ): ListPage {
   const prefix = collectionPrefix(def, namespace);
   const matcher = selectorsFor(def, query);
-  const limit = query.limit === null || query.limit === "" ? 0 : Number(query.limit);
-  if (!Number.isInteger(limit) || limit < 0) throw badRequest(`invalid limit: "${query.limit}"`);
+  const limit = parseLimit(query.limit);
   let revision: number | undefined;
   let startAfter: string | undefined;
   if (query.continueToken) {

@@ -1031,7 +1031,89 @@ describe("bad requests never crash the server", () => {
       request: { path: "/api/v1/namespaces/default/configmaps?limit=1&continue=garbage!!" },
       status: 400,
     },
-    { name: "bad limit", request: { path: "/api/v1/configmaps?limit=-3" }, status: 400 },
+    { name: "non-numeric limit", request: { path: "/api/v1/configmaps?limit=three" }, status: 400 },
+    {
+      name: "limit beyond int64",
+      request: { path: "/api/v1/configmaps?limit=99999999999999999999" },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "JSON body nested 100k deep (create)",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `{"metadata":{"name":"deep"},"data":${'{"a":'.repeat(100_000)}1${"}".repeat(100_000)}}`,
+      },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "JSON array nested 100k deep (merge patch)",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: `{"data":${"[".repeat(100_000)}${"]".repeat(100_000)}}`,
+        headers: { "Content-Type": "application/merge-patch+json" },
+      },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "YAML flow nested 100k deep",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `metadata: {name: deep}\ndata: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`,
+        headers: { "Content-Type": "application/yaml" },
+      },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "JSON patch through __proto__",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '[{"op":"add","path":"/metadata/__proto__/polluted","value":"yes"}]',
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "JSON patch replacing a missing path",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '[{"op":"replace","path":"/spec/nothing","value":1}]',
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "merge patch with a __proto__ label key (invalid label)",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '{"metadata":{"labels":{"__proto__":"x"}}}',
+        headers: { "Content-Type": "application/merge-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "strategic merge patch with a __proto__ annotation key (invalid key)",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '{"metadata":{"annotations":{"__proto__":"x"}}}',
+        headers: { "Content-Type": "application/strategic-merge-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
     { name: "bad resourceVersion", request: { path: "/api/v1/configmaps?resourceVersion=abc" }, status: 400 },
     {
       name: "bad watch resourceVersion",
@@ -1088,6 +1170,58 @@ describe("bad requests never crash the server", () => {
       assert.ok(!res.text.includes("    at "), "no stack traces");
     });
   }
+  test("a negative limit lists everything, as upstream's storage treats limit <= 0", async () => {
+    const res = await raw(server.handle, { path: "/api/v1/namespaces/default/configmaps?limit=-3" });
+    assert.equal(res.status, 200, res.text);
+    const list = res.json() as { items: unknown[]; metadata: Record<string, unknown> };
+    assert.ok(list.items.length >= 1);
+    assert.equal(list.metadata.continue, undefined);
+  });
+  test('a "__proto__" data key patched in is stored as a key (strategic and merge)', async () => {
+    for (const type of ["application/strategic-merge-patch+json", "application/merge-patch+json"]) {
+      const res = await raw(server.handle, {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: `{"data":{"__proto__":"${type}"}}`,
+        headers: { "Content-Type": type },
+      });
+      assert.equal(res.status, 200, res.text);
+      const read = await raw(server.handle, { path: "/api/v1/namespaces/default/configmaps/occ" });
+      const data = (JSON.parse(read.text) as { data: Record<string, unknown> }).data;
+      assert.ok(Object.hasOwn(data, "__proto__"), read.text);
+      assert.equal(Object.getOwnPropertyDescriptor(data, "__proto__")?.value, type);
+    }
+    const cleanup = await raw(server.handle, {
+      method: "PATCH",
+      path: "/api/v1/namespaces/default/configmaps/occ",
+      body: '{"data":{"__proto__":null}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
+    assert.equal(cleanup.status, 200, cleanup.text);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
+  });
+  test("the failed JSON patch answers upstream's message with the reason as a cause", async () => {
+    const res = await raw(server.handle, {
+      method: "PATCH",
+      path: "/api/v1/namespaces/default/configmaps/occ",
+      body: '[{"op":"test","path":"/metadata/name","value":"other"}]',
+      headers: { "Content-Type": "application/json-patch+json" },
+    });
+    assert.equal(res.status, 422, res.text);
+    const status = res.json() as {
+      message: string;
+      details: { causes: { reason: string; message: string }[] };
+    };
+    assert.equal(status.message, "the server rejected our request due to an error in our request");
+    assert.deepEqual(status.details.causes, [
+      {
+        reason: "UnexpectedServerResponse",
+        message: "testing value /metadata/name failed: test failed",
+        field: "",
+      },
+    ]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
+  });
   test("the server still answers after the corpus", async () => {
     assert.equal(
       (await core.readNamespacedConfigMap({ namespace: "default", name: "occ" })).metadata?.name,
