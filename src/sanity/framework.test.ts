@@ -339,3 +339,22 @@ test("JUnit XML is well-formed and carries every result", () => {
     ].join("\n"),
   );
 });
+
+test("a driver whose Probe fails is reported at once with the Probe's error, not as a timeout", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-fw-probe-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const server = await serveCsi({
+    endpoint: join(dir, "csi.sock"),
+    identity: {
+      getPluginInfo: async () => ({ name: "broken.csi.test", vendorVersion: "1" }),
+      getPluginCapabilities: async () => ({ capabilities: [] }),
+      probe: async () => {
+        throw new CsiError(GrpcStatus.FAILED_PRECONDITION, "backend not configured");
+      },
+    },
+  });
+  t.after(() => server.close());
+  const report = await runSanity({ endpoint: server.path, callTimeoutMs: 60_000, tests: [] });
+  assert.equal(report.failed, 1);
+  assert.match(report.results[0]?.reason ?? "", /failed its readiness Probe: .*backend not configured/);
+});

@@ -150,7 +150,10 @@ async function discover(options: {
     await node.waitForReady(wait);
     if (controller !== node) await controller.waitForReady(wait);
   } catch (error) {
-    return `driver did not become ready (Probe) within ${callTimeoutMs}ms: ${describeError(error)}`;
+    // waitForReady gives up at the deadline (DEADLINE_EXCEEDED) or at once on a failing Probe.
+    return grpcCode(error) === GrpcStatus.DEADLINE_EXCEEDED
+      ? `driver did not become ready (Probe) within ${callTimeoutMs}ms: ${describeError(error)}`
+      : `driver failed its readiness Probe: ${describeError(error)}`;
   }
   try {
     const plugin = await node.pluginCapabilities();
