@@ -250,6 +250,16 @@ describe("the body's apiVersion", () => {
       metadata: { name: "cm-other-group" },
     });
     assert.equal(other.status, 400, other.text);
+    const event = await send("POST", "/api/v1/namespaces/default/events", {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name: "ev-other-group" },
+    });
+    assert.equal(event.status, 400, event.text);
+    assert.equal(
+      event.json().message,
+      "the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)",
+    );
     const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm-version" } };
     const path = "/api/v1/namespaces/default/configmaps/cm-version";
     await ok(send("POST", "/api/v1/namespaces/default/configmaps", cm), 201);

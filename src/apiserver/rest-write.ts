@@ -98,8 +98,9 @@ export function checkBodyType(def: ResourceDef, body: unknown): KubeObject {
 
 /**
  * A body's apiVersion must name a version that serves this kind: the endpoint's, or another
- * served version of the same group (converted as upstream's decoder does). Anything else is 400
- * with upstream's decoder wording (built-in kinds) or its version-mismatch wording (custom).
+ * served version of the same group (converted as upstream's decoder does). Anything else is 400:
+ * upstream's version-mismatch wording for custom kinds and for a kind served in that other
+ * group/version (decodable, wrong endpoint), its decoder wording for a version it cannot decode.
  */
 function checkBodyVersion(ctx: RestContext, def: ResourceDef, object: KubeObject): void {
   const apiVersion = object.apiVersion;
@@ -111,7 +112,11 @@ function checkBodyVersion(ctx: RestContext, def: ResourceDef, object: KubeObject
   const version = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
   const served = ctx.registry.lookup(group, version, def.resource);
   if (group === def.group && served !== undefined && served.kind === def.kind) return;
-  if (def.custom === true) {
+  // A kind the server knows in that group/version decodes, then fails the version check.
+  const known = ctx.registry
+    .all()
+    .some((d) => d.group === group && d.version === version && d.kind === def.kind);
+  if (def.custom === true || known) {
     throw badRequest(
       `the API version in the data (${apiVersion}) does not match the expected API version (${want})`,
     );
