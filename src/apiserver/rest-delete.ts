@@ -72,8 +72,9 @@ export function parseDeleteOptions(body: unknown, query: URLSearchParams): Delet
     }
     options.propagationPolicy = policy;
   }
-  if (source.orphanDependents === true && options.propagationPolicy === undefined)
-    options.propagationPolicy = "Orphan";
+  // The deprecated orphanDependents means Orphan when true and Background when false.
+  if (typeof source.orphanDependents === "boolean" && options.propagationPolicy === undefined)
+    options.propagationPolicy = source.orphanDependents ? "Orphan" : "Background";
   if (Array.isArray(source.dryRun) && source.dryRun.includes("All")) options.dryRun = true;
   const pre = source.preconditions;
   if (typeof pre === "object" && pre !== null && !Array.isArray(pre)) {

@@ -310,6 +310,19 @@ describe("propagationPolicy finalizers", () => {
       await ok(send("PATCH", path, { metadata: { finalizers: null } }, "application/merge-patch+json"));
       assert.equal((await send("GET", path)).status, 404);
     }
+    // A Background delete (here: orphanDependents=false) of an object held by orphan drops that finalizer.
+    const held = "/api/v1/namespaces/default/configmaps/cm-held";
+    await ok(
+      send("POST", "/api/v1/namespaces/default/configmaps", {
+        metadata: { name: "cm-held", finalizers: ["example.com/keep"] },
+      }),
+      201,
+    );
+    const orphaned = await ok(send("DELETE", `${held}?propagationPolicy=Orphan`));
+    assert.deepEqual(metadataOf(orphaned).finalizers, ["example.com/keep", "orphan"]);
+    const background2 = await ok(send("DELETE", held, { kind: "DeleteOptions", orphanDependents: false }));
+    assert.deepEqual(metadataOf(background2).finalizers, ["example.com/keep"]);
+    await ok(send("PATCH", held, { metadata: { finalizers: null } }, "application/merge-patch+json"));
     const background = "/api/v1/namespaces/default/configmaps/cm-background";
     await ok(
       send("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: "cm-background" } }),
