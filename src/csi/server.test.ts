@@ -89,7 +89,7 @@ test("absent methods and services answer UNIMPLEMENTED", async (t) => {
   await client.controller.deleteVolume({ volumeId: "v" });
   await assert.rejects(client.controller.createVolume({ name: "x" }), (error: unknown) => {
     codeIs(GrpcStatus.UNIMPLEMENTED)(error);
-    assert.match(String(error), /CreateVolume is not implemented/);
+    assert.match(String(error), /UNIMPLEMENTED: CreateVolume is not implemented by this plugin/);
     return true;
   });
   await assert.rejects(client.node.nodeGetInfo({}), codeIs(GrpcStatus.UNIMPLEMENTED));
