@@ -1,7 +1,7 @@
 // `csikit start` (what `npm start` runs until `csikit up` exists): starts the hostpath driver
 // in-process on a socket under the state dir, runs the whole sanity suite against it with fresh
-// temp staging/target dirs (the driver's only allowed path roots), prints the results and the summary, stops the driver, and exits
-// non-zero on any failure.
+// temp staging/target dirs (the driver's only allowed path roots), prints the results and the
+// summary, stops the driver, and exits non-zero on any failure.
 //
 // As root, the run re-executes itself inside a private mount namespace (`unshare -m`), so the
 // driver's real mounts can never outlive the run or show up on the host.
