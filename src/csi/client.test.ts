@@ -2,41 +2,10 @@
 // capability helpers, deadlines and cancellation (waitForReady is in ready.test.ts).
 
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test, type TestContext } from "node:test";
-import { errorMessage } from "../base/index.ts";
-import {
-  CsiClient,
-  GrpcStatus,
-  serveCsi,
-  type CsiServer,
-  type CsiServerOptions,
-  type IdentityService,
-} from "./index.ts";
-
-async function tempDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "csikit-csic-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-async function serve(t: TestContext, options: CsiServerOptions): Promise<CsiServer> {
-  const server = await serveCsi(options);
-  t.after(() => server.close());
-  return server;
-}
-
-function connect(
-  t: TestContext,
-  endpoint: string,
-  options?: Parameters<typeof CsiClient.connect>[1],
-): CsiClient {
-  const client = CsiClient.connect(endpoint, options);
-  t.after(() => client.close());
-  return client;
-}
+import { test } from "node:test";
+import { GrpcStatus, serveCsi, type IdentityService } from "./index.ts";
+import { codeIs, connect, serve, tempDir } from "./fixture.test.ts";
 
 /** Polls `condition` every 10ms, at most `attempts` times. */
 async function eventually(
@@ -49,14 +18,6 @@ async function eventually(
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   assert.fail(`timed out waiting for ${what}`);
-}
-
-function codeIs(code: number) {
-  return (error: unknown): boolean => {
-    assert.ok(typeof error === "object" && error !== null && "code" in error, String(error));
-    assert.equal(error.code, code, errorMessage(error));
-    return true;
-  };
 }
 
 const identity: IdentityService = {

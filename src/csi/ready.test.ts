@@ -3,14 +3,12 @@
 // DEADLINE_EXCEEDED) and which reject at once (any other code), as csi-lib-utils' ProbeForever.
 
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { createServer } from "node:http2";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { FakeClock, errorMessage, memoryLogger, settle } from "../base/index.ts";
 import {
-  CsiClient,
   CsiError,
   GrpcStatus,
   serveCsi,
@@ -18,13 +16,8 @@ import {
   type IdentityService,
   type ProbeResponseInput,
 } from "./index.ts";
+import { connect, tempDir } from "./fixture.test.ts";
 import { PROBE_INTERVAL_MS, untilNextTick } from "./ready.ts";
-
-async function tempDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "csikit-ready-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** A server whose Probe is `probe`; returns the server and the number of probes it answered. */
 async function serveProbe(
@@ -46,16 +39,6 @@ async function serveProbe(
   });
   t.after(() => server.close());
   return { server, probes: () => count };
-}
-
-function connect(
-  t: TestContext,
-  endpoint: string,
-  options?: Parameters<typeof CsiClient.connect>[1],
-): CsiClient {
-  const client = CsiClient.connect(endpoint, options);
-  t.after(() => client.close());
-  return client;
 }
 
 /** Tracks a promise so a test can say "still pending" without waiting on it. */

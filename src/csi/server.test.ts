@@ -3,44 +3,13 @@
 // mapping, streaming, plugin registration, and secrets never reaching the logs.
 
 import assert from "node:assert/strict";
-import { mkdtemp, rm, stat, writeFile, readFile } from "node:fs/promises";
+import { stat, writeFile, readFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test, type TestContext } from "node:test";
-import { errorMessage, memoryLogger } from "../base/index.ts";
-import {
-  CsiClient,
-  CsiError,
-  GrpcStatus,
-  serveCsi,
-  type ControllerService,
-  type CsiServer,
-  type CsiServerOptions,
-  type IdentityService,
-} from "./index.ts";
-
-async function tempDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "csikit-csi-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-async function serve(t: TestContext, options: CsiServerOptions): Promise<CsiServer> {
-  const server = await serveCsi(options);
-  t.after(() => server.close());
-  return server;
-}
-
-function connect(
-  t: TestContext,
-  endpoint: string,
-  options?: Parameters<typeof CsiClient.connect>[1],
-): CsiClient {
-  const client = CsiClient.connect(endpoint, options);
-  t.after(() => client.close());
-  return client;
-}
+import { test } from "node:test";
+import { memoryLogger } from "../base/index.ts";
+import { CsiError, GrpcStatus, serveCsi, type ControllerService, type IdentityService } from "./index.ts";
+import { codeIs, connect, serve, tempDir } from "./fixture.test.ts";
 
 const identity: IdentityService = {
   getPluginInfo: async () => ({ name: "test.csi.k8s.io", vendorVersion: "1.0.0" }),
@@ -53,14 +22,6 @@ const identity: IdentityService = {
   }),
   probe: async () => ({ ready: { value: true } }),
 };
-
-function codeIs(code: number) {
-  return (error: unknown): boolean => {
-    assert.ok(typeof error === "object" && error !== null && "code" in error, String(error));
-    assert.equal(error.code, code, errorMessage(error));
-    return true;
-  };
-}
 
 test("serves on every endpoint form and answers GetPluginInfo", async (t) => {
   const dir = await tempDir(t);
