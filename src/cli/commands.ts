@@ -1,8 +1,15 @@
 // The list of subcommands, in the order `csikit --help` shows them.
 import { apiserverCommand } from "./apiserver.ts";
 import type { Command } from "./command.ts";
+import { controllersCommand } from "./controllers.ts";
 import { hostpathCommand } from "./hostpath.ts";
 import { sanityCommand } from "./sanity.ts";
 import { startCommand } from "./start.ts";
 
-export const commands: readonly Command[] = [apiserverCommand, hostpathCommand, sanityCommand, startCommand];
+export const commands: readonly Command[] = [
+  apiserverCommand,
+  controllersCommand,
+  hostpathCommand,
+  sanityCommand,
+  startCommand,
+];

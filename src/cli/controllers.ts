@@ -1,0 +1,158 @@
+// `csikit controllers`: the cluster's volume loops in one process, as kube-controller-manager
+// runs them, with KCM's flag names and defaults (leader election on the Lease
+// kube-system/kube-controller-manager, --controllers to switch loops, client QPS 20 / burst 30).
+
+import { FlagError } from "../base/index.ts";
+import { CONTROLLER_LOOPS, runControllers, validateControllerNames } from "../controllers/index.ts";
+import { kubeClientFromOptions } from "../kube/index.ts";
+import type { Command } from "./command.ts";
+
+function loopList(): string {
+  return CONTROLLER_LOOPS.map((loop) => [loop.name, ...(loop.aliases ?? [])].join(" / ")).join(", ");
+}
+
+export const controllersCommand: Command = {
+  name: "controllers",
+  summary:
+    "Run the cluster's volume loops (PV binder, pvc/pv protection, garbage collector) like kube-controller-manager",
+  usage: "csikit controllers [--kubeconfig=FILE] [--controllers=*,-foo] [flags]",
+  description:
+    "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +
+    `names and flags. Loops (name / accepted aliases): ${loopList()}.`,
+  flags: {
+    kubeconfig: {
+      type: "string",
+      help: "Path to a kubeconfig file with authorization and master location information.",
+    },
+    master: {
+      type: "string",
+      help: "The address of the Kubernetes API server (overrides any value in kubeconfig).",
+    },
+    controllers: {
+      type: "strings",
+      default: "*",
+      help: "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'.",
+    },
+    "kube-api-qps": {
+      type: "float",
+      default: "20",
+      help: "QPS to use while talking with kubernetes apiserver.",
+    },
+    "kube-api-burst": {
+      type: "int",
+      default: "30",
+      help: "Burst to use while talking with kubernetes apiserver.",
+    },
+    "leader-elect": {
+      type: "bool",
+      default: "true",
+      help: "Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability.",
+    },
+    "leader-elect-lease-duration": {
+      type: "duration",
+      default: "15s",
+      help: "The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot.",
+    },
+    "leader-elect-renew-deadline": {
+      type: "duration",
+      default: "10s",
+      help: "The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration.",
+    },
+    "leader-elect-retry-period": {
+      type: "duration",
+      default: "2s",
+      help: "The duration the clients should wait between attempting acquisition and renewal of a leadership.",
+    },
+    "leader-elect-resource-lock": {
+      type: "string",
+      default: "leases",
+      help: "The type of resource object that is used for locking during leader election. Supported options are 'leases'.",
+    },
+    "leader-elect-resource-name": {
+      type: "string",
+      default: "kube-controller-manager",
+      help: "The name of resource object that is used for locking during leader election.",
+    },
+    "leader-elect-resource-namespace": {
+      type: "string",
+      default: "kube-system",
+      help: "The namespace of resource object that is used for locking during leader election.",
+    },
+    "concurrent-gc-syncs": {
+      type: "int",
+      default: "20",
+      help: "The number of garbage collector workers that are allowed to sync concurrently.",
+    },
+    "enable-garbage-collector": {
+      type: "bool",
+      default: "true",
+      help: "Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver.",
+    },
+    "pvclaimbinder-sync-period": {
+      type: "duration",
+      default: "15s",
+      help: "The period for syncing persistent volumes and persistent volume claims.",
+    },
+  },
+  async run({ flags, logger, signal }) {
+    const controllers = flags.strings("controllers");
+    try {
+      validateControllerNames(CONTROLLER_LOOPS, controllers);
+    } catch (error) {
+      throw new FlagError(
+        `invalid value for flag -controllers: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    if (flags.string("leader-elect-resource-lock") !== "leases")
+      throw new FlagError(`invalid value for flag -leader-elect-resource-lock: only "leases" is supported`);
+    const leaseDurationMs = flags.number("leader-elect-lease-duration");
+    const renewDeadlineMs = flags.number("leader-elect-renew-deadline");
+    const retryPeriodMs = flags.number("leader-elect-retry-period");
+    if (!(retryPeriodMs > 0) || renewDeadlineMs <= retryPeriodMs * 1.2 || leaseDurationMs <= renewDeadlineMs)
+      throw new FlagError(
+        "leader election durations must satisfy lease-duration > renew-deadline > 1.2 × retry-period > 0",
+      );
+    const gcWorkers = flags.number("concurrent-gc-syncs");
+    if (!Number.isInteger(gcWorkers) || gcWorkers < 1)
+      throw new FlagError(
+        `invalid value ${gcWorkers} for flag -concurrent-gc-syncs: want a positive integer`,
+      );
+    // --enable-garbage-collector=false wins over "*": the disable goes first (first match decides).
+    const ordered = flags.bool("enable-garbage-collector")
+      ? controllers
+      : ["-garbage-collector-controller", ...controllers];
+    const client = kubeClientFromOptions({
+      kubeconfig: flags.string("kubeconfig"),
+      master: flags.string("master"),
+      kubeApiQps: flags.number("kube-api-qps"),
+      kubeApiBurst: flags.number("kube-api-burst"),
+      userAgent: "kube-controller-manager",
+    });
+    try {
+      await runControllers(
+        {
+          client,
+          logger,
+          controllers: ordered,
+          leaderElection: {
+            enabled: flags.bool("leader-elect"),
+            name: flags.string("leader-elect-resource-name"),
+            namespace: flags.string("leader-elect-resource-namespace"),
+            leaseDurationMs,
+            renewDeadlineMs,
+            retryPeriodMs,
+          },
+          knobs: {
+            pvClaimBinderSyncPeriodMs: flags.number("pvclaimbinder-sync-period"),
+            concurrentGcSyncs: gcWorkers,
+          },
+          onStart: (names) => logger.info(0, "controllers started", { controllers: names }),
+        },
+        signal,
+      );
+    } finally {
+      client.close();
+    }
+    return 0;
+  },
+};

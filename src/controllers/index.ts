@@ -1,0 +1,5 @@
+// The control-plane loops a real cluster runs for volumes (kube-controller-manager's share):
+// PV binder, pvc/pv protection, garbage collector, and the composition root that runs them.
+export * from "./pv/index.ts";
+export * from "./gc/index.ts";
+export * from "./run.ts";

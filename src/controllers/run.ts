@@ -1,0 +1,207 @@
+// The composition root of `csikit controllers` (and of the control-plane part of `csikit up`):
+// one process running the cluster's loops, as kube-controller-manager does.
+//
+// - The registry: each loop is ONE entry (KCM name, accepted aliases, start function). A start
+//   function gets the shared client, informer factory and logger plus the knobs, requests its
+//   informers synchronously, and resolves once it has fully stopped.
+// - `--controllers` semantics are KCM's IsControllerEnabled: the first entry naming the loop
+//   decides ("foo" on, "-foo" off); otherwise "*" enables every loop not disabled by default;
+//   an unknown name is an error naming it.
+// - With leader election, every loop and every informer runs only while this process holds
+//   the Lease (kube-system/kube-controller-manager by default), as KCM; losing it rejects
+//   with LeadershipLostError after the loops stopped (the CLI exits non-zero, as KCM does).
+// - When one loop fails, the others are stopped and the failure is reported.
+
+import { childController, silentLogger, type Logger } from "../base/index.ts";
+import { InformerFactory, runWithLeaderElection, type KubeClient } from "../kube/index.ts";
+import { startGarbageCollector } from "./gc/index.ts";
+import {
+  startPersistentVolumeController,
+  startPvProtectionController,
+  startPvcProtectionController,
+} from "./pv/index.ts";
+
+/** What every loop's start function receives. */
+export interface ControllerContext {
+  client: KubeClient;
+  informers: InformerFactory;
+  logger: Logger;
+  knobs: ControllerKnobs;
+}
+
+/** Loop-specific settings from KCM's flags (each with KCM's default). */
+export interface ControllerKnobs {
+  /** --pvclaimbinder-sync-period. Default 15000 ms. */
+  pvClaimBinderSyncPeriodMs?: number;
+  /** --concurrent-gc-syncs. Default 20. */
+  concurrentGcSyncs?: number;
+}
+
+export interface ControllerLoop {
+  /** kube-controller-manager's name for the loop. */
+  name: string;
+  /** Older names `--controllers` also accepts. */
+  aliases?: readonly string[];
+  /** Not enabled by "*". Default false. */
+  disabledByDefault?: boolean;
+  start(context: ControllerContext, signal: AbortSignal): Promise<void>;
+}
+
+export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
+  {
+    name: "persistentvolume-binder-controller",
+    aliases: ["persistentvolume-binder"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startPersistentVolumeController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.pvClaimBinderSyncPeriodMs !== undefined
+            ? { syncPeriodMs: knobs.pvClaimBinderSyncPeriodMs }
+            : {}),
+        },
+        signal,
+      ),
+  },
+  {
+    name: "persistentvolumeclaim-protection-controller",
+    aliases: ["pvc-protection"],
+    start: ({ client, informers, logger }, signal) =>
+      startPvcProtectionController({ client, informers, logger }, signal),
+  },
+  {
+    name: "persistentvolume-protection-controller",
+    aliases: ["pv-protection"],
+    start: ({ client, informers, logger }, signal) =>
+      startPvProtectionController({ client, informers, logger }, signal),
+  },
+  {
+    name: "garbage-collector-controller",
+    aliases: ["garbagecollector"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startGarbageCollector(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.concurrentGcSyncs !== undefined ? { workers: knobs.concurrentGcSyncs } : {}),
+        },
+        signal,
+      ),
+  },
+];
+
+/** The loop a `--controllers` word names (its name or an alias, without a leading "-"). */
+function loopNamed(loops: readonly ControllerLoop[], word: string): ControllerLoop | undefined {
+  return loops.find((loop) => loop.name === word || (loop.aliases ?? []).includes(word));
+}
+
+/** Checks every `--controllers` word; throws naming the first unknown one. */
+export function validateControllerNames(loops: readonly ControllerLoop[], words: readonly string[]): void {
+  for (const word of words) {
+    if (word === "*") continue;
+    const name = word.startsWith("-") ? word.slice(1) : word;
+    if (!loopNamed(loops, name)) {
+      const known = loops.map((loop) => loop.name).join(", ");
+      throw new Error(`"${name}" is not in the list of known controllers (${known})`);
+    }
+  }
+}
+
+/** KCM's IsControllerEnabled over names and aliases. */
+export function isControllerEnabled(loop: ControllerLoop, words: readonly string[]): boolean {
+  const names = new Set([loop.name, ...(loop.aliases ?? [])]);
+  let star = false;
+  for (const word of words) {
+    if (names.has(word)) return true;
+    if (word.startsWith("-") && names.has(word.slice(1))) return false;
+    if (word === "*") star = true;
+  }
+  return star && loop.disabledByDefault !== true;
+}
+
+export interface LeaderElectConfig {
+  /** --leader-elect. */
+  enabled: boolean;
+  /** --leader-elect-resource-name. Default "kube-controller-manager". */
+  name?: string;
+  /** --leader-elect-resource-namespace. Default "kube-system". */
+  namespace?: string;
+  /** --leader-elect-lease-duration. Default 15000. */
+  leaseDurationMs?: number;
+  /** --leader-elect-renew-deadline. Default 10000. */
+  renewDeadlineMs?: number;
+  /** --leader-elect-retry-period. Default 2000. */
+  retryPeriodMs?: number;
+  /** Default hostname_uuid. */
+  identity?: string;
+}
+
+export interface RunControllersOptions {
+  client: KubeClient;
+  logger?: Logger;
+  /** --controllers words. Default ["*"]. */
+  controllers?: readonly string[];
+  leaderElection?: LeaderElectConfig;
+  knobs?: ControllerKnobs;
+  /** The registry. Default CONTROLLER_LOOPS. */
+  loops?: readonly ControllerLoop[];
+  /** Called with the names of the loops about to start (for logs and tests). */
+  onStart?: (names: readonly string[]) => void;
+}
+
+export async function runControllers(options: RunControllersOptions, signal: AbortSignal): Promise<void> {
+  const loops = options.loops ?? CONTROLLER_LOOPS;
+  const words = options.controllers ?? ["*"];
+  validateControllerNames(loops, words);
+  const enabled = loops.filter((loop) => isControllerEnabled(loop, words));
+  const logger = options.logger ?? silentLogger;
+  const election = options.leaderElection ?? { enabled: false };
+
+  const runAll = async (runSignal: AbortSignal): Promise<void> => {
+    const { controller, dispose } = childController(runSignal);
+    const informers = new InformerFactory({ client: options.client, logger });
+    const context: ControllerContext = {
+      client: options.client,
+      informers,
+      logger,
+      knobs: options.knobs ?? {},
+    };
+    logger.info(1, "starting controllers", { controllers: enabled.map((loop) => loop.name) });
+    options.onStart?.(enabled.map((loop) => loop.name));
+    let failure: unknown;
+    const runs = enabled.map((loop) =>
+      loop
+        .start({ ...context, logger: logger.with({ loop: loop.name }) }, controller.signal)
+        .catch((error: unknown) => {
+          failure ??= error;
+          logger.error("controller failed", { controller: loop.name, err: String(error) });
+          controller.abort();
+        }),
+    );
+    const informerRun = informers.start(controller.signal);
+    try {
+      await Promise.all([...runs, informerRun]);
+    } finally {
+      dispose();
+    }
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
+  };
+
+  await runWithLeaderElection(
+    {
+      enabled: election.enabled,
+      client: options.client,
+      name: election.name ?? "kube-controller-manager",
+      namespace: election.namespace ?? "kube-system",
+      leaseDurationMs: election.leaseDurationMs ?? 15_000,
+      renewDeadlineMs: election.renewDeadlineMs ?? 10_000,
+      retryPeriodMs: election.retryPeriodMs ?? 2_000,
+      ...(election.identity !== undefined ? { identity: election.identity } : {}),
+      logger,
+    },
+    runAll,
+    signal,
+  );
+}
