@@ -12,7 +12,7 @@
 //   with LeadershipLostError after the loops stopped (the CLI exits non-zero, as KCM does).
 // - When one loop fails, the others are stopped and the failure is reported.
 
-import { childController, silentLogger, type Logger } from "../base/index.ts";
+import { childController, errorMessage, silentLogger, type Logger } from "../base/index.ts";
 import { InformerFactory, runWithLeaderElection, type KubeClient } from "../kube/index.ts";
 import { startGarbageCollector } from "./gc/index.ts";
 import {
@@ -176,7 +176,7 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
         .start({ ...context, logger: logger.with({ loop: loop.name }) }, controller.signal)
         .catch((error: unknown) => {
           failure ??= error;
-          logger.error("controller failed", { controller: loop.name, err: String(error) });
+          logger.error("controller failed", { controller: loop.name, err: errorMessage(error) });
           controller.abort();
         }),
     );
@@ -186,7 +186,7 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
     } finally {
       dispose();
     }
-    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(errorMessage(failure));
   };
 
   await runWithLeaderElection(

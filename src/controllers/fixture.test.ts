@@ -1,0 +1,186 @@
+// Test fixture for the controller loops (no tests of its own): the real embedded API server,
+// object builders for volumes, claims, classes, pods and nodes, a bounded poll, and a helper
+// that runs loops from the registry until the test ends. Tests play the provisioner's and the
+// kubelet's roles by writing objects directly.
+
+import assert from "node:assert/strict";
+import {
+  GVR,
+  type Node,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type PersistentVolumeSpec,
+  type Pod,
+  type StorageClass,
+} from "../api/index.ts";
+import { silentLogger } from "../base/index.ts";
+import { isNotFound, type CoreEvent, type KubeClient, type KubeObject, CORE_EVENTS } from "../kube/index.ts";
+import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
+import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "./run.ts";
+
+export { startTestServer, type TestServer };
+
+export const NS = "default";
+export const DRIVER = "hostpath.csi.k8s.io";
+
+/** Polls `probe` until it returns a value other than undefined/false, or fails after `limitMs`. */
+export async function until<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  what: string,
+  limitMs = 20_000,
+): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Runs the named loops (all by default) until the returned stop() is awaited. */
+export function runLoops(
+  client: KubeClient,
+  options: Partial<RunControllersOptions> = {},
+): { stop: () => Promise<void>; done: Promise<void> } {
+  const controller = new AbortController();
+  const done = runControllers(
+    {
+      client,
+      logger: silentLogger,
+      knobs: { pvClaimBinderSyncPeriodMs: 300 },
+      loops: CONTROLLER_LOOPS,
+      ...options,
+    },
+    controller.signal,
+  );
+  return {
+    done,
+    stop: async () => {
+      controller.abort();
+      await done;
+    },
+  };
+}
+
+export async function getOrUndefined<T extends KubeObject>(
+  client: KubeClient,
+  gvr:
+    | typeof GVR.persistentVolumes
+    | typeof GVR.persistentVolumeClaims
+    | typeof GVR.pods
+    | typeof GVR.configMaps,
+  name: string,
+  namespace?: string,
+): Promise<T | undefined> {
+  try {
+    return await client.get<T>(gvr, name, namespace ? { namespace } : {});
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+export function pv(
+  name: string,
+  spec: Partial<PersistentVolumeSpec> & { size?: string } = {},
+  meta: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): PersistentVolume {
+  const { size = "1Gi", ...rest } = spec;
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name, ...meta },
+    spec: {
+      capacity: { storage: size },
+      accessModes: ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Retain",
+      csi: { driver: DRIVER, volumeHandle: name },
+      ...rest,
+    },
+  };
+}
+
+export function pvc(
+  name: string,
+  spec: Partial<NonNullable<PersistentVolumeClaim["spec"]>> & { size?: string } = {},
+  meta: { annotations?: Record<string, string> } = {},
+): PersistentVolumeClaim {
+  const { size = "1Gi", ...rest } = spec;
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name, namespace: NS, ...meta },
+    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: size } }, ...rest },
+  };
+}
+
+export function storageClass(name: string, extra: Partial<StorageClass> = {}): StorageClass {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "StorageClass",
+    metadata: { name },
+    provisioner: DRIVER,
+    ...extra,
+  };
+}
+
+export function pod(name: string, claimName: string, nodeName?: string): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: NS },
+    spec: {
+      containers: [{ name: "c", image: "busybox" }],
+      volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
+      ...(nodeName ? { nodeName } : {}),
+    },
+  };
+}
+
+export function node(name: string, labels: Record<string, string>): Node {
+  return { apiVersion: "v1", kind: "Node", metadata: { name, labels } };
+}
+
+/** Events about one object (by name), reason → messages. */
+export async function eventsFor(client: KubeClient, name: string, namespace = NS): Promise<CoreEvent[]> {
+  const list = await client.list<CoreEvent>(CORE_EVENTS, { namespace });
+  return list.items.filter((event) => event.involvedObject.name === name);
+}
+
+export async function waitForEvent(
+  client: KubeClient,
+  name: string,
+  reason: string,
+  namespace = NS,
+): Promise<CoreEvent> {
+  return until(
+    async () => (await eventsFor(client, name, namespace)).find((event) => event.reason === reason),
+    `event ${reason} on ${name}`,
+  );
+}
+
+export async function claimPhase(
+  client: KubeClient,
+  name: string,
+): Promise<PersistentVolumeClaim | undefined> {
+  return getOrUndefined<PersistentVolumeClaim>(client, GVR.persistentVolumeClaims, name, NS);
+}
+
+export async function waitClaimBound(client: KubeClient, name: string): Promise<PersistentVolumeClaim> {
+  return until(async () => {
+    const claim = await claimPhase(client, name);
+    return claim?.status?.phase === "Bound" ? claim : undefined;
+  }, `claim ${name} Bound`);
+}
+
+export async function waitVolumePhase(
+  client: KubeClient,
+  name: string,
+  phase: string,
+): Promise<PersistentVolume> {
+  return until(async () => {
+    const volume = await getOrUndefined<PersistentVolume>(client, GVR.persistentVolumes, name);
+    return volume?.status?.phase === phase ? volume : undefined;
+  }, `volume ${name} ${phase}`);
+}
