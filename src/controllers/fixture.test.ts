@@ -65,11 +65,8 @@ export function runLoops(
 
 export async function getOrUndefined<T extends KubeObject>(
   client: KubeClient,
-  gvr:
-    | typeof GVR.persistentVolumes
-    | typeof GVR.persistentVolumeClaims
-    | typeof GVR.pods
-    | typeof GVR.configMaps,
+  gvr: typeof GVR.persistentVolumes,
+
   name: string,
   namespace?: string,
 ): Promise<T | undefined> {

@@ -42,7 +42,7 @@ after(async () => {
 
 async function createVolumes(...volumes: PersistentVolume[]): Promise<void> {
   for (const volume of volumes) await client.create(GVR.persistentVolumes, volume);
-  for (const volume of volumes) await waitVolumePhase(client, volume.metadata!.name!, "Available");
+  for (const volume of volumes) await waitVolumePhase(client, volume.metadata.name!, "Available");
 }
 
 test("static binding: class and access-mode group first, then the smallest volume that fits", async () => {
@@ -163,8 +163,8 @@ async function provisionFor(
           kind: "PersistentVolumeClaim",
           apiVersion: "v1",
           namespace: NS,
-          name: claim.metadata!.name!,
-          uid: claim.metadata!.uid!,
+          name: claim.metadata.name!,
+          uid: claim.metadata.uid!,
         },
       },
       { annotations: { [ANNOTATIONS.provisionedBy.key]: DRIVER } },
