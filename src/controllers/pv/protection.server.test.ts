@@ -1,0 +1,105 @@
+// pvc-protection and pv-protection against the real API server (the admission plugin adds the
+// finalizers, the controllers remove them): a claim used by a scheduled pod outlives its
+// delete until the pod is gone; a bound volume outlives its delete until its claim is gone.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  FINALIZERS,
+  GVR,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Pod,
+} from "../../api/index.ts";
+import type { KubeClient } from "../../kube/index.ts";
+import {
+  NS,
+  claimPhase,
+  getOrUndefined,
+  pod,
+  pv,
+  pvc,
+  runLoops,
+  startTestServer,
+  until,
+  waitClaimBound,
+  waitVolumePhase,
+  type TestServer,
+} from "../fixture.test.ts";
+
+let env: TestServer;
+let client: KubeClient;
+let loops: { stop: () => Promise<void> };
+
+before(async () => {
+  env = await startTestServer();
+  client = env.client();
+  loops = runLoops(env.client(), { controllers: ["*", "-garbage-collector-controller"] });
+});
+after(async () => {
+  await loops?.stop();
+  await env?.stop();
+});
+
+test("pvc-protection: a claim used by a scheduled pod stays Terminating until the pod is deleted", async () => {
+  await client.create(GVR.persistentVolumes, pv("prot-v", { storageClassName: "prot" }));
+  await waitVolumePhase(client, "prot-v", "Available");
+  await client.create(GVR.persistentVolumeClaims, pvc("c-prot", { storageClassName: "prot" }));
+  await waitClaimBound(client, "c-prot");
+  await client.create(GVR.pods, pod("p-running", "c-prot", "node-1"));
+  // An unscheduled pod does not count (the kubelet would refuse to start it).
+  await client.create(GVR.pods, pod("p-pending", "c-prot"));
+
+  await client.delete(GVR.persistentVolumeClaims, "c-prot", { namespace: NS });
+  const terminating = await until(async () => {
+    const claim = await claimPhase(client, "c-prot");
+    return claim?.metadata?.deletionTimestamp ? claim : undefined;
+  }, "claim Terminating");
+  assert.deepEqual(terminating.metadata?.finalizers, [FINALIZERS.pvcProtection.key]);
+
+  // pv-protection: the bound volume, deleted too, stays while Bound.
+  await client.delete(GVR.persistentVolumes, "prot-v");
+  const volume = await until(
+    async () => getOrUndefined<PersistentVolume>(client, GVR.persistentVolumes, "prot-v"),
+    "volume still there",
+  );
+  assert.ok(volume.metadata?.deletionTimestamp);
+  assert.deepEqual(volume.metadata?.finalizers, [FINALIZERS.pvProtection.key]);
+
+  // By now the claim's delete has been reconciled (the volume's came after it): still held.
+  assert.ok((await claimPhase(client, "c-prot"))?.metadata?.deletionTimestamp, "claim in use is kept");
+
+  // The running pod finishes and goes away: the claim goes, the volume is Released, then goes.
+  await client.request({
+    method: "DELETE",
+    path: `/api/v1/namespaces/${NS}/pods/p-running`,
+    body: { gracePeriodSeconds: 0 },
+  });
+  await until(
+    async () => (await getOrUndefined<Pod>(client, GVR.pods, "p-running", NS)) === undefined,
+    "pod gone",
+  );
+  await until(async () => (await claimPhase(client, "c-prot")) === undefined, "claim removed");
+  await until(
+    async () =>
+      (await getOrUndefined<PersistentVolume>(client, GVR.persistentVolumes, "prot-v")) === undefined,
+    "volume removed once Released",
+  );
+});
+
+test("pvc-protection: a claim no pod uses is removed at once; the finalizer is put back on claims that lack it", async () => {
+  await client.create(GVR.persistentVolumeClaims, pvc("c-free", { storageClassName: "none-free" }));
+  await client.delete(GVR.persistentVolumeClaims, "c-free", { namespace: NS });
+  await until(async () => (await claimPhase(client, "c-free")) === undefined, "unused claim removed");
+
+  await client.create(GVR.persistentVolumeClaims, pvc("c-bare", { storageClassName: "none-bare" }));
+  await client.patch(
+    GVR.persistentVolumeClaims,
+    "c-bare",
+    { metadata: { finalizers: null } },
+    { namespace: NS },
+  );
+  await until(async () => {
+    const claim: PersistentVolumeClaim | undefined = await claimPhase(client, "c-bare");
+    return claim?.metadata?.finalizers?.includes(FINALIZERS.pvcProtection.key);
+  }, "finalizer added back");
+});
