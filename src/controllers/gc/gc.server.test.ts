@@ -29,8 +29,8 @@ async function configMap(
   const ownerReferences: OwnerReference[] = owners.map((owner) => ({
     apiVersion: "v1",
     kind: "ConfigMap",
-    name: owner.metadata!.name!,
-    uid: owner.metadata!.uid!,
+    name: owner.metadata.name!,
+    uid: owner.metadata.uid!,
     ...(extra.block !== undefined ? { blockOwnerDeletion: extra.block } : {}),
   }));
   return client.create<ConfigMap>(GVR.configMaps, {
