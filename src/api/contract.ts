@@ -261,6 +261,18 @@ export const EVENT_REASONS = Object.freeze({
     "PV controller",
     "requested volume does not fit the claim",
   ),
+  volumeFailedRecycle: entry(
+    "VolumeFailedRecycle",
+    ["PersistentVolume"],
+    "PV controller",
+    "Recycle requested, no recycler for the volume (volume Failed)",
+  ),
+  volumeUnknownReclaimPolicy: entry(
+    "VolumeUnknownReclaimPolicy",
+    ["PersistentVolume"],
+    "PV controller",
+    "reclaim policy not recognised (volume Failed)",
+  ),
   claimLost: entry("ClaimLost", ["PersistentVolumeClaim"], "PV controller", "bound volume disappeared"),
   claimMisbound: entry(
     "ClaimMisbound",

@@ -124,7 +124,7 @@ async function reclaimVolume(ctx: PvSyncContext, volume: PersistentVolume): Prom
   } else if (policy === "Recycle") {
     await updateVolumePhaseWithEvent(ctx, volume, "Failed", {
       type: "Warning",
-      reason: "VolumeFailedRecycle",
+      reason: EVENT_REASONS.volumeFailedRecycle.key,
       message: "No recycler plugin found for the volume!",
     });
   } else if (policy === "Delete") {
@@ -148,7 +148,7 @@ async function reclaimVolume(ctx: PvSyncContext, volume: PersistentVolume): Prom
   } else {
     await updateVolumePhaseWithEvent(ctx, volume, "Failed", {
       type: "Warning",
-      reason: "VolumeUnknownReclaimPolicy",
+      reason: EVENT_REASONS.volumeUnknownReclaimPolicy.key,
       message: "Volume has unrecognized PersistentVolumeReclaimPolicy",
     });
   }
