@@ -50,6 +50,7 @@ export function runLoops(
       logger: silentLogger,
       knobs: { pvClaimBinderSyncPeriodMs: 300 },
       loops: CONTROLLER_LOOPS,
+      freezeCache: true,
       ...options,
     },
     controller.signal,

@@ -147,6 +147,8 @@ export interface RunControllersOptions {
   knobs?: ControllerKnobs;
   /** The registry. Default CONTROLLER_LOOPS. */
   loops?: readonly ControllerLoop[];
+  /** Deep-freeze cached objects so a loop mutating the cache throws (tests). Default false. */
+  freezeCache?: boolean;
   /** Called with the names of the loops about to start (for logs and tests). */
   onStart?: (names: readonly string[]) => void;
 }
@@ -161,7 +163,11 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
 
   const runAll = async (runSignal: AbortSignal): Promise<void> => {
     const { controller, dispose } = childController(runSignal);
-    const informers = new InformerFactory({ client: options.client, logger });
+    const informers = new InformerFactory({
+      client: options.client,
+      logger,
+      freeze: options.freezeCache ?? false,
+    });
     const context: ControllerContext = {
       client: options.client,
       informers,
