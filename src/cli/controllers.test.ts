@@ -40,6 +40,7 @@ test("csikit controllers --controllers=*,-garbage-collector-controller runs the 
   const started = await until(
     () => output.split("\n").find((line) => line.includes("controllers started")),
     "the started line",
+    120_000, // a child process on a loaded machine: start-up alone can take tens of seconds
   );
   for (const name of [
     "persistentvolume-binder-controller",

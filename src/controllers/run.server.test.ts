@@ -191,3 +191,18 @@ test("--controllers: KCM semantics over names and aliases; unknown names are rej
     /"nope" is not in the list of known controllers/,
   );
 });
+
+test("a claim waiting for a volume binds as soon as one becomes Available, without waiting for the resync", async () => {
+  const loops = runLoops(env.client(), {
+    controllers: PV_ONLY,
+    knobs: { pvClaimBinderSyncPeriodMs: 600_000 },
+  });
+  try {
+    await client.create(GVR.persistentVolumeClaims, pvc("c-late-pv", { storageClassName: "late-pv" }));
+    await waitForEvent(client, "c-late-pv", "ProvisioningFailed");
+    await client.create(GVR.persistentVolumes, pv("late-pv", { storageClassName: "late-pv" }));
+    assert.equal((await waitClaimBound(client, "c-late-pv")).spec?.volumeName, "late-pv");
+  } finally {
+    await loops.stop();
+  }
+});

@@ -6,7 +6,8 @@
 //
 // Handlers only enqueue: a volume event enqueues the volume and the claim its claimRef
 // names; a claim event enqueues the claim and, on delete, the volume it was bound to; a new
-// StorageClass enqueues the Pending claims of that class.
+// StorageClass, and an unbound volume turning Available, enqueue the Pending claims of that
+// class.
 
 import {
   GVR,
@@ -31,7 +32,7 @@ import {
 import { LatestObjects } from "../common/index.ts";
 import type { PvSyncContext } from "./context.ts";
 import { ensurePodClaimIndex } from "../common/index.ts";
-import { claimClass } from "./match.ts";
+import { claimClass, volumeClass } from "./match.ts";
 import { syncClaim } from "./sync-claim.ts";
 import { syncVolume } from "./sync-volume.ts";
 
@@ -117,6 +118,13 @@ export async function startPersistentVolumeController(
     volumeQueue.add(objectKey(volume));
     const claimKey = claimKeyOfVolume(volume);
     if (claimKey) claimQueue.add(claimKey);
+    else if (volume.status?.phase === "Available" && !volume.metadata?.deletionTimestamp) {
+      // An unbound volume became usable: the Pending claims of its class need not wait for the
+      // periodic resync (upstream waits for it; this only adds syncs, never a different outcome).
+      const className = volumeClass(volume);
+      for (const claim of claimInformer.store.list())
+        if (!claim.spec?.volumeName && claimClass(claim) === className) claimQueue.add(objectKey(claim));
+    }
   }
 
   const ownRecorder = options.recorder === undefined;
