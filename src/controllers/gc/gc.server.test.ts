@@ -4,8 +4,8 @@
 // start-up, and a dependent kept by a remaining owner.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { GVR, type ConfigMap, type OwnerReference } from "../../api/index.ts";
-import type { KubeClient } from "../../kube/index.ts";
+import { GVR, type CSINode, type ConfigMap, type Node, type OwnerReference } from "../../api/index.ts";
+import { isNotFound, type KubeClient } from "../../kube/index.ts";
 import { NS, getOrUndefined, runLoops, startTestServer, until, type TestServer } from "../fixture.test.ts";
 
 let env: TestServer;
@@ -119,4 +119,36 @@ test("a dependent with one owner left keeps living and loses the reference to th
   assert.equal((await get("gc-two-dep"))?.metadata?.ownerReferences?.[0]?.name, "gc-two-b");
   await client.delete(GVR.configMaps, "gc-two-b", { namespace: NS });
   await gone("gc-two-dep");
+});
+
+test("cluster-scoped owners: a CSINode owned by its Node goes with the Node", async () => {
+  const owner = await client.create<Node>(GVR.nodes, { metadata: { name: "gc-node" } });
+  await client.create<CSINode>(GVR.csiNodes, {
+    metadata: {
+      name: "gc-node",
+      ownerReferences: [{ apiVersion: "v1", kind: "Node", name: "gc-node", uid: owner.metadata.uid! }],
+    },
+    spec: { drivers: [] },
+  });
+  await client.delete(GVR.nodes, "gc-node");
+  await until(async () => {
+    try {
+      await client.get(GVR.csiNodes, "gc-node");
+      return false;
+    } catch (error) {
+      return isNotFound(error);
+    }
+  }, "CSINode gone");
+});
+
+test("Orphan requested while the collector was down is finished when it starts again", async () => {
+  await loops?.stop();
+  loops = undefined;
+  const owner = await configMap("gc-down-owner");
+  await configMap("gc-down-dep", [owner]);
+  await client.delete(GVR.configMaps, "gc-down-owner", { namespace: NS, propagationPolicy: "Orphan" });
+  assert.deepEqual((await get("gc-down-owner"))?.metadata?.finalizers, ["orphan"]);
+  loops = runLoops(env.client(), { controllers: ["garbage-collector-controller"] });
+  await gone("gc-down-owner");
+  assert.equal((await get("gc-down-dep"))?.metadata?.ownerReferences, undefined);
 });
