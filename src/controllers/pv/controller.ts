@@ -47,7 +47,7 @@ export interface PersistentVolumeControllerOptions {
   syncPeriodMs?: number;
   /** Events go here; default a recorder of this controller's own, started and flushed by it. */
   recorder?: EventRecorder;
-  /** Per-item retry backoff start. Default 5 ms... capped by retryIntervalMaxMs (client-go's controller defaults). */
+  /** Per-item retry backoff start. Default 5 ms, as client-go's DefaultControllerRateLimiter. */
   retryIntervalStartMs?: number;
   /** Default 1000 s, as client-go's DefaultControllerRateLimiter. */
   retryIntervalMaxMs?: number;
