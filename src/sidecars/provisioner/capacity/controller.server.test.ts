@@ -83,6 +83,30 @@ test("two zones × two WaitForFirstConsumer classes: one object each, with label
     metrics,
     /# HELP csistoragecapacities_desired_goal \[ALPHA\] Number of CSIStorageCapacity objects/,
   );
+  assert.match(metrics, /workqueue_adds_total\{name="csistoragecapacity"\} \d+/);
+  assert.match(metrics, /workqueue_adds_total\{name="csitopology"\} \d+/);
+});
+
+test("GetCapacity failures are retried with backoff; other items go on", async (t) => {
+  const env = await capacityEnv(t);
+  await addNode(env.client, "n1", "a");
+  await addNode(env.client, "n2", "b");
+  await addClass(env.client, "fast", "fast");
+  env.table.set("fast/a", { available: 1n * GiB });
+  env.table.set("fast/b", { available: 2n * GiB });
+  env.failures.set("fast/b", 2);
+  const running = runCapacity(t, env, { retryIntervalStartMs: 1000, retryIntervalMaxMs: 60_000 });
+  await untilObjects(env.client, ["fast a=1Gi"], "the healthy item");
+  const asked = (): number => env.requests.filter((r) => r.accessibleTopology?.segments[ZONE] === "b").length;
+  await until(() => asked() === 1 && running.clock.pendingTimers >= 2, "first failure, retry scheduled");
+  await running.clock.advance(999);
+  assert.equal(asked(), 1, "no retry before the backoff");
+  await running.clock.advance(1);
+  await until(() => asked() === 2 && running.clock.pendingTimers >= 2, "second failure, retry scheduled");
+  await running.clock.advance(1999);
+  assert.equal(asked(), 2, "the backoff doubled");
+  await running.clock.advance(1);
+  await untilObjects(env.client, ["fast a=1Gi", "fast b=2Gi"], "the item after the driver recovered");
 });
 
 test("poll: a changed capacity is written at the next poll interval, an unchanged one is not", async (t) => {

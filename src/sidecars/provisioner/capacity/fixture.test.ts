@@ -18,8 +18,8 @@ import {
   type VolumeBindingMode,
 } from "../../../api/index.ts";
 import { FakeClock } from "../../../base/index.ts";
-import { CsiClient, serveCsi, type GetCapacityRequest } from "../../../csi/index.ts";
-import { InformerFactory, type KubeClient } from "../../../kube/index.ts";
+import { CsiClient, CsiError, GrpcStatus, serveCsi, type GetCapacityRequest } from "../../../csi/index.ts";
+import { InformerFactory, WorkQueueMetrics, type KubeClient } from "../../../kube/index.ts";
 import { startTestServer, type TestServer } from "../../../kube/fixture.test.ts";
 import { startCapacityController, type CapacityControllerOptions } from "./index.ts";
 
@@ -36,6 +36,8 @@ export interface CapacityEnv {
   table: Map<string, { available: bigint; maximum?: bigint }>;
   /** Every GetCapacity request the driver received. */
   requests: GetCapacityRequest[];
+  /** "<kind>/<zone>" → how many more GetCapacity calls fail with UNAVAILABLE. */
+  failures: Map<string, number>;
 }
 
 export async function capacityEnv(t: TestContext): Promise<CapacityEnv> {
@@ -46,6 +48,7 @@ export async function capacityEnv(t: TestContext): Promise<CapacityEnv> {
   t.after(() => rm(dir, { recursive: true, force: true }));
   const table = new Map<string, { available: bigint; maximum?: bigint }>();
   const requests: GetCapacityRequest[] = [];
+  const failures = new Map<string, number>();
   const endpoint = `unix://${join(dir, "csi.sock")}`;
   const server = await serveCsi({
     endpoint,
@@ -53,7 +56,13 @@ export async function capacityEnv(t: TestContext): Promise<CapacityEnv> {
       getCapacity: (request) => {
         requests.push(request);
         const zone = request.accessibleTopology?.segments[ZONE] ?? "";
-        const row = table.get(`${request.parameters["kind"] ?? ""}/${zone}`);
+        const key = `${request.parameters["kind"] ?? ""}/${zone}`;
+        const failing = failures.get(key) ?? 0;
+        if (failing > 0) {
+          failures.set(key, failing - 1);
+          return Promise.reject(new CsiError(GrpcStatus.UNAVAILABLE, "storage backend busy"));
+        }
+        const row = table.get(key);
         return Promise.resolve({
           availableCapacity: String(row?.available ?? 0n),
           ...(row?.maximum !== undefined ? { maximumVolumeSize: { value: String(row.maximum) } } : {}),
@@ -65,7 +74,7 @@ export async function capacityEnv(t: TestContext): Promise<CapacityEnv> {
   const csi = CsiClient.connect(endpoint);
   t.after(() => csi.close());
   await client.create(GVR.namespaces, { metadata: { name: NAMESPACE } });
-  return { api, client, csi, table, requests };
+  return { api, client, csi, table, requests, failures };
 }
 
 /** A Node with a zone label and its CSINode with the driver's zone key. */
@@ -130,6 +139,7 @@ export function runCapacity(
       ownerReference: null,
       clock,
       registry,
+      workQueueMetrics: new WorkQueueMetrics({ registry }),
       ...options,
     },
     abort.signal,

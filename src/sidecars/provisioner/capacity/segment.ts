@@ -39,9 +39,12 @@ export function segmentLabels(segment: Segment): Record<string, string> {
   return labels;
 }
 
-/** The CSIStorageCapacity nodeTopology of a segment: matchLabels with every pair. */
+/**
+ * The CSIStorageCapacity nodeTopology of a segment: matchLabels with every pair; `{}` (every
+ * node) for the empty segment, as upstream's Go JSON omits the empty map.
+ */
 export function segmentSelector(segment: Segment): LabelSelector {
-  return { matchLabels: segmentLabels(segment) };
+  return segment.entries.length === 0 ? {} : { matchLabels: segmentLabels(segment) };
 }
 
 /** "key: value+ key2: value2", as upstream logs segments. */
