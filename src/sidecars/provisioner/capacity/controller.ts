@@ -24,7 +24,13 @@
 // those); an object whose labels were changed by someone is forgotten and re-created, one that
 // someone deleted is re-created.
 
-import { GVR, type CSIStorageCapacity, type OwnerReference, type StorageClass } from "../../../api/index.ts";
+import {
+  GVR,
+  LABELS,
+  type CSIStorageCapacity,
+  type OwnerReference,
+  type StorageClass,
+} from "../../../api/index.ts";
 import { errorMessage, realClock, silentLogger, type Clock, type Logger } from "../../../base/index.ts";
 import type { CallOptions, GetCapacityRequestInput, GetCapacityResponse } from "../../../csi/index.ts";
 import {
@@ -82,6 +88,9 @@ interface Item {
   object: CSIStorageCapacity | null;
 }
 
+const DRIVER_LABEL = LABELS.capacityDriverName.key;
+const MANAGED_BY_LABEL = LABELS.capacityManagedBy.key;
+
 const syncKey = (segment: Segment, storageClassName: string): string =>
   JSON.stringify(["sync", segment.id, storageClassName]);
 const deleteKey = (object: CSIStorageCapacity): string =>
@@ -121,7 +130,7 @@ export class CapacityController {
     this.#classes = config.informers.informer<StorageClass>(GVR.storageClasses);
     this.#capacities = config.informers.informer<CSIStorageCapacity>(GVR.csiStorageCapacities, {
       namespace: config.namespace,
-      labelSelector: `csi.storage.k8s.io/drivername=${config.driverName},csi.storage.k8s.io/managed-by=${config.managedBy}`,
+      labelSelector: `${DRIVER_LABEL}=${config.driverName},${MANAGED_BY_LABEL}=${config.managedBy}`,
     });
     this.#classes.addEventHandler({
       onAdd: (sc) => this.#onClass(sc),
@@ -273,8 +282,7 @@ export class CapacityController {
   #isManaged(object: CSIStorageCapacity): boolean {
     const labels = object.metadata?.labels ?? {};
     return (
-      labels["csi.storage.k8s.io/drivername"] === this.#config.driverName &&
-      labels["csi.storage.k8s.io/managed-by"] === this.#config.managedBy
+      labels[DRIVER_LABEL] === this.#config.driverName && labels[MANAGED_BY_LABEL] === this.#config.managedBy
     );
   }
 
