@@ -5,7 +5,13 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GVR, type CSIStorageCapacity, type PersistentVolume } from "../../../api/index.ts";
+import {
+  GVR,
+  type CSINode,
+  type CSIStorageCapacity,
+  type Node,
+  type PersistentVolume,
+} from "../../../api/index.ts";
 import { CapacityRefresh } from "./index.ts";
 import {
   DRIVER,
@@ -149,7 +155,7 @@ test("class deleted → its objects removed; class added → objects created", a
   env.table.set("fast/b", { available: 2n * GiB });
   env.table.set("slow/a", { available: 3n * GiB });
   env.table.set("slow/b", { available: 4n * GiB });
-  runCapacity(t, env);
+  runCapacity(t, env, { workers: 3 });
   await untilObjects(env.client, ["fast a=1Gi", "fast b=2Gi", "slow a=3Gi", "slow b=4Gi"], "first objects");
   await env.client.delete(GVR.storageClasses, "slow");
   await untilObjects(env.client, ["fast a=1Gi", "fast b=2Gi"], "the deleted class's objects removed");
@@ -185,6 +191,20 @@ test("topology: a node moving zone, a new zone and a node leaving change the seg
   await untilObjects(env.client, ["fast a=1Gi", "fast c=1Gi"], "the driver left the node");
   await env.client.delete(GVR.nodes, "n2");
   await untilObjects(env.client, ["fast a=1Gi"], "a deleted node is no segment");
+
+  // kubelet wrote the CSINode with the key before the Node got its label: the node counts
+  // once the label arrives.
+  await env.client.create<Node>(GVR.nodes, { metadata: { name: "late" } });
+  await env.client.create<CSINode>(GVR.csiNodes, {
+    metadata: { name: "late" },
+    spec: { drivers: [{ name: DRIVER, nodeID: "late-id", topologyKeys: [ZONE] }] },
+  });
+  // A node added after it: once its zone shows, the caches hold "late" too (each watch
+  // delivers in order), so the set computed then has judged "late" already.
+  await addNode(env.client, "n4", "d");
+  await untilObjects(env.client, ["fast a=1Gi", "fast d=1Gi"], "no segment for the label-less node");
+  await setZone(env.client, "late", "b");
+  await untilObjects(env.client, ["fast a=1Gi", "fast b=1Gi", "fast d=1Gi"], "the label arrived");
 });
 
 test("restart: existing objects are adopted, not duplicated; stale ones deleted; foreign ones untouched", async (t) => {
