@@ -184,11 +184,6 @@ export class CapacityController {
     return { goal: this.#desired.size, current, obsolete };
   }
 
-  /** Resolves when nothing is queued or being processed (tests). */
-  waitIdle(): Promise<void> {
-    return this.#queue.waitIdle();
-  }
-
   /** Upstream's prepare(): the desired items, then adoption of what exists, then workers. */
   async #prepare(signal: AbortSignal): Promise<void> {
     await Promise.all([
