@@ -115,6 +115,7 @@ export class NodeTopology implements TopologySource {
 
   waitForSync(signal: AbortSignal): Promise<void> {
     if (this.#synced) return Promise.resolve();
+    if (signal.aborted) return Promise.reject(new Error("capacity topology: stopped before it synced"));
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => reject(new Error("capacity topology: stopped before it synced"));
       signal.addEventListener("abort", onAbort, { once: true });
