@@ -5,7 +5,9 @@
 // POD_NAME, NAMESPACE and --capacity-ownerref-level), then call startCapacityController
 // synchronously before starting the shared informer factory — it requests its informers before
 // its first await — and keep its promise: it resolves when the controller has stopped after
-// the signal aborted (or rejects on bad options).
+// the signal aborted (or rejects on bad options). Started later (e.g. on becoming leader, as
+// upstream runs it), call `informers.start(signal)` once more afterwards: it starts only the
+// informers requested since.
 
 import type { OwnerReference } from "../../../api/index.ts";
 import { CsikitError, type Clock, type Logger } from "../../../base/index.ts";
