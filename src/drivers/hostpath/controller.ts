@@ -519,8 +519,9 @@ export function controllerHandlers(context: ControllerContext): Partial<Controll
     },
 
     async getCapacity(request) {
-      if (request.volumeCapabilities.length > 0)
-        capabilitiesAccessType(request.volumeCapabilities, "volume_capabilities");
+      // Capabilities do not change capacity, and upstream hostpath ignores them: the
+      // external-provisioner's capacity tracking sends one mount capability with access mode
+      // UNKNOWN, which a check for a set mode would refuse.
       const kind = request.parameters[STORAGE_KIND_PARAMETER] ?? "";
       let node = config.nodeId;
       const segments = request.accessibleTopology?.segments ?? {};
