@@ -19,13 +19,12 @@ export const DRIVER = "hostpath.csi.k8s.io";
 export interface Cluster {
   env: TestServer;
   client: KubeClient;
+  /** Stops the scheduler and starts a fresh one (new informers, no memory). */
+  restartScheduler(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** A server with a running scheduler; `stop` tears both down (call it in t.after). */
-export async function startCluster(options: Partial<SchedulerOptions> = {}): Promise<Cluster> {
-  const env = await startTestServer();
-  const client = env.client();
+function runScheduler(client: KubeClient, options: Partial<SchedulerOptions>): () => Promise<void> {
   const informers = new InformerFactory({ client, freeze: true });
   const controller = new AbortController();
   const scheduler = startScheduler(
@@ -33,12 +32,26 @@ export async function startCluster(options: Partial<SchedulerOptions> = {}): Pro
     controller.signal,
   );
   const informersRunning = informers.start(controller.signal);
+  return async () => {
+    controller.abort();
+    await Promise.all([scheduler, informersRunning]);
+  };
+}
+
+/** A server with a running scheduler; `stop` tears both down (call it in t.after). */
+export async function startCluster(options: Partial<SchedulerOptions> = {}): Promise<Cluster> {
+  const env = await startTestServer();
+  const client = env.client();
+  let stopScheduler = runScheduler(client, options);
   return {
     env,
     client,
+    async restartScheduler() {
+      await stopScheduler();
+      stopScheduler = runScheduler(client, options);
+    },
     async stop() {
-      controller.abort();
-      await Promise.all([scheduler, informersRunning]);
+      await stopScheduler();
       client.close();
       await env.stop();
     },

@@ -106,6 +106,8 @@ test("unschedulable: FailedScheduling event and PodScheduled=False, retried when
   const nodeB = await client.get<ReturnType<typeof node>>(GVR.nodes, "node-b");
   await client.update(GVR.nodes, { ...nodeB, spec: { ...nodeB.spec, taints: [] } });
   assert.equal(await scheduledNode(client, "picky"), "node-b");
+  const after = (await getPod(client, "picky")).status?.conditions?.find((c) => c.type === "PodScheduled");
+  assert.equal(after?.status, "True", "the binding turns the condition True");
   assert.equal((await getPod(client, "nowhere")).spec?.nodeName, undefined);
   // A toleration of the taint and of unschedulable lets a pod through too.
   await create(client, GVR.pods, [
@@ -375,4 +377,35 @@ test("attach limits: CSINode allocatable count caps unique CSI volumes per node"
     },
   ]);
   assert.equal(await scheduledNode(client, "second"), "node-a");
+});
+
+test("after a restart: a claim's selected-node pins its pod, which is bound once the claim is", async (t) => {
+  const cluster = await startCluster();
+  t.after(() => cluster.stop());
+  const { client } = cluster;
+  await create(client, GVR.nodes, [node("node-a"), node("node-b")]);
+  await create(client, GVR.storageClasses, [
+    { metadata: { name: "wffc" }, provisioner: DRIVER, volumeBindingMode: "WaitForFirstConsumer" },
+  ]);
+  await create(client, GVR.persistentVolumeClaims, [claim("pinned", { storageClassName: "wffc" })]);
+  await create(client, GVR.pods, [pod("pinned-pod", { volumes: claimVolume("pinned") })]);
+  const selectedNode = async (): Promise<string | undefined> =>
+    (await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "pinned", { namespace: "default" }))
+      .metadata?.annotations?.[SELECTED_NODE];
+  assert.equal(await until(selectedNode, "selected-node"), "node-a");
+  // Restarted mid-operation; meanwhile node-a got busier, so a fresh pick would be node-b.
+  await cluster.restartScheduler();
+  await create(client, GVR.pods, [
+    pod("busy-1", { nodeName: "node-a" }),
+    pod("busy-2", { nodeName: "node-a" }),
+  ]);
+  await create(client, GVR.pods, [pod("marker")]);
+  assert.equal(await scheduledNode(client, "marker"), "node-b");
+  assert.equal(await selectedNode(), "node-a", "the selection survives the restart");
+  assert.equal((await getPod(client, "pinned-pod")).spec?.nodeName, undefined);
+  await create(client, GVR.persistentVolumes, [
+    csiVolume("pvc-pinned", "h-pinned", { storageClassName: "wffc" }),
+  ]);
+  await bindClaim(client, "pinned", "pvc-pinned");
+  assert.equal(await scheduledNode(client, "pinned-pod"), "node-a");
 });
