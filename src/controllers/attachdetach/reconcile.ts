@@ -15,7 +15,14 @@
 // Memory is only for Events and the detach timer; after a restart the state is rebuilt from
 // VolumeAttachments, pods and nodes, and anything nothing needs is detached.
 
-import { ANNOTATIONS, GVR, type AttachedVolume, type Node, type VolumeAttachment } from "../../api/index.ts";
+import {
+  ANNOTATIONS,
+  EVENT_REASONS,
+  GVR,
+  type AttachedVolume,
+  type Node,
+  type VolumeAttachment,
+} from "../../api/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
 import {
   isAlreadyExists,
@@ -132,7 +139,7 @@ export class NodeReconciler {
             this.#options.recorder.event(
               pod,
               "Normal",
-              "SuccessfulAttachVolume",
+              EVENT_REASONS.successfulAttachVolume.key,
               attachMessage("AttachVolume.Attach succeeded", volume.persistentVolumeName),
             );
           }
@@ -148,7 +155,7 @@ export class NodeReconciler {
           this.#options.recorder.event(
             pod,
             "Warning",
-            "FailedAttachVolume",
+            EVENT_REASONS.failedAttachVolume.key,
             attachMessage("AttachVolume.Attach failed", volume.persistentVolumeName, error),
           );
         }

@@ -14,6 +14,7 @@
 
 import {
   ANNOTATIONS,
+  EVENT_REASONS,
   GVR,
   keyOf,
   type Node,
@@ -352,7 +353,7 @@ export class PodScheduler {
     this.#options.recorder.event(
       pod,
       "Normal",
-      "Scheduled",
+      EVENT_REASONS.scheduled.key,
       `Successfully assigned ${namespace}/${name} to ${nodeName}`,
     );
   }
@@ -364,7 +365,7 @@ export class PodScheduler {
     message: string,
     signal: AbortSignal,
   ): Promise<ProcessResult> {
-    this.#options.recorder.event(pod, "Warning", "FailedScheduling", message);
+    this.#options.recorder.event(pod, "Warning", EVENT_REASONS.failedScheduling.key, message);
     const current = pod.status?.conditions?.find((condition) => condition.type === "PodScheduled");
     if (current?.status !== "False" || current.reason !== reason || current.message !== message) {
       const condition: PodCondition = {
