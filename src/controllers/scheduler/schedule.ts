@@ -69,8 +69,11 @@ interface Assumption {
   at: number;
   /** Bound via pods/binding; kept until the informer shows spec.nodeName. */
   bound: boolean;
-  /** Claims we asked to provision on `node` (selected-node set). */
-  provisions: string[];
+  /**
+   * Claims to provision on `node` (selected-node set): claim key → its resourceVersion before
+   * our write, while the cache may still show that older version (undefined: nothing written).
+   */
+  provisions: Map<string, string | undefined>;
   /** Claims pre-bound to a static PV: claim key → { PV, resourceVersion before our update }. */
   staticBindings: Map<string, { volume: string; staleVersion: string }>;
 }
@@ -196,7 +199,7 @@ export class PodScheduler {
       node: nodeName,
       at: this.#options.clock.now(),
       bound: false,
-      provisions: [],
+      provisions: new Map(),
       staticBindings: new Map(),
     };
     this.#assumed.set(key, assumption);
@@ -206,8 +209,8 @@ export class PodScheduler {
         assumption.staticBindings.set(objectKeyOf(claim), { volume: nameOf(volume), staleVersion });
       }
       for (const claim of provisions) {
-        await this.#selectNode(claim, nodeName, signal);
-        assumption.provisions.push(objectKeyOf(claim));
+        const staleVersion = await this.#selectNode(claim, nodeName, signal);
+        assumption.provisions.set(objectKeyOf(claim), staleVersion);
       }
     } catch (error) {
       this.#forget(key);
@@ -244,8 +247,14 @@ export class PodScheduler {
     return staleVersion;
   }
 
-  async #selectNode(claim: PersistentVolumeClaim, nodeName: string, signal: AbortSignal): Promise<void> {
-    if (claim.metadata?.annotations?.[ANNOTATIONS.selectedNode.key] === nodeName) return;
+  /** Sets selected-node; returns the claim's version before the write (undefined: none needed). */
+  async #selectNode(
+    claim: PersistentVolumeClaim,
+    nodeName: string,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    if (claim.metadata?.annotations?.[ANNOTATIONS.selectedNode.key] === nodeName) return undefined;
+    const staleVersion = claim.metadata?.resourceVersion ?? "";
     await this.#options.client.patch(
       GVR.persistentVolumeClaims,
       nameOf(claim),
@@ -253,6 +262,7 @@ export class PodScheduler {
       { namespace: claim.metadata?.namespace ?? "" },
       signal,
     );
+    return staleVersion;
   }
 
   /** Upstream's checkBindings: done, still waiting, or failed (selected-node reset, claimRef reset). */
@@ -266,7 +276,7 @@ export class PodScheduler {
     const caches = this.#options.caches;
     let waiting = false;
     let failure: string | undefined;
-    for (const claimKey of [...assumption.provisions, ...assumption.staticBindings.keys()]) {
+    for (const claimKey of [...assumption.provisions.keys(), ...assumption.staticBindings.keys()]) {
       const claim = caches.claims.get(claimKey);
       const claimName = claimKey.slice(claimKey.indexOf("/") + 1);
       if (!claim) {
@@ -290,6 +300,8 @@ export class PodScheduler {
           failure = `ClaimRef got reset for pv "${staticBinding.volume}"`;
           break;
         }
+      } else if (claim.metadata?.resourceVersion === assumption.provisions.get(claimKey)) {
+        // The cache has not seen our selected-node yet.
       } else if (claim.metadata?.annotations?.[ANNOTATIONS.selectedNode.key] !== assumption.node) {
         failure = `selectedNode annotation reset for PVC "${claimName}"`;
         break;
@@ -345,7 +357,7 @@ export class PodScheduler {
       node: nodeName,
       at: this.#options.clock.now(),
       bound: true,
-      provisions: [],
+      provisions: new Map(),
       staticBindings: new Map(),
     });
     this.#attempts.delete(key);

@@ -183,8 +183,16 @@ test("WaitForFirstConsumer: allowedTopologies, selected-node, wait for binding, 
     return current.metadata?.annotations?.[SELECTED_NODE];
   }, "selected-node on the claim");
   assert.equal(selected, "node-b", "zone a is not allowed; b is first by name");
-  // Not bound before the claim is.
-  assert.equal((await getPod(client, "topo-pod")).spec?.nodeName, undefined);
+  // A pod scheduled after it (one worker, in order) proves the scheduler is past topo-pod's
+  // decision: topo-pod waits for its claim, without any failure.
+  await create(client, GVR.pods, [pod("marker")]);
+  assert.equal(await scheduledNode(client, "marker"), "node-a");
+  const waiting = await getPod(client, "topo-pod");
+  assert.equal(waiting.spec?.nodeName, undefined, "not bound before the claim is");
+  assert.equal(
+    waiting.status?.conditions?.find((c) => c.type === "PodScheduled"),
+    undefined,
+  );
 
   // The provisioner fails on node-b and removes the annotation; node-b is now tainted, so the
   // scheduler picks again: node-c.
