@@ -204,3 +204,16 @@ test("after a restart: rebuilt from attachments and pods; what nothing needs is 
   assert.deepEqual(await volumesAttached(client, "node-a"), [`${uniqueVolumeName(DRIVER, "h-keep")}|`]);
   assert.ok(await attachment(client, keep), "the needed attachment stays");
 });
+
+test("an attacher that never answers: FailedAttachVolume after the attach timeout", async (t) => {
+  const { client, run } = await startEnv(t);
+  await createNode(client, "node-a");
+  await boundVolume(client, "slow", "h-slow");
+  run({ attachTimeoutMs: 200 });
+  await scheduledPod(client, "app", "node-a", ["slow"]);
+  const event = await podEvent(client, "app", "FailedAttachVolume");
+  assert.equal(
+    event.message,
+    `AttachVolume.Attach failed for volume "pv-slow" : timed out waiting for external-attacher of ${DRIVER} CSI driver to attach volume h-slow`,
+  );
+});

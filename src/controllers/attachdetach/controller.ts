@@ -41,6 +41,8 @@ export interface AttachDetachOptions {
   workers?: number;
   /** Force detach from a not-Ready node after this long. Default 360000 (upstream maxWaitForUnmountDuration, 6m). */
   maxWaitForUnmountMs?: number;
+  /** FailedAttachVolume when the attacher has not answered after this long. Default 120000 (upstream csiTimeout). */
+  attachTimeoutMs?: number;
   /** Event recorder (component "attachdetach-controller"); default one of its own, started here. */
   recorder?: EventRecorder;
 }
@@ -96,6 +98,7 @@ export async function startAttachDetachController(
     recorder,
     clock,
     maxWaitForUnmountMs: options.maxWaitForUnmountMs ?? 360_000,
+    attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
     lookups: {
       node: (name) => nodes.store.get(name),
       podsOnNode: (name) => pods.store.byIndex(POD_NODE_INDEX, name),

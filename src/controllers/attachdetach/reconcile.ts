@@ -4,7 +4,8 @@
 // - Attach: a desired volume without its VolumeAttachment gets one (deterministic name, so a
 //   stale cache or a second run cannot create two; an existing one is never modified). Attached
 //   → reported in node.status.volumesAttached and a SuccessfulAttachVolume Event when we saw it
-//   pending; attachError → FailedAttachVolume Event on the pods with the attacher's message.
+//   pending; attachError → FailedAttachVolume Event on the pods with the attacher's message (or,
+//   with no answer after attachTimeout, upstream's "timed out waiting for external-attacher").
 // - Detach: an attachment nothing needs is detached once the node no longer lists the volume in
 //   status.volumesInUse, or — for a node that is not Ready (or gone) — once maxWaitForUnmount
 //   has passed since the detach was first wanted; at once with the out-of-service taint. As
@@ -46,6 +47,8 @@ export interface NodeReconcilerOptions {
   clock: Clock;
   /** Upstream maxWaitForUnmountDuration (6 minutes). */
   maxWaitForUnmountMs: number;
+  /** How long to wait for the attacher before a FailedAttachVolume Event (upstream csiTimeout, 2 minutes). */
+  attachTimeoutMs: number;
 }
 
 export function managedNode(node: Node | undefined): boolean {
@@ -67,8 +70,8 @@ export class NodeReconciler {
   readonly #options: NodeReconcilerOptions;
   /** Node → attachment name → when its detach was first wanted (upstream's detachRequestedTime). */
   readonly #detachRequestedAtByNode = new Map<string, Map<string, number>>();
-  /** Attachments seen not attached yet (a later success gets an Event). */
-  readonly #pending = new Set<string>();
+  /** Attachments seen not attached yet → since when (a later success gets an Event; a long wait one too). */
+  readonly #pending = new Map<string, number>();
   /** Attachment name → attach error message already reported. */
   readonly #reportedErrors = new Map<string, string>();
 
@@ -129,7 +132,7 @@ export class NodeReconciler {
       if (attachment.metadata?.deletionTimestamp) {
         // Still detaching from an earlier use: attach again once it is gone (its delete event
         // brings us back).
-        this.#pending.add(name);
+        this.#markPending(name, now);
         continue;
       }
       if (attachment.status?.attached) {
@@ -147,8 +150,13 @@ export class NodeReconciler {
         this.#reportedErrors.delete(name);
         continue;
       }
-      this.#pending.add(name);
-      const error = attachment.status?.attachError?.message;
+      const waited = now - this.#markPending(name, now);
+      let error = attachment.status?.attachError?.message;
+      if (error === undefined && waited >= this.#options.attachTimeoutMs) {
+        error = `timed out waiting for external-attacher of ${volume.driver} CSI driver to attach volume ${volume.volumeHandle}`;
+      } else if (error === undefined) {
+        requeueAfterMs = minDelay(requeueAfterMs, this.#options.attachTimeoutMs - waited);
+      }
       if (error !== undefined && this.#reportedErrors.get(name) !== error) {
         this.#reportedErrors.set(name, error);
         for (const pod of volume.pods) {
@@ -167,6 +175,13 @@ export class NodeReconciler {
     for (const name of detachRequestedAt.keys()) if (!attachments.has(name)) detachRequestedAt.delete(name);
     if (detachRequestedAt.size === 0) this.#detachRequestedAtByNode.delete(nodeName);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /** Remembers that the attachment is awaited; returns since when. */
+  #markPending(name: string, now: number): number {
+    const since = this.#pending.get(name) ?? now;
+    this.#pending.set(name, since);
+    return since;
   }
 
   async #createAttachment(
@@ -195,7 +210,7 @@ export class NodeReconciler {
       // Created earlier (a stale cache, a previous run): it is never modified.
       if (!isAlreadyExists(error)) throw error;
     }
-    this.#pending.add(volume.attachmentName);
+    this.#markPending(volume.attachmentName, this.#options.clock.now());
   }
 
   /** Upstream's node status updater: a strategic merge patch of status.volumesAttached. */
