@@ -72,6 +72,7 @@ export async function startScheduler(options: SchedulerOptions, signal: AbortSig
   const recorder =
     options.recorder ??
     new EventRecorder({ client: options.client, component: DEFAULT_SCHEDULER_NAME, clock, logger });
+  const queue = new WorkQueue<string>({ name: "scheduler", clock });
   const scheduler = new PodScheduler({
     client: options.client,
     caches: {
@@ -90,8 +91,8 @@ export async function startScheduler(options: SchedulerOptions, signal: AbortSig
     bindTimeoutMs: options.bindTimeoutMs ?? 600_000,
     initialBackoffMs: options.podInitialBackoffMs ?? 1000,
     maxBackoffMs: options.podMaxBackoffMs ?? 10_000,
+    requeue: (key) => queue.addRateLimited(key),
   });
-  const queue = new WorkQueue<string>({ name: "scheduler", clock });
   const removers = registerHandlers(informers, scheduler, queue);
   const recorderStopped = ownRecorder ? recorder.start(signal) : Promise.resolve();
   try {
@@ -110,6 +111,7 @@ export async function startScheduler(options: SchedulerOptions, signal: AbortSig
   } finally {
     queue.shutDown();
     for (const remove of removers) remove();
+    await scheduler.drain();
     await recorderStopped;
   }
 }

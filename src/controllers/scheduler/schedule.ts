@@ -2,7 +2,8 @@
 // least loaded that fits (ties by name, so placement is deterministic and spreads evenly), make
 // the volume decisions of WaitForFirstConsumer claims durable (PV claimRef for a static match,
 // `volume.kubernetes.io/selected-node` for provisioning), wait — event driven — until those
-// claims are bound, then POST pods/binding. A failure is a FailedScheduling Event plus a
+// claims are bound, then POST pods/binding — in the background, as upstream's binding cycle, so
+// the next decision does not wait for the API server. A failure is a FailedScheduling Event plus a
 // PodScheduled=False condition, and a retry with per-pod backoff (1s doubling to 10s, as
 // upstream's podInitialBackoff/podMaxBackoff).
 //
@@ -61,6 +62,8 @@ export interface PodSchedulerOptions {
   bindTimeoutMs: number;
   initialBackoffMs: number;
   maxBackoffMs: number;
+  /** Puts a pod back on the queue with backoff (a binding failed outside a reconcile). */
+  requeue(key: string): void;
 }
 
 interface Assumption {
@@ -90,6 +93,8 @@ export class PodScheduler {
   readonly #assumed = new Map<string, Assumption>();
   /** Scheduling attempts that failed in a row, per pod key (backoff). */
   readonly #attempts = new Map<string, number>();
+  /** Bindings in flight. */
+  readonly #bindings = new Set<Promise<void>>();
   /** PV name → claim it was pre-bound to by us, until the cache shows it. */
   readonly #assumedVolumes = new Map<string, PersistentVolumeClaim>();
 
@@ -192,8 +197,10 @@ export class PodScheduler {
       return this.#fail(key, pod, "Unschedulable", fitErrorMessage(nodes.length, rejections), signal);
     const nodeName = nameOf(best.node);
     const { staticBindings, provisions } = best.fit.volumes;
-    if (staticBindings.length === 0 && provisions.length === 0)
-      return this.#bind(key, pod, nodeName, signal, logger);
+    if (staticBindings.length === 0 && provisions.length === 0) {
+      this.#bind(key, pod, nodeName, signal, logger);
+      return;
+    }
     const assumption: Assumption = {
       uid: pod.metadata?.uid ?? "",
       node: nodeName,
@@ -323,10 +330,36 @@ export class PodScheduler {
       );
     }
     if (waiting) return { requeueAfterMs: this.#options.bindTimeoutMs - elapsed };
-    return this.#bind(key, pod, assumption.node, signal, logger);
+    this.#bind(key, pod, assumption.node, signal, logger);
   }
 
-  async #bind(key: string, pod: Pod, nodeName: string, signal: AbortSignal, logger: Logger): Promise<void> {
+  /**
+   * The binding cycle: runs beside the next decisions (as upstream's), the pod counted on its
+   * node meanwhile; a failed binding drops the assumption and sends the pod back to the queue.
+   */
+  #bind(key: string, pod: Pod, nodeName: string, signal: AbortSignal, logger: Logger): void {
+    this.#forget(key);
+    this.#assumed.set(key, {
+      uid: pod.metadata?.uid ?? "",
+      node: nodeName,
+      at: this.#options.clock.now(),
+      bound: true,
+      provisions: new Map(),
+      staticBindings: new Map(),
+    });
+    const binding = this.#postBinding(key, pod, nodeName, signal, logger).finally(() =>
+      this.#bindings.delete(binding),
+    );
+    this.#bindings.add(binding);
+  }
+
+  async #postBinding(
+    key: string,
+    pod: Pod,
+    nodeName: string,
+    signal: AbortSignal,
+    logger: Logger,
+  ): Promise<void> {
     const namespace = pod.metadata?.namespace ?? "";
     const name = nameOf(pod);
     try {
@@ -344,22 +377,16 @@ export class PodScheduler {
         signal,
       );
     } catch (error) {
+      this.#forget(key);
       // Already assigned (by us before a restart, or by someone else): nothing to do.
-      if (isConflict(error)) {
-        this.#forget(key);
-        return;
-      }
-      throw error;
+      if (isConflict(error) || signal.aborted) return;
+      logger.error("binding failed, the pod goes back to the queue", {
+        node: nodeName,
+        err: errorMessage(error),
+      });
+      this.#options.requeue(key);
+      return;
     }
-    this.#forget(key);
-    this.#assumed.set(key, {
-      uid: pod.metadata?.uid ?? "",
-      node: nodeName,
-      at: this.#options.clock.now(),
-      bound: true,
-      provisions: new Map(),
-      staticBindings: new Map(),
-    });
     this.#attempts.delete(key);
     logger.info(2, "pod bound", { node: nodeName });
     this.#options.recorder.event(
@@ -368,6 +395,11 @@ export class PodScheduler {
       EVENT_REASONS.scheduled.key,
       `Successfully assigned ${namespace}/${name} to ${nodeName}`,
     );
+  }
+
+  /** Resolves when no binding is in flight (shutdown, tests). */
+  async drain(): Promise<void> {
+    while (this.#bindings.size > 0) await Promise.all([...this.#bindings]);
   }
 
   async #fail(
