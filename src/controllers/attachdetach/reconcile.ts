@@ -94,6 +94,7 @@ export class NodeReconciler {
     const outOfService = node?.spec?.taints?.some((t) => t.key === OUT_OF_SERVICE_TAINT) ?? false;
     const reported: AttachedVolume[] = [];
     const toDetach: VolumeAttachment[] = [];
+    const toAttach: DesiredVolume[] = [];
     let requeueAfterMs: number | undefined;
     const now = clock.now();
     const detachRequestedAt = this.#detachRequestedAtByNode.get(nodeName) ?? new Map<string, number>();
@@ -126,7 +127,7 @@ export class NodeReconciler {
       detachRequestedAt.delete(name);
       const attachment = attachments.get(name);
       if (!attachment) {
-        await this.#createAttachment(volume, nodeName, signal, logger);
+        toAttach.push(volume);
         continue;
       }
       if (attachment.metadata?.deletionTimestamp) {
@@ -170,8 +171,12 @@ export class NodeReconciler {
       }
     }
 
+    // Upstream's order: the report drops what is about to be detached, detaches go before
+    // attaches; independent writes go out together (a hundred new pods are not a hundred
+    // sequential round trips).
     if (node) await this.#reportAttached(node, reported, signal);
-    for (const attachment of toDetach) await this.#deleteAttachment(attachment, signal, logger);
+    await Promise.all(toDetach.map((attachment) => this.#deleteAttachment(attachment, signal, logger)));
+    await Promise.all(toAttach.map((volume) => this.#createAttachment(volume, nodeName, signal, logger)));
     for (const name of detachRequestedAt.keys()) if (!attachments.has(name)) detachRequestedAt.delete(name);
     if (detachRequestedAt.size === 0) this.#detachRequestedAtByNode.delete(nodeName);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
