@@ -517,6 +517,31 @@ export function patchObject(
 // ---------------------------------------------------------------------------------------------
 // pods/binding
 
+/**
+ * Sets the PodScheduled condition to True as kube-apiserver's binding does (podutil
+ * UpdatePodCondition: a fresh condition; the transition time kept when the status was True).
+ */
+function markScheduled(pod: KubeObject, now: number): void {
+  const status = (typeof pod.status === "object" && pod.status !== null ? pod.status : {}) as Record<
+    string,
+    unknown
+  >;
+  const conditions = Array.isArray(status.conditions) ? (status.conditions as Record<string, unknown>[]) : [];
+  const index = conditions.findIndex((condition) => condition.type === "PodScheduled");
+  const old = index >= 0 ? conditions[index] : undefined;
+  const condition = {
+    type: "PodScheduled",
+    status: "True",
+    lastProbeTime: null,
+    lastTransitionTime:
+      old?.status === "True" && old.lastTransitionTime ? old.lastTransitionTime : timestamp(now),
+  };
+  if (index >= 0) conditions[index] = condition;
+  else conditions.push(condition);
+  status.conditions = conditions;
+  pod.status = status;
+}
+
 /** POST pods/<name>/binding: sets spec.nodeName once, as the scheduler's bind does. */
 export function bindPod(ctx: RestContext, target: Target, body: unknown, options: WriteOptions): RestResult {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
@@ -554,6 +579,7 @@ export function bindPod(ctx: RestContext, target: Target, body: unknown, options
   }
   spec.nodeName = node;
   next.spec = spec;
+  markScheduled(next, ctx.clock.now());
   const bindingMeta = binding.metadata;
   if (typeof bindingMeta === "object" && bindingMeta !== null && "annotations" in bindingMeta) {
     const annotations = bindingMeta.annotations;

@@ -358,6 +358,8 @@ describe("status subresource, generation, finalizers", () => {
     });
     const pod = await core.readNamespacedPod({ namespace: "default", name: "bindme" });
     assert.equal(pod.spec?.nodeName, "node-1");
+    const scheduled = pod.status?.conditions?.find((condition) => condition.type === "PodScheduled");
+    assert.equal(scheduled?.status, "True");
     const again = await failure(
       core.createNamespacedPodBinding({
         namespace: "default",

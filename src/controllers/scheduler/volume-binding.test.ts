@@ -1,0 +1,220 @@
+// Volume rules as tables: static matching (smallest fit, pre-bound, modes, class, selector,
+// affinity), capacity, per-node decisions and attach limits.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type {
+  CSIDriver,
+  CSIStorageCapacity,
+  Node,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  StorageClass,
+} from "../../api/index.ts";
+import {
+  VOLUME_REASONS,
+  filterVolumes,
+  findMatchingVolume,
+  hasEnoughCapacity,
+  preFilterVolumes,
+  type VolumeView,
+} from "./volume-binding.ts";
+import { fitsVolumeLimits } from "./volume-limits.ts";
+
+const nodeA: Node = { metadata: { name: "a", labels: { zone: "a" } } };
+
+function view(parts: {
+  claims?: PersistentVolumeClaim[];
+  volumes?: PersistentVolume[];
+  classes?: StorageClass[];
+  drivers?: CSIDriver[];
+  capacities?: CSIStorageCapacity[];
+}): VolumeView {
+  return {
+    claim: (namespace, name) =>
+      parts.claims?.find((c) => c.metadata?.namespace === namespace && c.metadata.name === name),
+    volume: (name) => parts.volumes?.find((v) => v.metadata?.name === name),
+    volumes: () => parts.volumes ?? [],
+    storageClass: (name) => parts.classes?.find((c) => c.metadata?.name === name),
+    csiDriver: (name) => parts.drivers?.find((d) => d.metadata?.name === name),
+    capacities: () => parts.capacities ?? [],
+  };
+}
+
+function pv(
+  name: string,
+  size: string,
+  extra: Partial<NonNullable<PersistentVolume["spec"]>> = {},
+): PersistentVolume {
+  return {
+    metadata: { name },
+    spec: {
+      capacity: { storage: size },
+      accessModes: ["ReadWriteOnce"],
+      storageClassName: "local",
+      csi: { driver: "d", volumeHandle: name },
+      ...extra,
+    },
+    status: { phase: "Available" },
+  };
+}
+
+const claim: PersistentVolumeClaim = {
+  metadata: { name: "c", namespace: "ns", uid: "u1" },
+  spec: {
+    accessModes: ["ReadWriteOnce"],
+    storageClassName: "local",
+    resources: { requests: { storage: "5Mi" } },
+  },
+};
+
+test("static match: smallest that fits; pre-bound wins; modes, class, phase and affinity filter", () => {
+  const zoneB = {
+    required: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key: "zone", operator: "In" as const, values: ["b"] }] }],
+    },
+  };
+  const volumes = [
+    pv("big", "50Mi"),
+    pv("small", "6Mi"),
+    pv("tiny", "1Mi"),
+    pv("rox", "5Mi", { accessModes: ["ReadOnlyMany"] }),
+    pv("other-class", "5Mi", { storageClassName: "x" }),
+    pv("elsewhere", "5Mi", { nodeAffinity: zoneB }),
+    { ...pv("released", "5Mi"), status: { phase: "Released" as const } },
+  ];
+  assert.equal(findMatchingVolume(claim, nodeA, view({ volumes }), new Set())?.metadata?.name, "small");
+  assert.equal(
+    findMatchingVolume(claim, nodeA, view({ volumes }), new Set(["small"]))?.metadata?.name,
+    "big",
+  );
+  const prebound = pv("prebound", "100Mi", { claimRef: { namespace: "ns", name: "c", uid: "u1" } });
+  assert.equal(
+    findMatchingVolume(claim, nodeA, view({ volumes: [...volumes, prebound] }), new Set())?.metadata?.name,
+    "prebound",
+  );
+  const preboundElsewhere = pv("pb2", "100Mi", {
+    claimRef: { namespace: "ns", name: "c" },
+    nodeAffinity: zoneB,
+  });
+  assert.equal(
+    findMatchingVolume(claim, nodeA, view({ volumes: [preboundElsewhere, ...volumes] }), new Set()),
+    undefined,
+  );
+  const block = { ...claim, spec: { ...claim.spec, volumeMode: "Block" as const } };
+  assert.equal(findMatchingVolume(block, nodeA, view({ volumes }), new Set()), undefined);
+});
+
+test("capacity: only opted-in drivers; maximumVolumeSize preferred; topology must match", () => {
+  const wffc: StorageClass = {
+    metadata: { name: "local" },
+    provisioner: "d",
+    volumeBindingMode: "WaitForFirstConsumer",
+  };
+  const capacity = (size: string, zone: string, max?: string): CSIStorageCapacity => ({
+    metadata: { name: `cap-${zone}` },
+    storageClassName: "local",
+    capacity: size,
+    ...(max ? { maximumVolumeSize: max } : {}),
+    nodeTopology: { matchLabels: { zone } },
+  });
+  const optedIn = [{ metadata: { name: "d" }, spec: { storageCapacity: true } }];
+  assert.equal(hasEnoughCapacity(claim, wffc, nodeA, view({})), true, "no CSIDriver: not checked");
+  assert.equal(hasEnoughCapacity(claim, wffc, nodeA, view({ drivers: optedIn })), false);
+  assert.equal(
+    hasEnoughCapacity(claim, wffc, nodeA, view({ drivers: optedIn, capacities: [capacity("10Mi", "a")] })),
+    true,
+  );
+  assert.equal(
+    hasEnoughCapacity(
+      claim,
+      wffc,
+      nodeA,
+      view({ drivers: optedIn, capacities: [capacity("10Mi", "a", "1Mi")] }),
+    ),
+    false,
+  );
+  assert.equal(
+    hasEnoughCapacity(claim, wffc, nodeA, view({ drivers: optedIn, capacities: [capacity("10Mi", "b")] })),
+    false,
+  );
+});
+
+test("per-node decision: provision, static binding, selected-node elsewhere, missing PV", () => {
+  const classes: StorageClass[] = [
+    { metadata: { name: "local" }, provisioner: "d", volumeBindingMode: "WaitForFirstConsumer" },
+  ];
+  const decision = filterVolumes({ bound: [], delayed: [claim] }, nodeA, view({ classes }));
+  assert.deepEqual(decision.reasons, []);
+  assert.equal(decision.provisions.length, 1);
+  const withPV = filterVolumes(
+    { bound: [], delayed: [claim] },
+    nodeA,
+    view({ classes, volumes: [pv("small", "6Mi")] }),
+  );
+  assert.equal(withPV.staticBindings[0]?.volume.metadata?.name, "small");
+  const elsewhere = {
+    ...claim,
+    metadata: { ...claim.metadata, annotations: { "volume.kubernetes.io/selected-node": "b" } },
+  };
+  assert.deepEqual(filterVolumes({ bound: [], delayed: [elsewhere] }, nodeA, view({ classes })).reasons, [
+    VOLUME_REASONS.bindConflict,
+  ]);
+  const bound = { ...claim, spec: { ...claim.spec, volumeName: "gone" } };
+  assert.deepEqual(filterVolumes({ bound: [bound], delayed: [] }, nodeA, view({ classes })).reasons, [
+    VOLUME_REASONS.pvNotExist,
+  ]);
+});
+
+test("prefilter: missing claim, deleting claim, unbound immediate claim", () => {
+  const podWith = (claimName: string): Pod => ({
+    metadata: { name: "p", namespace: "ns" },
+    spec: { containers: [], volumes: [{ name: "v", persistentVolumeClaim: { claimName } }] },
+  });
+  assert.deepEqual(preFilterVolumes(podWith("nope"), view({})), {
+    ok: false,
+    message: 'persistentvolumeclaim "nope" not found',
+  });
+  const deleting = { ...claim, metadata: { ...claim.metadata, deletionTimestamp: "2024-01-01T00:00:00Z" } };
+  assert.deepEqual(preFilterVolumes(podWith("c"), view({ claims: [deleting] })), {
+    ok: false,
+    message: 'persistentvolumeclaim "c" is being deleted',
+  });
+  assert.deepEqual(preFilterVolumes(podWith("c"), view({ claims: [claim] })), {
+    ok: false,
+    message: "pod has unbound immediate PersistentVolumeClaims",
+  });
+});
+
+test("attach limits count unique volumes per driver; inline volumes count", () => {
+  const volumes = [pv("v1", "1Mi"), pv("v2", "1Mi")];
+  const claims: PersistentVolumeClaim[] = ["v1", "v2"].map((name) => ({
+    metadata: { name, namespace: "ns" },
+    spec: { volumeName: name },
+  }));
+  const podUsing = (name: string, ...claimNames: string[]): Pod => ({
+    metadata: { name, namespace: "ns", uid: name },
+    spec: {
+      containers: [],
+      volumes: claimNames.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),
+    },
+  });
+  const csiNode = {
+    metadata: { name: "a" },
+    spec: { drivers: [{ name: "d", nodeID: "a", allocatable: { count: 1 } }] },
+  };
+  const lookups = view({ volumes, claims });
+  assert.equal(fitsVolumeLimits(podUsing("p1", "v1"), [], csiNode, lookups), true);
+  assert.equal(fitsVolumeLimits(podUsing("p2", "v2"), [podUsing("p1", "v1")], csiNode, lookups), false);
+  assert.equal(fitsVolumeLimits(podUsing("p3", "v1"), [podUsing("p1", "v1")], csiNode, lookups), true);
+  assert.equal(
+    fitsVolumeLimits(podUsing("p2", "v2"), [podUsing("p1", "v1")], undefined, lookups),
+    true,
+    "no CSINode: no limit",
+  );
+  const inline: Pod = {
+    metadata: { name: "i", uid: "i" },
+    spec: { containers: [], volumes: [{ name: "x", csi: { driver: "d" } }] },
+  };
+  assert.equal(fitsVolumeLimits(inline, [podUsing("p1", "v1")], csiNode, lookups), false);
+});

@@ -1,0 +1,73 @@
+// Per-node attachable volume limits, as upstream's NodeVolumeLimits (CSILimits) filter: each
+// driver's limit is CSINode spec.drivers[].allocatable.count; the node's scheduled pods' unique
+// CSI volumes of that driver plus the new pod's volumes not already on the node must not
+// exceed it. Drivers without a limit are not counted. Pure functions.
+
+import type { CSINode, Pod } from "../../api/index.ts";
+import { claimClass, podVolumeClaimName, type VolumeView } from "./volume-binding.ts";
+
+/** Unique volume id → driver name, for the CSI volumes a pod uses. */
+export function podCSIVolumes(pod: Pod, view: VolumeView): Map<string, string> {
+  const out = new Map<string, string>();
+  const namespace = pod.metadata?.namespace ?? "";
+  for (const volume of pod.spec?.volumes ?? []) {
+    if (volume.csi) {
+      // Inline ephemeral volumes are per pod.
+      out.set(`${volume.csi.driver}^inline:${pod.metadata?.uid ?? ""}/${volume.name}`, volume.csi.driver);
+      continue;
+    }
+    const claimName = podVolumeClaimName(pod, volume);
+    if (claimName === undefined) continue;
+    const claim = view.claim(namespace, claimName);
+    if (!claim) continue;
+    const volumeName = claim.spec?.volumeName ?? "";
+    if (volumeName !== "") {
+      const csi = view.volume(volumeName)?.spec?.csi;
+      if (csi) out.set(`${csi.driver}^${csi.volumeHandle}`, csi.driver);
+      continue;
+    }
+    // Not bound yet: the class's provisioner will create it.
+    const provisioner = view.storageClass(claimClass(claim))?.provisioner;
+    if (provisioner) out.set(`${provisioner}^claim:${namespace}/${claimName}`, provisioner);
+  }
+  return out;
+}
+
+/** Driver → allocatable count, from the node's CSINode. */
+export function nodeVolumeLimits(csiNode: CSINode | undefined): Map<string, number> {
+  const limits = new Map<string, number>();
+  for (const driver of csiNode?.spec?.drivers ?? []) {
+    const count = driver.allocatable?.count;
+    if (typeof count === "number") limits.set(driver.name, count);
+  }
+  return limits;
+}
+
+/** Whether the pod's new volumes fit within the node's limits given the pods already there. */
+export function fitsVolumeLimits(
+  pod: Pod,
+  podsOnNode: readonly Pod[],
+  csiNode: CSINode | undefined,
+  view: VolumeView,
+): boolean {
+  const limits = nodeVolumeLimits(csiNode);
+  if (limits.size === 0) return true;
+  const fresh = podCSIVolumes(pod, view);
+  if (fresh.size === 0) return true;
+  const attached = new Map<string, string>();
+  for (const other of podsOnNode)
+    for (const [id, driver] of podCSIVolumes(other, view)) attached.set(id, driver);
+  const attachedCount = new Map<string, number>();
+  for (const [id, driver] of attached) {
+    // A volume several pods share counts once.
+    fresh.delete(id);
+    attachedCount.set(driver, (attachedCount.get(driver) ?? 0) + 1);
+  }
+  const freshCount = new Map<string, number>();
+  for (const driver of fresh.values()) freshCount.set(driver, (freshCount.get(driver) ?? 0) + 1);
+  for (const [driver, count] of freshCount) {
+    const limit = limits.get(driver);
+    if (limit !== undefined && (attachedCount.get(driver) ?? 0) + count > limit) return false;
+  }
+  return true;
+}
