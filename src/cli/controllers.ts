@@ -14,7 +14,7 @@ function loopList(): string {
 export const controllersCommand: Command = {
   name: "controllers",
   summary:
-    "Run the cluster's volume loops (PV binder, pvc/pv protection, garbage collector) like kube-controller-manager",
+    "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",
   usage: "csikit controllers [--kubeconfig=FILE] [--controllers=*,-foo] [flags]",
   description:
     "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +

@@ -165,11 +165,19 @@ export async function claimPhase(
   return getOrUndefined<PersistentVolumeClaim>(client, GVR.persistentVolumeClaims, name, NS);
 }
 
-export async function waitClaimBound(client: KubeClient, name: string): Promise<PersistentVolumeClaim> {
-  return until(async () => {
-    const claim = await claimPhase(client, name);
-    return claim?.status?.phase === "Bound" ? claim : undefined;
-  }, `claim ${name} Bound`);
+export async function waitClaimBound(
+  client: KubeClient,
+  name: string,
+  limitMs?: number,
+): Promise<PersistentVolumeClaim> {
+  return until(
+    async () => {
+      const claim = await claimPhase(client, name);
+      return claim?.status?.phase === "Bound" ? claim : undefined;
+    },
+    `claim ${name} Bound`,
+    limitMs,
+  );
 }
 
 export async function waitVolumePhase(

@@ -1,5 +1,8 @@
 // The control-plane loops a real cluster runs for volumes (kube-controller-manager's share):
-// PV binder, pvc/pv protection, garbage collector, and the composition root that runs them.
+// PV binder, pvc/pv protection, garbage collector, attach/detach, plus the volume-aware
+// scheduler (kube-scheduler's share), and the composition root that runs them.
 export * from "./pv/index.ts";
 export * from "./gc/index.ts";
+export * from "./attachdetach/index.ts";
+export * from "./scheduler/index.ts";
 export * from "./run.ts";

@@ -14,12 +14,14 @@
 
 import { childController, errorMessage, silentLogger, type Logger } from "../base/index.ts";
 import { InformerFactory, runWithLeaderElection, type KubeClient } from "../kube/index.ts";
+import { startAttachDetachController } from "./attachdetach/index.ts";
 import { startGarbageCollector } from "./gc/index.ts";
 import {
   startPersistentVolumeController,
   startPvProtectionController,
   startPvcProtectionController,
 } from "./pv/index.ts";
+import { startScheduler } from "./scheduler/index.ts";
 
 /** What every loop's start function receives. */
 export interface ControllerContext {
@@ -35,6 +37,8 @@ export interface ControllerKnobs {
   pvClaimBinderSyncPeriodMs?: number;
   /** --concurrent-gc-syncs. Default 20. */
   concurrentGcSyncs?: number;
+  /** How long a detach waits for an unresponsive node to unmount (KCM: a fixed 6 minutes). Default 360000 ms. */
+  attachDetachMaxWaitForUnmountMs?: number;
 }
 
 export interface ControllerLoop {
@@ -89,6 +93,29 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
         },
         signal,
       ),
+  },
+  {
+    name: "persistentvolume-attach-detach-controller",
+    aliases: ["attachdetach"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startAttachDetachController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.attachDetachMaxWaitForUnmountMs !== undefined
+            ? { maxWaitForUnmountMs: knobs.attachDetachMaxWaitForUnmountMs }
+            : {}),
+        },
+        signal,
+      ),
+  },
+  {
+    // kube-scheduler is a process of its own upstream; here it is one more loop, so
+    // `--controllers=-scheduler` leaves placement to a real kube-scheduler.
+    name: "scheduler",
+    aliases: ["kube-scheduler"],
+    start: ({ client, informers, logger }, signal) => startScheduler({ client, informers, logger }, signal),
   },
 ];
 
