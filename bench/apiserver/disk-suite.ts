@@ -44,6 +44,8 @@ interface FsFigures {
 
 const NS = "bench-disk";
 const LIST_NS = "bench-list";
+/** The fan-out scenario's namespace: one object, so a watch starts without a large initial list. */
+const PUT_NS = "bench-put";
 const LIST_OBJECTS = 5_000;
 
 export async function runDiskSuite(options: DiskSuiteOptions): Promise<void> {
@@ -65,7 +67,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
     raw = new RawClient({ ...server, maxSockets: 64 });
     const client = raw;
     await runBounded(50, 8, async () => void (await client.send("GET", "/api/v1/namespaces/default")));
-    for (const ns of [NS, LIST_NS])
+    for (const ns of [NS, LIST_NS, PUT_NS])
       await client.send("POST", "/api/v1/namespaces", { metadata: { name: ns } });
 
     const creates = new Map<number, Summary>();
@@ -97,14 +99,16 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
     );
 
     const putsByWatchers = new Map<number, Summary>();
-    await client.send("POST", cms(NS), configMap("target", 1024));
+    await client.send("POST", cms(PUT_NS), configMap("target", 1024));
     for (const watchers of options.watcherCounts) {
       options.progress(`${label}: serial 1 KB PUTs with ${watchers} watchers`);
       const streams = await openWatchers(client, server, watchers);
       try {
         const count = options.quick ? 100 : 1_000;
         const result = await runBounded(count, 1, async (i) => {
-          await client.send("PUT", `${cms(NS)}/target`, configMap("target", 1024, String(i)));
+          await retryReset(() =>
+            client.send("PUT", `${cms(PUT_NS)}/target`, configMap("target", 1024, String(i))),
+          );
         });
         putsByWatchers.set(watchers, summarize(result));
       } finally {
@@ -215,14 +219,27 @@ interface WatchStream {
 }
 
 /**
- * Opens `count` watches on the bench namespace's ConfigMaps that read (and drop) every byte, 25
+ * Runs `op` again once if a kept-alive socket was reset under it: the server closes idle
+ * keep-alive sockets, and a request can race that close. Only for requests safe to repeat.
+ */
+async function retryReset<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+    return op();
+  }
+}
+
+/**
+ * Opens `count` watches on the fan-out namespace's ConfigMaps that read (and drop) every byte, 25
  * at a time so the TLS handshakes do not overflow the listen backlog.
  */
 async function openWatchers(client: RawClient, server: ServerProcess, count: number): Promise<WatchStream[]> {
   const streams: WatchStream[] = [];
   const openOne = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      const req = request(`${server.url}${cms(NS)}?watch=1`, client.streamOptions(), (res) => {
+      const req = request(`${server.url}${cms(PUT_NS)}?watch=1`, client.streamOptions(), (res) => {
         if (res.statusCode !== 200) {
           reject(new Error(`watch: HTTP ${res.statusCode}`));
           res.resume();
