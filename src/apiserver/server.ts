@@ -88,6 +88,7 @@ export async function startApiServer(
   });
   const store = openSqliteStore({
     path: join(stateDir, "apiserver.db"),
+    groupCommit: true,
     ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
     logger,
     clock,

@@ -78,6 +78,10 @@ class ConvertingStore implements Store {
     return this.#store.compactedRevision();
   }
 
+  whenDurable(revision: number): Promise<void> {
+    return this.#store.whenDurable(revision);
+  }
+
   get(key: string): StoredObject | undefined {
     if (!this.#mapped(key)) return this.#store.get(key);
     const stored = this.#store.get(this.#toStoredKey(key));

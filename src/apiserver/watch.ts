@@ -109,6 +109,8 @@ export async function serveWatch(
     });
     initial = start.initialEvents ? page.items.filter(matcher) : [];
     fromRevision = page.revision;
+    // The initial state may hold writes of the open batch: show it once they are durable.
+    await ctx.store.whenDurable(fromRevision);
   } else {
     // A compacted start is answered with 200 and one ERROR event (below), as upstream does.
     fromRevision = requireKnownRevision(ctx, start.fromRevision);

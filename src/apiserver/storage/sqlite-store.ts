@@ -8,8 +8,16 @@
 // revisions are never reused, across restarts too.
 //
 // Invariants:
-// - One write = one `BEGIN IMMEDIATE … COMMIT` transaction; the next revision is assigned in it
-//   and the in-memory revision advances only after COMMIT returned.
+// - Without group commit, one write = one `BEGIN IMMEDIATE … COMMIT` transaction; the next
+//   revision is assigned in it and the write returns after COMMIT.
+// - With group commit (the API server's mode), writes that arrive in one turn of the event loop
+//   share a transaction (one SAVEPOINT each, so a failed write undoes only itself) and one
+//   fsync, committed at the next setImmediate: as etcd batches its raft log. A write returns
+//   once applied, with its revision; `whenDurable(revision)` resolves after the COMMIT that
+//   made it durable, and the caller acknowledges nothing before that. Reads inside the open
+//   batch see its writes (so read-check-write stays atomic), and `currentRevision()` is the
+//   newest applied revision; watchers hear of a change only after its COMMIT, and anything a
+//   reader learned is acknowledged only after `whenDurable` of what it read.
 // - Durability: WAL journal. With synchronous=FULL (the default) COMMIT returns only after the
 //   WAL is fsynced, so an acknowledged write survives kill -9 and power loss, as an etcd write
 //   does. synchronous=NORMAL still survives kill -9 (the WAL write reached the kernel before
@@ -60,6 +68,12 @@ export interface SqliteStoreOptions {
   watchBufferLimit?: number;
   /** Stored events a replaying watch reads per query (bounds its memory). Default 500. */
   watchReplayPageSize?: number;
+  /**
+   * Commit the writes of one event-loop turn together (one transaction, one fsync); each write
+   * is durable once `whenDurable(revision)` resolves. Default false: every write commits
+   * before it returns.
+   */
+  groupCommit?: boolean;
   /** How long open waits for another process to release the file, in ms. Default 2000. */
   lockTimeoutMs?: number;
   logger?: Logger;
@@ -130,6 +144,7 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
       compacted,
       compactionWindow,
       watchBufferLimit,
+      groupCommit: options.groupCommit ?? false,
       ...(options.watchReplayPageSize === undefined
         ? {}
         : { watchReplayPageSize: options.watchReplayPageSize }),
@@ -203,9 +218,25 @@ interface StoreInit {
   compacted: number;
   compactionWindow: number;
   watchBufferLimit: number;
+  groupCommit: boolean;
   watchReplayPageSize?: number;
   logger: Logger;
   clock: Clock;
+}
+
+/** A change applied in the open batch, published to watchers once the batch commits. */
+interface UnpublishedChange {
+  revision: number;
+  type: WatchEventType;
+  key: string;
+  value: string;
+  previous: string | undefined;
+}
+
+interface DurableWaiter {
+  revision: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
 }
 
 interface CurrentRow {
@@ -223,14 +254,25 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #hub: WatchHub;
   /** Statements by SQL text: each is prepared once per store. */
   readonly #statements = new Map<string, StatementSync>();
+  /** The newest applied revision (committed, or in the open batch). */
   #revision: number;
+  /** The newest committed revision: what watchers have been told about. */
+  #durable: number;
   #compacted: number;
   #closed = false;
+  readonly #groupCommit: boolean;
+  /** A batch transaction is open (group commit only). */
+  #batchOpen = false;
+  #unpublished: UnpublishedChange[] = [];
+  /** whenDurable callers, in ascending revision order (revisions only grow). */
+  #waiters: DurableWaiter[] = [];
 
   constructor(init: StoreInit) {
     this.#db = init.db;
     this.path = init.path;
     this.#revision = init.revision;
+    this.#durable = init.revision;
+    this.#groupCommit = init.groupCommit;
     this.#compacted = init.compacted;
     this.compactionWindow = init.compactionWindow;
     this.#logger = init.logger;
@@ -239,7 +281,8 @@ class SqliteStoreImpl implements SqliteStore {
       source: {
         history: (prefix, after, until, limit) => this.#history(prefix, after, until, limit),
         compactedRevision: () => this.#compacted,
-        currentRevision: () => this.#revision,
+        // Replay stops at the committed revision; later changes arrive live after their COMMIT.
+        currentRevision: () => this.#durable,
       },
       bufferLimit: init.watchBufferLimit,
       ...(init.watchReplayPageSize === undefined ? {} : { replayPageSize: init.watchReplayPageSize }),
@@ -253,6 +296,12 @@ class SqliteStoreImpl implements SqliteStore {
 
   compactedRevision(): number {
     return this.#compacted;
+  }
+
+  whenDurable(revision: number): Promise<void> {
+    if (revision <= this.#durable) return Promise.resolve();
+    if (this.#closed) return Promise.reject(closedError(this.path));
+    return new Promise((resolve, reject) => this.#waiters.push({ revision, resolve, reject }));
   }
 
   get(key: string): StoredObject | undefined {
@@ -272,7 +321,7 @@ class SqliteStoreImpl implements SqliteStore {
     assertKey(key);
     const revision = this.#revision + 1;
     const value = serialize(object, revision);
-    this.#transaction(() => {
+    this.#write(() => {
       if (this.#current(key)) throw new StoreError("AlreadyExists", `${key} already exists`);
       this.#appendLog({
         revision,
@@ -294,7 +343,7 @@ class SqliteStoreImpl implements SqliteStore {
     assertKey(key);
     const revision = this.#revision + 1;
     const value = serialize(object, revision);
-    const previous = this.#transaction(() => {
+    const previous = this.#write(() => {
       const current = this.#existing(key, expectedRevision);
       this.#appendLog({
         revision,
@@ -316,7 +365,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#assertOpen();
     const revision = this.#revision + 1;
     let tombstone = "";
-    const previous = this.#transaction(() => {
+    const previous = this.#write(() => {
       const current = this.#existing(key, expectedRevision);
       // The tombstone is the last state stamped with the deletion revision, as kube reports it.
       tombstone = serialize(parseObject(current.value), revision);
@@ -406,6 +455,8 @@ class SqliteStoreImpl implements SqliteStore {
     if (!Number.isInteger(keep) || keep < 0)
       throw new RangeError(`keep must be a non-negative integer, got ${keep}`);
     const from = this.#compacted;
+    // Compaction is its own transaction: commit the open batch first.
+    this.#commitBatch();
     const to = this.#revision - keep;
     if (to <= from) return { compactedRevision: from, removedRows: 0 };
     const removedRows = this.#transaction(() => {
@@ -433,15 +484,72 @@ class SqliteStoreImpl implements SqliteStore {
 
   close(): void {
     if (this.#closed) return;
+    // Acknowledged-to-be writes of the open batch are committed, not dropped.
+    this.#commitBatch();
     this.#closed = true;
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(closedError(this.path));
     this.#hub.closeAll();
     this.#statements.clear();
     this.#db.close();
   }
 
   #assertOpen(): void {
-    if (this.#closed)
-      throw new CsikitError("CSIKIT_ERR_STORE_CLOSED", `state database ${this.path} is closed`);
+    if (this.#closed) throw closedError(this.path);
+  }
+
+  /** Runs one write: its own transaction, or (group commit) a savepoint in the open batch. */
+  #write<T>(work: () => T): T {
+    if (!this.#groupCommit) return this.#transaction(work);
+    if (!this.#batchOpen) {
+      this.#statement("BEGIN IMMEDIATE").run();
+      this.#batchOpen = true;
+      // After this turn's I/O callbacks: every request read in this turn joins the batch.
+      setImmediate(() => this.#commitBatch());
+    }
+    this.#statement("SAVEPOINT write").run();
+    try {
+      const result = work();
+      this.#statement("RELEASE write").run();
+      return result;
+    } catch (error) {
+      this.#statement("ROLLBACK TO write").run();
+      this.#statement("RELEASE write").run();
+      throw error;
+    }
+  }
+
+  /**
+   * Commits the open batch (one fsync), then tells the watchers and the whenDurable callers. A
+   * failed COMMIT rolls the batch back: its writes were never acknowledged, so their callers get
+   * the error and the revision counter returns to the last durable one.
+   */
+  #commitBatch(): void {
+    if (!this.#batchOpen || this.#closed) return;
+    this.#batchOpen = false;
+    const changes = this.#unpublished;
+    this.#unpublished = [];
+    try {
+      this.#statement("COMMIT").run();
+    } catch (error) {
+      if (this.#db.isTransaction) this.#statement("ROLLBACK").run();
+      this.#revision = this.#durable;
+      this.#logger.error("committing a batch of writes failed; none of them was acknowledged", {
+        writes: changes.length,
+        error: errorMessage(error),
+      });
+      const failure = new CsikitError(
+        "CSIKIT_ERR_STORE_WRITE",
+        `state database ${this.path}: commit failed: ${errorMessage(error)}`,
+        { cause: error },
+      );
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(failure);
+      return;
+    }
+    for (const change of changes) this.#publish(change);
+    this.#durable = this.#revision;
+    let done = 0;
+    while (done < this.#waiters.length && this.#waiters[done]!.revision <= this.#durable) done++;
+    for (const waiter of this.#waiters.splice(0, done)) waiter.resolve();
   }
 
   #statement(sql: string): StatementSync {
@@ -503,7 +611,10 @@ class SqliteStoreImpl implements SqliteStore {
     ).run(row.revision, row.key, row.created, row.deleted, row.createRevision, row.prevRevision, row.value);
   }
 
-  /** After COMMIT: advance the revision and tell the watchers, in that order and synchronously. */
+  /**
+   * After a write applied: advance the revision; without group commit (the write is committed)
+   * tell the watchers now, else once its batch commits.
+   */
   #committed(
     revision: number,
     type: WatchEventType,
@@ -512,9 +623,25 @@ class SqliteStoreImpl implements SqliteStore {
     previous: string | undefined,
   ): void {
     this.#revision = revision;
-    if (!this.#hub.wants(key)) return;
-    const event: StoreEvent = { type, key, revision, object: parseObject(value) };
-    if (previous !== undefined) event.previous = parseObject(previous);
+    const change: UnpublishedChange = { revision, type, key, value, previous };
+    if (this.#groupCommit) {
+      this.#unpublished.push(change);
+      return;
+    }
+    this.#durable = revision;
+    this.#publish(change);
+  }
+
+  #publish(change: UnpublishedChange): void {
+    this.#durable = change.revision;
+    if (!this.#hub.wants(change.key)) return;
+    const event: StoreEvent = {
+      type: change.type,
+      key: change.key,
+      revision: change.revision,
+      object: parseObject(change.value),
+    };
+    if (change.previous !== undefined) event.previous = parseObject(change.previous);
     this.#hub.publish(event);
   }
 
@@ -601,6 +728,10 @@ function historySql(range: KeyRange): string {
     `WHERE l.revision > :after AND l.revision <= :until AND ${rangeWhere("l.key", range)} ` +
     "ORDER BY l.revision LIMIT :limit"
   );
+}
+
+function closedError(path: string): CsikitError {
+  return new CsikitError("CSIKIT_ERR_STORE_CLOSED", `state database ${path} is closed`);
 }
 
 function assertKey(key: string): void {
