@@ -54,6 +54,8 @@ export interface HandlerOptions {
   faults?: FaultInjector;
   openapi?: OpenApiProvider;
   bookmarkIntervalMs: number;
+  /** Unsent bytes one watch may hold before it is ended as unresponsive. */
+  watchMaxPendingBytes: number;
   /** Aborts open watches when the server stops. */
   signal: AbortSignal;
   serverAddress: () => string;
@@ -212,7 +214,9 @@ async function handleResource(
       {
         ctx,
         clock: options.clock,
+        logger: options.logger,
         bookmarkIntervalMs: options.bookmarkIntervalMs,
+        maxPendingBytes: options.watchMaxPendingBytes,
         signal: options.signal,
       },
     );

@@ -126,6 +126,7 @@ class ConvertingStore implements Store {
     return {
       [Symbol.asyncIterator]: () => converted(),
       progressRevision: () => inner.progressRevision(),
+      replaying: () => inner.replaying(),
       close: () => inner.close(),
     };
   }

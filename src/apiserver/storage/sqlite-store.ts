@@ -91,6 +91,8 @@ export interface CompactionResult {
 export interface SqliteStore extends Store {
   readonly path: string;
   readonly compactionWindow: number;
+  /** Write transactions committed since open: with group commit, one per batch (one fsync each). */
+  readonly commitCount: number;
   /** Like Store.compact; `keep` defaults to the store's compaction window. */
   compact(keep?: number): CompactionResult;
   /**
@@ -264,6 +266,7 @@ class SqliteStoreImpl implements SqliteStore {
   /** A batch transaction is open (group commit only). */
   #batchOpen = false;
   #unpublished: UnpublishedChange[] = [];
+  #commits = 0;
   /** whenDurable callers, in ascending revision order (revisions only grow). */
   #waiters: DurableWaiter[] = [];
 
@@ -292,6 +295,10 @@ class SqliteStoreImpl implements SqliteStore {
 
   currentRevision(): number {
     return this.#revision;
+  }
+
+  get commitCount(): number {
+    return this.#commits;
   }
 
   compactedRevision(): number {
@@ -545,6 +552,7 @@ class SqliteStoreImpl implements SqliteStore {
       for (const waiter of this.#waiters.splice(0)) waiter.reject(failure);
       return;
     }
+    this.#commits++;
     for (const change of changes) this.#publish(change);
     this.#durable = this.#revision;
     let done = 0;
@@ -566,6 +574,7 @@ class SqliteStoreImpl implements SqliteStore {
     try {
       const result = work();
       this.#statement("COMMIT").run();
+      this.#commits++;
       return result;
     } catch (error) {
       if (this.#db.isTransaction) this.#statement("ROLLBACK").run();

@@ -74,6 +74,11 @@ export interface Watch {
    * revision a BOOKMARK event may carry. Never decreases; at least fromRevision.
    */
   progressRevision(): number;
+  /**
+   * True while the events yielded come from stored history (read lazily, so the consumer may
+   * take its time); false once they are live changes, which pile up while the consumer waits.
+   */
+  replaying(): boolean;
   /** Ends the iterator (a pending next() resolves done) and frees its buffer. Idempotent. */
   close(): void;
 }
