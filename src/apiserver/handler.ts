@@ -242,7 +242,10 @@ async function handleResource(
   await ctx.store.whenDurable(shownRevision(ctx, request.verb, result));
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
-  sendJson(res, result.code, result.body, { warnings: call.warnings });
+  sendJson(res, result.code, result.body, {
+    warnings: call.warnings,
+    ...(result.encoded !== undefined ? { encoded: result.encoded } : {}),
+  });
 }
 
 /** The revision an answer reveals: the object's own for a GET, else the newest applied one. */

@@ -56,7 +56,13 @@ class ConvertingStore implements Store {
   }
 
   #out(stored: StoredObject): StoredObject {
-    return { ...stored, key: this.#toOwnKey(stored.key), object: this.#mapping.fromStorage(stored.object) };
+    // Not `json`: that is the storing resource's form.
+    return {
+      key: this.#toOwnKey(stored.key),
+      revision: stored.revision,
+      createRevision: stored.createRevision,
+      object: this.#mapping.fromStorage(stored.object),
+    };
   }
 
   #event(event: StoreEvent): StoreEvent {

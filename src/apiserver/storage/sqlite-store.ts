@@ -26,6 +26,10 @@
 //   store on the same file fails at open instead of silently forking the revision sequence (the
 //   in-process watch hub would never see the other process's writes).
 // - Watchers are told about a change after its COMMIT, synchronously and in revision order.
+// - Reads of the latest state never touch the database: every live key's newest row (its JSON
+//   text) is kept in memory, in key order, as kube-apiserver's watch cache keeps it. It changes
+//   with each write (the open batch included) and is reloaded if a COMMIT fails. Reads at a past
+//   revision and watch replays read the log.
 // - Compaction at C removes only rows no read at a revision >= C can need: rows superseded by a
 //   newer row of the same key at or below C, and deletion tombstones at or below C.
 
@@ -35,7 +39,7 @@ import { CsikitError, errorMessage, realClock, silentLogger } from "../../base/i
 import type { Clock, Logger } from "../../base/index.ts";
 import { runCompactionLoop } from "./compaction.ts";
 import type { CompactionLoopOptions } from "./compaction.ts";
-import { keyRange } from "./key-range.ts";
+import { compareKeys, keyRange } from "./key-range.ts";
 import type { KeyRange } from "./key-range.ts";
 import { StoreError } from "./types.ts";
 import type {
@@ -269,6 +273,10 @@ class SqliteStoreImpl implements SqliteStore {
   #commits = 0;
   /** whenDurable callers, in ascending revision order (revisions only grow). */
   #waiters: DurableWaiter[] = [];
+  /** Every live key's newest row. */
+  readonly #live = new Map<string, CurrentRow>();
+  /** The keys of #live in compareKeys (UTF-8 byte) order. */
+  #sortedKeys: string[] = [];
 
   constructor(init: StoreInit) {
     this.#db = init.db;
@@ -280,6 +288,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.compactionWindow = init.compactionWindow;
     this.#logger = init.logger;
     this.#clock = init.clock;
+    this.#loadLive();
     this.#hub = new WatchHub({
       source: {
         history: (prefix, after, until, limit) => this.#history(prefix, after, until, limit),
@@ -323,6 +332,54 @@ class SqliteStoreImpl implements SqliteStore {
     };
   }
 
+  #loadLive(): void {
+    this.#live.clear();
+    const rows = this.#db
+      .prepare(
+        "SELECT c.key, c.revision, c.create_revision, l.value FROM current c JOIN log l ON l.revision = c.revision",
+      )
+      .all();
+    for (const row of rows) {
+      this.#live.set(readString(row, "key"), {
+        revision: readInteger(row, "revision"),
+        createRevision: readInteger(row, "create_revision"),
+        value: readString(row, "value"),
+      });
+    }
+    this.#sortedKeys = [...this.#live.keys()].sort(compareKeys);
+  }
+
+  /** Records a key's new newest row; called last in a write, once its SQL succeeded. */
+  #setLive(key: string, row: CurrentRow): void {
+    if (!this.#live.has(key)) this.#sortedKeys.splice(lowerBound(this.#sortedKeys, key, true), 0, key);
+    this.#live.set(key, row);
+  }
+
+  #removeLive(key: string): void {
+    if (!this.#live.delete(key)) return;
+    const index = lowerBound(this.#sortedKeys, key, true);
+    if (this.#sortedKeys[index] === key) this.#sortedKeys.splice(index, 1);
+  }
+
+  /** The latest state under `range` from memory. */
+  #listLive(range: KeyRange, limit: number): ListResult {
+    const keys = this.#sortedKeys;
+    const start = lowerBound(keys, range.lo, range.loInclusive);
+    const end = range.hi === undefined ? keys.length : lowerBound(keys, range.hi, true);
+    const stop = limit > 0 ? Math.min(end, start + limit) : end;
+    const items: StoredObject[] = [];
+    for (let i = start; i < stop; i++) {
+      const key = keys[i]!;
+      items.push(liveItem(key, this.#live.get(key)!));
+    }
+    const result: ListResult = { items, revision: this.#revision };
+    if (limit > 0 && stop < end && items.length > 0) {
+      result.continueKey = keys[stop - 1]!;
+      result.remaining = end - stop;
+    }
+    return result;
+  }
+
   create(key: string, object: KubeObject): StoredObject {
     this.#assertOpen();
     assertKey(key);
@@ -340,6 +397,7 @@ class SqliteStoreImpl implements SqliteStore {
         value,
       });
       this.#statement(UPSERT_CURRENT).run(key, revision, revision);
+      this.#setLive(key, { revision, createRevision: revision, value });
     });
     this.#committed(revision, "ADDED", key, value, undefined);
     return { key, revision, createRevision: revision, object: parseObject(value) };
@@ -362,6 +420,7 @@ class SqliteStoreImpl implements SqliteStore {
         value,
       });
       this.#statement(UPSERT_CURRENT).run(key, revision, current.createRevision);
+      this.#setLive(key, { revision, createRevision: current.createRevision, value });
       return current;
     });
     this.#committed(revision, "MODIFIED", key, value, previous.value);
@@ -386,6 +445,7 @@ class SqliteStoreImpl implements SqliteStore {
         value: tombstone,
       });
       this.#statement("DELETE FROM current WHERE key = ?").run(key);
+      this.#removeLive(key);
       return current;
     });
     this.#committed(revision, "DELETED", key, tombstone, previous.value);
@@ -406,14 +466,13 @@ class SqliteStoreImpl implements SqliteStore {
         `revision ${atRevision} has been compacted (oldest readable revision is ${this.#compacted})`,
       );
     }
-    const revision = historical ? atRevision : this.#revision;
-    const rows = historical
-      ? this.#statement(listAtRevisionSql(range)).all({
-          ...rangeParams(range),
-          rev: revision,
-          limit: limit || -1,
-        })
-      : this.#statement(listLatestSql(range)).all({ ...rangeParams(range), limit: limit || -1 });
+    if (!historical) return this.#listLive(range, limit);
+    const revision = atRevision;
+    const rows = this.#statement(listAtRevisionSql(range)).all({
+      ...rangeParams(range),
+      rev: revision,
+      limit: limit || -1,
+    });
     const items = rows.map((row): StoredObject => {
       const key = readString(row, "key");
       return {
@@ -427,9 +486,10 @@ class SqliteStoreImpl implements SqliteStore {
     const last = items[items.length - 1];
     if (limit > 0 && items.length === limit && last) {
       const after: KeyRange = { lo: last.key, loInclusive: false, hi: range.hi };
-      const countRow = historical
-        ? this.#statement(countAtRevisionSql(after)).get({ ...rangeParams(after), rev: revision })
-        : this.#statement(countLatestSql(after)).get(rangeParams(after));
+      const countRow = this.#statement(countAtRevisionSql(after)).get({
+        ...rangeParams(after),
+        rev: revision,
+      });
       const remaining = readInteger(countRow, "n");
       if (remaining > 0) {
         result.continueKey = last.key;
@@ -540,6 +600,7 @@ class SqliteStoreImpl implements SqliteStore {
     } catch (error) {
       if (this.#db.isTransaction) this.#statement("ROLLBACK").run();
       this.#revision = this.#durable;
+      this.#loadLive();
       this.#logger.error("committing a batch of writes failed; none of them was acknowledged", {
         writes: changes.length,
         error: errorMessage(error),
@@ -577,21 +638,17 @@ class SqliteStoreImpl implements SqliteStore {
       this.#commits++;
       return result;
     } catch (error) {
-      if (this.#db.isTransaction) this.#statement("ROLLBACK").run();
+      if (this.#db.isTransaction) {
+        this.#statement("ROLLBACK").run();
+        // A refusal (StoreError) comes before any change; anything else may follow one.
+        if (!(error instanceof StoreError)) this.#loadLive();
+      }
       throw error;
     }
   }
 
   #current(key: string): CurrentRow | undefined {
-    const row = this.#statement(
-      "SELECT c.revision, c.create_revision, l.value FROM current c JOIN log l ON l.revision = c.revision WHERE c.key = ?",
-    ).get(key);
-    if (!row) return undefined;
-    return {
-      revision: readInteger(row, "revision"),
-      createRevision: readInteger(row, "create_revision"),
-      value: readString(row, "value"),
-    };
+    return this.#live.get(key);
   }
 
   #existing(key: string, expectedRevision: number | undefined): CurrentRow {
@@ -699,17 +756,6 @@ function rangeParams(range: KeyRange): Record<string, SQLInputValue> {
   return range.hi === undefined ? { lo: range.lo } : { lo: range.lo, hi: range.hi };
 }
 
-function listLatestSql(range: KeyRange): string {
-  return (
-    "SELECT c.key, c.revision, c.create_revision, l.value FROM current c JOIN log l ON l.revision = c.revision " +
-    `WHERE ${rangeWhere("c.key", range)} ORDER BY c.key LIMIT :limit`
-  );
-}
-
-function countLatestSql(range: KeyRange): string {
-  return `SELECT count(*) AS n FROM current WHERE ${rangeWhere("key", range)}`;
-}
-
 // SQLite guarantees that bare columns next to max() come from the row holding the maximum, so
 // this is "each key's newest row at or below :rev", read off the (key, revision) index.
 function newestAtRevisionSql(range: KeyRange): string {
@@ -737,6 +783,36 @@ function historySql(range: KeyRange): string {
     `WHERE l.revision > :after AND l.revision <= :until AND ${rangeWhere("l.key", range)} ` +
     "ORDER BY l.revision LIMIT :limit"
   );
+}
+
+/** First index whose key is >= `key` (inclusive) or > `key` (exclusive). */
+function lowerBound(keys: readonly string[], key: string, inclusive: boolean): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const order = compareKeys(keys[mid]!, key);
+    if (order < 0 || (order === 0 && !inclusive)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A list item whose object is parsed from the stored text only when someone reads it. */
+function liveItem(key: string, row: CurrentRow): StoredObject {
+  let object: KubeObject | undefined;
+  return {
+    key,
+    revision: row.revision,
+    createRevision: row.createRevision,
+    json: row.value,
+    get object(): KubeObject {
+      return (object ??= parseObject(row.value));
+    },
+    set object(value: KubeObject) {
+      object = value;
+    },
+  };
 }
 
 function closedError(path: string): CsikitError {

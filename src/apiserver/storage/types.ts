@@ -26,6 +26,11 @@ export interface StoredObject {
   /** Revision at which this key was (last) created. */
   createRevision: number;
   object: KubeObject;
+  /**
+   * The stored JSON text of `object` (resourceVersion included), when the store has it at hand:
+   * a list answer can splice it instead of encoding the object again. Absent on converted views.
+   */
+  json?: string;
 }
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
