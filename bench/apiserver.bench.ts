@@ -34,6 +34,7 @@ import {
   type Summary,
 } from "./apiserver/stats.ts";
 import { runWatchFanout } from "./apiserver/watch-fanout.ts";
+import { runDiskSuite } from "./apiserver/disk-suite.ts";
 
 const FLAGS: FlagSpecs = {
   quick: { type: "bool", help: "Small counts for a smoke run (well under 20 s)." },
@@ -46,6 +47,26 @@ const FLAGS: FlagSpecs = {
   },
   reps: { type: "int", default: "3", help: "Repetitions of the short scenarios; each cell is the median." },
   concurrency: { type: "int", default: "16", help: "Requests in flight in the throughput scenarios." },
+  suite: {
+    type: "string",
+    default: "all",
+    help: "Which scenarios: disk (durable writes, real disk vs tmpfs), classic (per-verb and client tables), all.",
+  },
+  "disk-dir": {
+    type: "string",
+    default: "",
+    help: "Parent of the real-disk state dir of the disk suite (default: the OS temp dir).",
+  },
+  "tmpfs-dir": {
+    type: "string",
+    default: "/dev/shm",
+    help: "Parent of the tmpfs state dir of the disk suite.",
+  },
+  "watcher-counts": {
+    type: "string",
+    default: "0,10,100,500",
+    help: "Watcher counts of the disk suite's PUT fan-out scenario, comma-separated.",
+  },
   "server-cpu-prof": {
     type: "string",
     help: "Write a V8 CPU profile of the server process into this directory (open it in Chrome DevTools).",
@@ -124,6 +145,29 @@ async function main(argv: readonly string[]): Promise<number> {
   const concurrency = positive("concurrency");
   const rate = flags.number("rate");
   if (!Number.isInteger(rate) || rate < 0) throw new Error(`--rate: want an integer >= 0, got ${rate}`);
+
+  const suite = flags.string("suite");
+  if (!["all", "disk", "classic"].includes(suite))
+    throw new Error(`--suite: want all, disk or classic, got ${JSON.stringify(suite)}`);
+  const watcherCounts = flags
+    .string("watcher-counts")
+    .split(",")
+    .map((part) => Number(part.trim()));
+  if (watcherCounts.some((n) => !Number.isInteger(n) || n < 0))
+    throw new Error(
+      `--watcher-counts: want comma-separated integers >= 0, got ${flags.string("watcher-counts")}`,
+    );
+  if (suite !== "classic") {
+    await runDiskSuite({
+      diskDir: flags.string("disk-dir") || tmpdir(),
+      tmpfsDir: flags.string("tmpfs-dir"),
+      quick,
+      watcherCounts,
+      out: (text) => void process.stdout.write(text + "\n"),
+      progress,
+    });
+    if (suite === "disk") return 0;
+  }
 
   const cpu = cpus();
   process.stdout.write(

@@ -54,6 +54,8 @@ export interface HandlerOptions {
   faults?: FaultInjector;
   openapi?: OpenApiProvider;
   bookmarkIntervalMs: number;
+  /** Unsent bytes one watch may hold before it is ended as unresponsive. */
+  watchMaxPendingBytes: number;
   /** Aborts open watches when the server stops. */
   signal: AbortSignal;
   serverAddress: () => string;
@@ -212,22 +214,48 @@ async function handleResource(
       {
         ctx,
         clock: options.clock,
+        logger: options.logger,
         bookmarkIntervalMs: options.bookmarkIntervalMs,
+        maxPendingBytes: options.watchMaxPendingBytes,
         signal: options.signal,
       },
     );
     return;
   }
-  const result =
-    request.verb === "delete" &&
-    def.group === "" &&
-    def.resource === "namespaces" &&
-    request.subresource === ""
-      ? await deleteNamespace(call, options.reaper)
-      : await VERBS[request.verb](call);
+  let result: RestResult;
+  try {
+    result =
+      request.verb === "delete" &&
+      def.group === "" &&
+      def.resource === "namespaces" &&
+      request.subresource === ""
+        ? await deleteNamespace(call, options.reaper)
+        : await VERBS[request.verb](call);
+  } catch (error) {
+    // A refusal may reflect a write still in the open batch (AlreadyExists, Conflict): it is
+    // told only once that write is durable.
+    await ctx.store.whenDurable(ctx.store.currentRevision()).catch(() => {});
+    throw error;
+  }
+  // Nothing is acknowledged before it is durable: a write waits for its batch's fsync; a GET
+  // waits only if the object it shows is still in the open batch.
+  await ctx.store.whenDurable(shownRevision(ctx, request.verb, result));
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
-  sendJson(res, result.code, result.body, { warnings: call.warnings });
+  sendJson(res, result.code, result.body, {
+    warnings: call.warnings,
+    ...(result.encoded !== undefined ? { encoded: result.encoded } : {}),
+  });
+}
+
+/** The revision an answer reveals: the object's own for a GET, else the newest applied one. */
+function shownRevision(ctx: RestContext, verb: string, result: RestResult): number {
+  if (verb === "get") {
+    const text = (result.body as KubeObject).metadata?.resourceVersion;
+    const revision = typeof text === "string" ? Number(text) : Number.NaN;
+    if (Number.isSafeInteger(revision)) return revision;
+  }
+  return ctx.store.currentRevision();
 }
 
 async function deleteNamespace(call: VerbCall, reaper: NamespaceReaper): Promise<RestResult> {

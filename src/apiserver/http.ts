@@ -111,6 +111,8 @@ export interface SendOptions {
   contentType?: string;
   /** `Warning` headers (RFC 7234 form `299 - "text"`), as kube-apiserver sends them. */
   warnings?: readonly string[];
+  /** The body already encoded as JSON text: sent as is instead of encoding `body`. */
+  encoded?: string;
 }
 
 export function sendJson(
@@ -119,7 +121,7 @@ export function sendJson(
   body: unknown,
   options: SendOptions = {},
 ): void {
-  const text = JSON.stringify(body);
+  const text = options.encoded ?? JSON.stringify(body);
   const headers: Record<string, string | number | string[]> = {
     "Content-Type": options.contentType ?? "application/json",
     "Content-Length": Buffer.byteLength(text),

@@ -5,7 +5,7 @@
 import type { ListQuery, RestContext, RestResult, Target } from "./rest-types.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError } from "./storage/types.ts";
-import { collectionPrefix, forOutput, objectKey } from "./objects.ts";
+import { apiVersionOf, collectionPrefix, forOutput, objectKey } from "./objects.ts";
 import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
 import { ApiError, badRequest, expired, notFound } from "./status.ts";
 
@@ -20,6 +20,11 @@ export function getObject(ctx: RestContext, target: Target): RestResult {
 
 export interface ListPage {
   items: KubeObject[];
+  /**
+   * With `encoded` asked for: the items as JSON texts in output form, spliced from the store's
+   * stored texts without decoding them (then `items` is empty).
+   */
+  encodedItems?: string[];
   revision: number;
   continueToken?: string;
   remainingItemCount?: number;
@@ -113,9 +118,15 @@ export function listObjects(
   def: ResourceDef,
   namespace: string,
   query: ListQuery,
+  options: { encoded?: boolean } = {},
 ): ListPage {
   const prefix = collectionPrefix(def, namespace);
   const matcher = selectorsFor(def, query);
+  // Without selectors, an item whose stored text already starts as its output form does
+  // (forOutput puts apiVersion and kind first) is its output text: splice it, decode nothing.
+  const selecting = (query.labelSelector ?? "").trim() !== "" || (query.fieldSelector ?? "").trim() !== "";
+  let encoded: string[] | undefined = options.encoded && !selecting ? [] : undefined;
+  const head = `{"apiVersion":${JSON.stringify(apiVersionOf(def))},"kind":${JSON.stringify(def.kind)},`;
   const limit = parseLimit(query.limit);
   let revision: number | undefined;
   let startAfter: string | undefined;
@@ -132,9 +143,14 @@ export function listObjects(
     requireKnownRevision(ctx, parseResourceVersion(query.resourceVersion));
   }
   const items: KubeObject[] = [];
+  const count = (): number => items.length + (encoded?.length ?? 0);
+  const finish = (page: ListPage): ListPage => {
+    if (encoded) page.encodedItems = encoded;
+    return page;
+  };
   try {
     for (;;) {
-      const want = limit > 0 ? limit - items.length : 0;
+      const want = limit > 0 ? limit - count() : 0;
       const page = ctx.store.list({
         prefix,
         ...(want > 0 ? { limit: want } : {}),
@@ -142,9 +158,20 @@ export function listObjects(
         ...(revision !== undefined ? { revision } : {}),
       });
       revision = page.revision;
-      for (const item of page.items) if (matcher(item.object)) items.push(forOutput(def, item.object));
-      if (page.continueKey === undefined) return { items, revision };
-      if (limit > 0 && items.length >= limit) {
+      for (const item of page.items) {
+        if (encoded && item.json?.startsWith(head)) {
+          encoded.push(item.json);
+          continue;
+        }
+        if (encoded) {
+          // An item in another form: decode what was spliced so far and go on decoding.
+          for (const text of encoded) items.push(JSON.parse(text) as KubeObject);
+          encoded = undefined;
+        }
+        if (matcher(item.object)) items.push(forOutput(def, item.object));
+      }
+      if (page.continueKey === undefined) return finish({ items, revision });
+      if (limit > 0 && count() >= limit) {
         const result: ListPage = {
           items,
           revision,
@@ -153,7 +180,7 @@ export function listObjects(
         if (page.remaining !== undefined && !query.labelSelector && !query.fieldSelector) {
           result.remainingItemCount = page.remaining;
         }
-        return result;
+        return finish(result);
       }
       startAfter = page.continueKey;
     }

@@ -27,6 +27,11 @@ export interface Target {
 export interface RestResult {
   code: number;
   body: KubeObject | Status;
+  /**
+   * The answer already encoded as JSON text, sent instead of encoding `body` (a list spliced
+   * from the store's stored texts); `body` then holds the same document without its items.
+   */
+  encoded?: string;
 }
 
 export const NAMESPACE_KEY_PREFIX = "/core/namespaces//";

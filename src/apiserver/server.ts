@@ -16,6 +16,7 @@ import { CustomResourceSync, isCustomResourceRegistry } from "./crds.ts";
 import type { FaultInjector } from "./faults.ts";
 import { createBuiltinRegistry } from "./registry.ts";
 import { createRequestHandler, type OpenApiProvider } from "./handler.ts";
+import { DEFAULT_WATCH_MAX_PENDING_BYTES } from "./watch.ts";
 import { writeKubeconfig } from "./kubeconfig.ts";
 import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
 import { loadOrCreateCredentials } from "./pki.ts";
@@ -45,6 +46,11 @@ export interface ApiServerOptions {
   faults?: FaultInjector;
   /** Interval of BOOKMARK events on watches that allow them. Default 10s. */
   bookmarkIntervalMs?: number;
+  /**
+   * Unsent bytes one watch may hold before it is ended as unresponsive (the client watches
+   * again). Default 16 MiB.
+   */
+  watchMaxPendingBytes?: number;
   /**
    * Add the GC finalizers on delete (foregroundDeletion for propagationPolicy=Foreground, orphan for
    * Orphan), as kube-apiserver always does. Without a garbage collector such deletes stay pending.
@@ -88,6 +94,7 @@ export async function startApiServer(
   });
   const store = openSqliteStore({
     path: join(stateDir, "apiserver.db"),
+    groupCommit: true,
     ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
     logger,
     clock,
@@ -123,6 +130,7 @@ export async function startApiServer(
         ...(options.faults ? { faults: options.faults } : {}),
         ...(options.openapi ? { openapi: options.openapi } : {}),
         bookmarkIntervalMs: options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS,
+        watchMaxPendingBytes: options.watchMaxPendingBytes ?? DEFAULT_WATCH_MAX_PENDING_BYTES,
         signal: internal.signal,
         serverAddress: () => address,
       }),

@@ -56,7 +56,13 @@ class ConvertingStore implements Store {
   }
 
   #out(stored: StoredObject): StoredObject {
-    return { ...stored, key: this.#toOwnKey(stored.key), object: this.#mapping.fromStorage(stored.object) };
+    // Not `json`: that is the storing resource's form.
+    return {
+      key: this.#toOwnKey(stored.key),
+      revision: stored.revision,
+      createRevision: stored.createRevision,
+      object: this.#mapping.fromStorage(stored.object),
+    };
   }
 
   #event(event: StoreEvent): StoreEvent {
@@ -76,6 +82,10 @@ class ConvertingStore implements Store {
 
   compactedRevision(): number {
     return this.#store.compactedRevision();
+  }
+
+  whenDurable(revision: number): Promise<void> {
+    return this.#store.whenDurable(revision);
   }
 
   get(key: string): StoredObject | undefined {
@@ -122,6 +132,7 @@ class ConvertingStore implements Store {
     return {
       [Symbol.asyncIterator]: () => converted(),
       progressRevision: () => inner.progressRevision(),
+      replaying: () => inner.replaying(),
       close: () => inner.close(),
     };
   }

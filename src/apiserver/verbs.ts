@@ -83,7 +83,9 @@ async function get(call: VerbCall): Promise<RestResult> {
 async function list(call: VerbCall): Promise<RestResult> {
   call.req.resume();
   const { def } = call;
-  const page = listObjects(call.ctx, def, call.target.namespace, listQuery(call.query));
+  const page = listObjects(call.ctx, def, call.target.namespace, listQuery(call.query), {
+    encoded: call.table === undefined,
+  });
   const metadata: Record<string, unknown> = { resourceVersion: String(page.revision) };
   if (page.continueToken) metadata.continue = page.continueToken;
   if (page.remainingItemCount !== undefined) metadata.remainingItemCount = page.remainingItemCount;
@@ -98,6 +100,13 @@ async function list(call: VerbCall): Promise<RestResult> {
     return { code: 200, body: table };
   }
   const apiVersion = def.group === "" ? def.version : `${def.group}/${def.version}`;
+  if (page.encodedItems) {
+    const body = { apiVersion, kind: def.listKind, metadata, items: [] };
+    const encoded =
+      `{"apiVersion":${JSON.stringify(apiVersion)},"kind":${JSON.stringify(def.listKind)},` +
+      `"metadata":${JSON.stringify(metadata)},"items":[${page.encodedItems.join(",")}]}`;
+    return { code: 200, body, encoded };
+  }
   return { code: 200, body: { apiVersion, kind: def.listKind, metadata, items: page.items } };
 }
 

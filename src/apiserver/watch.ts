@@ -5,9 +5,16 @@
 // new state, so an object that starts or stops matching is seen as ADDED or DELETED (upstream's
 // cacher does the same). A compacted start revision yields one ERROR event carrying a 410 Status
 // and ends the stream. Bookmarks (allowWatchBookmarks) carry the store's progress revision.
+//
+// Fan-out cost and memory: a live change is encoded once per form (JSON object or Table, event
+// type, resource) and the same bytes are written to every watcher that wants that form. Live
+// events are written without waiting for the client; a watch whose unsent bytes exceed
+// `maxPendingBytes` is ended the way kube-apiserver's cacher ends a watcher that cannot keep up
+// ("Forcing watcher close due to unresponsiveness"): the stream is cut, its buffers are freed,
+// and the client watches again from its last resourceVersion (or relists on 410).
 
 import type { ServerResponse } from "node:http";
-import type { Clock } from "../base/index.ts";
+import type { Clock, Logger } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError, type StoreEvent, type Watch } from "./storage/index.ts";
 import { apiVersionOf, collectionPrefix, forOutput } from "./objects.ts";
@@ -33,7 +40,10 @@ export interface WatchRequest {
 export interface WatchServeOptions {
   ctx: RestContext;
   clock: Clock;
+  logger: Logger;
   bookmarkIntervalMs: number;
+  /** Unsent bytes one watch may hold before it is ended as unresponsive. */
+  maxPendingBytes: number;
   /** Aborts when the server stops. */
   signal: AbortSignal;
 }
@@ -41,6 +51,46 @@ export interface WatchServeOptions {
 interface OutEvent {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
   object: unknown;
+}
+
+/** Default bound on one watch's unsent bytes (csikit's own; upstream bounds events, not bytes). */
+export const DEFAULT_WATCH_MAX_PENDING_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Encoded forms of one live change, shared by every watcher of it. Store events of live changes
+ * are one object per change (the store hands the same object to every watch), so a WeakMap
+ * keyed by it lives exactly as long as some watcher still holds the change.
+ */
+const sharedEncodings = new WeakMap<StoreEvent, Map<string, Buffer>>();
+
+function encodedOnce(event: StoreEvent, form: string, encode: () => Buffer): Buffer {
+  let forms = sharedEncodings.get(event);
+  if (!forms) {
+    forms = new Map();
+    sharedEncodings.set(event, forms);
+  }
+  let bytes = forms.get(form);
+  if (!bytes) {
+    bytes = encode();
+    forms.set(form, bytes);
+  }
+  return bytes;
+}
+
+/** Watches ended for falling more than maxPendingBytes behind, since the process started. */
+let terminatedWatchers = 0;
+export function terminatedWatcherCount(): number {
+  return terminatedWatchers;
+}
+
+/** Open watch responses of this process, for pendingWatchBytes. */
+const openResponses = new Set<ServerResponse>();
+
+/** Bytes written to open watch streams and not yet sent, summed over the process's watches. */
+export function pendingWatchBytes(): number {
+  let total = 0;
+  for (const response of openResponses) total += response.writableLength;
+  return total;
 }
 
 /** Validates the watch parameters; throws ApiError before any byte of the response is written. */
@@ -109,6 +159,8 @@ export async function serveWatch(
     });
     initial = start.initialEvents ? page.items.filter(matcher) : [];
     fromRevision = page.revision;
+    // The initial state may hold writes of the open batch: show it once they are durable.
+    await ctx.store.whenDurable(fromRevision);
   } else {
     // A compacted start is answered with 200 and one ERROR event (below), as upstream does.
     fromRevision = requireKnownRevision(ctx, start.fromRevision);
@@ -122,6 +174,7 @@ export async function serveWatch(
     timeoutSeconds !== undefined ? options.clock.setTimer(timeoutSeconds * 1000, onAbort) : () => {};
 
   response.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
+  openResponses.add(response);
   response.flushHeaders();
   let first = true;
   const encode = (type: OutEvent["type"], object: KubeObject): OutEvent => {
@@ -135,6 +188,35 @@ export async function serveWatch(
     });
     first = false;
     return { type, object: table };
+  };
+  // The form a live event's bytes depend on besides the change itself; a Table's first event
+  // carries the column definitions, so it is this watch's own.
+  const formOf = (type: OutEvent["type"]): string | undefined =>
+    request.table
+      ? first
+        ? undefined
+        : `${type} table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
+      : `${type} json ${def.group}/${def.version}/${def.resource}`;
+  const sendLive = (event: StoreEvent, type: OutEvent["type"], object: KubeObject): void => {
+    if (stop.signal.aborted) return;
+    const form = formOf(type);
+    const line = (): Buffer => Buffer.from(JSON.stringify(encode(type, forOutput(def, object))) + "\n");
+    response.write(form === undefined ? line() : encodedOnce(event, form, line));
+    // Past the bound a live watch is cut; a replay below it only waits (history costs no memory
+    // while it waits: the store reads it page by page).
+    if (response.writableLength > options.maxPendingBytes) {
+      terminatedWatchers++;
+      options.logger.info(1, "Forcing watcher close due to unresponsiveness", {
+        resource: `${def.resource}${def.group === "" ? "" : "." + def.group}`,
+        namespace: request.namespace,
+        pendingBytes: response.writableLength,
+        maxPendingBytes: options.maxPendingBytes,
+      });
+      stop.abort();
+      // Cut the stream and free what it buffered: waiting for a stalled client is what the
+      // bound exists to avoid. The client sees the watch end and watches again.
+      response.destroy();
+    }
   };
   const send = async (event: OutEvent): Promise<void> => {
     if (stop.signal.aborted) return;
@@ -164,9 +246,11 @@ export async function serveWatch(
     stop.signal.addEventListener("abort", () => activeWatch.close(), { once: true });
     if (bookmarks)
       cancelBookmarks = scheduleBookmarks(options, activeWatch, def, (e) => send(e), stop.signal);
+    // Live events never wait for the client: their unsent bytes are bounded instead (above).
     for await (const event of activeWatch) {
       const out = translate(event, matcher);
-      if (out) await send(encode(out.type, forOutput(def, out.object)));
+      if (out && activeWatch.replaying()) await send(encode(out.type, forOutput(def, out.object)));
+      else if (out) sendLive(event, out.type, out.object);
       if (stop.signal.aborted) break;
     }
   } catch (error) {
@@ -183,6 +267,7 @@ export async function serveWatch(
     options.signal.removeEventListener("abort", onAbort);
     response.off("close", onAbort);
     stop.abort();
+    openResponses.delete(response);
     if (!response.writableEnded) response.end();
   }
 }

@@ -53,6 +53,13 @@ export const apiserverCommand: Command = {
       default: "5m",
       help: "How often the revision log is compacted.",
     },
+    "watch-max-pending-bytes": {
+      type: "int",
+      default: String(16 * 1024 * 1024),
+      help:
+        "Unsent bytes one watch may hold; a watch whose client reads slower than changes arrive is ended " +
+        "past this (as kube-apiserver ends an unresponsive watcher) and the client watches again.",
+    },
   },
   async run({ flags, logger, signal, stdout }) {
     const port = flags.number("port");
@@ -66,6 +73,12 @@ export const apiserverCommand: Command = {
     const interval = flags.number("compaction-interval");
     if (!(interval > 0))
       throw new FlagError(`invalid value for flag -compaction-interval: want a positive duration`);
+    const maxPending = flags.number("watch-max-pending-bytes");
+    if (!Number.isInteger(maxPending) || maxPending < 1) {
+      throw new FlagError(
+        `invalid value ${maxPending} for flag -watch-max-pending-bytes: want a positive integer (bytes)`,
+      );
+    }
     const kubeconfigOut = flags.string("kubeconfig-out");
     let admission;
     try {
@@ -84,6 +97,7 @@ export const apiserverCommand: Command = {
         ...(kubeconfigOut !== "" ? { kubeconfigOut } : {}),
         compactionWindow: window,
         compactionIntervalMs: interval,
+        watchMaxPendingBytes: maxPending,
         admission,
         gcFinalizers: flags.bool("gc-finalizers"),
         logger,

@@ -15,6 +15,25 @@ test("prefixEnd is the first string after every string with the prefix", () => {
   assert.ok(compareKeys("/core/pods0", prefixEnd("/core/pods/")!) >= 0);
 });
 
+test("compareKeys orders as UTF-8 bytes do, without encoding", () => {
+  const keys = [
+    "/a",
+    "/a/b",
+    "/b",
+    "/\ue000",
+    "/\uffff",
+    "/\u{10000}",
+    "/\u{10ffff}",
+    "/é",
+    "/z",
+    "/\u{1f600}x",
+    "/\u{1f601}",
+  ];
+  const byBytes = [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  assert.deepEqual([...keys].sort(compareKeys), byBytes);
+  assert.equal(compareKeys("/x", "/x"), 0);
+});
+
 test("keyRange starts after startAfter only when it lies at or past the prefix", () => {
   assert.deepEqual(keyRange("/a/"), { lo: "/a/", loInclusive: true, hi: "/a0" });
   assert.deepEqual(keyRange("/a/", "/a/x"), { lo: "/a/x", loInclusive: false, hi: "/a0" });

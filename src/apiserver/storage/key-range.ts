@@ -28,7 +28,22 @@ export function prefixEnd(prefix: string): string | undefined {
 
 /** Byte-wise UTF-8 comparison, the order SQLite uses for TEXT with the BINARY collation. */
 export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/**
+ * UTF-16 order is code point (so UTF-8 byte) order except that surrogates, which encode code
+ * points above U+FFFF, sort below U+E000..U+FFFF: lift them above. Two differing units after an
+ * equal prefix are both surrogates of the same kind or compare as code points, so this is exact.
+ */
+function codePointRank(unit: number): number {
+  return unit >= 0xd800 && unit <= 0xdfff ? unit + 0x10000 : unit;
 }
 
 /** Keys under `prefix`, strictly after `startAfter` when that is given. */

@@ -8,8 +8,16 @@
 // revisions are never reused, across restarts too.
 //
 // Invariants:
-// - One write = one `BEGIN IMMEDIATE … COMMIT` transaction; the next revision is assigned in it
-//   and the in-memory revision advances only after COMMIT returned.
+// - Without group commit, one write = one `BEGIN IMMEDIATE … COMMIT` transaction; the next
+//   revision is assigned in it and the write returns after COMMIT.
+// - With group commit (the API server's mode), writes that arrive in one turn of the event loop
+//   share a transaction (one SAVEPOINT each, so a failed write undoes only itself) and one
+//   fsync, committed at the next setImmediate: as etcd batches its raft log. A write returns
+//   once applied, with its revision; `whenDurable(revision)` resolves after the COMMIT that
+//   made it durable, and the caller acknowledges nothing before that. Reads inside the open
+//   batch see its writes (so read-check-write stays atomic), and `currentRevision()` is the
+//   newest applied revision; watchers hear of a change only after its COMMIT, and anything a
+//   reader learned is acknowledged only after `whenDurable` of what it read.
 // - Durability: WAL journal. With synchronous=FULL (the default) COMMIT returns only after the
 //   WAL is fsynced, so an acknowledged write survives kill -9 and power loss, as an etcd write
 //   does. synchronous=NORMAL still survives kill -9 (the WAL write reached the kernel before
@@ -18,6 +26,10 @@
 //   store on the same file fails at open instead of silently forking the revision sequence (the
 //   in-process watch hub would never see the other process's writes).
 // - Watchers are told about a change after its COMMIT, synchronously and in revision order.
+// - Reads of the latest state never touch the database: every live key's newest row (its JSON
+//   text) is kept in memory, in key order, as kube-apiserver's watch cache keeps it. It changes
+//   with each write (the open batch included) and is reloaded if a COMMIT fails. Reads at a past
+//   revision and watch replays read the log.
 // - Compaction at C removes only rows no read at a revision >= C can need: rows superseded by a
 //   newer row of the same key at or below C, and deletion tombstones at or below C.
 
@@ -27,7 +39,7 @@ import { CsikitError, errorMessage, realClock, silentLogger } from "../../base/i
 import type { Clock, Logger } from "../../base/index.ts";
 import { runCompactionLoop } from "./compaction.ts";
 import type { CompactionLoopOptions } from "./compaction.ts";
-import { keyRange } from "./key-range.ts";
+import { compareKeys, keyRange } from "./key-range.ts";
 import type { KeyRange } from "./key-range.ts";
 import { StoreError } from "./types.ts";
 import type {
@@ -60,6 +72,12 @@ export interface SqliteStoreOptions {
   watchBufferLimit?: number;
   /** Stored events a replaying watch reads per query (bounds its memory). Default 500. */
   watchReplayPageSize?: number;
+  /**
+   * Commit the writes of one event-loop turn together (one transaction, one fsync); each write
+   * is durable once `whenDurable(revision)` resolves. Default false: every write commits
+   * before it returns.
+   */
+  groupCommit?: boolean;
   /** How long open waits for another process to release the file, in ms. Default 2000. */
   lockTimeoutMs?: number;
   logger?: Logger;
@@ -77,6 +95,8 @@ export interface CompactionResult {
 export interface SqliteStore extends Store {
   readonly path: string;
   readonly compactionWindow: number;
+  /** Write transactions committed since open: with group commit, one per batch (one fsync each). */
+  readonly commitCount: number;
   /** Like Store.compact; `keep` defaults to the store's compaction window. */
   compact(keep?: number): CompactionResult;
   /**
@@ -130,6 +150,7 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
       compacted,
       compactionWindow,
       watchBufferLimit,
+      groupCommit: options.groupCommit ?? false,
       ...(options.watchReplayPageSize === undefined
         ? {}
         : { watchReplayPageSize: options.watchReplayPageSize }),
@@ -203,9 +224,25 @@ interface StoreInit {
   compacted: number;
   compactionWindow: number;
   watchBufferLimit: number;
+  groupCommit: boolean;
   watchReplayPageSize?: number;
   logger: Logger;
   clock: Clock;
+}
+
+/** A change applied in the open batch, published to watchers once the batch commits. */
+interface UnpublishedChange {
+  revision: number;
+  type: WatchEventType;
+  key: string;
+  value: string;
+  previous: string | undefined;
+}
+
+interface DurableWaiter {
+  revision: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
 }
 
 interface CurrentRow {
@@ -223,23 +260,41 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #hub: WatchHub;
   /** Statements by SQL text: each is prepared once per store. */
   readonly #statements = new Map<string, StatementSync>();
+  /** The newest applied revision (committed, or in the open batch). */
   #revision: number;
+  /** The newest committed revision: what watchers have been told about. */
+  #durable: number;
   #compacted: number;
   #closed = false;
+  readonly #groupCommit: boolean;
+  /** A batch transaction is open (group commit only). */
+  #batchOpen = false;
+  #unpublished: UnpublishedChange[] = [];
+  #commits = 0;
+  /** whenDurable callers, in ascending revision order (revisions only grow). */
+  #waiters: DurableWaiter[] = [];
+  /** Every live key's newest row. */
+  readonly #live = new Map<string, CurrentRow>();
+  /** The keys of #live in compareKeys (UTF-8 byte) order. */
+  #sortedKeys: string[] = [];
 
   constructor(init: StoreInit) {
     this.#db = init.db;
     this.path = init.path;
     this.#revision = init.revision;
+    this.#durable = init.revision;
+    this.#groupCommit = init.groupCommit;
     this.#compacted = init.compacted;
     this.compactionWindow = init.compactionWindow;
     this.#logger = init.logger;
     this.#clock = init.clock;
+    this.#loadLive();
     this.#hub = new WatchHub({
       source: {
         history: (prefix, after, until, limit) => this.#history(prefix, after, until, limit),
         compactedRevision: () => this.#compacted,
-        currentRevision: () => this.#revision,
+        // Replay stops at the committed revision; later changes arrive live after their COMMIT.
+        currentRevision: () => this.#durable,
       },
       bufferLimit: init.watchBufferLimit,
       ...(init.watchReplayPageSize === undefined ? {} : { replayPageSize: init.watchReplayPageSize }),
@@ -251,8 +306,18 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#revision;
   }
 
+  get commitCount(): number {
+    return this.#commits;
+  }
+
   compactedRevision(): number {
     return this.#compacted;
+  }
+
+  whenDurable(revision: number): Promise<void> {
+    if (revision <= this.#durable) return Promise.resolve();
+    if (this.#closed) return Promise.reject(closedError(this.path));
+    return new Promise((resolve, reject) => this.#waiters.push({ revision, resolve, reject }));
   }
 
   get(key: string): StoredObject | undefined {
@@ -267,12 +332,60 @@ class SqliteStoreImpl implements SqliteStore {
     };
   }
 
+  #loadLive(): void {
+    this.#live.clear();
+    const rows = this.#db
+      .prepare(
+        "SELECT c.key, c.revision, c.create_revision, l.value FROM current c JOIN log l ON l.revision = c.revision",
+      )
+      .all();
+    for (const row of rows) {
+      this.#live.set(readString(row, "key"), {
+        revision: readInteger(row, "revision"),
+        createRevision: readInteger(row, "create_revision"),
+        value: readString(row, "value"),
+      });
+    }
+    this.#sortedKeys = [...this.#live.keys()].sort(compareKeys);
+  }
+
+  /** Records a key's new newest row; called last in a write, once its SQL succeeded. */
+  #setLive(key: string, row: CurrentRow): void {
+    if (!this.#live.has(key)) this.#sortedKeys.splice(lowerBound(this.#sortedKeys, key, true), 0, key);
+    this.#live.set(key, row);
+  }
+
+  #removeLive(key: string): void {
+    if (!this.#live.delete(key)) return;
+    const index = lowerBound(this.#sortedKeys, key, true);
+    if (this.#sortedKeys[index] === key) this.#sortedKeys.splice(index, 1);
+  }
+
+  /** The latest state under `range` from memory. */
+  #listLive(range: KeyRange, limit: number): ListResult {
+    const keys = this.#sortedKeys;
+    const start = lowerBound(keys, range.lo, range.loInclusive);
+    const end = range.hi === undefined ? keys.length : lowerBound(keys, range.hi, true);
+    const stop = limit > 0 ? Math.min(end, start + limit) : end;
+    const items: StoredObject[] = [];
+    for (let i = start; i < stop; i++) {
+      const key = keys[i]!;
+      items.push(liveItem(key, this.#live.get(key)!));
+    }
+    const result: ListResult = { items, revision: this.#revision };
+    if (limit > 0 && stop < end && items.length > 0) {
+      result.continueKey = keys[stop - 1]!;
+      result.remaining = end - stop;
+    }
+    return result;
+  }
+
   create(key: string, object: KubeObject): StoredObject {
     this.#assertOpen();
     assertKey(key);
     const revision = this.#revision + 1;
     const value = serialize(object, revision);
-    this.#transaction(() => {
+    this.#write(() => {
       if (this.#current(key)) throw new StoreError("AlreadyExists", `${key} already exists`);
       this.#appendLog({
         revision,
@@ -284,6 +397,7 @@ class SqliteStoreImpl implements SqliteStore {
         value,
       });
       this.#statement(UPSERT_CURRENT).run(key, revision, revision);
+      this.#setLive(key, { revision, createRevision: revision, value });
     });
     this.#committed(revision, "ADDED", key, value, undefined);
     return { key, revision, createRevision: revision, object: parseObject(value) };
@@ -294,7 +408,7 @@ class SqliteStoreImpl implements SqliteStore {
     assertKey(key);
     const revision = this.#revision + 1;
     const value = serialize(object, revision);
-    const previous = this.#transaction(() => {
+    const previous = this.#write(() => {
       const current = this.#existing(key, expectedRevision);
       this.#appendLog({
         revision,
@@ -306,6 +420,7 @@ class SqliteStoreImpl implements SqliteStore {
         value,
       });
       this.#statement(UPSERT_CURRENT).run(key, revision, current.createRevision);
+      this.#setLive(key, { revision, createRevision: current.createRevision, value });
       return current;
     });
     this.#committed(revision, "MODIFIED", key, value, previous.value);
@@ -316,7 +431,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#assertOpen();
     const revision = this.#revision + 1;
     let tombstone = "";
-    const previous = this.#transaction(() => {
+    const previous = this.#write(() => {
       const current = this.#existing(key, expectedRevision);
       // The tombstone is the last state stamped with the deletion revision, as kube reports it.
       tombstone = serialize(parseObject(current.value), revision);
@@ -330,6 +445,7 @@ class SqliteStoreImpl implements SqliteStore {
         value: tombstone,
       });
       this.#statement("DELETE FROM current WHERE key = ?").run(key);
+      this.#removeLive(key);
       return current;
     });
     this.#committed(revision, "DELETED", key, tombstone, previous.value);
@@ -350,14 +466,13 @@ class SqliteStoreImpl implements SqliteStore {
         `revision ${atRevision} has been compacted (oldest readable revision is ${this.#compacted})`,
       );
     }
-    const revision = historical ? atRevision : this.#revision;
-    const rows = historical
-      ? this.#statement(listAtRevisionSql(range)).all({
-          ...rangeParams(range),
-          rev: revision,
-          limit: limit || -1,
-        })
-      : this.#statement(listLatestSql(range)).all({ ...rangeParams(range), limit: limit || -1 });
+    if (!historical) return this.#listLive(range, limit);
+    const revision = atRevision;
+    const rows = this.#statement(listAtRevisionSql(range)).all({
+      ...rangeParams(range),
+      rev: revision,
+      limit: limit || -1,
+    });
     const items = rows.map((row): StoredObject => {
       const key = readString(row, "key");
       return {
@@ -371,9 +486,10 @@ class SqliteStoreImpl implements SqliteStore {
     const last = items[items.length - 1];
     if (limit > 0 && items.length === limit && last) {
       const after: KeyRange = { lo: last.key, loInclusive: false, hi: range.hi };
-      const countRow = historical
-        ? this.#statement(countAtRevisionSql(after)).get({ ...rangeParams(after), rev: revision })
-        : this.#statement(countLatestSql(after)).get(rangeParams(after));
+      const countRow = this.#statement(countAtRevisionSql(after)).get({
+        ...rangeParams(after),
+        rev: revision,
+      });
       const remaining = readInteger(countRow, "n");
       if (remaining > 0) {
         result.continueKey = last.key;
@@ -406,6 +522,8 @@ class SqliteStoreImpl implements SqliteStore {
     if (!Number.isInteger(keep) || keep < 0)
       throw new RangeError(`keep must be a non-negative integer, got ${keep}`);
     const from = this.#compacted;
+    // Compaction is its own transaction: commit the open batch first.
+    this.#commitBatch();
     const to = this.#revision - keep;
     if (to <= from) return { compactedRevision: from, removedRows: 0 };
     const removedRows = this.#transaction(() => {
@@ -433,15 +551,74 @@ class SqliteStoreImpl implements SqliteStore {
 
   close(): void {
     if (this.#closed) return;
+    // Acknowledged-to-be writes of the open batch are committed, not dropped.
+    this.#commitBatch();
     this.#closed = true;
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(closedError(this.path));
     this.#hub.closeAll();
     this.#statements.clear();
     this.#db.close();
   }
 
   #assertOpen(): void {
-    if (this.#closed)
-      throw new CsikitError("CSIKIT_ERR_STORE_CLOSED", `state database ${this.path} is closed`);
+    if (this.#closed) throw closedError(this.path);
+  }
+
+  /** Runs one write: its own transaction, or (group commit) a savepoint in the open batch. */
+  #write<T>(work: () => T): T {
+    if (!this.#groupCommit) return this.#transaction(work);
+    if (!this.#batchOpen) {
+      this.#statement("BEGIN IMMEDIATE").run();
+      this.#batchOpen = true;
+      // After this turn's I/O callbacks: every request read in this turn joins the batch.
+      setImmediate(() => this.#commitBatch());
+    }
+    this.#statement("SAVEPOINT write").run();
+    try {
+      const result = work();
+      this.#statement("RELEASE write").run();
+      return result;
+    } catch (error) {
+      this.#statement("ROLLBACK TO write").run();
+      this.#statement("RELEASE write").run();
+      throw error;
+    }
+  }
+
+  /**
+   * Commits the open batch (one fsync), then tells the watchers and the whenDurable callers. A
+   * failed COMMIT rolls the batch back: its writes were never acknowledged, so their callers get
+   * the error and the revision counter returns to the last durable one.
+   */
+  #commitBatch(): void {
+    if (!this.#batchOpen || this.#closed) return;
+    this.#batchOpen = false;
+    const changes = this.#unpublished;
+    this.#unpublished = [];
+    try {
+      this.#statement("COMMIT").run();
+    } catch (error) {
+      if (this.#db.isTransaction) this.#statement("ROLLBACK").run();
+      this.#revision = this.#durable;
+      this.#loadLive();
+      this.#logger.error("committing a batch of writes failed; none of them was acknowledged", {
+        writes: changes.length,
+        error: errorMessage(error),
+      });
+      const failure = new CsikitError(
+        "CSIKIT_ERR_STORE_WRITE",
+        `state database ${this.path}: commit failed: ${errorMessage(error)}`,
+        { cause: error },
+      );
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(failure);
+      return;
+    }
+    this.#commits++;
+    for (const change of changes) this.#publish(change);
+    this.#durable = this.#revision;
+    let done = 0;
+    while (done < this.#waiters.length && this.#waiters[done]!.revision <= this.#durable) done++;
+    for (const waiter of this.#waiters.splice(0, done)) waiter.resolve();
   }
 
   #statement(sql: string): StatementSync {
@@ -458,23 +635,20 @@ class SqliteStoreImpl implements SqliteStore {
     try {
       const result = work();
       this.#statement("COMMIT").run();
+      this.#commits++;
       return result;
     } catch (error) {
-      if (this.#db.isTransaction) this.#statement("ROLLBACK").run();
+      if (this.#db.isTransaction) {
+        this.#statement("ROLLBACK").run();
+        // A refusal (StoreError) comes before any change; anything else may follow one.
+        if (!(error instanceof StoreError)) this.#loadLive();
+      }
       throw error;
     }
   }
 
   #current(key: string): CurrentRow | undefined {
-    const row = this.#statement(
-      "SELECT c.revision, c.create_revision, l.value FROM current c JOIN log l ON l.revision = c.revision WHERE c.key = ?",
-    ).get(key);
-    if (!row) return undefined;
-    return {
-      revision: readInteger(row, "revision"),
-      createRevision: readInteger(row, "create_revision"),
-      value: readString(row, "value"),
-    };
+    return this.#live.get(key);
   }
 
   #existing(key: string, expectedRevision: number | undefined): CurrentRow {
@@ -503,7 +677,10 @@ class SqliteStoreImpl implements SqliteStore {
     ).run(row.revision, row.key, row.created, row.deleted, row.createRevision, row.prevRevision, row.value);
   }
 
-  /** After COMMIT: advance the revision and tell the watchers, in that order and synchronously. */
+  /**
+   * After a write applied: advance the revision; without group commit (the write is committed)
+   * tell the watchers now, else once its batch commits.
+   */
   #committed(
     revision: number,
     type: WatchEventType,
@@ -512,9 +689,25 @@ class SqliteStoreImpl implements SqliteStore {
     previous: string | undefined,
   ): void {
     this.#revision = revision;
-    if (!this.#hub.wants(key)) return;
-    const event: StoreEvent = { type, key, revision, object: parseObject(value) };
-    if (previous !== undefined) event.previous = parseObject(previous);
+    const change: UnpublishedChange = { revision, type, key, value, previous };
+    if (this.#groupCommit) {
+      this.#unpublished.push(change);
+      return;
+    }
+    this.#durable = revision;
+    this.#publish(change);
+  }
+
+  #publish(change: UnpublishedChange): void {
+    this.#durable = change.revision;
+    if (!this.#hub.wants(change.key)) return;
+    const event: StoreEvent = {
+      type: change.type,
+      key: change.key,
+      revision: change.revision,
+      object: parseObject(change.value),
+    };
+    if (change.previous !== undefined) event.previous = parseObject(change.previous);
     this.#hub.publish(event);
   }
 
@@ -563,17 +756,6 @@ function rangeParams(range: KeyRange): Record<string, SQLInputValue> {
   return range.hi === undefined ? { lo: range.lo } : { lo: range.lo, hi: range.hi };
 }
 
-function listLatestSql(range: KeyRange): string {
-  return (
-    "SELECT c.key, c.revision, c.create_revision, l.value FROM current c JOIN log l ON l.revision = c.revision " +
-    `WHERE ${rangeWhere("c.key", range)} ORDER BY c.key LIMIT :limit`
-  );
-}
-
-function countLatestSql(range: KeyRange): string {
-  return `SELECT count(*) AS n FROM current WHERE ${rangeWhere("key", range)}`;
-}
-
 // SQLite guarantees that bare columns next to max() come from the row holding the maximum, so
 // this is "each key's newest row at or below :rev", read off the (key, revision) index.
 function newestAtRevisionSql(range: KeyRange): string {
@@ -601,6 +783,40 @@ function historySql(range: KeyRange): string {
     `WHERE l.revision > :after AND l.revision <= :until AND ${rangeWhere("l.key", range)} ` +
     "ORDER BY l.revision LIMIT :limit"
   );
+}
+
+/** First index whose key is >= `key` (inclusive) or > `key` (exclusive). */
+function lowerBound(keys: readonly string[], key: string, inclusive: boolean): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const order = compareKeys(keys[mid]!, key);
+    if (order < 0 || (order === 0 && !inclusive)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A list item whose object is parsed from the stored text only when someone reads it. */
+function liveItem(key: string, row: CurrentRow): StoredObject {
+  let object: KubeObject | undefined;
+  return {
+    key,
+    revision: row.revision,
+    createRevision: row.createRevision,
+    json: row.value,
+    get object(): KubeObject {
+      return (object ??= parseObject(row.value));
+    },
+    set object(value: KubeObject) {
+      object = value;
+    },
+  };
+}
+
+function closedError(path: string): CsikitError {
+  return new CsikitError("CSIKIT_ERR_STORE_CLOSED", `state database ${path} is closed`);
 }
 
 function assertKey(key: string): void {

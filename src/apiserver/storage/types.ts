@@ -10,8 +10,9 @@
 // compaction and are never reused; watch delivers every change after `fromRevision` in
 // revision order with no gap and no duplicate, or fails with StoreError("Gone") once that
 // revision was compacted (or when the watcher fell too far behind to be buffered).
-// All methods except watch iteration are synchronous: one write is one SQLite transaction, so
-// nothing interleaves with it inside the process.
+// All methods except watch iteration and whenDurable are synchronous, so nothing interleaves
+// with a read-check-write inside the process. A write may be durable only later (group commit):
+// whenDurable(revision) says when, and nothing may be acknowledged to a client before.
 //
 // Objects returned by get/list/create/update/delete are fresh copies the caller may change.
 // Objects inside watch events are shared by every watcher of that change: treat them as
@@ -25,6 +26,11 @@ export interface StoredObject {
   /** Revision at which this key was (last) created. */
   createRevision: number;
   object: KubeObject;
+  /**
+   * The stored JSON text of `object` (resourceVersion included), when the store has it at hand:
+   * a list answer can splice it instead of encoding the object again. Absent on converted views.
+   */
+  json?: string;
 }
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
@@ -73,6 +79,11 @@ export interface Watch {
    * revision a BOOKMARK event may carry. Never decreases; at least fromRevision.
    */
   progressRevision(): number;
+  /**
+   * True while the events yielded come from stored history (read lazily, so the consumer may
+   * take its time); false once they are live changes, which pile up while the consumer waits.
+   */
+  replaying(): boolean;
   /** Ends the iterator (a pending next() resolves done) and frees its buffer. Idempotent. */
   close(): void;
 }
@@ -81,6 +92,12 @@ export interface Store {
   currentRevision(): number;
   /** The oldest revision still watchable (compaction boundary). */
   compactedRevision(): number;
+  /**
+   * Resolves once every write with a revision <= `revision` is durable and published to
+   * watchers; rejects if the write that would make it durable failed. A caller answers a client
+   * only after this resolved for what the answer shows (the write it made, or the state it read).
+   */
+  whenDurable(revision: number): Promise<void>;
   get(key: string): StoredObject | undefined;
   /** StoreError("AlreadyExists") if the key exists. */
   create(key: string, object: KubeObject): StoredObject;

@@ -149,6 +149,10 @@ class WatchStream implements Watch, AsyncIterator<StoreEvent> {
     return Math.max(this.#cursor, this.#options.source.currentRevision());
   }
 
+  replaying(): boolean {
+    return !this.#ended && (this.#cursor < this.#replayUntil || this.#pageIndex < this.#page.length);
+  }
+
   push(event: StoreEvent): void {
     if (this.#ended || event.revision <= this.#replayUntil || event.revision <= this.#cursor) return;
     if (this.#queue.length - this.#head >= this.#options.bufferLimit) {

@@ -1,0 +1,391 @@
+// The durable-write suite of the API server benchmark: the same scenarios against a server whose
+// state directory is on a real disk and against one on tmpfs, side by side, so the table shows
+// what the disk costs. Per filesystem: the disk's own fsync time (the floor of one durable
+// write), creates with 1 / 16 / 64 keep-alive clients, GET latency while 16 writers run, an
+// unpaged list of 5,000 objects, serial 1 KB PUTs with 0 / 10 / 100 / 500 watchers, and GET
+// latency while other clients block the event loop with huge lists and huge bodies. Each state
+// directory's filesystem type (`stat -f -c %T`) and the core count are printed with the tables.
+// Nothing here asserts on a number; the targets are printed next to the figures.
+
+import { execFileSync } from "node:child_process";
+import { closeSync, fsyncSync, openSync, rmSync, writeSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { request } from "node:https";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { RawClient } from "./raw-client.ts";
+import { startServerProcess, type ServerProcess } from "./server-process.ts";
+import { percentile, runBounded, summarize, type Summary } from "./stats.ts";
+
+export interface DiskSuiteOptions {
+  /** Parent of the real-disk state directory. */
+  diskDir: string;
+  /** Parent of the tmpfs state directory. */
+  tmpfsDir: string;
+  quick: boolean;
+  /** Watcher counts of the fan-out scenario. */
+  watcherCounts: readonly number[];
+  out: (text: string) => void;
+  progress: (text: string) => void;
+}
+
+interface FsFigures {
+  dir: string;
+  fsType: string;
+  fsyncMs: number;
+  creates: Map<number, Summary>;
+  getUnderWrites: Summary;
+  writesDuringGets: number;
+  list5k: Summary;
+  putsByWatchers: Map<number, Summary>;
+  getUnderHog: Summary;
+  hogOps: number;
+}
+
+const NS = "bench-disk";
+const LIST_NS = "bench-list";
+/** The fan-out scenario's namespace: one object, so a watch starts without a large initial list. */
+const PUT_NS = "bench-put";
+const LIST_OBJECTS = 5_000;
+
+export async function runDiskSuite(options: DiskSuiteOptions): Promise<void> {
+  const { out } = options;
+  const real = await runOnFilesystem(options, options.diskDir, "real disk");
+  const tmpfs = await runOnFilesystem(options, options.tmpfsDir, "tmpfs");
+  out(renderDiskTables(real, tmpfs, options));
+}
+
+async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label: string): Promise<FsFigures> {
+  const base = await mkdtemp(join(parent, "csikit-bench-disk-"));
+  let server: ServerProcess | undefined;
+  let raw: RawClient | undefined;
+  try {
+    const fsType = execFileSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).trim();
+    options.progress(`${label}: ${base} (${fsType}): fsync`);
+    const fsyncMs = measureFsync(base, options.quick ? 50 : 200);
+    server = await startServerProcess({ stateDir: join(base, "state") });
+    raw = new RawClient({ ...server, maxSockets: 64 });
+    const client = raw;
+    await runBounded(50, 8, async () => void (await client.send("GET", "/api/v1/namespaces/default")));
+    for (const ns of [NS, LIST_NS, PUT_NS])
+      await client.send("POST", "/api/v1/namespaces", { metadata: { name: ns } });
+
+    const creates = new Map<number, Summary>();
+    let serial = 0;
+    for (const clients of [1, 16, 64]) {
+      const count = options.quick ? 100 : clients === 1 ? 500 : 3_000;
+      options.progress(`${label}: ${count} creates, ${clients} client(s)`);
+      const result = await runBounded(count, clients, async () => {
+        await client.send("POST", cms(NS), configMap(`c-${serial++}`, 256));
+      });
+      creates.set(clients, summarize(result));
+    }
+
+    options.progress(`${label}: GET while 16 writers run`);
+    const { gets: getUnderWrites, background: writesDuringGets } = await underLoad(
+      client,
+      16,
+      async (i) => void (await client.send("POST", cms(NS), configMap(`w-${i}-${serial++}`, 256))),
+      options.quick ? 200 : 2_000,
+    );
+
+    options.progress(`${label}: list of ${LIST_OBJECTS} objects`);
+    const listCount = options.quick ? 500 : LIST_OBJECTS;
+    await runBounded(listCount, 32, async (i) => {
+      await client.send("POST", cms(LIST_NS), configMap(`l-${i}`, 256));
+    });
+    const list5k = summarize(
+      await runBounded(options.quick ? 3 : 20, 1, async () => void (await client.send("GET", cms(LIST_NS)))),
+    );
+
+    const putsByWatchers = new Map<number, Summary>();
+    await client.send("POST", cms(PUT_NS), configMap("target", 1024));
+    for (const watchers of options.watcherCounts) {
+      options.progress(`${label}: serial 1 KB PUTs with ${watchers} watchers`);
+      const streams = await openWatchers(client, server, watchers);
+      try {
+        const count = options.quick ? 100 : 1_000;
+        const result = await runBounded(count, 1, async (i) => {
+          await retryReset(() =>
+            client.send("PUT", `${cms(PUT_NS)}/target`, configMap("target", 1024, String(i))),
+          );
+        });
+        putsByWatchers.set(watchers, summarize(result));
+      } finally {
+        for (const stream of streams) stream.destroy();
+      }
+    }
+
+    options.progress(`${label}: GET while clients list ${listCount} objects and post 2 MiB bodies`);
+    const bigBody = configMap("big", 2 * 1024 * 1024 - 4096);
+    const { gets: getUnderHog, background: hogOps } = await underLoad(
+      client,
+      2,
+      async (i) => {
+        if (i % 2 === 0) await client.send("GET", cms(LIST_NS));
+        // Rejected or accepted, the server has to read and parse all of it first.
+        else await client.sendRaw("PUT", `${cms(NS)}/big`, bigBody);
+      },
+      // Few: each GET may wait behind a whole list or body, and only the percentiles matter.
+      options.quick ? 50 : 200,
+    );
+    return {
+      dir: base,
+      fsType,
+      fsyncMs,
+      creates,
+      getUnderWrites,
+      writesDuringGets,
+      list5k,
+      putsByWatchers,
+      getUnderHog,
+      hogOps,
+    };
+  } finally {
+    raw?.close();
+    await server?.stop();
+    await rm(base, { recursive: true, force: true });
+  }
+}
+
+function cms(ns: string): string {
+  return `/api/v1/namespaces/${ns}/configmaps`;
+}
+
+function configMap(name: string, payloadBytes: number, generation = "0"): object {
+  return {
+    metadata: { name, labels: { app: "bench-disk" } },
+    data: { payload: "x".repeat(payloadBytes), generation },
+  };
+}
+
+/** Median time of one small write + fsync on the directory's filesystem, in ms. */
+function measureFsync(dir: string, rounds: number): number {
+  const path = join(dir, "fsync-probe");
+  const fd = openSync(path, "w");
+  const block = Buffer.alloc(4096, 1);
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const t0 = performance.now();
+      writeSync(fd, block);
+      fsyncSync(fd);
+      samples.push(performance.now() - t0);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(path, { force: true });
+  }
+  samples.sort((a, b) => a - b);
+  return percentile(samples, 50);
+}
+
+/**
+ * `gets` sequential GETs of one small object while `workers` loops run `background` until the
+ * GETs are done; returns the GET latencies and how many background operations completed.
+ */
+async function underLoad(
+  client: RawClient,
+  workers: number,
+  background: (index: number) => Promise<void>,
+  gets: number,
+): Promise<{ gets: Summary; background: number }> {
+  let done = false;
+  let completed = 0;
+  let index = 0;
+  const loops = Array.from({ length: workers }, async () => {
+    while (!done) {
+      await background(index++);
+      completed++;
+    }
+  });
+  try {
+    // Let the background load reach its steady state before timing.
+    const deadline = Date.now() + 10_000;
+    while (completed < workers * 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const result = await runBounded(
+      gets,
+      1,
+      async () => void (await client.send("GET", "/api/v1/namespaces/default")),
+    );
+    return { gets: summarize(result), background: completed };
+  } finally {
+    done = true;
+    await Promise.all(loops);
+  }
+}
+
+interface WatchStream {
+  destroy(): void;
+}
+
+/**
+ * Runs `op` again once if a kept-alive socket was reset under it: the server closes idle
+ * keep-alive sockets, and a request can race that close. Only for requests safe to repeat.
+ */
+async function retryReset<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+    return op();
+  }
+}
+
+/**
+ * Opens `count` watches on the fan-out namespace's ConfigMaps that read (and drop) every byte, 25
+ * at a time so the TLS handshakes do not overflow the listen backlog.
+ */
+async function openWatchers(client: RawClient, server: ServerProcess, count: number): Promise<WatchStream[]> {
+  const streams: WatchStream[] = [];
+  const openOne = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const req = request(`${server.url}${cms(PUT_NS)}?watch=1`, client.streamOptions(), (res) => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`watch: HTTP ${res.statusCode}`));
+          res.resume();
+          return;
+        }
+        res.on("data", () => {});
+        res.on("error", () => {});
+        resolve();
+      });
+      req.on("error", reject);
+      req.end();
+      streams.push({ destroy: () => req.destroy() });
+    });
+  try {
+    for (let opened = 0; opened < count; opened += 25) {
+      await Promise.all(Array.from({ length: Math.min(25, count - opened) }, openOne));
+    }
+  } catch (error) {
+    for (const stream of streams) stream.destroy();
+    throw error;
+  }
+  return streams;
+}
+
+function ms(value: number): string {
+  return Number.isFinite(value) ? value.toFixed(2) : "-";
+}
+
+function rate(value: number): string {
+  return Number.isFinite(value) ? value.toFixed(0) : "-";
+}
+
+function x(value: number, base: number): string {
+  return Number.isFinite(value / base) ? `${(value / base).toFixed(2)}x` : "-";
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]): string =>
+    "| " + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ") + " |";
+  const rule =
+    "|" + widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":")).join("|") + "|";
+  return [line(header), rule, ...rows.map(line)].join("\n");
+}
+
+function renderDiskTables(real: FsFigures, tmpfs: FsFigures, options: DiskSuiteOptions): string {
+  const cpu = cpus();
+  const header = [
+    "scenario",
+    `real disk (${real.fsType})`,
+    `tmpfs (${tmpfs.fsType})`,
+    "disk/tmpfs",
+    "target",
+  ];
+  const rows: string[][] = [];
+  rows.push(["fsync of a 4 KiB append, median ms", ms(real.fsyncMs), ms(tmpfs.fsyncMs), "", ""]);
+  rows.push(["1/fsync, /s", rate(1000 / real.fsyncMs), rate(1000 / tmpfs.fsyncMs), "", ""]);
+  for (const clients of [1, 16, 64]) {
+    const r = real.creates.get(clients)!;
+    const t = tmpfs.creates.get(clients)!;
+    const target =
+      clients === 64
+        ? "≥ 0.8x tmpfs and ≥ 3000/s"
+        : clients === 1
+          ? `≥ 0.9x 1/fsync (${rate(900 / real.fsyncMs)}/s)`
+          : "";
+    rows.push([
+      `creates, ${clients} client(s), /s`,
+      rate(r.opsPerSecond),
+      rate(t.opsPerSecond),
+      x(r.opsPerSecond, t.opsPerSecond),
+      target,
+    ]);
+    rows.push([`creates, ${clients} client(s), p99 ms`, ms(r.p99), ms(t.p99), "", ""]);
+  }
+  rows.push([
+    "GET p50 ms, 16 writers running",
+    ms(real.getUnderWrites.p50),
+    ms(tmpfs.getUnderWrites.p50),
+    "",
+    "",
+  ]);
+  rows.push([
+    "GET p99 ms, 16 writers running",
+    ms(real.getUnderWrites.p99),
+    ms(tmpfs.getUnderWrites.p99),
+    "",
+    "≤ 5 ms",
+  ]);
+  rows.push([
+    "writes done by the 16 writers meanwhile",
+    String(real.writesDuringGets),
+    String(tmpfs.writesDuringGets),
+    "",
+    "",
+  ]);
+  rows.push([
+    `unpaged list of ${options.quick ? 500 : LIST_OBJECTS} objects, p50 ms`,
+    ms(real.list5k.p50),
+    ms(tmpfs.list5k.p50),
+    "",
+    "≤ 15 ms",
+  ]);
+  rows.push(["  same, p99 ms", ms(real.list5k.p99), ms(tmpfs.list5k.p99), "", ""]);
+  const base = (figures: FsFigures): number => figures.putsByWatchers.get(0)?.opsPerSecond ?? Number.NaN;
+  for (const watchers of options.watcherCounts) {
+    const r = real.putsByWatchers.get(watchers)!;
+    const t = tmpfs.putsByWatchers.get(watchers)!;
+    const target = watchers === 100 ? "≥ 0.7x of 0 watchers" : watchers === 500 ? "≥ 0.4x of 0 watchers" : "";
+    rows.push([
+      `serial 1 KB PUTs, ${watchers} watchers, /s (x of 0)`,
+      `${rate(r.opsPerSecond)} (${x(r.opsPerSecond, base(real))})`,
+      `${rate(t.opsPerSecond)} (${x(t.opsPerSecond, base(tmpfs))})`,
+      x(r.opsPerSecond, t.opsPerSecond),
+      target,
+    ]);
+  }
+  rows.push([
+    "GET p50 ms, lists + 2 MiB bodies running",
+    ms(real.getUnderHog.p50),
+    ms(tmpfs.getUnderHog.p50),
+    "",
+    "",
+  ]);
+  rows.push([
+    "GET p99 ms, lists + 2 MiB bodies running",
+    ms(real.getUnderHog.p99),
+    ms(tmpfs.getUnderHog.p99),
+    "",
+    "",
+  ]);
+  rows.push(["lists + big bodies done meanwhile", String(real.hogOps), String(tmpfs.hogOps), "", ""]);
+  return [
+    `### Durable writes: real disk vs tmpfs${options.quick ? " (--quick)" : ""}`,
+    "",
+    `cores: ${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown"}; load average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}; server: child process, HTTPS, SQLite WAL synchronous=FULL`,
+    `real disk state dir: ${real.dir} (stat -f -c %T: ${real.fsType}); tmpfs state dir: ${tmpfs.dir} (${tmpfs.fsType})`,
+    "",
+    table(header, rows),
+    "",
+    "creates: 256 B ConfigMaps over raw keep-alive HTTPS, one socket per client. GETs: one small object, " +
+      "sequential, while the background load runs. PUTs: one 1 KB ConfigMap replaced serially while N watch " +
+      "streams on its namespace read every event.",
+    "",
+  ].join("\n");
+}
