@@ -2,7 +2,14 @@
 import { apiserverCommand } from "./apiserver.ts";
 import type { Command } from "./command.ts";
 import { hostpathCommand } from "./hostpath.ts";
+import { nodeCommand } from "./node.ts";
 import { sanityCommand } from "./sanity.ts";
 import { startCommand } from "./start.ts";
 
-export const commands: readonly Command[] = [apiserverCommand, hostpathCommand, sanityCommand, startCommand];
+export const commands: readonly Command[] = [
+  apiserverCommand,
+  hostpathCommand,
+  nodeCommand,
+  sanityCommand,
+  startCommand,
+];
