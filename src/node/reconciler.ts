@@ -67,6 +67,8 @@ export class Reconciler {
   readonly #attachWaitSince = new Map<string, number>();
   /** Last problem message evented per pod, so one unresolved volume is not evented every pass. */
   readonly #podProblems = new Map<string, string>();
+  /** "<pod volume key>@<size>" of expansions done, so a stale claim in the cache is not expanded twice. */
+  readonly #expanded = new Set<string>();
   /** Pods whose final delete was sent (by UID). */
   readonly #deleted = new Set<string>();
   #ready = false;
@@ -353,6 +355,8 @@ export class Reconciler {
       const pv = volume.spec.pvName ? this.#caches.volume(volume.spec.pvName) : undefined;
       const size = pv?.spec?.capacity?.storage;
       if (!pv || !size) continue;
+      const done = `${published.key}@${size}`;
+      if (this.#expanded.has(done)) continue;
       executor.run(
         `pod:${published.key}`,
         `expand:${published.key}`,
@@ -368,6 +372,7 @@ export class Reconciler {
             );
           }
           await markResizeFinished(context, claim, size, signal);
+          this.#expanded.add(done);
           context.events.event(
             claim,
             "Normal",
