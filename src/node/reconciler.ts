@@ -69,6 +69,8 @@ export class Reconciler {
   readonly #podProblems = new Map<string, string>();
   /** "<pod volume key>@<size>" of expansions done, so a stale claim in the cache is not expanded twice. */
   readonly #expanded = new Set<string>();
+  /** Pods set Running, by UID → the resourceVersion seen then: no second write from a stale cache. */
+  readonly #runningWritten = new Map<string, string>();
   /** Pods whose final delete was sent (by UID). */
   readonly #deleted = new Set<string>();
   #ready = false;
@@ -291,13 +293,20 @@ export class Reconciler {
         continue;
       }
       this.#podProblems.delete(uid);
-      if (podIsRunning(pod)) continue;
+      if (podIsRunning(pod)) {
+        this.#runningWritten.delete(uid);
+        continue;
+      }
+      if (this.#runningWritten.get(uid) === pod.metadata?.resourceVersion) continue;
       const volumes = byPod.get(uid) ?? [];
       if (!volumes.every((v) => actual.published.get(v.key)?.state === "mounted")) continue;
       executor.run(
         `status:${uid}`,
         `status:${uid}`,
-        () => setPodRunning(context.client, pod, context.clock.now(), signal),
+        async () => {
+          await setPodRunning(context.client, pod, context.clock.now(), signal);
+          this.#runningWritten.set(uid, pod.metadata?.resourceVersion ?? "");
+        },
         (error) =>
           context.logger.warn("failed to set pod Running", { pod: objectKey(pod), err: errorMessage(error) }),
       );
@@ -324,6 +333,8 @@ export class Reconciler {
           }),
       );
     }
+    for (const uid of this.#runningWritten.keys())
+      if (!desired.pods.has(uid)) this.#runningWritten.delete(uid);
     if (this.#deleted.size > 1000) {
       const live = new Set(informers.pods.store.list().map((p) => p.metadata?.uid ?? ""));
       for (const uid of this.#deleted) if (!live.has(uid)) this.#deleted.delete(uid);
