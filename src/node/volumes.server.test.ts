@@ -518,3 +518,32 @@ test("expansion pending on the node → NodeExpandVolume, then the claim's resiz
   assert.equal(scripted.callsOf("NodeExpandVolume").length, 1, "expanded once");
   assert.ok((await stat(String(expand.volumePath))).isDirectory());
 });
+
+test("a finished pod (Succeeded) has its volumes torn down but stays in the API", async (t) => {
+  const { client, scripted, paths } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    driverSpec: { attachRequired: false },
+  });
+  await boundClaim(client, NS, "job", persistentVolume("pv-j", { driver: DRIVER, handle: "vol-j" }));
+  const created = await client.create(
+    GVR.pods,
+    pod(NS, "job", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "job" } }],
+    }),
+  );
+  const uid = created.metadata?.uid ?? "";
+  await waitFor("pod Running", () => podRunning(client, NS, "job"));
+  await client.patch(
+    GVR.pods,
+    "job",
+    { status: { phase: "Succeeded" } },
+    { namespace: NS, subresource: "status" },
+  );
+  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
+  assert.equal(lastCall(scripted, "NodeUnpublishVolume").volumeId, "vol-j");
+  // The kubelet keeps a known pod's dir until the pod is deleted; its volume dir goes.
+  await waitFor("pod volume dir removed", async () => !(await exists(paths.podVolumeDir(uid, "pv-j"))));
+  const still = await getPod(client, NS, "job");
+  assert.equal(still?.status?.phase, "Succeeded", "the node does not delete a finished pod");
+});
