@@ -257,7 +257,8 @@ export class CsiVolumePlugin {
   /** NodeUnstageVolume when staged, then removes the staging dir and its vol_data.json. */
   async unstage(staged: StagedVolume, driver: RegisteredDriver, signal: AbortSignal): Promise<void> {
     const { paths } = this.#options;
-    if (staged.staged || driver.nodeCapabilities.has("STAGE_UNSTAGE_VOLUME")) {
+    // The capability decides, not the record: a reconstructed entry cannot know whether stage ran.
+    if (driver.nodeCapabilities.has("STAGE_UNSTAGE_VOLUME")) {
       await driver.client.node.nodeUnstageVolume(
         { volumeId: staged.handle, stagingTargetPath: staged.stagingPath },
         { signal },
