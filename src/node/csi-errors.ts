@@ -1,0 +1,46 @@
+// How the node words and classifies CSI failures: Go's grpc status text ("rpc error: code =
+// Internal desc = ..."), as kubelet events show it, and the kubelet's final/non-final split
+// (a non-final error leaves the mount uncertain: it may still happen in the driver).
+
+import { errorMessage } from "../base/index.ts";
+import { grpcCode } from "../csi/index.ts";
+
+const GO_CODE_NAMES = [
+  "OK",
+  "Canceled",
+  "Unknown",
+  "InvalidArgument",
+  "DeadlineExceeded",
+  "NotFound",
+  "AlreadyExists",
+  "PermissionDenied",
+  "ResourceExhausted",
+  "FailedPrecondition",
+  "Aborted",
+  "OutOfRange",
+  "Unimplemented",
+  "Internal",
+  "Unavailable",
+  "DataLoss",
+  "Unauthenticated",
+];
+
+/** "rpc error: code = X desc = ..." for gRPC failures; the plain message otherwise. */
+export function describeError(error: unknown): string {
+  const code = grpcCode(error);
+  if (code === undefined || code === 0) return errorMessage(error);
+  const details =
+    typeof error === "object" && error !== null && "details" in error && typeof error.details === "string"
+      ? error.details
+      : errorMessage(error);
+  return `rpc error: code = ${GO_CODE_NAMES[code] ?? `Code(${code})`} desc = ${details}`;
+}
+
+/** Codes after which the operation may still complete in the driver (kubelet's isFinalError false). */
+const NON_FINAL = new Set([1, 4, 8, 10, 14]);
+
+/** A failure after which the volume may or may not be mounted. */
+export function isUncertain(error: unknown): boolean {
+  const code = grpcCode(error);
+  return code !== undefined && NON_FINAL.has(code);
+}

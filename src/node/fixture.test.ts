@@ -1,0 +1,393 @@
+// Test fixture of the virtual node (no tests of its own; *.test.ts so it may import the API
+// server): a real API server, a node agent started in-process on a temp root dir, a
+// registration socket served the way an upstream csi-node-driver-registrar serves it, a
+// scripted CSI node server that records what it is asked, object builders, and bounded waits.
+
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+import type {
+  CSIDriver,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  VolumeAttachment,
+} from "../api/index.ts";
+import { GVR } from "../api/index.ts";
+import { errorMessage, silentLogger } from "../base/index.ts";
+import {
+  CsiError,
+  GrpcStatus,
+  serveCsi,
+  type CsiServer,
+  type NodeService,
+  type NodeServiceCapability_RPC_Type,
+  type RegistrationStatus,
+} from "../csi/index.ts";
+import { isNotFound, type KubeClient } from "../kube/index.ts";
+import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
+import { startNode, type NodeOptions } from "./index.ts";
+
+export async function tempDir(t: TestContext, prefix = "csikit-node-"): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? `: ${errorMessage(last)}` : ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export async function testServer(t: TestContext): Promise<TestServer> {
+  const server = await startTestServer();
+  t.after(() => server.stop());
+  return server;
+}
+
+export interface RunningNode {
+  stop(): Promise<void>;
+  done: Promise<void>;
+}
+
+/** startNode in-process; stopped (and awaited) when the test ends. */
+export async function runNode(
+  t: TestContext,
+  client: KubeClient,
+  options: Omit<NodeOptions, "client">,
+): Promise<RunningNode> {
+  const controller = new AbortController();
+  let ready!: () => void;
+  const isReady = new Promise<void>((resolve) => (ready = resolve));
+  const done = startNode(
+    {
+      leaseRenewIntervalMs: 200,
+      pluginRescanIntervalMs: 500,
+      retryInitialMs: 50,
+      retryMaxMs: 1000,
+      logger: silentLogger,
+      ...options,
+      client,
+      onReady: (info) => {
+        options.onReady?.(info);
+        ready();
+      },
+    },
+    controller.signal,
+  );
+  const stop = async () => {
+    controller.abort();
+    await done;
+  };
+  t.after(stop);
+  await Promise.race([isReady, done]);
+  return { stop, done };
+}
+
+/** A registration socket answering like csi-node-driver-registrar v2 (GetInfo + status record). */
+export async function serveRegistration(
+  t: TestContext,
+  options: { rootDir: string; driverName: string; endpoint: string; type?: string; versions?: string[] },
+): Promise<{ server: CsiServer; statuses: RegistrationStatus[] }> {
+  const statuses: RegistrationStatus[] = [];
+  await mkdir(join(options.rootDir, "plugins_registry"), { recursive: true });
+  const server = await serveCsi({
+    endpoint: join(options.rootDir, "plugins_registry", `${options.driverName}-reg.sock`),
+    registration: {
+      getInfo: () =>
+        Promise.resolve({
+          type: options.type ?? "CSIPlugin",
+          name: options.driverName,
+          endpoint: options.endpoint,
+          supportedVersions: options.versions ?? ["1.0.0"],
+        }),
+      notifyRegistrationStatus: (request) => {
+        statuses.push(request);
+        return Promise.resolve({});
+      },
+    },
+    shutdownGraceMs: 1000,
+  });
+  t.after(() => server.close());
+  return { server, statuses };
+}
+
+/** One recorded call of the scripted node server. */
+export interface RecordedCall {
+  method: string;
+  request: Record<string, unknown>;
+}
+
+export interface ScriptedNode {
+  server: CsiServer;
+  calls: RecordedCall[];
+  /** Makes the next calls of `method` fail with `code` (until cleared with undefined). */
+  failWith(method: string, code: number | undefined): void;
+  callsOf(method: string): RecordedCall[];
+}
+
+/**
+ * A CSI node plugin that records every request and acts like a well-behaved driver on the
+ * file system without mounting: publish creates the target dir (or file for block), unpublish
+ * removes it. Capabilities are given per test.
+ */
+export async function serveScriptedNode(
+  t: TestContext,
+  options: {
+    endpoint: string;
+    nodeId: string;
+    capabilities: NodeServiceCapability_RPC_Type[];
+    topology?: Record<string, string>;
+  },
+): Promise<ScriptedNode> {
+  const calls: RecordedCall[] = [];
+  const failures = new Map<string, number>();
+  const record = (method: string, request: object): void => {
+    calls.push({ method, request: structuredClone(request) as Record<string, unknown> });
+    const code = failures.get(method);
+    if (code !== undefined) throw new CsiError(code, `scripted ${method} failure`);
+  };
+  const { rm: remove, mkdir: makeDir, writeFile } = await import("node:fs/promises");
+  const node: Partial<NodeService> = {
+    nodeGetInfo: (request) => {
+      record("NodeGetInfo", request);
+      return Promise.resolve({
+        nodeId: options.nodeId,
+        maxVolumesPerNode: "7",
+        ...(options.topology ? { accessibleTopology: { segments: options.topology } } : {}),
+      });
+    },
+    nodeGetCapabilities: () =>
+      Promise.resolve({ capabilities: options.capabilities.map((type) => ({ rpc: { type } })) }),
+    nodeStageVolume: (request) => {
+      record("NodeStageVolume", request);
+      return Promise.resolve({});
+    },
+    nodeUnstageVolume: (request) => {
+      record("NodeUnstageVolume", request);
+      return Promise.resolve({});
+    },
+    nodePublishVolume: async (request) => {
+      record("NodePublishVolume", request);
+      if (request.volumeCapability?.block) await writeFile(request.targetPath, "");
+      else await makeDir(request.targetPath, { recursive: true });
+      return {};
+    },
+    nodeUnpublishVolume: async (request) => {
+      record("NodeUnpublishVolume", request);
+      await remove(request.targetPath, { recursive: true, force: true });
+      return {};
+    },
+    nodeExpandVolume: (request) => {
+      record("NodeExpandVolume", request);
+      return Promise.resolve({ capacityBytes: request.capacityRange?.requiredBytes ?? "0" });
+    },
+    nodeGetVolumeStats: (request) => {
+      record("NodeGetVolumeStats", request);
+      return Promise.resolve({
+        usage: [
+          { unit: "BYTES", total: 1048576, available: 1000000, used: 48576 },
+          { unit: "INODES", total: 100, available: 90, used: 10 },
+        ],
+      });
+    },
+  };
+  const server = await serveCsi({
+    endpoint: options.endpoint,
+    identity: {
+      getPluginInfo: () => Promise.resolve({ name: "scripted.csi.k8s.io", vendorVersion: "1" }),
+      probe: () => Promise.resolve({ ready: { value: true } }),
+    },
+    node,
+    shutdownGraceMs: 1000,
+  });
+  t.after(() => server.close());
+  return {
+    server,
+    calls,
+    failWith(method, code) {
+      if (code === undefined) failures.delete(method);
+      else failures.set(method, code);
+    },
+    callsOf: (method) => calls.filter((c) => c.method === method),
+  };
+}
+
+export const UNAVAILABLE = GrpcStatus.UNAVAILABLE;
+
+// ---- object builders -------------------------------------------------------------------
+
+export function csiDriver(name: string, spec: CSIDriver["spec"]): CSIDriver {
+  return { apiVersion: "storage.k8s.io/v1", kind: "CSIDriver", metadata: { name }, spec };
+}
+
+export function persistentVolume(
+  name: string,
+  options: {
+    driver: string;
+    handle: string;
+    size?: string;
+    block?: boolean;
+    csi?: Partial<NonNullable<NonNullable<PersistentVolume["spec"]>["csi"]>>;
+    accessModes?: NonNullable<PersistentVolume["spec"]>["accessModes"];
+  },
+): PersistentVolume {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name },
+    spec: {
+      capacity: { storage: options.size ?? "1Mi" },
+      accessModes: options.accessModes ?? ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Retain",
+      volumeMode: options.block ? "Block" : "Filesystem",
+      csi: { driver: options.driver, volumeHandle: options.handle, ...options.csi },
+    },
+  };
+}
+
+export function claim(
+  namespace: string,
+  name: string,
+  options: { block?: boolean } = {},
+): PersistentVolumeClaim {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name, namespace },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      storageClassName: "",
+      volumeMode: options.block ? "Block" : "Filesystem",
+    },
+  };
+}
+
+export function pod(
+  namespace: string,
+  name: string,
+  options: { nodeName?: string; volumes?: NonNullable<Pod["spec"]>["volumes"]; fsGroup?: number },
+): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace },
+    spec: {
+      ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+      containers: [{ name: "app", image: "busybox" }],
+      volumes: options.volumes ?? [],
+      ...(options.fsGroup !== undefined ? { securityContext: { fsGroup: options.fsGroup } } : {}),
+    },
+  };
+}
+
+/** Creates a PV and a claim and binds them as the PV controller would (spec + status). */
+export async function boundClaim(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  pv: PersistentVolume,
+  options: { block?: boolean } = {},
+): Promise<{ pv: PersistentVolume; claim: PersistentVolumeClaim }> {
+  const pvc = await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+    ...claim(namespace, name, options),
+    spec: { ...claim(namespace, name, options).spec, volumeName: pv.metadata?.name ?? "" },
+  });
+  const created = await client.create<PersistentVolume>(GVR.persistentVolumes, {
+    ...pv,
+    spec: {
+      ...pv.spec,
+      claimRef: { kind: "PersistentVolumeClaim", namespace, name, uid: pvc.metadata?.uid ?? "" },
+    },
+  });
+  await client.patch(
+    GVR.persistentVolumes,
+    created.metadata?.name ?? "",
+    { status: { phase: "Bound" } },
+    {
+      subresource: "status",
+    },
+  );
+  const bound = await client.patch<PersistentVolumeClaim>(
+    GVR.persistentVolumeClaims,
+    name,
+    { status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: pv.spec?.capacity ?? {} } },
+    { namespace, subresource: "status" },
+  );
+  return { pv: created, claim: bound };
+}
+
+/** Plays the attacher: creates (if needed) the VolumeAttachment and marks it attached. */
+export async function markAttached(
+  client: KubeClient,
+  options: {
+    name: string;
+    driver: string;
+    pvName: string;
+    nodeName: string;
+    metadata?: Record<string, string>;
+  },
+): Promise<void> {
+  try {
+    await client.create<VolumeAttachment>(GVR.volumeAttachments, {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "VolumeAttachment",
+      metadata: { name: options.name },
+      spec: {
+        attacher: options.driver,
+        nodeName: options.nodeName,
+        source: { persistentVolumeName: options.pvName },
+      },
+    });
+  } catch (error) {
+    if (!errorMessage(error).includes("already exists")) throw error;
+  }
+  await client.patch(
+    GVR.volumeAttachments,
+    options.name,
+    { status: { attached: true, attachmentMetadata: options.metadata ?? {} } },
+    { subresource: "status" },
+  );
+}
+
+export async function getPod(client: KubeClient, namespace: string, name: string): Promise<Pod | undefined> {
+  try {
+    return await client.get<Pod>(GVR.pods, name, { namespace });
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+export async function podRunning(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+): Promise<Pod | undefined> {
+  const current = await getPod(client, namespace, name);
+  return current?.status?.phase === "Running" ? current : undefined;
+}
+
+export function assertNoSecretIn(text: string, secret: string): void {
+  assert.ok(!text.includes(secret), "a secret value reached a log or event");
+}

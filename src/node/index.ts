@@ -1,0 +1,172 @@
+// The virtual node: the kubelet's volume role against the API server, with the kubelet's
+// on-disk layout under its root dir. startNode registers the Node (and its Lease and
+// CSINode), watches plugins_registry/ for CSI drivers, reconstructs what was mounted before a
+// restart, and runs the volume manager until the signal aborts; it resolves once everything
+// has stopped (operations drained, watchers closed, driver connections closed).
+
+import { Registry } from "prom-client";
+import { realClock, silentLogger } from "../base/index.ts";
+import { EventRecorder, InformerFactory, startHttpEndpoint } from "../kube/index.ts";
+import {
+  GVR,
+  type CSIDriver,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Pod,
+  type VolumeAttachment,
+} from "../api/index.ts";
+import { ActualState } from "./actual-state.ts";
+import { CsiVolumePlugin } from "./csi-volume.ts";
+import { DriverRegistry } from "./drivers.ts";
+import { NodeInfoManager } from "./node-info.ts";
+import { NodeStatusManager } from "./node-status.ts";
+import { OperationExecutor } from "./operation-executor.ts";
+import type { NodeContext, NodeOptions } from "./options.ts";
+import { KubeletPaths } from "./paths.ts";
+import { PluginWatcher } from "./plugin-watcher.ts";
+import { Reconciler } from "./reconciler.ts";
+import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
+import { RegistrationHandler } from "./registration.ts";
+import { VolumeStatsCollector } from "./volume-stats.ts";
+
+export type { NodeOptions } from "./options.ts";
+export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
+export { VOLUME_STATS_METRICS } from "./volume-stats.ts";
+export { POD_INFO_KEYS } from "./csi-volume.ts";
+export { highestSupportedVersion, CSI_PLUGIN_TYPE } from "./registration.ts";
+export { NODE_LEASE_NAMESPACE } from "./node-status.ts";
+
+export const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
+const ORPHAN_CLEANUP_INTERVAL_MS = 2000;
+
+export async function startNode(options: NodeOptions, signal: AbortSignal): Promise<void> {
+  const clock = options.clock ?? realClock;
+  const logger = (options.logger ?? silentLogger).with({ node: options.nodeName });
+  const paths = new KubeletPaths(options.rootDir ?? DEFAULT_ROOT_DIR);
+  const client = options.client;
+  const events = new EventRecorder({ client, component: "kubelet", host: options.nodeName, clock, logger });
+  const context: NodeContext = { nodeName: options.nodeName, paths, client, events, clock, logger };
+  const inner = new AbortController();
+  const stop = (): void => inner.abort(signal.reason);
+  signal.addEventListener("abort", stop, { once: true });
+  const running: Promise<unknown>[] = [];
+  const drivers = new DriverRegistry({ timeoutMs: options.csiTimeoutMs ?? 120_000 });
+  let executor: OperationExecutor | undefined;
+  try {
+    running.push(events.start(inner.signal));
+    const nodeStatus = new NodeStatusManager(context, {
+      hostname: options.hostname ?? options.nodeName,
+      labels: options.labels ?? {},
+      leaseDurationSeconds: options.leaseDurationSeconds ?? 40,
+      kubeletVersion: "v1.33.0-csikit",
+    });
+    const node = await nodeStatus.register(inner.signal);
+    const nodeInfo = new NodeInfoManager(context, nodeStatus);
+    await nodeInfo.initializeCSINode(node.metadata?.uid ?? "", inner.signal);
+    running.push(nodeStatus.runLease(options.leaseRenewIntervalMs ?? 10_000, inner.signal));
+    running.push(nodeStatus.runHeartbeat(options.nodeStatusReportFrequencyMs ?? 300_000, inner.signal));
+
+    const factory = new InformerFactory({ client, clock, logger });
+    const informers = {
+      pods: factory.informer<Pod>(GVR.pods, { fieldSelector: `spec.nodeName=${options.nodeName}` }),
+      claims: factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims),
+      volumes: factory.informer<PersistentVolume>(GVR.persistentVolumes),
+      csiDrivers: factory.informer<CSIDriver>(GVR.csiDrivers),
+      attachments: factory.informer<VolumeAttachment>(GVR.volumeAttachments),
+    };
+    let wake: (() => void) | undefined;
+    let pending = false;
+    const trigger = (): void => {
+      pending = true;
+      wake?.();
+    };
+    const handlers = { onAdd: trigger, onUpdate: trigger, onDelete: trigger };
+    informers.pods.addEventHandler(handlers);
+    informers.claims.addEventHandler(handlers);
+    informers.volumes.addEventHandler(handlers);
+    informers.csiDrivers.addEventHandler(handlers);
+    informers.attachments.addEventHandler(handlers);
+    running.push(factory.start(inner.signal));
+
+    const actual = new ActualState();
+    executor = new OperationExecutor({
+      clock,
+      logger,
+      initialDelayMs: options.retryInitialMs ?? 500,
+      maxDelayMs: options.retryMaxMs ?? 122_000,
+      onDone: trigger,
+    });
+    drivers.onChange(() => {
+      executor?.resetBackoff();
+      trigger();
+    });
+    const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client });
+    const reconciler = new Reconciler({
+      context,
+      informers,
+      drivers,
+      plugin,
+      nodeStatus,
+      executor,
+      actual,
+      attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
+    });
+
+    const registry = new Registry();
+    const stats = new VolumeStatsCollector(actual, drivers, registry);
+    let metricsUrl: string | undefined;
+    if (options.httpEndpoint) {
+      const endpoint = await startHttpEndpoint(
+        { address: options.httpEndpoint, metricsPath: options.metricsPath ?? "/metrics", registry, logger },
+        inner.signal,
+      );
+      running.push(endpoint.stopped);
+      metricsUrl = `${endpoint.url}${options.metricsPath ?? "/metrics"}`;
+    }
+
+    await reconstruct(paths, actual, logger);
+    running.push(
+      new PluginWatcher({
+        dir: paths.pluginsRegistry,
+        handler: new RegistrationHandler({ drivers, nodeInfo, logger }),
+        rescanIntervalMs: options.pluginRescanIntervalMs ?? 5000,
+        clock,
+        logger,
+      }).run(inner.signal),
+    );
+    await factory.waitForCacheSync(inner.signal);
+    reconciler.setReady();
+    running.push(stats.run(options.volumeStatsAggPeriodMs ?? 60_000, clock, logger, inner.signal));
+    options.onReady?.(metricsUrl !== undefined ? { metricsUrl } : {});
+    logger.info(1, "virtual node running", { root: paths.root });
+
+    const interval = options.reconcileIntervalMs ?? 100;
+    let lastCleanup = clock.now();
+    while (!inner.signal.aborted) {
+      pending = false;
+      reconciler.pass(inner.signal);
+      if (clock.now() - lastCleanup >= ORPHAN_CLEANUP_INTERVAL_MS) {
+        lastCleanup = clock.now();
+        const live = new Set(informers.pods.store.list().map((p) => p.metadata?.uid ?? ""));
+        await cleanupOrphanedPodDirs(paths, live, actual, logger);
+      }
+      if (pending) continue;
+      await new Promise<void>((resolve) => {
+        const cancel = clock.setTimer(interval, resolve);
+        wake = () => {
+          cancel();
+          resolve();
+        };
+        if (inner.signal.aborted) resolve();
+      });
+      wake = undefined;
+    }
+  } finally {
+    inner.abort();
+    signal.removeEventListener("abort", stop);
+    await executor?.waitIdle();
+    executor?.stop();
+    await Promise.allSettled(running);
+    drivers.closeAll();
+  }
+}

@@ -1,0 +1,57 @@
+// Options of the virtual node (startNode) with the kubelet's defaults, and the pieces shared
+// by its modules (the context every module receives).
+
+import type { Clock, Logger } from "../base/index.ts";
+import type { EventRecorder, KubeClient } from "../kube/index.ts";
+import type { KubeletPaths } from "./paths.ts";
+
+export interface NodeOptions {
+  /** Name of the Node object (--node-name; kubelet: --hostname-override or the host name). */
+  nodeName: string;
+  /** Kubelet root dir (--root-dir). Default "/var/lib/kubelet". */
+  rootDir?: string;
+  /** Value of the kubernetes.io/hostname label. Default nodeName. */
+  hostname?: string;
+  /** Extra Node labels (--node-labels). Default none. */
+  labels?: Readonly<Record<string, string>>;
+  /** The client every API call goes through (rate-limited by its own bucket). */
+  client: KubeClient;
+  /** Lease duration in seconds (--node-lease-duration-seconds). Default 40. */
+  leaseDurationSeconds?: number;
+  /** How often the Lease is renewed, in ms. Default 10000 (kubelet: 1/4 of 40s). */
+  leaseRenewIntervalMs?: number;
+  /** How often the Ready condition's heartbeat is written without a change, in ms. Default 300000. */
+  nodeStatusReportFrequencyMs?: number;
+  /** The reconciler's fallback tick in ms (it also reacts to events). Default 100. */
+  reconcileIntervalMs?: number;
+  /** How often plugins_registry/ is rescanned besides fs.watch, in ms. Default 5000. */
+  pluginRescanIntervalMs?: number;
+  /** How often NodeGetVolumeStats runs for the metrics, in ms (--volume-stats-agg-period). Default 60000. */
+  volumeStatsAggPeriodMs?: number;
+  /** First retry delay of a failed volume operation in ms. Default 500 (kubelet). */
+  retryInitialMs?: number;
+  /** Longest retry delay in ms. Default 122000 (kubelet: 2m2s). */
+  retryMaxMs?: number;
+  /** How long a volume waits for its VolumeAttachment before FailedMount, in ms. Default 120000. */
+  attachTimeoutMs?: number;
+  /** Deadline of each CSI call in ms. Default 120000 (kubelet's csiTimeout is 2m). */
+  csiTimeoutMs?: number;
+  /** --http-endpoint for /metrics ("" = off). Default "". */
+  httpEndpoint?: string;
+  /** Default "/metrics". */
+  metricsPath?: string;
+  /** Called once the node is registered and serving (tests, `csikit up`). */
+  onReady?: (info: { metricsUrl?: string }) => void;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** What every module of a running node shares. */
+export interface NodeContext {
+  nodeName: string;
+  paths: KubeletPaths;
+  client: KubeClient;
+  events: EventRecorder;
+  clock: Clock;
+  logger: Logger;
+}

@@ -1,0 +1,475 @@
+// The volume manager's reconciler: drives the actual state (actual-state.ts) to the desired
+// state (desired-state.ts) through the operation executor. One pass:
+//   1. unpublish pod volumes no pod wants any more (or whose pod is terminating/finished);
+//   2. unstage volumes no pod on this node uses;
+//   3. for wanted volumes: wait for the VolumeAttachment (attachable drivers) and for
+//      status.volumesInUse to list the volume, stage, then publish;
+//   4. set pods Running once all their volumes are published; finish graceful deletions once
+//      a terminating pod has nothing mounted;
+//   5. keep node.status.volumesInUse = wanted ∪ mounted; 6. node-side expansion.
+// A pass runs on every informer event, driver (de)registration and operation completion
+// (coalesced), plus a fallback tick (100ms, as the kubelet's loop period).
+
+import { rm, rmdir } from "node:fs/promises";
+import type {
+  CSIDriver,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  VolumeAttachment,
+} from "../api/index.ts";
+import { EVENT_REASONS, GVR, parseQuantity, quantityValue } from "../api/index.ts";
+import { errorMessage } from "../base/index.ts";
+import { objectKey, type SharedInformer } from "../kube/index.ts";
+import { ActualState, type PublishedVolume } from "./actual-state.ts";
+import { isUncertain, describeError } from "./csi-errors.ts";
+import type { CsiVolumePlugin } from "./csi-volume.ts";
+import {
+  computeDesiredState,
+  podIsActive,
+  type Caches,
+  type DesiredPodVolume,
+  type DesiredState,
+} from "./desired-state.ts";
+import type { DriverRegistry } from "./drivers.ts";
+import type { NodeStatusManager } from "./node-status.ts";
+import type { OperationExecutor } from "./operation-executor.ts";
+import type { NodeContext } from "./options.ts";
+import { attachmentName } from "./paths.ts";
+import { finishPodDeletion, podIsRunning, setPodRunning } from "./pod-status.ts";
+
+export interface Informers {
+  pods: SharedInformer<Pod>;
+  claims: SharedInformer<PersistentVolumeClaim>;
+  volumes: SharedInformer<PersistentVolume>;
+  csiDrivers: SharedInformer<CSIDriver>;
+  attachments: SharedInformer<VolumeAttachment>;
+}
+
+export interface ReconcilerOptions {
+  context: NodeContext;
+  informers: Informers;
+  drivers: DriverRegistry;
+  plugin: CsiVolumePlugin;
+  nodeStatus: NodeStatusManager;
+  executor: OperationExecutor;
+  actual: ActualState;
+  attachTimeoutMs: number;
+}
+
+const FS_RESIZE_PENDING = "FileSystemResizePending";
+const NODE_RESIZE_PENDING = "NodeResizePending";
+
+export class Reconciler {
+  readonly #o: ReconcilerOptions;
+  readonly #caches: Caches;
+  /** When each (pod volume) started waiting for its attachment. */
+  readonly #attachWaitSince = new Map<string, number>();
+  /** Last problem message evented per pod, so one unresolved volume is not evented every pass. */
+  readonly #podProblems = new Map<string, string>();
+  /** "<pod volume key>@<size>" of expansions done, so a stale claim in the cache is not expanded twice. */
+  readonly #expanded = new Set<string>();
+  /** Pods set Running, by UID → the resourceVersion seen then: no second write from a stale cache. */
+  readonly #runningWritten = new Map<string, string>();
+  /** Pods whose final delete was sent (by UID). */
+  readonly #deleted = new Set<string>();
+  #ready = false;
+
+  constructor(options: ReconcilerOptions) {
+    this.#o = options;
+    const { informers } = options;
+    this.#caches = {
+      claim: (namespace, name) => informers.claims.store.get(`${namespace}/${name}`),
+      volume: (name) => informers.volumes.store.get(name),
+      csiDriver: (name) => informers.csiDrivers.store.get(name),
+    };
+  }
+
+  get caches(): Caches {
+    return this.#caches;
+  }
+
+  /** Lets passes act (after caches synced and reconstruction). */
+  setReady(): void {
+    this.#ready = true;
+  }
+
+  desired(): DesiredState {
+    return computeDesiredState(this.#o.informers.pods.store.list(), this.#caches);
+  }
+
+  pass(signal: AbortSignal): void {
+    if (!this.#ready || signal.aborted) return;
+    const desired = this.desired();
+    this.#unpublishUnwanted(desired, signal);
+    this.#unstageUnused(desired, signal);
+    for (const volume of desired.volumes.values()) this.#mount(volume, signal);
+    this.#updatePods(desired, signal);
+    this.#reportInUse(desired, signal);
+    this.#expand(desired, signal);
+  }
+
+  #unpublishUnwanted(desired: DesiredState, signal: AbortSignal): void {
+    const { actual, executor, plugin, drivers } = this.#o;
+    for (const published of actual.published.values()) {
+      // OBSERVATION: still wanted → left to the mount step (which re-publishes if uncertain).
+      if (desired.volumes.has(published.key)) continue;
+      executor.run(
+        `pod:${published.key}`,
+        `unpublish:${published.key}`,
+        async () => {
+          await plugin.unpublish(published, drivers.require(published.driver), signal);
+          actual.published.delete(published.key);
+          this.#o.context.logger.info(4, "unpublished volume", {
+            volume: published.uniqueName,
+            pod: published.podUID,
+          });
+        },
+        (error) =>
+          this.#podEvent(
+            published.podUID,
+            "Warning",
+            EVENT_REASONS.failedMount.key,
+            `UnmountVolume.TearDown failed for volume "${published.specName}" : ${describeError(error)}`,
+          ),
+      );
+    }
+  }
+
+  #unstageUnused(desired: DesiredState, signal: AbortSignal): void {
+    const { actual, executor, plugin, drivers } = this.#o;
+    const wanted = new Set([...desired.volumes.values()].map((v) => v.spec.uniqueName));
+    for (const staged of actual.staged.values()) {
+      if (wanted.has(staged.uniqueName)) continue;
+      // OBSERVATION: not wanted, but a pod still has it published → unpublish first.
+      if (actual.publishedOfVolume(staged.uniqueName).length > 0) continue;
+      executor.run(
+        `vol:${staged.uniqueName}`,
+        `unstage:${staged.uniqueName}`,
+        async () => {
+          await plugin.unstage(staged, drivers.require(staged.driver), signal);
+          actual.staged.delete(staged.uniqueName);
+          this.#o.context.logger.info(4, "unstaged volume", { volume: staged.uniqueName });
+        },
+        (error) =>
+          this.#o.context.logger.warn("UnmountDevice failed", {
+            volume: staged.uniqueName,
+            err: describeError(error),
+          }),
+      );
+    }
+  }
+
+  #mount(volume: DesiredPodVolume, signal: AbortSignal): void {
+    const { actual, executor, plugin, drivers, informers, nodeStatus, context } = this.#o;
+    const { spec } = volume;
+    const published = actual.published.get(volume.key);
+    if (published?.state === "mounted") return;
+    if (executor.isRunning(`pod:${volume.key}`)) return;
+    const csiDriver = this.#caches.csiDriver(spec.driver);
+    let publishContext: Record<string, string> = {};
+    // OBSERVATION: persistent volume of a driver that needs attach (no CSIDriver = attach required).
+    if (!spec.ephemeral && (csiDriver?.spec.attachRequired ?? true)) {
+      const name = attachmentName(spec.handle, spec.driver, context.nodeName);
+      const attachment = informers.attachments.store.get(name);
+      if (!attachment?.status?.attached) {
+        this.#waitingForAttach(volume, attachment);
+        return;
+      }
+      this.#attachWaitSince.delete(volume.key);
+      publishContext = attachment.status.attachmentMetadata ?? {};
+      // The kubelet mounts an attachable volume only once node status says it is in use, so
+      // the attach/detach controller cannot detach it under the mount.
+      if (!nodeStatus.reportedInUse.has(spec.uniqueName)) return;
+    }
+    const staged = actual.staged.get(spec.uniqueName);
+    // Inline ephemeral volumes are never staged (the kubelet has no device mount for them).
+    if (!spec.ephemeral && (!staged || staged.state !== "mounted")) {
+      executor.run(
+        `vol:${spec.uniqueName}`,
+        `stage:${spec.uniqueName}`,
+        async () => {
+          const driver = drivers.require(spec.driver);
+          try {
+            actual.staged.set(
+              spec.uniqueName,
+              await plugin.stage(volume, driver, csiDriver, publishContext, signal),
+            );
+          } catch (error) {
+            if (isUncertain(error) || staged) {
+              actual.staged.set(spec.uniqueName, {
+                uniqueName: spec.uniqueName,
+                driver: spec.driver,
+                handle: spec.handle,
+                specName: spec.specName,
+                block: spec.block,
+                stagingPath: plugin.stagingPath(spec),
+                staged: true,
+                state: "uncertain",
+              });
+            }
+            throw error;
+          }
+        },
+        (error) =>
+          this.#podEvent(
+            volume.podUID,
+            "Warning",
+            spec.block ? EVENT_REASONS.failedMapVolume.key : EVENT_REASONS.failedMount.key,
+            `${spec.block ? "MapVolume.MapPodDevice" : "MountVolume.MountDevice"} failed for volume "${spec.specName}" : ${describeError(error)}`,
+          ),
+      );
+      return;
+    }
+    executor.run(
+      `pod:${volume.key}`,
+      `publish:${volume.key}`,
+      async () => {
+        const driver = drivers.require(spec.driver);
+        try {
+          actual.published.set(
+            volume.key,
+            await plugin.publish(volume, driver, csiDriver, publishContext, signal),
+          );
+        } catch (error) {
+          if (isUncertain(error) || published) {
+            actual.published.set(volume.key, uncertainPublished(volume, plugin));
+          }
+          throw error;
+        }
+      },
+      (error) =>
+        this.#podEvent(
+          volume.podUID,
+          "Warning",
+          spec.block ? EVENT_REASONS.failedMapVolume.key : EVENT_REASONS.failedMount.key,
+          `${spec.block ? "MapVolume.SetUpDevice" : "MountVolume.SetUp"} failed for volume "${spec.specName}" : ${describeError(error)}`,
+        ),
+    );
+  }
+
+  #waitingForAttach(volume: DesiredPodVolume, attachment: VolumeAttachment | undefined): void {
+    const { context } = this.#o;
+    const attachError = attachment?.status?.attachError?.message;
+    if (attachError) {
+      this.#podEvent(
+        volume.podUID,
+        "Warning",
+        EVENT_REASONS.failedAttachVolume.key,
+        `AttachVolume.Attach failed for volume "${volume.spec.specName}" : ${attachError}`,
+      );
+    }
+    const since = this.#attachWaitSince.get(volume.key);
+    const now = context.clock.now();
+    if (since === undefined) {
+      this.#attachWaitSince.set(volume.key, now);
+    } else if (now - since >= this.#o.attachTimeoutMs) {
+      this.#attachWaitSince.set(volume.key, now);
+      this.#podEvent(
+        volume.podUID,
+        "Warning",
+        EVENT_REASONS.failedMount.key,
+        `Unable to attach or mount volumes: unmounted volumes=[${volume.outerName}], unattached volumes=[${volume.outerName}]: timed out waiting for the condition`,
+      );
+    }
+  }
+
+  #updatePods(desired: DesiredState, signal: AbortSignal): void {
+    const { actual, executor, informers, context } = this.#o;
+    const byPod = new Map<string, DesiredPodVolume[]>();
+    for (const volume of desired.volumes.values()) {
+      const list = byPod.get(volume.podUID) ?? [];
+      list.push(volume);
+      byPod.set(volume.podUID, list);
+    }
+    for (const [uid, pod] of desired.pods) {
+      const problems = desired.problems.get(uid);
+      if (problems) {
+        const message = `Unable to attach or mount volumes: ${problems.join("; ")}`;
+        if (this.#podProblems.get(uid) !== message) {
+          this.#podProblems.set(uid, message);
+          this.#podEvent(uid, "Warning", EVENT_REASONS.failedMount.key, message);
+        }
+        continue;
+      }
+      this.#podProblems.delete(uid);
+      if (podIsRunning(pod)) {
+        this.#runningWritten.delete(uid);
+        continue;
+      }
+      if (this.#runningWritten.get(uid) === pod.metadata?.resourceVersion) continue;
+      const volumes = byPod.get(uid) ?? [];
+      if (!volumes.every((v) => actual.published.get(v.key)?.state === "mounted")) continue;
+      executor.run(
+        `status:${uid}`,
+        `status:${uid}`,
+        async () => {
+          await setPodRunning(context.client, pod, context.clock.now(), signal);
+          this.#runningWritten.set(uid, pod.metadata?.resourceVersion ?? "");
+        },
+        (error) =>
+          context.logger.warn("failed to set pod Running", { pod: objectKey(pod), err: errorMessage(error) }),
+      );
+    }
+    // Terminating or finished pods: once nothing of theirs is mounted, clean up and finish.
+    for (const pod of informers.pods.store.list()) {
+      if (podIsActive(pod)) continue;
+      const uid = pod.metadata?.uid ?? "";
+      if (actual.publishedOfPod(uid).length > 0) continue;
+      if (!pod.metadata?.deletionTimestamp || this.#deleted.has(uid)) continue;
+      executor.run(
+        `delete:${uid}`,
+        `delete:${uid}`,
+        async () => {
+          await removePodDir(this.#o.context, uid);
+          await finishPodDeletion(context.client, pod, signal);
+          this.#deleted.add(uid);
+          this.#podProblems.delete(uid);
+        },
+        (error) =>
+          context.logger.warn("failed to finish pod deletion", {
+            pod: objectKey(pod),
+            err: errorMessage(error),
+          }),
+      );
+    }
+    for (const uid of this.#runningWritten.keys())
+      if (!desired.pods.has(uid)) this.#runningWritten.delete(uid);
+    if (this.#deleted.size > 1000) {
+      const live = new Set(informers.pods.store.list().map((p) => p.metadata?.uid ?? ""));
+      for (const uid of this.#deleted) if (!live.has(uid)) this.#deleted.delete(uid);
+    }
+  }
+
+  #reportInUse(desired: DesiredState, signal: AbortSignal): void {
+    const { actual, executor, nodeStatus, context } = this.#o;
+    const inUse = actual.inUse();
+    for (const volume of desired.volumes.values()) inUse.add(volume.spec.uniqueName);
+    const reported = nodeStatus.reportedInUse;
+    if (inUse.size === reported.size && [...inUse].every((name) => reported.has(name))) return;
+    executor.run(
+      "node-status",
+      "node-status",
+      () => nodeStatus.setVolumesInUse([...inUse], signal),
+      (error) => context.logger.warn("failed to update volumesInUse", { err: errorMessage(error) }),
+    );
+  }
+
+  #expand(desired: DesiredState, signal: AbortSignal): void {
+    const { actual, executor, plugin, drivers, context } = this.#o;
+    for (const published of actual.published.values()) {
+      if (published.state !== "mounted" || !published.claim) continue;
+      const volume = desired.volumes.get(published.key);
+      if (!volume) continue;
+      const claim = this.#caches.claim(published.claim.namespace, published.claim.name);
+      if (!claim || !resizePending(claim)) continue;
+      const pv = volume.spec.pvName ? this.#caches.volume(volume.spec.pvName) : undefined;
+      const size = pv?.spec?.capacity?.storage;
+      if (!pv || !size) continue;
+      const done = `${published.key}@${size}`;
+      if (this.#expanded.has(done)) continue;
+      executor.run(
+        `pod:${published.key}`,
+        `expand:${published.key}`,
+        async () => {
+          const driver = drivers.require(published.driver);
+          if (driver.nodeCapabilities.has("EXPAND_VOLUME")) {
+            await plugin.expand(
+              published,
+              volume.spec,
+              driver,
+              Number(quantityValue(parseQuantity(size))),
+              signal,
+            );
+          }
+          await markResizeFinished(context, claim, size, signal);
+          this.#expanded.add(done);
+          context.events.event(
+            claim,
+            "Normal",
+            EVENT_REASONS.fileSystemResizeSuccessful.key,
+            `MountVolume.NodeExpandVolume succeeded for volume "${published.specName}" ${context.nodeName}`,
+          );
+        },
+        (error) =>
+          this.#podEvent(
+            published.podUID,
+            "Warning",
+            "FileSystemResizeFailed",
+            `MountVolume.NodeExpandVolume failed for volume "${published.specName}" : ${describeError(error)}`,
+          ),
+      );
+    }
+  }
+
+  #podEvent(podUID: string, type: "Normal" | "Warning", reason: string, message: string): void {
+    const pod = this.#o.informers.pods.store.list().find((p) => p.metadata?.uid === podUID);
+    if (pod) this.#o.context.events.event({ ...pod, kind: "Pod", apiVersion: "v1" }, type, reason, message);
+  }
+}
+
+function uncertainPublished(volume: DesiredPodVolume, plugin: CsiVolumePlugin): PublishedVolume {
+  const { spec } = volume;
+  return {
+    key: volume.key,
+    podUID: volume.podUID,
+    specName: spec.specName,
+    uniqueName: spec.uniqueName,
+    driver: spec.driver,
+    handle: spec.handle,
+    block: spec.block,
+    targetPath: plugin.targetPath(volume.podUID, spec),
+    stagingPath: plugin.stagingPath(spec),
+    state: "uncertain",
+    ...(spec.claim ? { claim: spec.claim } : {}),
+  };
+}
+
+/** A PVC whose status says a filesystem resize waits for the node. */
+export function resizePending(claim: PersistentVolumeClaim): boolean {
+  if (claim.status?.allocatedResourceStatuses?.storage === NODE_RESIZE_PENDING) return true;
+  return (claim.status?.conditions ?? []).some((c) => c.type === FS_RESIZE_PENDING && c.status === "True");
+}
+
+/** The kubelet's MarkFSResizeFinished: capacity = PV size, resize conditions and status cleared. */
+async function markResizeFinished(
+  context: NodeContext,
+  claim: PersistentVolumeClaim,
+  size: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const conditions = (claim.status?.conditions ?? []).filter(
+    (c) => c.type !== FS_RESIZE_PENDING && c.type !== "Resizing",
+  );
+  const statuses = { ...claim.status?.allocatedResourceStatuses };
+  const patch: Record<string, unknown> = {
+    capacity: { ...claim.status?.capacity, storage: size },
+    conditions: conditions.length > 0 ? conditions : null,
+  };
+  if ("storage" in statuses) patch.allocatedResourceStatuses = { storage: null };
+  await context.client.patch(
+    GVR.persistentVolumeClaims,
+    claim.metadata?.name ?? "",
+    { status: patch },
+    {
+      namespace: claim.metadata?.namespace ?? "",
+      subresource: "status",
+    },
+    signal,
+  );
+}
+
+/** Removes pods/<uid> when only empty dirs are left (a dir with a mount in it stays). */
+async function removePodDir(context: NodeContext, uid: string): Promise<void> {
+  const { paths } = context;
+  for (const dir of [paths.podCsiVolumesDir(uid), paths.podDeviceDir(uid)]) {
+    await rmdir(dir).catch(() => undefined);
+    await rmdir(dirnameOf(dir)).catch(() => undefined);
+  }
+  await rm(`${paths.podDir(uid)}/plugins`, { recursive: true, force: true }).catch(() => undefined);
+  await rmdir(paths.podDir(uid)).catch(() => undefined);
+}
+
+function dirnameOf(path: string): string {
+  return path.slice(0, path.lastIndexOf("/"));
+}

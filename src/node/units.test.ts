@@ -1,0 +1,213 @@
+// Table tests of the node's pure pieces: kubelet paths and names (FACTS.md), the registration
+// version check, the PV → CSI access-mode mapping, the kubelet's fsGroup rule, Go-style gRPC
+// error text and the final/non-final split, and the desired-state computation.
+
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { test } from "node:test";
+import type { CSIDriver, PersistentVolume, PersistentVolumeClaim, Pod } from "../api/index.ts";
+import { CsiError, GrpcStatus } from "../csi/index.ts";
+import { describeError, isUncertain } from "./csi-errors.ts";
+import { csiAccessMode, supportsFsGroup } from "./csi-volume.ts";
+import { computeDesiredState, type VolumeSpec } from "./desired-state.ts";
+import { attachmentName, ephemeralVolumeHandle, KubeletPaths, uniqueVolumeName } from "./paths.ts";
+import { highestSupportedVersion } from "./registration.ts";
+import { resizePending } from "./reconciler.ts";
+
+const hex = (text: string) => createHash("sha256").update(text).digest("hex");
+
+test("kubelet paths and names are FACTS.md's", () => {
+  const paths = new KubeletPaths("/var/lib/kubelet");
+  assert.equal(paths.pluginsRegistry, "/var/lib/kubelet/plugins_registry");
+  assert.equal(
+    paths.stagingTarget("d.example.com", "h1"),
+    `/var/lib/kubelet/plugins/kubernetes.io/csi/d.example.com/${hex("h1")}/globalmount`,
+  );
+  assert.equal(
+    paths.publishTarget("u1", "pv1"),
+    "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv1/mount",
+  );
+  assert.equal(
+    paths.blockStagingTarget("pv1"),
+    "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv1",
+  );
+  assert.equal(
+    paths.blockPublishTarget("pv1", "u1"),
+    "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv1/u1",
+  );
+  assert.equal(
+    paths.podDeviceLink("u1", "pv1"),
+    "/var/lib/kubelet/pods/u1/volumeDevices/kubernetes.io~csi/pv1",
+  );
+  assert.equal(attachmentName("h1", "d.example.com", "n1"), `csi-${hex("h1d.example.comn1")}`);
+  assert.equal(ephemeralVolumeHandle("u1", "scratch"), `csi-${hex("u1scratch")}`);
+  assert.equal(uniqueVolumeName("d.example.com", "h1"), "kubernetes.io/csi/d.example.com^h1");
+});
+
+test("registration accepts CSI 0.x and 1.x, refuses 2.x, empty and garbage", () => {
+  assert.equal(highestSupportedVersion(["1.0.0"]), "1.0.0");
+  assert.equal(highestSupportedVersion(["0.3.0", "1.2.0", "v1.1"]), "1.2.0");
+  assert.equal(highestSupportedVersion(["0.3.0"]), "0.3.0");
+  assert.throws(
+    () => highestSupportedVersion(["2.0.0", "1.0.0"]),
+    /highest supported version reported by driver is 2\.0\.0, must be v1\.x/,
+  );
+  assert.throws(() => highestSupportedVersion([]), /empty array for supported versions/);
+  assert.throws(() => highestSupportedVersion(["banana"]), /none of the CSI versions/);
+});
+
+test("access modes map as FACTS.md says", () => {
+  const cases: [Parameters<typeof csiAccessMode>[0], boolean, string | RegExp][] = [
+    [["ReadWriteOnce"], false, "SINGLE_NODE_WRITER"],
+    [["ReadWriteOnce"], true, "SINGLE_NODE_MULTI_WRITER"],
+    [["ReadWriteOncePod"], false, "SINGLE_NODE_WRITER"],
+    [["ReadWriteOncePod"], true, "SINGLE_NODE_SINGLE_WRITER"],
+    [["ReadWriteMany", "ReadWriteOnce"], false, "MULTI_NODE_MULTI_WRITER"],
+    [["ReadOnlyMany"], false, "MULTI_NODE_READER_ONLY"],
+    [["ReadOnlyMany", "ReadWriteOnce"], false, /may not be combined/],
+    [["ReadWriteOncePod", "ReadWriteOnce"], true, /may not be combined/],
+  ];
+  for (const [modes, multiWriter, expected] of cases) {
+    if (typeof expected === "string")
+      assert.equal(csiAccessMode(modes, multiWriter), expected, modes.join(","));
+    else assert.throws(() => csiAccessMode(modes, multiWriter), expected);
+  }
+});
+
+test("the kubelet applies fsGroup itself per fsGroupPolicy", () => {
+  const spec = (fsType: string, modes: VolumeSpec["accessModes"]) =>
+    ({ fsType, accessModes: modes, ephemeral: false }) as VolumeSpec;
+  const driver = (fsGroupPolicy?: CSIDriver["spec"]["fsGroupPolicy"]): CSIDriver => ({
+    metadata: { name: "d" },
+    spec: fsGroupPolicy ? { fsGroupPolicy } : {},
+  });
+  assert.equal(
+    supportsFsGroup(spec("ext4", ["ReadWriteOnce"]), undefined),
+    true,
+    "default policy, fsType, RWO",
+  );
+  assert.equal(
+    supportsFsGroup(spec("", ["ReadWriteOnce"]), undefined),
+    false,
+    "default policy needs an fsType",
+  );
+  assert.equal(supportsFsGroup(spec("ext4", ["ReadWriteMany"]), driver()), false, "default policy needs RWO");
+  assert.equal(supportsFsGroup(spec("", ["ReadWriteMany"]), driver("File")), true);
+  assert.equal(supportsFsGroup(spec("ext4", ["ReadWriteOnce"]), driver("None")), false);
+});
+
+test("gRPC failures read as Go's status text; only the kubelet's non-final codes leave a mount uncertain", () => {
+  assert.equal(
+    describeError(new CsiError(GrpcStatus.FAILED_PRECONDITION, "not staged")),
+    "rpc error: code = FailedPrecondition desc = not staged",
+  );
+  assert.equal(describeError(new Error("plain")), "plain");
+  for (const code of [
+    GrpcStatus.DEADLINE_EXCEEDED,
+    GrpcStatus.UNAVAILABLE,
+    GrpcStatus.CANCELLED,
+    GrpcStatus.ABORTED,
+    GrpcStatus.RESOURCE_EXHAUSTED,
+  ]) {
+    assert.equal(isUncertain(new CsiError(code, "x")), true, String(code));
+  }
+  for (const code of [GrpcStatus.INTERNAL, GrpcStatus.NOT_FOUND, GrpcStatus.INVALID_ARGUMENT]) {
+    assert.equal(isUncertain(new CsiError(code, "x")), false, String(code));
+  }
+});
+
+test("a claim is resize-pending by allocatedResourceStatuses or the FileSystemResizePending condition", () => {
+  const claim = (status: NonNullable<PersistentVolumeClaim["status"]>): PersistentVolumeClaim => ({
+    metadata: { name: "c" },
+    status,
+  });
+  assert.equal(resizePending(claim({ allocatedResourceStatuses: { storage: "NodeResizePending" } })), true);
+  assert.equal(
+    resizePending(claim({ conditions: [{ type: "FileSystemResizePending", status: "True" }] })),
+    true,
+  );
+  assert.equal(
+    resizePending(claim({ allocatedResourceStatuses: { storage: "ControllerResizeInProgress" } })),
+    false,
+  );
+  assert.equal(resizePending(claim({})), false);
+});
+
+test("desired state: bound CSI claims and inline volumes of active pods; problems in the kubelet's words", () => {
+  const pv: PersistentVolume = {
+    metadata: { name: "pv-1" },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      volumeMode: "Block",
+      claimRef: { uid: "claim-uid" },
+      csi: { driver: "d", volumeHandle: "h1", nodeStageSecretRef: { name: "s", namespace: "ns" } },
+    },
+  };
+  const claims: Record<string, PersistentVolumeClaim> = {
+    "ns/bound": {
+      metadata: { name: "bound", namespace: "ns", uid: "claim-uid" },
+      spec: { volumeName: "pv-1" },
+      status: { phase: "Bound" },
+    },
+    "ns/pending": { metadata: { name: "pending", namespace: "ns" }, spec: {}, status: { phase: "Pending" } },
+  };
+  const ephemeralDriver: CSIDriver = {
+    metadata: { name: "e" },
+    spec: { volumeLifecycleModes: ["Ephemeral"] },
+  };
+  const pod = (name: string, extra: Partial<Pod> = {}): Pod => ({
+    metadata: { name, namespace: "ns", uid: `uid-${name}` },
+    spec: {
+      containers: [],
+      volumes: [
+        { name: "data", persistentVolumeClaim: { claimName: "bound", readOnly: true } },
+        { name: "scratch", csi: { driver: "e" } },
+        { name: "cache", emptyDir: {} },
+      ],
+    },
+    ...extra,
+  });
+  const state = computeDesiredState(
+    [
+      pod("a"),
+      pod("gone", {
+        metadata: {
+          name: "gone",
+          namespace: "ns",
+          uid: "uid-gone",
+          deletionTimestamp: "2026-01-01T00:00:00Z",
+        },
+      }),
+      pod("done", { status: { phase: "Succeeded" } }),
+      {
+        metadata: { name: "b", namespace: "ns", uid: "uid-b" },
+        spec: {
+          containers: [],
+          volumes: [
+            { name: "v", persistentVolumeClaim: { claimName: "pending" } },
+            { name: "w", csi: { driver: "p" } },
+          ],
+        },
+      },
+    ],
+    {
+      claim: (namespace, name) => claims[`${namespace}/${name}`],
+      volume: (name) => (name === "pv-1" ? pv : undefined),
+      csiDriver: (name) => (name === "e" ? ephemeralDriver : undefined),
+    },
+  );
+  assert.deepEqual([...state.pods.keys()], ["uid-a", "uid-b"]);
+  assert.deepEqual([...state.volumes.keys()].sort(), ["uid-a/pv-1", "uid-a/scratch"]);
+  const data = state.volumes.get("uid-a/pv-1")!.spec;
+  assert.equal(data.block, true);
+  assert.equal(data.readOnly, true);
+  assert.deepEqual(data.nodeStageSecretRef, { name: "s", namespace: "ns" });
+  assert.deepEqual(data.claim, { namespace: "ns", name: "bound" });
+  const scratch = state.volumes.get("uid-a/scratch")!.spec;
+  assert.equal(scratch.ephemeral, true);
+  assert.equal(scratch.handle, ephemeralVolumeHandle("uid-a", "scratch"));
+  assert.deepEqual(state.problems.get("uid-b"), [
+    "error processing PVC ns/pending: PVC is not bound",
+    'volume "w": volume mode "Ephemeral" not supported by driver p (only supports ["Persistent"])',
+  ]);
+});

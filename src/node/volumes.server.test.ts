@@ -1,0 +1,549 @@
+// The volume manager against the real API server with a scripted CSI node plugin that records
+// every request (so secrets, contexts and paths can be checked; it creates and removes target
+// dirs like a driver but mounts nothing, so these run unprivileged too). Real mounts with the
+// hostpath driver are in mounts.server.test.ts.
+
+import assert from "node:assert/strict";
+import { lstat, readFile, readlink, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import {
+  GVR,
+  type CSIDriver,
+  type Node,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Secret,
+} from "../api/index.ts";
+import { GrpcStatus, type NodeServiceCapability_RPC_Type } from "../csi/index.ts";
+import type { CoreEvent } from "../kube/index.ts";
+import {
+  boundClaim,
+  csiDriver,
+  getPod,
+  markAttached,
+  persistentVolume,
+  pod,
+  podRunning,
+  runNode,
+  serveRegistration,
+  serveScriptedNode,
+  tempDir,
+  testServer,
+  waitFor,
+  type ScriptedNode,
+} from "./fixture.test.ts";
+import { attachmentName, ephemeralVolumeHandle, KubeletPaths, sha256Hex, uniqueVolumeName } from "./index.ts";
+
+const DRIVER = "scripted.csi.k8s.io";
+const NODE = "node-a";
+const NS = "default";
+
+async function setup(
+  t: TestContext,
+  options: {
+    capabilities: NodeServiceCapability_RPC_Type[];
+    driverSpec?: CSIDriver["spec"];
+    httpEndpoint?: string;
+  },
+) {
+  const api = await testServer(t);
+  const client = api.client();
+  const root = await tempDir(t);
+  const dir = await tempDir(t, "csikit-node-driver-");
+  const endpoint = join(dir, "csi.sock");
+  const scripted = await serveScriptedNode(t, {
+    endpoint,
+    nodeId: "scripted-a",
+    capabilities: options.capabilities,
+  });
+  if (options.driverSpec) await client.create(GVR.csiDrivers, csiDriver(DRIVER, options.driverSpec));
+  let metricsUrl: string | undefined;
+  const node = await runNode(t, client, {
+    nodeName: NODE,
+    rootDir: root,
+    volumeStatsAggPeriodMs: 100,
+    ...(options.httpEndpoint ? { httpEndpoint: options.httpEndpoint } : {}),
+    onReady: (info) => (metricsUrl = info.metricsUrl),
+  });
+  const registration = await serveRegistration(t, { rootDir: root, driverName: DRIVER, endpoint });
+  await waitFor("driver registered", () => registration.statuses.length > 0);
+  return {
+    api,
+    client,
+    root,
+    paths: new KubeletPaths(root),
+    scripted,
+    endpoint,
+    node,
+    metricsUrl: () => metricsUrl,
+  };
+}
+
+async function secret(
+  client: ReturnType<Awaited<ReturnType<typeof testServer>>["client"]>,
+  name: string,
+  data: Record<string, string>,
+) {
+  await client.create<Secret>(GVR.secrets, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace: NS },
+    stringData: data,
+  });
+}
+
+function lastCall(scripted: ScriptedNode, method: string): Record<string, unknown> {
+  const calls = scripted.callsOf(method);
+  assert.ok(calls.length > 0, `${method} was called`);
+  return calls[calls.length - 1]!.request;
+}
+
+async function json(path: string): Promise<unknown> {
+  return JSON.parse(await readFile(path, "utf8"));
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function events(
+  client: ReturnType<Awaited<ReturnType<typeof testServer>>["client"]>,
+): Promise<CoreEvent[]> {
+  return (await client.list<CoreEvent>(GVR.events, { namespace: NS })).items;
+}
+
+test("PV pod: waits for attach, stages and publishes with secrets and pod info, Running, then teardown to pod gone", async (t) => {
+  const { client, paths, scripted } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    driverSpec: { attachRequired: true, podInfoOnMount: true },
+  });
+  await secret(client, "stage-secret", { stageKey: "stage-value-S3CR3T" });
+  await secret(client, "publish-secret", { publishKey: "publish-value-S3CR3T" });
+  const { pv } = await boundClaim(
+    client,
+    NS,
+    "data",
+    persistentVolume("pv-1", {
+      driver: DRIVER,
+      handle: "vol-1",
+      csi: {
+        fsType: "ext4",
+        volumeAttributes: { color: "blue" },
+        nodeStageSecretRef: { name: "stage-secret", namespace: NS },
+        nodePublishSecretRef: { name: "publish-secret", namespace: NS },
+      },
+    }),
+  );
+  await client.patch(GVR.persistentVolumes, "pv-1", { spec: { mountOptions: ["noatime"] } });
+  const created = await client.create(
+    GVR.pods,
+    pod(NS, "app", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "data" } }],
+    }),
+  );
+  const uid = created.metadata?.uid ?? "";
+  const unique = uniqueVolumeName(DRIVER, "vol-1");
+
+  // The node reports the volume in use before it is attached, and stages nothing until then.
+  await waitFor("volumesInUse", async () =>
+    (await client.get<Node>(GVR.nodes, NODE)).status?.volumesInUse?.includes(unique),
+  );
+  assert.equal(
+    scripted.callsOf("NodeStageVolume").length,
+    0,
+    "no NodeStage before the VolumeAttachment is attached",
+  );
+
+  await markAttached(client, {
+    name: attachmentName("vol-1", DRIVER, NODE),
+    driver: DRIVER,
+    pvName: pv.metadata?.name ?? "",
+    nodeName: NODE,
+    metadata: { devicePath: "/dev/fake" },
+  });
+  const running = await waitFor("pod Running", () => podRunning(client, NS, "app"));
+  const conditions = Object.fromEntries((running.status?.conditions ?? []).map((c) => [c.type, c.status]));
+  assert.deepEqual(conditions, {
+    PodReadyToStartContainers: "True",
+    Initialized: "True",
+    Ready: "True",
+    ContainersReady: "True",
+    PodScheduled: "True",
+  });
+  assert.ok(running.status?.startTime);
+  assert.equal(running.status?.containerStatuses?.[0]?.ready, true);
+
+  const staging = paths.stagingTarget(DRIVER, "vol-1");
+  assert.equal(
+    staging,
+    join(paths.root, "plugins/kubernetes.io/csi", DRIVER, sha256Hex("vol-1"), "globalmount"),
+  );
+  const stage = lastCall(scripted, "NodeStageVolume");
+  assert.deepEqual(stage, {
+    volumeId: "vol-1",
+    publishContext: { devicePath: "/dev/fake" },
+    stagingTargetPath: staging,
+    volumeCapability: {
+      mount: { fsType: "ext4", mountFlags: ["noatime"], volumeMountGroup: "" },
+      accessMode: { mode: "SINGLE_NODE_WRITER" },
+      accessType: "mount",
+    },
+    secrets: { stageKey: "stage-value-S3CR3T" },
+    volumeContext: { color: "blue" },
+  });
+  const target = join(paths.root, "pods", uid, "volumes/kubernetes.io~csi/pv-1/mount");
+  const publish = lastCall(scripted, "NodePublishVolume");
+  assert.equal(publish.targetPath, target);
+  assert.equal(publish.stagingTargetPath, staging);
+  assert.equal(publish.readonly, false);
+  assert.deepEqual(publish.publishContext, { devicePath: "/dev/fake" });
+  assert.deepEqual(publish.secrets, { publishKey: "publish-value-S3CR3T" });
+  assert.deepEqual(publish.volumeContext, {
+    color: "blue",
+    "csi.storage.k8s.io/pod.name": "app",
+    "csi.storage.k8s.io/pod.namespace": NS,
+    "csi.storage.k8s.io/pod.uid": uid,
+    "csi.storage.k8s.io/serviceAccount.name": "default",
+    "csi.storage.k8s.io/ephemeral": "false",
+  });
+  assert.deepEqual(await json(join(paths.stagingDir(DRIVER, "vol-1"), "vol_data.json")), {
+    volumeHandle: "vol-1",
+    driverName: DRIVER,
+  });
+  assert.deepEqual(
+    await json(join(paths.root, "pods", uid, "volumes/kubernetes.io~csi/pv-1/vol_data.json")),
+    {
+      specVolID: "pv-1",
+      volumeHandle: "vol-1",
+      driverName: DRIVER,
+      nodeName: NODE,
+      attachmentID: attachmentName("vol-1", DRIVER, NODE),
+      volumeLifecycleMode: "Persistent",
+    },
+  );
+
+  // Graceful delete: the node unpublishes, unstages, drops volumesInUse and finishes the delete.
+  await client.delete(GVR.pods, "app", { namespace: NS });
+  await waitFor("pod gone", async () => (await getPod(client, NS, "app")) === undefined);
+  assert.deepEqual(lastCall(scripted, "NodeUnpublishVolume"), { volumeId: "vol-1", targetPath: target });
+  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
+  assert.deepEqual(lastCall(scripted, "NodeUnstageVolume"), {
+    volumeId: "vol-1",
+    stagingTargetPath: staging,
+  });
+  await waitFor(
+    "volumesInUse empty",
+    async () => ((await client.get<Node>(GVR.nodes, NODE)).status?.volumesInUse ?? []).length === 0,
+  );
+  await waitFor("pod dir removed", async () => !(await exists(paths.podDir(uid))));
+  await waitFor("staging dir removed", async () => !(await exists(paths.stagingDir(DRIVER, "vol-1"))));
+  for (const event of await events(client)) {
+    assert.ok(!event.message?.includes("S3CR3T"), `secret leaked in event: ${event.message}`);
+  }
+});
+
+test("raw block PV: NodeStage/NodePublish of a block capability at the volumeDevices paths", async (t) => {
+  const { client, paths, scripted } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    driverSpec: { attachRequired: false },
+  });
+  await boundClaim(
+    client,
+    NS,
+    "raw",
+    persistentVolume("pv-b", { driver: DRIVER, handle: "blk-1", block: true }),
+    { block: true },
+  );
+  const created = await client.create(
+    GVR.pods,
+    pod(NS, "blk", {
+      nodeName: NODE,
+      volumes: [{ name: "dev", persistentVolumeClaim: { claimName: "raw" } }],
+    }),
+  );
+  const uid = created.metadata?.uid ?? "";
+  await waitFor("pod Running", () => podRunning(client, NS, "blk"));
+  const stage = lastCall(scripted, "NodeStageVolume");
+  assert.equal(
+    stage.stagingTargetPath,
+    join(paths.root, "plugins/kubernetes.io/csi/volumeDevices/staging/pv-b"),
+  );
+  assert.deepEqual(stage.volumeCapability, {
+    block: {},
+    accessMode: { mode: "SINGLE_NODE_WRITER" },
+    accessType: "block",
+  });
+  const publish = lastCall(scripted, "NodePublishVolume");
+  const target = join(paths.root, "plugins/kubernetes.io/csi/volumeDevices/publish/pv-b", uid);
+  assert.equal(publish.targetPath, target);
+  assert.equal(await readlink(join(paths.root, "pods", uid, "volumeDevices/kubernetes.io~csi/pv-b")), target);
+  assert.deepEqual(
+    await json(join(paths.root, "plugins/kubernetes.io/csi/volumeDevices/pv-b/data/vol_data.json")),
+    {
+      specVolID: "pv-b",
+      volumeHandle: "blk-1",
+      driverName: DRIVER,
+      nodeName: NODE,
+      attachmentID: attachmentName("blk-1", DRIVER, NODE),
+      volumeLifecycleMode: "Persistent",
+    },
+  );
+  await client.delete(GVR.pods, "blk", { namespace: NS });
+  await waitFor("pod gone", async () => (await getPod(client, NS, "blk")) === undefined);
+  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
+  await waitFor(
+    "block dirs removed",
+    async () => !(await exists(join(paths.root, "plugins/kubernetes.io/csi/volumeDevices/pv-b"))),
+  );
+  assert.equal(await exists(target), false);
+});
+
+test("inline ephemeral volume: no stage, FACTS handle, ephemeral context, fsGroup delegated through volume_mount_group", async (t) => {
+  const { client, paths, scripted } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME", "VOLUME_MOUNT_GROUP"],
+    driverSpec: {
+      attachRequired: false,
+      podInfoOnMount: true,
+      volumeLifecycleModes: ["Ephemeral"],
+      fsGroupPolicy: "File",
+    },
+  });
+  const created = await client.create(
+    GVR.pods,
+    pod(NS, "eph", {
+      nodeName: NODE,
+      fsGroup: 2000,
+      volumes: [{ name: "scratch", csi: { driver: DRIVER, volumeAttributes: { size: "1Mi" } } }],
+    }),
+  );
+  const uid = created.metadata?.uid ?? "";
+  await waitFor("pod Running", () => podRunning(client, NS, "eph"));
+  assert.equal(scripted.callsOf("NodeStageVolume").length, 0);
+  const publish = lastCall(scripted, "NodePublishVolume");
+  const handle = ephemeralVolumeHandle(uid, "scratch");
+  assert.equal(handle, `csi-${sha256Hex(uid + "scratch")}`);
+  assert.equal(publish.volumeId, handle);
+  assert.equal(publish.stagingTargetPath, "");
+  assert.equal((publish.volumeContext as Record<string, string>)["csi.storage.k8s.io/ephemeral"], "true");
+  assert.equal((publish.volumeContext as Record<string, string>).size, "1Mi");
+  assert.equal(
+    (publish.volumeCapability as { mount: { volumeMountGroup: string } }).mount.volumeMountGroup,
+    "2000",
+  );
+  const volData = (await json(
+    join(paths.root, "pods", uid, "volumes/kubernetes.io~csi/scratch/vol_data.json"),
+  )) as Record<string, string>;
+  assert.equal(volData.volumeLifecycleMode, "Ephemeral");
+  assert.equal(volData.volumeHandle, handle);
+  await client.delete(GVR.pods, "eph", { namespace: NS });
+  await waitFor("pod gone", async () => (await getPod(client, NS, "eph")) === undefined);
+  assert.equal(lastCall(scripted, "NodeUnpublishVolume").volumeId, handle);
+});
+
+test("failures: FailedMount event in the kubelet's words, retried with backoff; a driver that is down is retried until back", async (t) => {
+  const { client, scripted, endpoint } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    driverSpec: { attachRequired: false },
+  });
+  await boundClaim(client, NS, "data", persistentVolume("pv-f", { driver: DRIVER, handle: "vol-f" }));
+  await boundClaim(client, NS, "data2", persistentVolume("pv-f2", { driver: DRIVER, handle: "vol-f2" }));
+  scripted.failWith("NodePublishVolume", GrpcStatus.INTERNAL);
+  await client.create(
+    GVR.pods,
+    pod(NS, "flaky", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "data" } }],
+    }),
+  );
+  const event = await waitFor("FailedMount event", async () =>
+    (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "flaky"),
+  );
+  assert.equal(
+    event.message,
+    'MountVolume.SetUp failed for volume "pv-f" : rpc error: code = Internal desc = scripted NodePublishVolume failure',
+  );
+  assert.equal(event.type, "Warning");
+  assert.equal(event.source?.component, "kubelet");
+  await waitFor("retried", () => scripted.callsOf("NodePublishVolume").length >= 2);
+  scripted.failWith("NodePublishVolume", undefined);
+  await waitFor("pod Running after the failure clears", () => podRunning(client, NS, "flaky"));
+
+  // The driver goes down: calls fail UNAVAILABLE and are retried until it is back.
+  await scripted.server.close();
+  await client.create(
+    GVR.pods,
+    pod(NS, "patient", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "data2" } }],
+    }),
+  );
+  const down = await waitFor("FailedMount while the driver is down", async () =>
+    (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "patient"),
+  );
+  assert.match(
+    down.message ?? "",
+    /MountVolume\.MountDevice failed for volume "pv-f2" : rpc error: code = Unavailable/,
+  );
+  const back = await serveScriptedNode(t, {
+    endpoint,
+    nodeId: "scripted-a",
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+  });
+  await waitFor("pod Running once the driver is back", () => podRunning(client, NS, "patient"), 30_000);
+  assert.ok(back.callsOf("NodePublishVolume").length > 0);
+});
+
+test("a pod whose claim is not bound gets FailedMount and runs once the claim binds", async (t) => {
+  const { client } = await setup(t, { capabilities: [], driverSpec: { attachRequired: false } });
+  await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: "late", namespace: NS },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      storageClassName: "",
+    },
+  });
+  await client.create(
+    GVR.pods,
+    pod(NS, "waiting", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "late" } }],
+    }),
+  );
+  const event = await waitFor("FailedMount", async () =>
+    (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "waiting"),
+  );
+  assert.match(event.message ?? "", /error processing PVC default\/late: PVC is not bound/);
+  const pvc = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "late", { namespace: NS });
+  await client.create<PersistentVolume>(GVR.persistentVolumes, {
+    ...persistentVolume("pv-late", { driver: DRIVER, handle: "vol-late" }),
+    spec: {
+      ...persistentVolume("pv-late", { driver: DRIVER, handle: "vol-late" }).spec,
+      claimRef: { kind: "PersistentVolumeClaim", namespace: NS, name: "late", uid: pvc.metadata?.uid ?? "" },
+    },
+  });
+  await client.patch(
+    GVR.persistentVolumeClaims,
+    "late",
+    { spec: { volumeName: "pv-late" } },
+    { namespace: NS },
+  );
+  await client.patch(
+    GVR.persistentVolumeClaims,
+    "late",
+    { status: { phase: "Bound" } },
+    { namespace: NS, subresource: "status" },
+  );
+  await waitFor("pod Running", () => podRunning(client, NS, "waiting"));
+});
+
+test("expansion pending on the node → NodeExpandVolume, then the claim's resize status is cleared; volume stats metrics", async (t) => {
+  const { client, scripted, metricsUrl } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME", "GET_VOLUME_STATS"],
+    driverSpec: { attachRequired: false },
+    httpEndpoint: "127.0.0.1:0",
+  });
+  await boundClaim(client, NS, "grow", persistentVolume("pv-g", { driver: DRIVER, handle: "vol-g" }));
+  await client.create(
+    GVR.pods,
+    pod(NS, "grower", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "grow" } }],
+    }),
+  );
+  await waitFor("pod Running", () => podRunning(client, NS, "grower"));
+
+  const url = metricsUrl();
+  assert.ok(url, "metrics endpoint started");
+  const text = await waitFor("volume stats metrics", async () => {
+    const body = await (await fetch(url)).text();
+    return body.includes(
+      'kubelet_volume_stats_capacity_bytes{namespace="default",persistentvolumeclaim="grow"} 1048576',
+    )
+      ? body
+      : undefined;
+  });
+  assert.match(
+    text,
+    /kubelet_volume_stats_available_bytes\{namespace="default",persistentvolumeclaim="grow"\} 1000000/,
+  );
+  assert.match(
+    text,
+    /kubelet_volume_stats_used_bytes\{namespace="default",persistentvolumeclaim="grow"\} 48576/,
+  );
+  assert.match(text, /kubelet_volume_stats_inodes\{namespace="default",persistentvolumeclaim="grow"\} 100/);
+  assert.match(
+    text,
+    /kubelet_volume_stats_inodes_free\{namespace="default",persistentvolumeclaim="grow"\} 90/,
+  );
+  assert.match(
+    text,
+    /kubelet_volume_stats_inodes_used\{namespace="default",persistentvolumeclaim="grow"\} 10/,
+  );
+
+  // Play the resizer: the PV grew, the claim says the node must finish.
+  await client.patch(GVR.persistentVolumes, "pv-g", { spec: { capacity: { storage: "2Mi" } } });
+  await client.patch(
+    GVR.persistentVolumeClaims,
+    "grow",
+    {
+      status: {
+        allocatedResourceStatuses: { storage: "NodeResizePending" },
+        conditions: [{ type: "FileSystemResizePending", status: "True" }],
+      },
+    },
+    { namespace: NS, subresource: "status" },
+  );
+  const expand = await waitFor("NodeExpandVolume", () => scripted.callsOf("NodeExpandVolume")[0]?.request);
+  assert.deepEqual(expand.capacityRange, { requiredBytes: "2097152", limitBytes: "0" });
+  assert.match(String(expand.volumePath), /volumes\/kubernetes\.io~csi\/pv-g\/mount$/);
+  const claimAfter = await waitFor("resize cleared", async () => {
+    const current = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow", {
+      namespace: NS,
+    });
+    return current.status?.capacity?.storage === "2Mi" ? current : undefined;
+  });
+  assert.equal(claimAfter.status?.allocatedResourceStatuses?.storage, undefined);
+  assert.equal(
+    (claimAfter.status?.conditions ?? []).some((c) => c.type === "FileSystemResizePending"),
+    false,
+  );
+  assert.equal(scripted.callsOf("NodeExpandVolume").length, 1, "expanded once");
+  assert.ok((await stat(String(expand.volumePath))).isDirectory());
+});
+
+test("a finished pod (Succeeded) has its volumes torn down but stays in the API", async (t) => {
+  const { client, scripted, paths } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    driverSpec: { attachRequired: false },
+  });
+  await boundClaim(client, NS, "job", persistentVolume("pv-j", { driver: DRIVER, handle: "vol-j" }));
+  const created = await client.create(
+    GVR.pods,
+    pod(NS, "job", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "job" } }],
+    }),
+  );
+  const uid = created.metadata?.uid ?? "";
+  await waitFor("pod Running", () => podRunning(client, NS, "job"));
+  await client.patch(
+    GVR.pods,
+    "job",
+    { status: { phase: "Succeeded" } },
+    { namespace: NS, subresource: "status" },
+  );
+  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
+  assert.equal(lastCall(scripted, "NodeUnpublishVolume").volumeId, "vol-j");
+  // The kubelet keeps a known pod's dir until the pod is deleted; its volume dir goes.
+  await waitFor("pod volume dir removed", async () => !(await exists(paths.podVolumeDir(uid, "pv-j"))));
+  const still = await getPod(client, NS, "job");
+  assert.equal(still?.status?.phase, "Succeeded", "the node does not delete a finished pod");
+});
