@@ -88,9 +88,17 @@ export function createRequestHandler(
   };
 }
 
+/** The bearer token of an Authorization header; the scheme is case-insensitive, as upstream's. */
+export function bearerToken(header: string | undefined): string | undefined {
+  const parts = (header ?? "").split(" ", 3);
+  if (parts.length < 2 || parts[0]!.toLowerCase() !== "bearer" || parts[1] === "") return undefined;
+  return parts[1];
+}
+
 function authorized(header: string | undefined, token: string): boolean {
-  if (!header?.startsWith("Bearer ")) return false;
-  const presented = Buffer.from(header.slice("Bearer ".length).trim());
+  const bearer = bearerToken(header);
+  if (bearer === undefined) return false;
+  const presented = Buffer.from(bearer);
   const expected = Buffer.from(token);
   return presented.length === expected.length && timingSafeEqual(presented, expected);
 }

@@ -26,6 +26,7 @@ import {
   stringField,
   timestamp,
 } from "./objects.ts";
+import { MAX_NESTING_DEPTH, nestedTooDeep } from "./http.ts";
 import { decodeError, unknownFields } from "./openapi.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
 import {
@@ -496,6 +497,13 @@ export function patchObject(
       break;
     default:
       patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
+  }
+  if (nestedTooDeep(patched)) {
+    throw new ApiError(
+      422,
+      "Invalid",
+      `the patched object nests deeper than ${MAX_NESTING_DEPTH} levels, which the server does not store`,
+    );
   }
   const incoming = checkBodyType(def, patched);
   checkBodyVersion(ctx, def, incoming);

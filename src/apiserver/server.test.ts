@@ -28,6 +28,18 @@ after(async () => {
   await server.dispose();
 });
 
+/** A deterministic PRNG (mulberry32) so a fuzzing failure can be replayed. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** The HTTP code and Status body of a failed client-node call. */
 async function failure(call: Promise<unknown>): Promise<{ code: number; status: Record<string, unknown> }> {
   try {
@@ -1158,6 +1170,64 @@ describe("bad requests never crash the server", () => {
       status: 400,
     },
     { name: "undecodable path", request: { path: "/api/v1/namespaces/%ZZ/configmaps" }, status: 404 },
+    {
+      name: "an unknown field nested 1,600 levels",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `{"metadata":{"name":"deep"},"unknown":${'{"x":'.repeat(1600)}1${"}".repeat(1600)}}`,
+      },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "a body nested 10,001 levels",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `{"metadata":{"name":"deep"},"data":${"[".repeat(10_001)}${"]".repeat(10_001)}}`,
+      },
+      status: 400,
+    },
+    {
+      name: "a YAML body nested 1,600 block levels",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `metadata:\n  name: deep\nunknown:\n${Array.from({ length: 1600 }, (_, i) => `${" ".repeat(i + 1)}x:`).join("\n")} 1\n`,
+        headers: { "Content-Type": "application/yaml" },
+      },
+      status: 400,
+    },
+    {
+      name: "JSON patch moving a member into its own child",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '[{"op":"move","from":"/data","path":"/data/x"}]',
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "JSON patch copying a subtree into itself past the nesting limit",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify([
+          {
+            op: "add",
+            path: "/zz",
+            value: JSON.parse(`${'{"x":'.repeat(600)}1${"}".repeat(600)}`) as unknown,
+          },
+          { op: "copy", from: "/zz", path: `/zz${"/x".repeat(599)}` },
+        ]),
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
   ];
   for (const c of cases) {
     test(`${c.name} → ${c.status}`, async () => {
@@ -1220,6 +1290,100 @@ describe("bad requests never crash the server", () => {
         field: "",
       },
     ]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
+  });
+  test("fuzzing: random patches and body shapes never get a 5xx", async () => {
+    const random = seededRandom(0x5eed);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const segments = [
+      "data",
+      "metadata",
+      "labels",
+      "annotations",
+      "v",
+      "0",
+      "-",
+      "-1",
+      "99",
+      "__proto__",
+      "constructor",
+      "a~1b",
+      "~",
+      "",
+    ];
+    const value = (depth: number): unknown => {
+      switch (Math.floor(random() * (depth > 3 ? 4 : 7))) {
+        case 0:
+          return null;
+        case 1:
+          return random() < 0.5;
+        case 2:
+          return Math.floor(random() * 1e6) - 5e5;
+        case 3:
+          return pick(["", "x", "__proto__", "~1", "a".repeat(300)]);
+        case 4:
+          return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
+        default: {
+          const map: Record<string, unknown> = {};
+          for (let i = Math.floor(random() * 3); i > 0; i--) {
+            Object.defineProperty(map, pick(segments), {
+              value: value(depth + 1),
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+          }
+          return map;
+        }
+      }
+    };
+    const path = (): string =>
+      pick(["", "/"]) + Array.from({ length: Math.floor(random() * 4) }, () => pick(segments)).join("/");
+    const requests: Parameters<typeof raw>[1][] = [];
+    for (let i = 0; i < 150; i++) {
+      const operations = Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
+        const operation: Record<string, unknown> = {
+          op: pick(["add", "remove", "replace", "move", "copy", "test", "frob"]),
+          path: path(),
+        };
+        if (random() < 0.7) operation.value = value(0);
+        if (random() < 0.5) operation.from = path();
+        return operation;
+      });
+      requests.push({
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify(random() < 0.9 ? operations : value(0)),
+        headers: { "Content-Type": "application/json-patch+json" },
+      });
+      requests.push({
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify(value(0)),
+        headers: {
+          "Content-Type": pick(["application/merge-patch+json", "application/strategic-merge-patch+json"]),
+        },
+      });
+      const body = { metadata: { name: `fuzz-${i}` }, ...(value(0) as object) } as Record<string, unknown>;
+      if (random() < 0.5) body[pick(["data", "metadata", "spec", "binaryData", "immutable"])] = value(0);
+      requests.push({
+        method: pick(["POST", "POST", "PUT"]),
+        path:
+          pick([
+            "/api/v1/namespaces/default/configmaps",
+            "/api/v1/namespaces/default/pods",
+            "/api/v1/persistentvolumes",
+          ]) + (random() < 0.3 ? "?fieldValidation=Strict" : ""),
+        body: JSON.stringify(body),
+      });
+    }
+    for (const request of requests) {
+      const res = await raw(server.handle, request);
+      assert.ok(
+        res.status < 500,
+        `${request.method} ${request.path} ${String(request.body)} → ${res.status} ${res.text}`,
+      );
+    }
     assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
   });
   test("the server still answers after the corpus", async () => {

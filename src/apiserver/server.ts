@@ -6,7 +6,6 @@
 // lifecycle of DESIGN.md: it resolves only when fully stopped.
 
 import { createServer, type Server } from "node:https";
-import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
@@ -21,6 +20,7 @@ import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
 import { loadOrCreateCredentials } from "./pki.ts";
 import type { RestContext } from "./rest.ts";
 import { admissionChain, type AdmissionPlugin } from "./admission.ts";
+import { secureDatabaseFiles, secureStateDir } from "./state-dir.ts";
 
 export interface ApiServerOptions {
   /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */
@@ -80,14 +80,16 @@ export async function startApiServer(
   const logger = options.logger ?? new Logger();
   const clock = options.clock ?? realClock;
   const stateDir = resolve(options.stateDir);
-  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  await secureStateDir(stateDir);
   const bindAddress = options.bindAddress ?? "127.0.0.1";
   const credentials = await loadOrCreateCredentials(join(stateDir, "pki"), {
     now: clock.now(),
     extraIPs: isWildcard(bindAddress) ? [] : [bindAddress],
   });
+  const databasePath = join(stateDir, "apiserver.db");
+  await secureDatabaseFiles(databasePath);
   const store = openSqliteStore({
-    path: join(stateDir, "apiserver.db"),
+    path: databasePath,
     ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
     logger,
     clock,

@@ -4,6 +4,8 @@
 // wrongly. Evaluation errors follow CEL's commutative logic: `a || b` is true when either side
 // is true even if the other errs; otherwise the error makes the rule fail.
 
+import { patternMatches } from "./regex.ts";
+
 type Token =
   | { kind: "num"; value: number }
   | { kind: "str"; value: string }
@@ -352,7 +354,11 @@ function evaluateCall(expr: Extract<Expr, { kind: "call" }>, env: Env): unknown 
       if (typeof target === "string" && typeof first === "string") return target.includes(first);
       break;
     case "matches":
-      if (typeof target === "string" && typeof first === "string") return new RegExp(first, "u").test(target);
+      if (typeof target === "string" && typeof first === "string") {
+        const matched = patternMatches(first, target);
+        if (matched === undefined) throw new CelEvalError(`invalid regular expression: ${first}`);
+        return matched;
+      }
       break;
     default:
       break;

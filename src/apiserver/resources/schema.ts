@@ -10,6 +10,7 @@ import type { JSONSchemaProps } from "../../api/index.ts";
 import type { FieldCause } from "../resource.ts";
 import { checkCelRule, compileCelRule, isTransitionRule } from "./cel.ts";
 import { isRecord } from "./common.ts";
+import { patternMatches } from "./regex.ts";
 
 function join(path: string, key: string): string {
   return path === "" ? key : `${path}.${key}`;
@@ -157,7 +158,7 @@ export function validateAgainstSchema(
         fieldInvalid(path, value, `${path} in body should be at least ${schema.minLength} chars long`),
       );
     }
-    if (schema.pattern !== undefined && !safeRegExp(schema.pattern)?.test(value)) {
+    if (schema.pattern !== undefined && patternMatches(schema.pattern, value) !== true) {
       causes.push(fieldInvalid(path, value, `${path} in body should match '${schema.pattern}'`));
     }
   }
@@ -237,19 +238,6 @@ function validateCombinators(value: unknown, schema: JSONSchemaProps, path: stri
     causes.push(fieldInvalid(path, type, `${label} in body must not validate the schema (not)`));
   }
   return causes;
-}
-
-const patternCache = new Map<string, RegExp | undefined>();
-
-function safeRegExp(pattern: string): RegExp | undefined {
-  if (!patternCache.has(pattern)) {
-    try {
-      patternCache.set(pattern, new RegExp(pattern, "u"));
-    } catch {
-      patternCache.set(pattern, undefined);
-    }
-  }
-  return patternCache.get(pattern);
 }
 
 interface ValidationRule {
