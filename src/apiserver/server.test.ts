@@ -228,11 +228,34 @@ describe("create, update, conflicts", () => {
   });
 });
 
+test('create with metadata.resourceVersion set is refused as upstream\'s storage does; "0" passes', async () => {
+  const refused = await raw(server.handle, {
+    method: "POST",
+    path: "/api/v1/namespaces/default/configmaps",
+    body: '{"metadata":{"name":"with-rv","resourceVersion":"5"}}',
+  });
+  assert.equal(refused.status, 500, refused.text);
+  const status = refused.json();
+  assert.equal(status.message, "resourceVersion should not be set on objects to be created");
+  assert.equal(status.reason, undefined, "StatusReasonUnknown is omitted");
+  const zero = await raw(server.handle, {
+    method: "POST",
+    path: "/api/v1/namespaces/default/configmaps",
+    body: '{"metadata":{"name":"with-rv","resourceVersion":"0"}}',
+  });
+  assert.equal(zero.status, 201, zero.text);
+  assert.notEqual((zero.json().metadata as { resourceVersion: string }).resourceVersion, "0");
+});
+
 describe("status subresource, generation, finalizers", () => {
   test("main writes keep status; /status writes keep spec; no generation on kinds that do not track it", async () => {
+    // Growing a claim needs a class that allows expansion (PersistentVolumeClaimResize).
+    await storage.createStorageClass({
+      body: { metadata: { name: "expandable" }, provisioner: "example.com/csi", allowVolumeExpansion: true },
+    });
     const created = await core.createNamespacedPersistentVolumeClaim({
       namespace: "default",
-      body: pvc("split"),
+      body: { ...pvc("split"), spec: { ...pvc("split").spec, storageClassName: "expandable" } },
     });
     assert.equal(created.metadata?.generation, undefined, "PVCs carry no generation, as upstream");
     const withStatus = await core.patchNamespacedPersistentVolumeClaimStatus(
@@ -358,7 +381,7 @@ describe("status subresource, generation, finalizers", () => {
     );
   });
 
-  test("pods/binding sets spec.nodeName once", async () => {
+  test("pods/binding sets spec.nodeName once and the PodScheduled=True condition", async () => {
     await core.createNamespacedPod({
       namespace: "default",
       body: { metadata: { name: "bindme" }, spec: { containers: [{ name: "c", image: "busybox" }] } },
@@ -370,6 +393,10 @@ describe("status subresource, generation, finalizers", () => {
     });
     const pod = await core.readNamespacedPod({ namespace: "default", name: "bindme" });
     assert.equal(pod.spec?.nodeName, "node-1");
+    const scheduled = pod.status?.conditions?.filter((c) => c.type === "PodScheduled");
+    assert.equal(scheduled?.length, 1);
+    assert.equal(scheduled[0]!.status, "True");
+    assert.ok(scheduled[0]!.lastTransitionTime instanceof Date);
     const again = await failure(
       core.createNamespacedPodBinding({
         namespace: "default",
@@ -1171,6 +1198,30 @@ describe("bad requests never crash the server", () => {
     },
     { name: "undecodable path", request: { path: "/api/v1/namespaces/%ZZ/configmaps" }, status: 404 },
     {
+      name: "resourceVersionMatch without resourceVersion",
+      request: { path: "/api/v1/configmaps?resourceVersionMatch=NotOlderThan" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "resourceVersionMatch of an unknown value",
+      request: { path: "/api/v1/configmaps?resourceVersion=1&resourceVersionMatch=Newest" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: 'resourceVersionMatch=Exact with resourceVersion "0"',
+      request: { path: "/api/v1/configmaps?resourceVersion=0&resourceVersionMatch=Exact" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "sendInitialEvents on a list",
+      request: { path: "/api/v1/configmaps?sendInitialEvents=true" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
       name: "an unknown field nested 1,600 levels",
       request: {
         method: "POST",
@@ -1240,6 +1291,24 @@ describe("bad requests never crash the server", () => {
       assert.ok(!res.text.includes("    at "), "no stack traces");
     });
   }
+  test("list options are validated with upstream's messages", async () => {
+    const res = await raw(server.handle, {
+      path: "/api/v1/configmaps?resourceVersionMatch=NotOlderThan&sendInitialEvents=false",
+    });
+    assert.equal(
+      res.json().message,
+      'ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list]',
+    );
+  });
+  test("a label selector of ~200 KiB (many values) is served, not refused with 431", async () => {
+    const values = Array.from({ length: 3000 }, (_, i) => `value-${String(i).padStart(56, "0")}`);
+    const selector = encodeURIComponent(`app in (${values.join(",")})`);
+    assert.ok(selector.length > 150_000);
+    const res = await raw(server.handle, {
+      path: `/api/v1/namespaces/default/configmaps?labelSelector=${selector}`,
+    });
+    assert.equal(res.status, 200, res.text.slice(0, 300));
+  });
   test("a negative limit lists everything, as upstream's storage treats limit <= 0", async () => {
     const res = await raw(server.handle, { path: "/api/v1/namespaces/default/configmaps?limit=-3" });
     assert.equal(res.status, 200, res.text);

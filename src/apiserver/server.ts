@@ -73,6 +73,12 @@ export interface ApiServerHandle {
 
 export const DEFAULT_BOOKMARK_INTERVAL_MS = 10_000;
 
+/**
+ * Request line plus headers, as kube-apiserver's MaxHeaderBytes (1 MiB): Node's 16 KiB default
+ * answers 431 to a list whose label selector names many values, which upstream serves.
+ */
+export const MAX_HEADER_BYTES = 1 << 20;
+
 export async function startApiServer(
   options: ApiServerOptions,
   signal: AbortSignal,
@@ -114,7 +120,12 @@ export async function startApiServer(
     reaper.resume();
     let address = "";
     server = createServer(
-      { cert: credentials.serverCertPem, key: credentials.serverKeyPem, minVersion: "TLSv1.2" },
+      {
+        cert: credentials.serverCertPem,
+        key: credentials.serverKeyPem,
+        minVersion: "TLSv1.2",
+        maxHeaderSize: MAX_HEADER_BYTES,
+      },
       createRequestHandler({
         ctx,
         adminToken: credentials.adminToken,
