@@ -18,7 +18,7 @@ import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discover
 import type { FaultInjector } from "./faults.ts";
 import { decodeJson, readBody, sendJson, sendStatus, sendText } from "./http.ts";
 import type { NamespaceReaper } from "./namespaces.ts";
-import { parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
+import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
 import { openApiDocument } from "./openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "./routing.ts";
 import { ApiError, internalError, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
@@ -226,16 +226,33 @@ async function handleResource(
     );
     return;
   }
+  if (request.verb === "create" && def.custom === true && options.crds?.terminating(def)) {
+    req.resume();
+    throw options.crds.refuseCreate(def);
+  }
+  const isCrd = def.group === CRD_GROUP && def.resource === CRD_RESOURCE;
   const result =
     request.verb === "delete" &&
     def.group === "" &&
     def.resource === "namespaces" &&
     request.subresource === ""
       ? await deleteNamespace(call, options.reaper)
-      : await VERBS[request.verb](call);
+      : request.verb === "delete" && isCrd && options.crds && request.subresource === ""
+        ? await deleteCrd(call, options.crds)
+        : await VERBS[request.verb](call);
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
   sendJson(res, result.code, result.body, { warnings: call.warnings });
+}
+
+/** DELETE of a CRD: the first marks it terminating (crds.ts), a later one is a plain delete. */
+async function deleteCrd(call: VerbCall, crds: CustomResourceSync): Promise<RestResult> {
+  const raw = await readBody(call.req);
+  const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  return (
+    crds.beginDelete(call.def, call.target, deleteOptions) ??
+    deleteObject(call.ctx, call.target, deleteOptions)
+  );
 }
 
 async function deleteNamespace(call: VerbCall, reaper: NamespaceReaper): Promise<RestResult> {

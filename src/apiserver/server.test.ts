@@ -843,15 +843,82 @@ describe("custom resources", () => {
     assert.equal(bad.status, 400);
   });
 
-  test("deleting the CRD stops serving it and removes its objects", async () => {
-    await kc
-      .makeApiClient(k8s.ApiextensionsV1Api)
-      .deleteCustomResourceDefinition({ name: "widgets.example.com" });
-    assert.equal(
-      (await raw(server.handle, { path: "/apis/example.com/v1/namespaces/default/widgets" })).status,
-      404,
+  test("deleting a CRD: Terminating with the cleanup finalizer, objects removed (finalizers waited for), then gone", async () => {
+    const extensions = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    const path = "/apis/example.com/v1/namespaces/default/widgets";
+    const held = await raw(server.handle, {
+      method: "POST",
+      path,
+      body: JSON.stringify({
+        apiVersion: "example.com/v1",
+        kind: "Widget",
+        metadata: { name: "held", finalizers: ["example.com/hold"] },
+        spec: { size: 1 },
+      }),
+    });
+    assert.equal(held.status, 201, held.text);
+    const deleted = await raw(server.handle, {
+      method: "DELETE",
+      path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+    });
+    assert.equal(deleted.status, 200, deleted.text);
+    const marked = deleted.json() as {
+      kind: string;
+      metadata: { deletionTimestamp?: string; finalizers?: string[] };
+      status: { conditions: { type: string; status: string; reason: string }[] };
+    };
+    assert.equal(marked.kind, "CustomResourceDefinition");
+    assert.ok(marked.metadata.deletionTimestamp);
+    assert.deepEqual(marked.metadata.finalizers, ["customresourcecleanup.apiextensions.k8s.io"]);
+    assert.ok(
+      marked.status.conditions.some(
+        (c) => c.type === "Terminating" && c.status === "True" && c.reason === "InstanceDeletionPending",
+      ),
     );
-    await kc.makeApiClient(k8s.ApiextensionsV1Api).createCustomResourceDefinition({ body: WIDGET_CRD });
+    const refused = await raw(server.handle, {
+      method: "POST",
+      path,
+      body: '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"late"}}',
+    });
+    assert.equal(refused.status, 405, refused.text);
+    assert.equal(
+      refused.json().message,
+      'create is not supported on resources of kind "widgets.example.com"',
+    );
+    // The held object is marked and waited for; releasing it lets the CRD go.
+    await waitFor(async () => {
+      const res = await raw(server.handle, { path: `${path}/held` });
+      return (
+        res.status === 200 &&
+        Boolean((res.json().metadata as { deletionTimestamp?: string }).deletionTimestamp)
+      );
+    });
+    assert.equal(
+      (
+        await raw(server.handle, {
+          path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+        })
+      ).status,
+      200,
+      "still there while an object is held",
+    );
+    const released = await raw(server.handle, {
+      method: "PATCH",
+      path: `${path}/held`,
+      body: '{"metadata":{"finalizers":null}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
+    assert.equal(released.status, 200, released.text);
+    await waitFor(
+      async () =>
+        (
+          await raw(server.handle, {
+            path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+          })
+        ).status === 404,
+    );
+    assert.equal((await raw(server.handle, { path })).status, 404, "no longer served");
+    await extensions.createCustomResourceDefinition({ body: WIDGET_CRD });
     const list = (await custom.listNamespacedCustomObject(widget)) as { items: unknown[] };
     assert.deepEqual(list.items, [], "objects of the old CRD are gone");
   });

@@ -111,7 +111,7 @@ export async function startApiServer(
   };
   const reaper = new NamespaceReaper({ ctx, clock, logger });
   const crds = isCustomResourceRegistry(registry)
-    ? new CustomResourceSync({ store, registry, logger })
+    ? new CustomResourceSync({ store, registry, logger, now: () => clock.now() })
     : undefined;
   let server: Server | undefined;
   try {
@@ -154,7 +154,7 @@ export async function startApiServer(
       { intervalMs: options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS },
       internal.signal,
     );
-    const stopped = waitAndClose({ signal, internal, server, store, reaper, compaction, logger });
+    const stopped = waitAndClose({ signal, internal, server, store, reaper, crds, compaction, logger });
     return {
       url,
       port,
@@ -170,6 +170,7 @@ export async function startApiServer(
   } catch (error) {
     internal.abort();
     reaper.stop();
+    crds?.stop();
     if (server?.listening) await closeServer(server);
     store.close();
     throw error;
@@ -209,6 +210,7 @@ async function waitAndClose(parts: {
   server: Server;
   store: SqliteStore;
   reaper: NamespaceReaper;
+  crds: CustomResourceSync | undefined;
   compaction: Promise<void>;
   logger: Logger;
 }): Promise<void> {
@@ -217,6 +219,7 @@ async function waitAndClose(parts: {
   }
   parts.logger.info(0, "API server stopping");
   parts.reaper.stop();
+  parts.crds?.stop();
   parts.internal.abort(); // ends watches and the compaction loop
   await closeServer(parts.server);
   await parts.compaction;
