@@ -3,7 +3,6 @@
 // unexpected is logged and answered with a 500 Status without a stack trace.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { timingSafeEqual } from "node:crypto";
 import type { Clock, Logger } from "../base/index.ts";
 import { errorMessage } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
@@ -16,7 +15,11 @@ import {
 } from "./discovery-aggregated.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
 import type { FaultInjector } from "./faults.ts";
-import { decodeJson, readBody, sendJson, sendStatus, sendText } from "./http.ts";
+import { decodeJson, decodeObjectBody, readBody, sendJson, sendStatus, sendText } from "./http.ts";
+import type { Authenticator, UserInfo } from "./authn.ts";
+import { forbiddenError, type Authorizer, type RequestAttributes } from "./authz.ts";
+import { selfSubjectAccessReview, selfSubjectReview, subjectAccessReview } from "./review-handlers.ts";
+import type { ServiceAccountTokens } from "./sa-tokens.ts";
 import type { NamespaceReaper } from "./namespaces.ts";
 import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -47,7 +50,10 @@ export interface HandlerOptions {
   ctx: RestContext;
   /** Serves/retires custom resources after CRD writes, when the registry supports CRDs. */
   crds?: CustomResourceSync;
-  adminToken: string;
+  authenticator: Authenticator;
+  authorizer: Authorizer;
+  /** Issues TokenRequest tokens (serviceaccounts/token). */
+  serviceAccounts: ServiceAccountTokens;
   clock: Clock;
   logger: Logger;
   reaper: NamespaceReaper;
@@ -88,29 +94,27 @@ export function createRequestHandler(
   };
 }
 
-/** The bearer token of an Authorization header; the scheme is case-insensitive, as upstream's. */
-export function bearerToken(header: string | undefined): string | undefined {
-  const parts = (header ?? "").split(" ", 3);
-  if (parts.length < 2 || parts[0]!.toLowerCase() !== "bearer" || parts[1] === "") return undefined;
-  return parts[1];
-}
-
-function authorized(header: string | undefined, token: string): boolean {
-  const bearer = bearerToken(header);
-  if (bearer === undefined) return false;
-  const presented = Buffer.from(bearer);
-  const expected = Buffer.from(token);
-  return presented.length === expected.length && timingSafeEqual(presented, expected);
-}
-
 async function handle(options: HandlerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "https://localhost");
   const query = url.searchParams;
   const watchParam = ["1", "true"].includes(query.get("watch") ?? "");
   const route = resolveRoute(req.method ?? "GET", url.pathname, watchParam);
-  if (!PUBLIC_ROUTES.has(route.kind) && !authorized(req.headers.authorization, options.adminToken)) {
-    req.resume();
-    throw unauthorized();
+  let user: UserInfo | undefined;
+  if (!PUBLIC_ROUTES.has(route.kind)) {
+    user = options.authenticator.authenticate(req.headers.authorization);
+    if (!user) {
+      req.resume();
+      throw unauthorized();
+    }
+    const attributes =
+      route.kind === "resource"
+        ? resourceAttributes(user, route.request)
+        : nonResourceAttributes(user, req, url.pathname);
+    const decision = options.authorizer.authorize(attributes);
+    if (!decision.allowed) {
+      req.resume();
+      throw forbiddenError(attributes, decision.reason);
+    }
   }
   options.logger.info(5, "request", { method: req.method, path: url.pathname });
   const { registry } = options.ctx;
@@ -151,7 +155,7 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     case "notFound":
       throw pathNotFound();
     case "resource":
-      return handleResource(options, req, res, route.request, query);
+      return handleResource(options, req, res, route.request, query, user!);
   }
 }
 
@@ -178,6 +182,7 @@ async function handleResource(
   res: ServerResponse,
   request: ResourceRequest,
   query: URLSearchParams,
+  user: UserInfo,
 ): Promise<void> {
   const def = resolveDef(options, request);
   const injected = options.faults?.take({
@@ -226,6 +231,11 @@ async function handleResource(
     );
     return;
   }
+  const special = await specialCreate(options, call, user);
+  if (special) {
+    sendJson(res, special.code, special.body);
+    return;
+  }
   if (request.verb === "create" && def.custom === true && options.crds?.terminating(def)) {
     req.resume();
     throw options.crds.refuseCreate(def);
@@ -243,6 +253,65 @@ async function handleResource(
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
   sendJson(res, result.code, result.body, { warnings: call.warnings });
+}
+
+/** The request attributes the authorizer sees for a resource request. */
+function resourceAttributes(user: UserInfo, request: ResourceRequest): RequestAttributes {
+  return {
+    user,
+    verb: request.verb,
+    resourceRequest: true,
+    path: "",
+    apiGroup: request.group,
+    resource: request.resource,
+    subresource: request.subresource,
+    namespace: request.namespace,
+    name: request.name,
+  };
+}
+
+function nonResourceAttributes(user: UserInfo, req: IncomingMessage, path: string): RequestAttributes {
+  const method = (req.method ?? "GET").toUpperCase();
+  const verb =
+    { GET: "get", HEAD: "get", POST: "post", PUT: "put", PATCH: "patch", DELETE: "delete" }[method] ??
+    method.toLowerCase();
+  return {
+    user,
+    verb,
+    resourceRequest: false,
+    path,
+    apiGroup: "",
+    resource: "",
+    subresource: "",
+    namespace: "",
+    name: "",
+  };
+}
+
+/** Creates answered without storage: the review kinds and serviceaccounts/token (TokenRequest). */
+async function specialCreate(
+  options: HandlerOptions,
+  call: VerbCall,
+  user: UserInfo,
+): Promise<RestResult | undefined> {
+  const { def, request } = call;
+  if (request.verb !== "create") return undefined;
+  const isReview = (group: string, resource: string) =>
+    def.group === group && def.resource === resource && request.subresource === "";
+  const token = def.group === "" && def.resource === "serviceaccounts" && request.subresource === "token";
+  if (
+    !token &&
+    !isReview("authentication.k8s.io", "selfsubjectreviews") &&
+    !isReview("authorization.k8s.io", "selfsubjectaccessreviews") &&
+    !isReview("authorization.k8s.io", "subjectaccessreviews")
+  )
+    return undefined;
+  const body = decodeObjectBody(await readBody(call.req), call.req.headers["content-type"]);
+  if (token) return options.serviceAccounts.request(request.namespace, request.name, body);
+  if (def.resource === "selfsubjectreviews") return selfSubjectReview(user, body);
+  if (def.resource === "selfsubjectaccessreviews")
+    return selfSubjectAccessReview(user, body, options.authorizer);
+  return subjectAccessReview(body, options.authorizer);
 }
 
 /** DELETE of a CRD: the first marks it terminating (crds.ts), a later one is a plain delete. */

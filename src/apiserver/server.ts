@@ -21,6 +21,9 @@ import { loadOrCreateCredentials } from "./pki.ts";
 import type { RestContext } from "./rest.ts";
 import { admissionChain, type AdmissionPlugin } from "./admission.ts";
 import { secureDatabaseFiles, secureStateDir } from "./state-dir.ts";
+import { Authenticator, loadTokenAuthFile } from "./authn.ts";
+import { Authorizer, ensureBootstrapPolicy, type AuthorizationMode } from "./authz.ts";
+import { loadOrCreateSigningKey, ServiceAccountTokens } from "./sa-tokens.ts";
 
 export interface ApiServerOptions {
   /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */
@@ -53,6 +56,12 @@ export interface ApiServerOptions {
   gcFinalizers?: boolean;
   /** Mutating admission on create. Default: admissionChain() (kube-apiserver's default storage plugins). */
   admission?: readonly AdmissionPlugin[];
+  /** kube-apiserver's --authorization-mode: "RBAC" or "AlwaysAllow" (default). */
+  authorizationMode?: AuthorizationMode;
+  /** Static tokens in kube-apiserver's --token-auth-file CSV format (token,user,uid,"groups"). */
+  tokenAuthFile?: string;
+  /** The `iss` of ServiceAccount tokens (--service-account-issuer). Default https://kubernetes.default.svc.cluster.local. */
+  serviceAccountIssuer?: string;
 }
 
 export interface ApiServerHandle {
@@ -100,6 +109,10 @@ export async function startApiServer(
     logger,
     clock,
   });
+  const staticTokens = options.tokenAuthFile
+    ? loadTokenAuthFile(options.tokenAuthFile, (message) => logger.warn(message))
+    : [];
+  const signingKey = await loadOrCreateSigningKey(join(stateDir, "pki"));
   const internal = new AbortController();
   const registry = options.registry ?? createBuiltinRegistry();
   const ctx: RestContext = {
@@ -110,6 +123,18 @@ export async function startApiServer(
     admission: options.admission ?? admissionChain(),
   };
   const reaper = new NamespaceReaper({ ctx, clock, logger });
+  const serviceAccounts = new ServiceAccountTokens({
+    key: signingKey,
+    store,
+    now: () => clock.now(),
+    ...(options.serviceAccountIssuer ? { issuer: options.serviceAccountIssuer } : {}),
+  });
+  const authenticator = new Authenticator({
+    adminToken: credentials.adminToken,
+    staticTokens,
+    serviceAccounts,
+  });
+  const authorizer = new Authorizer({ mode: options.authorizationMode ?? "AlwaysAllow", store });
   const crds = isCustomResourceRegistry(registry)
     ? new CustomResourceSync({ store, registry, logger, now: () => clock.now() })
     : undefined;
@@ -117,6 +142,7 @@ export async function startApiServer(
   try {
     crds?.load();
     ensureSystemNamespaces(ctx);
+    ensureBootstrapPolicy(ctx);
     reaper.resume();
     let address = "";
     server = createServer(
@@ -128,7 +154,9 @@ export async function startApiServer(
       },
       createRequestHandler({
         ctx,
-        adminToken: credentials.adminToken,
+        authenticator,
+        authorizer,
+        serviceAccounts,
         clock,
         logger,
         reaper,

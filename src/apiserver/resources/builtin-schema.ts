@@ -67,6 +67,18 @@ const ROOT_MODELS: Readonly<Record<string, string>> = {
   "storage.k8s.io/v1/VolumeAttributesClass": "V1VolumeAttributesClass",
   "coordination.k8s.io/v1/Lease": "V1Lease",
   "apiextensions.k8s.io/v1/CustomResourceDefinition": "V1CustomResourceDefinition",
+  "apps/v1/Deployment": "V1Deployment",
+  "apps/v1/DaemonSet": "V1DaemonSet",
+  "apps/v1/StatefulSet": "V1StatefulSet",
+  "apps/v1/ReplicaSet": "V1ReplicaSet",
+  "rbac.authorization.k8s.io/v1/Role": "V1Role",
+  "rbac.authorization.k8s.io/v1/ClusterRole": "V1ClusterRole",
+  "rbac.authorization.k8s.io/v1/RoleBinding": "V1RoleBinding",
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "V1ClusterRoleBinding",
+  "authentication.k8s.io/v1/SelfSubjectReview": "V1SelfSubjectReview",
+  "authentication.k8s.io/v1/TokenRequest": "AuthenticationV1TokenRequest",
+  "authorization.k8s.io/v1/SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
+  "authorization.k8s.io/v1/SubjectAccessReview": "V1SubjectAccessReview",
 };
 
 /** The model name of a built-in kind, or undefined for kinds this table does not know. */

@@ -193,6 +193,8 @@ export const serviceAccounts: ResourceDef = defineResource({
   kind: "ServiceAccount",
   namespaced: true,
   shortNames: ["sa"],
+  // serviceaccounts/token: TokenRequest, answered by the handler (sa-tokens.ts).
+  subresources: ["token"],
   returnDeletedObject: true,
   specChanged: () => false,
   columns: [
