@@ -3,7 +3,13 @@
 // until SIGINT/SIGTERM.
 
 import { FlagError } from "../base/index.ts";
-import { admissionChain, DEFAULT_ADMISSION_PLUGINS, startApiServer } from "../apiserver/index.ts";
+import {
+  admissionChain,
+  AUTHORIZATION_MODES,
+  DEFAULT_ADMISSION_PLUGINS,
+  startApiServer,
+  type AuthorizationMode,
+} from "../apiserver/index.ts";
 import type { Command } from "./command.ts";
 
 export const apiserverCommand: Command = {
@@ -53,6 +59,23 @@ export const apiserverCommand: Command = {
       default: "5m",
       help: "How often the revision log is compacted.",
     },
+    "authorization-mode": {
+      type: "string",
+      default: "AlwaysAllow",
+      help:
+        "How requests are authorized, as kube-apiserver's flag: RBAC (Roles, ClusterRoles and their bindings; " +
+        "the admin kubeconfig's user is in system:masters and may do anything) or AlwaysAllow (any " +
+        "authenticated user may do anything).",
+    },
+    "token-auth-file": {
+      type: "string",
+      help: 'Static bearer tokens in kube-apiserver\'s CSV format: token,user,uid,"group1,group2" per line.',
+    },
+    "service-account-issuer": {
+      type: "string",
+      default: "https://kubernetes.default.svc.cluster.local",
+      help: "The iss claim of ServiceAccount tokens (TokenRequest, kubectl create token), and their default audience.",
+    },
   },
   async run({ flags, logger, signal, stdout }) {
     const port = flags.number("port");
@@ -67,6 +90,13 @@ export const apiserverCommand: Command = {
     if (!(interval > 0))
       throw new FlagError(`invalid value for flag -compaction-interval: want a positive duration`);
     const kubeconfigOut = flags.string("kubeconfig-out");
+    const authorizationMode = flags.string("authorization-mode");
+    if (!(AUTHORIZATION_MODES as readonly string[]).includes(authorizationMode)) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(authorizationMode)} for flag -authorization-mode: want one of ${AUTHORIZATION_MODES.join(", ")}`,
+      );
+    }
+    const tokenAuthFile = flags.string("token-auth-file");
     let admission;
     try {
       admission = admissionChain({
@@ -86,6 +116,9 @@ export const apiserverCommand: Command = {
         compactionIntervalMs: interval,
         admission,
         gcFinalizers: flags.bool("gc-finalizers"),
+        authorizationMode: authorizationMode as AuthorizationMode,
+        ...(tokenAuthFile !== "" ? { tokenAuthFile } : {}),
+        serviceAccountIssuer: flags.string("service-account-issuer"),
         logger,
       },
       signal,
