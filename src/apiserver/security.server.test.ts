@@ -243,3 +243,88 @@ describe("hostile requests", () => {
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 });
+
+describe("CEL rules on a real server", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.dispose());
+
+  const crd = (rule: string): string =>
+    JSON.stringify({
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "pools.example.com" },
+      spec: {
+        group: "example.com",
+        scope: "Namespaced",
+        names: { plural: "pools", singular: "pool", kind: "Pool", listKind: "PoolList" },
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: "object",
+                properties: {
+                  spec: {
+                    type: "object",
+                    "x-kubernetes-validations": [{ rule, message: "every disk needs a size" }],
+                    properties: {
+                      disks: {
+                        type: "array",
+                        items: {
+                          type: "object",
+                          properties: { name: { type: "string" }, size: { type: "integer" } },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    });
+
+  test("a CRD whose rule does not compile is refused at create (422)", async () => {
+    const res = await raw(server.handle, {
+      method: "POST",
+      path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+      body: crd("self.disks.all(d, frobnicate(d))"),
+    });
+    assert.equal(res.status, 422, res.text);
+    assert.match(
+      String(res.json().message),
+      /spec\.versions\[0\]\.schema\.openAPIV3Schema\.properties\[spec\]\.x-kubernetes-validations\[0\]\.rule: Invalid value: .*compilation failed: .*frobnicate/,
+    );
+  });
+
+  test("a macro rule (all) is enforced: 422 for an object that breaks it, 201 otherwise", async () => {
+    const created = await raw(server.handle, {
+      method: "POST",
+      path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+      body: crd("self.disks.all(d, has(d.size) && d.size > 0)"),
+    });
+    assert.equal(created.status, 201, created.text);
+    const post = (name: string, disks: unknown[]) =>
+      raw(server.handle, {
+        method: "POST",
+        path: "/apis/example.com/v1/namespaces/default/pools",
+        body: JSON.stringify({
+          apiVersion: "example.com/v1",
+          kind: "Pool",
+          metadata: { name },
+          spec: { disks },
+        }),
+      });
+    const bad = await post("bad", [{ name: "a", size: 1 }, { name: "b" }]);
+    assert.equal(bad.status, 422, bad.text);
+    assert.match(String(bad.json().message), /spec: Invalid value: "object": every disk needs a size/);
+    const good = await post("good", [{ name: "a", size: 1 }]);
+    assert.equal(good.status, 201, good.text);
+  });
+});

@@ -35,6 +35,7 @@ import {
   validateCelRules,
 } from "./schema.ts";
 import { compilePattern } from "./regex.ts";
+import { compileCelRule } from "./cel.ts";
 
 function versionsOf(object: Obj): Obj[] {
   const versions = at(object, "spec.versions");
@@ -124,10 +125,26 @@ function walkSchema(schema: Obj, path: string, visit: (schema: Obj, path: string
   }
 }
 
-/** Schema checks made at CRD create/update: patterns compile (RE2 syntax), CEL rules compile. */
+/**
+ * Schema checks made at CRD create/update: patterns compile (RE2 syntax) and every
+ * x-kubernetes-validations rule compiles (422 otherwise, as upstream: none is ever skipped).
+ */
 function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
   const causes: FieldCause[] = [];
   walkSchema(schema, path, (node, nodePath) => {
+    const rules = node["x-kubernetes-validations"];
+    if (Array.isArray(rules)) {
+      rules.forEach((rule: unknown, i) => {
+        const source = isRecord(rule) ? rule.rule : undefined;
+        const field = `${nodePath}.x-kubernetes-validations[${i}].rule`;
+        if (typeof source !== "string" || source === "") {
+          causes.push(fieldRequired(field));
+          return;
+        }
+        const compiled = compileCelRule(source);
+        if (!compiled.ok) causes.push(fieldInvalid(field, source, `compilation failed: ${compiled.error}`));
+      });
+    }
     if (typeof node.pattern === "string") {
       const compiled = compilePattern(node.pattern);
       if (!compiled.ok)

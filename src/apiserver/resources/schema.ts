@@ -3,12 +3,12 @@
 // x-kubernetes-preserve-unknown-fields, additionalProperties and embedded resources' TypeMeta
 // and metadata), and validation of type, required, enum, nullable, bounds and patterns with
 // upstream's messages, the value-validation combinators (oneOf, anyOf, allOf, not), and
-// x-kubernetes-validations rules within the CEL subset cel.ts evaluates.
+// x-kubernetes-validations rules, evaluated by cel.ts (full CEL, cost-bounded).
 
 import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
 import type { JSONSchemaProps } from "../../api/index.ts";
 import type { FieldCause } from "../resource.ts";
-import { checkCelRule, compileCelRule, isTransitionRule } from "./cel.ts";
+import { checkCelRule, compileCelRule, newCostBudget, type CostBudget } from "./cel.ts";
 import { isRecord } from "./common.ts";
 import { patternMatches } from "./regex.ts";
 
@@ -287,33 +287,47 @@ export function validateCelRules(
   schema: JSONSchemaProps | undefined,
   path: string,
   mode: "create" | "transition",
+  budget: CostBudget = newCostBudget(),
 ): FieldCause[] {
   if (schema === undefined || value === undefined || value === null) return [];
   const causes: FieldCause[] = [];
   for (const rule of rulesOf(schema)) {
-    const transition = isTransitionRule(rule.rule);
-    if (mode === "create" ? transition : !transition || old === undefined || old === null) continue;
     const compiled = compileCelRule(rule.rule);
-    if (compiled === undefined) continue;
-    const outcome = checkCelRule(compiled, value, transition ? old : undefined);
+    if (!compiled.ok) {
+      // Refused at CRD create; a CRD stored before that check still never skips the rule.
+      causes.push(ruleCause(rule, schema, path, `compilation failed: ${compiled.error}`));
+      continue;
+    }
+    const transition = compiled.rule.transition;
+    if (mode === "create" ? transition : !transition || old === undefined || old === null) continue;
+    if (budget.remaining <= 0) {
+      causes.push({
+        reason: "FieldValueForbidden",
+        message:
+          "Forbidden: validation failed due to running out of cost budget, no further validation rules will be run",
+        field: path,
+      });
+      return causes;
+    }
+    const outcome = checkCelRule(compiled.rule, value, transition ? old : undefined, schema, budget);
     if (!outcome.ok) causes.push(ruleCause(rule, schema, path, outcome.error));
   }
   if (isRecord(value)) {
     const oldRecord = isRecord(old) ? old : undefined;
     for (const [key, property] of Object.entries(schema.properties ?? {})) {
       if (path === "" && key === "metadata") continue;
-      causes.push(...validateCelRules(value[key], oldRecord?.[key], property, join(path, key), mode));
+      causes.push(...validateCelRules(value[key], oldRecord?.[key], property, join(path, key), mode, budget));
     }
     if (isRecord(schema.additionalProperties)) {
       const additional = schema.additionalProperties;
       for (const [key, item] of Object.entries(value)) {
         if (schema.properties?.[key] !== undefined) continue;
-        causes.push(...validateCelRules(item, oldRecord?.[key], additional, `${path}[${key}]`, mode));
+        causes.push(...validateCelRules(item, oldRecord?.[key], additional, `${path}[${key}]`, mode, budget));
       }
     }
   } else if (Array.isArray(value)) {
     value.forEach((item, i) =>
-      causes.push(...validateCelRules(item, undefined, schema.items, `${path}[${i}]`, mode)),
+      causes.push(...validateCelRules(item, undefined, schema.items, `${path}[${i}]`, mode, budget)),
     );
   }
   return causes;
