@@ -246,6 +246,16 @@ describe("RBAC via kubectl", { skip }, () => {
       token: "bob-token",
     });
     assert.equal(denied.status, 403, denied.text);
+    const neither = await raw(server.handle, {
+      method: "POST",
+      path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+      body: '{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{}}',
+    });
+    assert.equal(neither.status, 422, neither.text);
+    assert.equal(
+      neither.json().message,
+      'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Required value: one of resourceAttributes or nonResourceAttributes must be specified',
+    );
   });
 
   test("kubectl auth whoami, for a static user, the admin and a ServiceAccount token from kubectl create token", async () => {

@@ -5,7 +5,8 @@
 import type { UserInfo } from "./authn.ts";
 import type { Authorizer, RequestAttributes } from "./authz.ts";
 import type { RestResult } from "./rest.ts";
-import { badRequest } from "./status.ts";
+import { fieldInvalid, fieldRequired } from "../api/index.ts";
+import { badRequest, invalid } from "./status.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -39,8 +40,24 @@ export function selfSubjectReview(user: UserInfo, body: unknown): RestResult {
   return { code: 201, body: { ...review, status: { userInfo: userInfoOf(user) } } };
 }
 
-/** The attributes a review's spec asks about, for `user`. */
-function attributesOf(spec: Obj, user: UserInfo): RequestAttributes {
+/** The attributes a review's spec asks about, for `user`; 422 as upstream when it names neither or both. */
+function attributesOf(spec: Obj, user: UserInfo, kind: string): RequestAttributes {
+  const hasResource = spec.resourceAttributes !== undefined && spec.resourceAttributes !== null;
+  const hasNonResource = spec.nonResourceAttributes !== undefined && spec.nonResourceAttributes !== null;
+  if (hasResource === hasNonResource) {
+    throw invalid("authorization.k8s.io", kind, "", [
+      hasResource
+        ? fieldInvalid(
+            "spec.nonResourceAttributes",
+            spec.nonResourceAttributes,
+            "cannot be specified in combination with resourceAttributes",
+          )
+        : fieldRequired(
+            "spec.resourceAttributes",
+            "one of resourceAttributes or nonResourceAttributes must be specified",
+          ),
+    ]);
+  }
   const resource = record(spec.resourceAttributes);
   const nonResource = record(spec.nonResourceAttributes);
   if (spec.resourceAttributes !== undefined && spec.resourceAttributes !== null) {
@@ -69,7 +86,7 @@ function attributesOf(spec: Obj, user: UserInfo): RequestAttributes {
       name: "",
     };
   }
-  throw badRequest("spec.resourceAttributes or spec.nonResourceAttributes is required");
+  throw new Error("unreachable: one of the attributes is set");
 }
 
 function accessStatus(authorizer: Authorizer, attributes: RequestAttributes): Obj {
@@ -80,14 +97,22 @@ function accessStatus(authorizer: Authorizer, attributes: RequestAttributes): Ob
 export function selfSubjectAccessReview(user: UserInfo, body: unknown, authorizer: Authorizer): RestResult {
   const review = reviewBody(body, "SelfSubjectAccessReview", "authorization.k8s.io/v1");
   const spec = record(review.spec);
-  return { code: 201, body: { ...review, status: accessStatus(authorizer, attributesOf(spec, user)) } };
+  return {
+    code: 201,
+    body: {
+      ...review,
+      status: accessStatus(authorizer, attributesOf(spec, user, "SelfSubjectAccessReview")),
+    },
+  };
 }
 
 export function subjectAccessReview(body: unknown, authorizer: Authorizer): RestResult {
   const review = reviewBody(body, "SubjectAccessReview", "authorization.k8s.io/v1");
   const spec = record(review.spec);
-  if (str(spec.user) === "" && !Array.isArray(spec.groups))
-    throw badRequest("spec.user or spec.groups is required");
+  if (str(spec.user) === "" && !(Array.isArray(spec.groups) && spec.groups.length > 0))
+    throw invalid("authorization.k8s.io", "SubjectAccessReview", "", [
+      fieldInvalid("spec.user", "", "at least one of user or group must be specified"),
+    ]);
   const extra: Record<string, string[]> = {};
   for (const [key, values] of Object.entries(record(spec.extra)))
     extra[key] = Array.isArray(values) ? values.map(String) : [];
@@ -97,5 +122,8 @@ export function subjectAccessReview(body: unknown, authorizer: Authorizer): Rest
     groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [],
     extra,
   };
-  return { code: 201, body: { ...review, status: accessStatus(authorizer, attributesOf(spec, subject)) } };
+  return {
+    code: 201,
+    body: { ...review, status: accessStatus(authorizer, attributesOf(spec, subject, "SubjectAccessReview")) },
+  };
 }
