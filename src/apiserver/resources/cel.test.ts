@@ -95,3 +95,19 @@ test("cost is bounded per call and per object", () => {
   assert.deepEqual(spent, { ok: false, error: "operation cancelled: actual cost limit exceeded" });
   assert.ok(PER_CALL_COST_LIMIT === 1_000_000);
 });
+
+test("Kubernetes' lists and regex libraries", () => {
+  assert.equal(run("self.isSorted() && !['b', 'a'].isSorted()", [1, 2, 3]), true);
+  assert.equal(run("self.sum() == 6 && self.min() == 1 && self.max() == 3", [1, 2, 3]), true);
+  assert.equal(
+    run("self.indexOf(2) == 1 && [1, 2, 1].lastIndexOf(1) == 2 && self.indexOf(9) == -1", [1, 2, 3]),
+    true,
+  );
+  assert.equal(
+    run(
+      "self.find('[0-9]+') == '123' && self.findAll('[a-z]') == ['a', 'b'] && self.findAll('[a-z]', 1) == ['a']",
+      "a123b",
+    ),
+    true,
+  );
+});

@@ -4,7 +4,9 @@
 // - `self` (and `oldSelf` in transition rules) typed from the schema: `integer` values are CEL
 //   ints, `number` doubles; properties whose names are CEL keywords or hold `__`, `.`, `-`, `/`
 //   are reached by upstream's escaped names (`self.__namespace__`, `self.a__dash__b`).
-// - `matches()` runs on RE2 (linear time, regex.ts), not JavaScript's backtracking engine.
+// - `matches()` and the Kubernetes regex library (`find`, `findAll`) run on RE2 (linear time,
+//   regex.ts), not JavaScript's backtracking engine; the Kubernetes lists library is there
+//   (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`).
 // - Cost is bounded as upstream bounds it: each rule's evaluation may spend at most 1,000,000
 //   cost units (PerCallLimit), and one object's rules together 10,000,000 (the runtime budget).
 //   The cost of a rule over a value is estimated before it runs, from the rule's size, its macro
@@ -15,7 +17,7 @@
 
 import { Environment } from "@marcbachmann/cel-js";
 import type { JSONSchemaProps } from "../../api/index.ts";
-import { patternMatches } from "./regex.ts";
+import { compilePattern, patternMatches } from "./regex.ts";
 
 /** Upstream's per-expression runtime cost limit (apiextensions PerCallLimit). */
 export const PER_CALL_COST_LIMIT = 1_000_000;
@@ -39,7 +41,69 @@ const environment = new Environment({
   )
   .registerFunction("__re2_matches(string, string): bool", (value: string, pattern: string) =>
     re2(value, pattern),
+  )
+  // Kubernetes' lists library.
+  .registerFunction("list.isSorted(): bool", (list: unknown[]) =>
+    list.every((item, i) => i === 0 || compare(list[i - 1], item) <= 0),
+  )
+  .registerFunction("list.sum(): dyn", (list: unknown[]) => sum(list))
+  .registerFunction("list.min(): dyn", (list: unknown[]) => extreme(list, -1))
+  .registerFunction("list.max(): dyn", (list: unknown[]) => extreme(list, 1))
+  .registerFunction("list.indexOf(dyn): int", (list: unknown[], value: unknown) =>
+    BigInt(list.findIndex((item) => same(item, value))),
+  )
+  .registerFunction("list.lastIndexOf(dyn): int", (list: unknown[], value: unknown) =>
+    BigInt(list.findLastIndex((item) => same(item, value))),
+  )
+  // Kubernetes' regex library, on RE2.
+  .registerFunction(
+    "string.find(string): string",
+    (value: string, pattern: string) => findAll(value, pattern, 1)[0] ?? "",
+  )
+  .registerFunction("string.findAll(string): list<string>", (value: string, pattern: string) =>
+    findAll(value, pattern, -1),
+  )
+  .registerFunction(
+    "string.findAll(string, int): list<string>",
+    (value: string, pattern: string, limit: bigint) => findAll(value, pattern, Number(limit)),
   );
+
+function compare(a: unknown, b: unknown): number {
+  if (typeof a !== typeof b || !["bigint", "number", "string", "boolean"].includes(typeof a))
+    throw new Error("no such overload: list elements are not comparable");
+  return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
+}
+
+function sum(list: unknown[]): unknown {
+  if (list.length === 0) return 0n;
+  return list.reduce((total, item) => {
+    if (typeof total === "bigint" && typeof item === "bigint") return total + item;
+    if (typeof total === "number" && typeof item === "number") return total + item;
+    throw new Error("no such overload: sum() of mixed or non-numeric elements");
+  });
+}
+
+function extreme(list: unknown[], sign: number): unknown {
+  if (list.length === 0) throw new Error("min/max of an empty list");
+  return list.reduce((best, item) => (compare(item, best) * sign > 0 ? item : best));
+}
+
+function same(a: unknown, b: unknown): boolean {
+  if (typeof a !== "object" || a === null) return a === b;
+  const encode = (value: unknown): string =>
+    JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? `${inner}n` : inner));
+  return encode(a) === encode(b);
+}
+
+/** Up to `limit` (all when negative) leftmost non-overlapping RE2 matches. */
+function findAll(value: string, pattern: string, limit: number): string[] {
+  const compiledPattern = compilePattern(pattern);
+  if (!compiledPattern.ok) throw new Error(`invalid regular expression: ${pattern}`);
+  const matches: string[] = [];
+  const matcher = compiledPattern.re.matcher(value);
+  while ((limit < 0 || matches.length < limit) && matcher.find()) matches.push(matcher.group() ?? "");
+  return matches;
+}
 
 const COST_LIMIT_MESSAGE = "operation cancelled: actual cost limit exceeded";
 
