@@ -76,11 +76,55 @@ test("claims and volumes get their protection finalizers on create", async () =>
 test("plugin lists: defaults, disable, and unknown names rejected by name", () => {
   assert.deepEqual(
     admissionChain().map((p) => p.name),
-    ["DefaultStorageClass", "StorageObjectInUseProtection"],
+    ["DefaultStorageClass", "StorageObjectInUseProtection", "PersistentVolumeClaimResize"],
   );
   assert.deepEqual(
     admissionChain({ disable: ["StorageObjectInUseProtection"] }).map((p) => p.name),
-    ["DefaultStorageClass"],
+    ["DefaultStorageClass", "PersistentVolumeClaimResize"],
   );
   assert.throws(() => admissionChain({ enable: ["NamespaceLifecyle"] }), /NamespaceLifecyle/);
+});
+
+test("PersistentVolumeClaimResize: growing needs a Bound claim of a class with allowVolumeExpansion (403 otherwise)", async () => {
+  await post("/apis/storage.k8s.io/v1/storageclasses", {
+    ...storageClass("expandable", false),
+    allowVolumeExpansion: true,
+  });
+  await post("/apis/storage.k8s.io/v1/storageclasses", storageClass("fixed", false));
+  const grow = (name: string, storage: string) =>
+    raw(server.handle, {
+      method: "PATCH",
+      path: `${PVCS}/${name}`,
+      body: JSON.stringify({ spec: { resources: { requests: { storage } } } }),
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
+  const bind = async (name: string) => {
+    const res = await raw(server.handle, {
+      method: "PATCH",
+      path: `${PVCS}/${name}/status`,
+      body: '{"status":{"phase":"Bound"}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
+    assert.equal(res.status, 200, res.text);
+  };
+  await post(PVCS, claim("resize-pending", { storageClassName: "expandable" }));
+  // An unbound claim's spec is immutable: validation answers before admission, as upstream.
+  const pending = await grow("resize-pending", "2Mi");
+  assert.equal(pending.status, 422, pending.text);
+
+  await post(PVCS, claim("resize-fixed", { storageClassName: "fixed" }));
+  await bind("resize-fixed");
+  const fixed = await grow("resize-fixed", "2Mi");
+  assert.equal(fixed.status, 403, fixed.text);
+  assert.equal(fixed.json().reason, "Forbidden");
+  assert.equal(
+    fixed.json().message,
+    'persistentvolumeclaims "resize-fixed" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize',
+  );
+  assert.equal((await grow("resize-fixed", "1Mi")).status, 200, "an unchanged size passes");
+
+  await post(PVCS, claim("resize-ok", { storageClassName: "expandable" }));
+  await bind("resize-ok");
+  const ok = await grow("resize-ok", "2Mi");
+  assert.equal(ok.status, 200, ok.text);
 });

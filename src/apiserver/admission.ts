@@ -8,11 +8,17 @@
 //   `kubernetes.io/pv-protection`. The pvc/pv-protection controllers remove them once unused;
 //   without those controllers a deleted claim stays Terminating, exactly as on a real cluster
 //   whose controller-manager is down.
-// Plugins run after defaulting and before validation, and only on create (as upstream).
+// - PersistentVolumeClaimResize (validating, on update): growing a claim's storage request is
+//   allowed only for a Bound claim whose StorageClass (unchanged) sets allowVolumeExpansion;
+//   otherwise 403, as external-resizer expects.
+// Mutating plugins run after defaulting and before validation, and only on create; validating
+// ones after the kind's own validation (as upstream).
 
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import type { Store } from "./storage/types.ts";
 import { finalizersOf, metadataOf, stringField } from "./objects.ts";
+import { forbidden } from "./status.ts";
+import { parseQuantity } from "../api/index.ts";
 
 export interface AdmissionContext {
   store: Store;
@@ -23,6 +29,14 @@ export interface AdmissionPlugin {
   readonly name: string;
   /** Mutates `object` (already defaulted) before validation. */
   admitCreate(context: AdmissionContext, def: ResourceDef, object: KubeObject): void;
+  /** Validates an update (after the kind's validation); throws the ApiError to answer. */
+  validateUpdate?(
+    context: AdmissionContext,
+    def: ResourceDef,
+    subresource: string,
+    object: KubeObject,
+    old: KubeObject,
+  ): void;
 }
 
 const DEFAULT_CLASS_ANNOTATIONS = [
@@ -86,10 +100,59 @@ export const storageObjectInUseProtection: AdmissionPlugin = {
   },
 };
 
+/** The claim's class as upstream's GetPersistentVolumeClaimClass reads it: the beta annotation first. */
+function claimClass(claim: KubeObject): string {
+  const annotation = stringMap(metadataOf(claim).annotations)[BETA_STORAGE_CLASS_ANNOTATION];
+  if (typeof annotation === "string") return annotation;
+  const name = stringMap(claim.spec).storageClassName;
+  return typeof name === "string" ? name : "";
+}
+
+function requestedStorage(claim: KubeObject): bigint | undefined {
+  const quantity = stringMap(stringMap(stringMap(claim.spec).resources).requests).storage;
+  if (typeof quantity !== "string" && typeof quantity !== "number") return undefined;
+  try {
+    return parseQuantity(String(quantity)).nanos;
+  } catch {
+    return undefined;
+  }
+}
+
+export const persistentVolumeClaimResize: AdmissionPlugin = {
+  name: "PersistentVolumeClaimResize",
+  admitCreate() {},
+  validateUpdate(context, def, subresource, object, old) {
+    if (!isCoreKind(def, "persistentvolumeclaims") || subresource !== "") return;
+    const oldSize = requestedStorage(old) ?? 0n;
+    const newSize = requestedStorage(object) ?? 0n;
+    if (newSize <= oldSize) return;
+    const name = stringField(metadataOf(object), "name");
+    const refuse = (why: string): never => {
+      throw forbidden(`persistentvolumeclaims "${name}" is forbidden: ${why}`, {
+        name,
+        kind: "persistentvolumeclaims",
+      });
+    };
+    if (stringMap(old.status).phase !== "Bound")
+      refuse("Only bound persistent volume claims can be expanded");
+    const className = claimClass(object);
+    const stored =
+      className !== "" && className === claimClass(old)
+        ? context.store.get(`/storage.k8s.io/storageclasses//${className}`)
+        : undefined;
+    if (stored?.object.allowVolumeExpansion !== true) {
+      refuse(
+        "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize",
+      );
+    }
+  },
+};
+
 /** Every plugin csikit knows, by name. */
 export const ADMISSION_PLUGINS: readonly AdmissionPlugin[] = [
   defaultStorageClass,
   storageObjectInUseProtection,
+  persistentVolumeClaimResize,
 ];
 
 /** The plugins kube-apiserver enables by default, among those csikit implements. */

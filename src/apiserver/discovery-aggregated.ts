@@ -62,6 +62,7 @@ const SUBRESOURCE_KINDS: Readonly<
   Record<string, { group: string; version: string; kind: string; verbs: string[] }>
 > = {
   binding: { group: "", version: "v1", kind: "Binding", verbs: ["create"] },
+  token: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest", verbs: ["create"] },
 };
 
 function resourceEntry(def: ResourceDef): Record<string, unknown> {

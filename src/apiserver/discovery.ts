@@ -22,6 +22,7 @@ const SUBRESOURCE_VERBS: Record<
 > = {
   status: { verbs: ["get", "patch", "update"] },
   binding: { kind: "Binding", verbs: ["create"] },
+  token: { kind: "TokenRequest", group: "authentication.k8s.io", version: "v1", verbs: ["create"] },
   eviction: { kind: "Eviction", group: "policy", version: "v1", verbs: ["create"] },
   scale: { kind: "Scale", group: "autoscaling", version: "v1", verbs: ["get", "patch", "update"] },
 };

@@ -3,7 +3,6 @@
 // unexpected is logged and answered with a 500 Status without a stack trace.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { timingSafeEqual } from "node:crypto";
 import type { Clock, Logger } from "../base/index.ts";
 import { errorMessage } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
@@ -16,9 +15,13 @@ import {
 } from "./discovery-aggregated.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
 import type { FaultInjector } from "./faults.ts";
-import { decodeJson, readBody, sendJson, sendStatus, sendText } from "./http.ts";
+import { decodeJson, decodeObjectBody, readBody, sendJson, sendStatus, sendText } from "./http.ts";
+import type { Authenticator, UserInfo } from "./authn.ts";
+import { forbiddenError, type Authorizer, type RequestAttributes } from "./authz.ts";
+import { selfSubjectAccessReview, selfSubjectReview, subjectAccessReview } from "./review-handlers.ts";
+import type { ServiceAccountTokens } from "./sa-tokens.ts";
 import type { NamespaceReaper } from "./namespaces.ts";
-import { parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
+import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
 import { openApiDocument } from "./openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "./routing.ts";
 import { ApiError, internalError, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
@@ -47,7 +50,10 @@ export interface HandlerOptions {
   ctx: RestContext;
   /** Serves/retires custom resources after CRD writes, when the registry supports CRDs. */
   crds?: CustomResourceSync;
-  adminToken: string;
+  authenticator: Authenticator;
+  authorizer: Authorizer;
+  /** Issues TokenRequest tokens (serviceaccounts/token). */
+  serviceAccounts: ServiceAccountTokens;
   clock: Clock;
   logger: Logger;
   reaper: NamespaceReaper;
@@ -90,21 +96,27 @@ export function createRequestHandler(
   };
 }
 
-function authorized(header: string | undefined, token: string): boolean {
-  if (!header?.startsWith("Bearer ")) return false;
-  const presented = Buffer.from(header.slice("Bearer ".length).trim());
-  const expected = Buffer.from(token);
-  return presented.length === expected.length && timingSafeEqual(presented, expected);
-}
-
 async function handle(options: HandlerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "https://localhost");
   const query = url.searchParams;
   const watchParam = ["1", "true"].includes(query.get("watch") ?? "");
   const route = resolveRoute(req.method ?? "GET", url.pathname, watchParam);
-  if (!PUBLIC_ROUTES.has(route.kind) && !authorized(req.headers.authorization, options.adminToken)) {
-    req.resume();
-    throw unauthorized();
+  let user: UserInfo | undefined;
+  if (!PUBLIC_ROUTES.has(route.kind)) {
+    user = options.authenticator.authenticate(req.headers.authorization);
+    if (!user) {
+      req.resume();
+      throw unauthorized();
+    }
+    const attributes =
+      route.kind === "resource"
+        ? resourceAttributes(user, route.request)
+        : nonResourceAttributes(user, req, url.pathname);
+    const decision = options.authorizer.authorize(attributes);
+    if (!decision.allowed) {
+      req.resume();
+      throw forbiddenError(attributes, decision.reason);
+    }
   }
   options.logger.info(5, "request", { method: req.method, path: url.pathname });
   const { registry } = options.ctx;
@@ -145,7 +157,7 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     case "notFound":
       throw pathNotFound();
     case "resource":
-      return handleResource(options, req, res, route.request, query);
+      return handleResource(options, req, res, route.request, query, user!);
   }
 }
 
@@ -172,6 +184,7 @@ async function handleResource(
   res: ServerResponse,
   request: ResourceRequest,
   query: URLSearchParams,
+  user: UserInfo,
 ): Promise<void> {
   const def = resolveDef(options, request);
   const injected = options.faults?.take({
@@ -222,6 +235,16 @@ async function handleResource(
     );
     return;
   }
+  const special = await specialCreate(options, call, user);
+  if (special) {
+    sendJson(res, special.code, special.body);
+    return;
+  }
+  if (request.verb === "create" && def.custom === true && options.crds?.terminating(def)) {
+    req.resume();
+    throw options.crds.refuseCreate(def);
+  }
+  const isCrd = def.group === CRD_GROUP && def.resource === CRD_RESOURCE;
   let result: RestResult;
   try {
     result =
@@ -230,7 +253,9 @@ async function handleResource(
       def.resource === "namespaces" &&
       request.subresource === ""
         ? await deleteNamespace(call, options.reaper)
-        : await VERBS[request.verb](call);
+        : request.verb === "delete" && isCrd && options.crds && request.subresource === ""
+          ? await deleteCrd(call, options.crds)
+          : await VERBS[request.verb](call);
   } catch (error) {
     // A refusal may reflect a write still in the open batch (AlreadyExists, Conflict): it is
     // told only once that write is durable.
@@ -256,6 +281,75 @@ function shownRevision(ctx: RestContext, verb: string, result: RestResult): numb
     if (Number.isSafeInteger(revision)) return revision;
   }
   return ctx.store.currentRevision();
+}
+
+/** The request attributes the authorizer sees for a resource request. */
+function resourceAttributes(user: UserInfo, request: ResourceRequest): RequestAttributes {
+  return {
+    user,
+    verb: request.verb,
+    resourceRequest: true,
+    path: "",
+    apiGroup: request.group,
+    resource: request.resource,
+    subresource: request.subresource,
+    namespace: request.namespace,
+    name: request.name,
+  };
+}
+
+function nonResourceAttributes(user: UserInfo, req: IncomingMessage, path: string): RequestAttributes {
+  const method = (req.method ?? "GET").toUpperCase();
+  const verb =
+    { GET: "get", HEAD: "get", POST: "post", PUT: "put", PATCH: "patch", DELETE: "delete" }[method] ??
+    method.toLowerCase();
+  return {
+    user,
+    verb,
+    resourceRequest: false,
+    path,
+    apiGroup: "",
+    resource: "",
+    subresource: "",
+    namespace: "",
+    name: "",
+  };
+}
+
+/** Creates answered without storage: the review kinds and serviceaccounts/token (TokenRequest). */
+async function specialCreate(
+  options: HandlerOptions,
+  call: VerbCall,
+  user: UserInfo,
+): Promise<RestResult | undefined> {
+  const { def, request } = call;
+  if (request.verb !== "create") return undefined;
+  const isReview = (group: string, resource: string) =>
+    def.group === group && def.resource === resource && request.subresource === "";
+  const token = def.group === "" && def.resource === "serviceaccounts" && request.subresource === "token";
+  if (
+    !token &&
+    !isReview("authentication.k8s.io", "selfsubjectreviews") &&
+    !isReview("authorization.k8s.io", "selfsubjectaccessreviews") &&
+    !isReview("authorization.k8s.io", "subjectaccessreviews")
+  )
+    return undefined;
+  const body = decodeObjectBody(await readBody(call.req), call.req.headers["content-type"]);
+  if (token) return options.serviceAccounts.request(request.namespace, request.name, body);
+  if (def.resource === "selfsubjectreviews") return selfSubjectReview(user, body);
+  if (def.resource === "selfsubjectaccessreviews")
+    return selfSubjectAccessReview(user, body, options.authorizer);
+  return subjectAccessReview(body, options.authorizer);
+}
+
+/** DELETE of a CRD: the first marks it terminating (crds.ts), a later one is a plain delete. */
+async function deleteCrd(call: VerbCall, crds: CustomResourceSync): Promise<RestResult> {
+  const raw = await readBody(call.req);
+  const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  return (
+    crds.beginDelete(call.def, call.target, deleteOptions) ??
+    deleteObject(call.ctx, call.target, deleteOptions)
+  );
 }
 
 async function deleteNamespace(call: VerbCall, reaper: NamespaceReaper): Promise<RestResult> {

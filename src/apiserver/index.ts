@@ -13,3 +13,5 @@ export type { MutableResourceRegistry } from "./registry.ts";
 export { KUBECONFIG_CONTEXT } from "./kubeconfig.ts";
 export { admissionChain, ADMISSION_PLUGINS, DEFAULT_ADMISSION_PLUGINS } from "./admission.ts";
 export type { AdmissionPlugin } from "./admission.ts";
+export { AUTHORIZATION_MODES } from "./authz.ts";
+export type { AuthorizationMode } from "./authz.ts";

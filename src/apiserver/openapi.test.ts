@@ -114,3 +114,26 @@ test("unknown fields of built-in and custom kinds, as strict decoding names them
     [],
   );
 });
+
+test("component schemas carry upstream's definition names", () => {
+  const registry = createBuiltinRegistry();
+  const core = openAPIV3Document(registry, "api/v1") as { components: { schemas: Record<string, unknown> } };
+  const names = Object.keys(core.components.schemas);
+  for (const name of [
+    "io.k8s.api.core.v1.PersistentVolumeClaim",
+    "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
+    "io.k8s.api.core.v1.Event",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+  ])
+    assert.ok(names.includes(name), `${name} in ${names.slice(0, 5).join(", ")}…`);
+  const storage = openAPIV3Document(registry, "apis/storage.k8s.io/v1") as {
+    components: { schemas: Record<string, unknown> };
+  };
+  for (const name of [
+    "io.k8s.api.storage.v1.StorageClass",
+    "io.k8s.api.core.v1.TopologySelectorTerm",
+    "io.k8s.api.storage.v1.VolumeAttachmentSource",
+  ])
+    assert.ok(Object.hasOwn(storage.components.schemas, name), name);
+  assert.ok(!names.some((name) => name.startsWith("io.k8s.csikit.")), "no csikit-made names");
+});

@@ -59,7 +59,7 @@ test("json patch failures carry upstream's message and the reason as a cause", (
       e instanceof ApiError &&
       e.code === 422 &&
       e.details?.causes?.[0]?.message ===
-        'replace operation does not apply: doc is missing path: "/metadata/nothing/here": missing value',
+        "replace operation does not apply: doc is missing path: /metadata/nothing/here: missing value",
   );
   assert.throws(
     () => applyJsonPatch(pod, [{ op: "add", path: "/metadata/__proto__/polluted", value: "yes" }]),

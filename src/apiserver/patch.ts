@@ -1,5 +1,5 @@
 // The three patch formats kubectl and client libraries send: JSON merge patch (RFC 7386),
-// JSON patch (RFC 6902, via fast-json-patch) and strategic merge patch, whose list semantics
+// JSON patch (RFC 6902 as evanphx/json-patch v4 applies it, see json-patch.ts) and strategic merge patch, whose list semantics
 // come from ResourceDef.patchStrategies (merge by key, merge primitive sets, else replace) and
 // which honours the directives kubectl apply emits: `$patch: replace|delete|merge`,
 // `$setElementOrder/<field>`, `$retainKeys`, `$deleteFromPrimitiveList/<field>`.
@@ -7,7 +7,7 @@
 // own properties (never by assignment), so a "__proto__" or "constructor" key in a patch is data,
 // not a prototype change.
 
-import jsonPatch from "fast-json-patch";
+import { applyJsonPatchV4, JsonPatchError } from "./json-patch.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { ApiError, badRequest } from "./status.ts";
 
@@ -60,43 +60,13 @@ function jsonPatchNotApplied(reason: string): ApiError {
   });
 }
 
-/** Why `error` (fast-json-patch's) stopped the patch, in the words upstream's json-patch uses. */
-function jsonPatchFailure(error: { name: string; message: string; operation?: unknown }): string {
-  const operation = isMap(error.operation) ? error.operation : {};
-  const op = typeof operation.op === "string" ? operation.op : "";
-  const path = typeof operation.path === "string" ? operation.path : "";
-  switch (error.name) {
-    case "TEST_OPERATION_FAILED":
-      return `testing value ${path} failed: test failed`;
-    case "OPERATION_PATH_UNRESOLVABLE":
-      return `${op} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`;
-    case "OPERATION_FROM_UNRESOLVABLE":
-      return `${op} operation does not apply: doc is missing from path: ${JSON.stringify(operation.from ?? "")}: missing value`;
-    case "OPERATION_OP_INVALID":
-      return `Unexpected kind: ${op}`;
-    default:
-      return error.message.split("\n")[0] ?? error.name;
-  }
-}
-
-/** A path naming "__proto__" cannot be applied safely by the JSON patch library: refused, never applied. */
-function prototypePath(operations: unknown[]): string | undefined {
-  for (const operation of operations) {
-    if (!isMap(operation)) continue;
-    for (const field of ["path", "from"]) {
-      const path = operation[field];
-      if (typeof path === "string" && path.split("/").includes("__proto__")) return path;
-    }
-  }
-  return undefined;
-}
-
 /** Upstream's cap on the operations of one JSON patch (413 beyond it). */
 const MAX_JSON_PATCH_OPERATIONS = 10_000;
 
 /**
- * RFC 6902. A body that is not an array of objects is 400 (upstream cannot decode it); an
- * operation that does not apply is 422 as upstream's patcher answers.
+ * RFC 6902 with kube-apiserver's deviations (json-patch.ts). A body that is not an array of
+ * objects is 400 (upstream cannot decode it); an operation that does not apply is 422 as
+ * upstream's patcher answers.
  */
 export function applyJsonPatch(target: KubeObject, operations: unknown): Json {
   if (!Array.isArray(operations) || operations.some((operation) => !isMap(operation))) {
@@ -109,25 +79,11 @@ export function applyJsonPatch(target: KubeObject, operations: unknown): Json {
       `Request entity too large: The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${operations.length}`,
     );
   }
-  const unsafe = prototypePath(operations);
-  if (unsafe !== undefined) {
-    throw jsonPatchNotApplied(
-      `path ${JSON.stringify(unsafe)}: the key "__proto__" is not supported in JSON patch paths`,
-    );
-  }
-  const validationError = jsonPatch.validate(operations as jsonPatch.Operation[], structuredClone(target));
-  if (validationError) throw jsonPatchNotApplied(jsonPatchFailure(validationError));
   try {
-    return jsonPatch.applyPatch(
-      structuredClone(target),
-      operations as jsonPatch.Operation[],
-      false,
-      false,
-      true,
-    ).newDocument;
+    return applyJsonPatchV4(target, operations as Record<string, unknown>[]);
   } catch (error) {
-    const named = error instanceof Error ? error : new Error(String(error));
-    throw jsonPatchNotApplied(jsonPatchFailure(named));
+    if (error instanceof JsonPatchError) throw jsonPatchNotApplied(error.message);
+    throw error;
   }
 }
 

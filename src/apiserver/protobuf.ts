@@ -48,6 +48,61 @@ const OBJECT_REFERENCE: Schema = {
 };
 const LOCAL_OBJECT_REFERENCE: Schema = { 1: { name: "name", type: "string" } };
 
+const RESOURCE_ATTRIBUTES: Schema = {
+  1: { name: "namespace", type: "string" },
+  2: { name: "verb", type: "string" },
+  3: { name: "group", type: "string" },
+  4: { name: "version", type: "string" },
+  5: { name: "resource", type: "string" },
+  6: { name: "subresource", type: "string" },
+  7: { name: "name", type: "string" },
+};
+const NON_RESOURCE_ATTRIBUTES: Schema = {
+  1: { name: "path", type: "string" },
+  2: { name: "verb", type: "string" },
+};
+
+const POLICY_RULE: Schema = {
+  1: { name: "verbs", type: "string", repeated: true },
+  2: { name: "apiGroups", type: "string", repeated: true },
+  3: { name: "resources", type: "string", repeated: true },
+  4: { name: "resourceNames", type: "string", repeated: true },
+  5: { name: "nonResourceURLs", type: "string", repeated: true },
+};
+const LABEL_SELECTOR: Schema = {
+  1: { name: "matchLabels", type: "stringMap" },
+  2: {
+    name: "matchExpressions",
+    type: {
+      1: { name: "key", type: "string" },
+      2: { name: "operator", type: "string" },
+      3: { name: "values", type: "string", repeated: true },
+    },
+    repeated: true,
+  },
+};
+const ROLE_BINDING: Schema = {
+  1: { name: "metadata", type: OBJECT_META },
+  2: {
+    name: "subjects",
+    type: {
+      1: { name: "kind", type: "string" },
+      2: { name: "apiGroup", type: "string" },
+      3: { name: "name", type: "string" },
+      4: { name: "namespace", type: "string" },
+    },
+    repeated: true,
+  },
+  3: {
+    name: "roleRef",
+    type: {
+      1: { name: "apiGroup", type: "string" },
+      2: { name: "kind", type: "string" },
+      3: { name: "name", type: "string" },
+    },
+  },
+};
+
 /** The kinds whose protobuf bodies are understood, by "apiVersion/kind". */
 const KINDS: Record<string, Schema> = {
   "v1/Namespace": {
@@ -72,6 +127,56 @@ const KINDS: Record<string, Schema> = {
     2: { name: "secrets", type: OBJECT_REFERENCE, repeated: true },
     3: { name: "imagePullSecrets", type: LOCAL_OBJECT_REFERENCE, repeated: true },
     4: { name: "automountServiceAccountToken", type: "bool" },
+  },
+  // kubectl create role|clusterrole|rolebinding|clusterrolebinding.
+  "rbac.authorization.k8s.io/v1/Role": {
+    1: { name: "metadata", type: OBJECT_META },
+    2: { name: "rules", type: POLICY_RULE, repeated: true },
+  },
+  "rbac.authorization.k8s.io/v1/ClusterRole": {
+    1: { name: "metadata", type: OBJECT_META },
+    2: { name: "rules", type: POLICY_RULE, repeated: true },
+    3: {
+      name: "aggregationRule",
+      type: { 1: { name: "clusterRoleSelectors", type: LABEL_SELECTOR, repeated: true } },
+    },
+  },
+  "rbac.authorization.k8s.io/v1/RoleBinding": ROLE_BINDING,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ROLE_BINDING,
+  // `kubectl auth can-i`, `kubectl auth whoami` and `kubectl create token` send these.
+  "authorization.k8s.io/v1/SelfSubjectAccessReview": {
+    1: { name: "metadata", type: OBJECT_META },
+    2: {
+      name: "spec",
+      type: {
+        1: { name: "resourceAttributes", type: RESOURCE_ATTRIBUTES },
+        2: { name: "nonResourceAttributes", type: NON_RESOURCE_ATTRIBUTES },
+      },
+    },
+  },
+  "authorization.k8s.io/v1/SubjectAccessReview": {
+    1: { name: "metadata", type: OBJECT_META },
+    2: {
+      name: "spec",
+      type: {
+        1: { name: "resourceAttributes", type: RESOURCE_ATTRIBUTES },
+        2: { name: "nonResourceAttributes", type: NON_RESOURCE_ATTRIBUTES },
+        3: { name: "user", type: "string" },
+        4: { name: "groups", type: "string", repeated: true },
+        6: { name: "uid", type: "string" },
+      },
+    },
+  },
+  "authentication.k8s.io/v1/SelfSubjectReview": { 1: { name: "metadata", type: OBJECT_META } },
+  "authentication.k8s.io/v1/TokenRequest": {
+    1: { name: "metadata", type: OBJECT_META },
+    2: {
+      name: "spec",
+      type: {
+        1: { name: "audiences", type: "string", repeated: true },
+        4: { name: "expirationSeconds", type: "int" },
+      },
+    },
   },
 };
 

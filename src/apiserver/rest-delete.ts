@@ -86,7 +86,7 @@ export function parseDeleteOptions(body: unknown, query: URLSearchParams): Delet
   return options;
 }
 
-function checkDeletePreconditions(target: Target, old: StoredObject, options: DeleteOptions): void {
+export function checkDeletePreconditions(target: Target, old: StoredObject, options: DeleteOptions): void {
   const meta = metadataOf(old.object);
   const pre = options.preconditions;
   if (pre?.uid !== undefined && pre.uid !== meta.uid) {

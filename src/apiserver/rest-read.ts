@@ -3,11 +3,12 @@
 // of one list reflects the same snapshot, as etcd-backed lists do; a compacted revision is 410).
 
 import type { ListQuery, RestContext, RestResult, Target } from "./rest-types.ts";
-import type { KubeObject, ResourceDef } from "./resource.ts";
+import type { FieldCause, KubeObject, ResourceDef } from "./resource.ts";
+import { fieldForbidden, fieldNotSupported } from "../api/index.ts";
 import { StoreError } from "./storage/types.ts";
 import { apiVersionOf, collectionPrefix, forOutput, objectKey } from "./objects.ts";
 import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
-import { ApiError, badRequest, expired, notFound } from "./status.ts";
+import { ApiError, badRequest, expired, invalid, notFound } from "./status.ts";
 
 // ---------------------------------------------------------------------------------------------
 // get / list
@@ -113,6 +114,37 @@ export function selectorsFor(
   return (object) => byLabel(object) && byField(object);
 }
 
+/** Upstream's ValidateListOptions for a list (not a watch): 422 on ListOptions.meta.k8s.io. */
+export function validateListQuery(query: ListQuery): void {
+  const causes: FieldCause[] = [];
+  const match = query.resourceVersionMatch ?? "";
+  if (match !== "") {
+    if (!query.resourceVersion)
+      causes.push(
+        fieldForbidden(
+          "resourceVersionMatch",
+          "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+      );
+    if (query.continueToken)
+      causes.push(
+        fieldForbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"),
+      );
+    if (match !== "Exact" && match !== "NotOlderThan")
+      causes.push(fieldNotSupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]));
+    if (match === "Exact" && query.resourceVersion === "0")
+      causes.push(
+        fieldForbidden(
+          "resourceVersionMatch",
+          'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+        ),
+      );
+  }
+  if (query.sendInitialEvents !== undefined && query.sendInitialEvents !== null)
+    causes.push(fieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+  if (causes.length > 0) throw invalid("meta.k8s.io", "ListOptions", "", causes);
+}
+
 export function listObjects(
   ctx: RestContext,
   def: ResourceDef,
@@ -120,6 +152,7 @@ export function listObjects(
   query: ListQuery,
   options: { encoded?: boolean } = {},
 ): ListPage {
+  validateListQuery(query);
   const prefix = collectionPrefix(def, namespace);
   const matcher = selectorsFor(def, query);
   // Without selectors, an item whose stored text already starts as its output form does

@@ -62,4 +62,6 @@ export interface ListQuery {
   continueToken: string | null;
   resourceVersion: string | null;
   resourceVersionMatch: string | null;
+  /** Given on a list (not a watch) only to be refused, as upstream's ValidateListOptions does. */
+  sendInitialEvents?: string | null;
 }

@@ -26,6 +26,7 @@ import {
   stringField,
   timestamp,
 } from "./objects.ts";
+import { MAX_NESTING_DEPTH, nestedTooDeep } from "./http.ts";
 import { decodeError, unknownFields } from "./openapi.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
 import {
@@ -213,6 +214,7 @@ export function createObject(
   const segmentCauses = pathSegmentCauses(name);
   if (segmentCauses.length > 0) throw invalid(def.group, def.kind, name, segmentCauses);
   if (def.namespaced) requireLiveNamespace(ctx, def, namespace, name);
+  const requestedVersion = meta.resourceVersion;
   meta.name = name;
   meta.uid = randomUUID();
   meta.creationTimestamp = timestamp(ctx.clock.now());
@@ -237,6 +239,10 @@ export function createObject(
   const causes = def.validateCreate(object);
   if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
   if (options.dryRun) return { code: 201, body: forOutput(def, object) };
+  // The storage layer refuses a set resourceVersion after validation, with a plain error that
+  // upstream answers as a 500 without a reason; "0" and unparsable values pass, as there.
+  if (typeof requestedVersion === "string" && /^\d+$/.test(requestedVersion) && Number(requestedVersion) > 0)
+    throw new ApiError(500, "", "resourceVersion should not be set on objects to be created");
   try {
     const stored = ctx.store.create(objectKey(def, namespace, name), object);
     return { code: 201, body: forOutput(def, stored.object) };
@@ -348,6 +354,7 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
       : def.validateUpdate(next, old)),
   ];
   if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
+  for (const plugin of ctx.admission) plugin.validateUpdate?.(ctx, def, target.subresource, next, old);
   if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
   }
@@ -497,6 +504,13 @@ export function patchObject(
     default:
       patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
   }
+  if (nestedTooDeep(patched)) {
+    throw new ApiError(
+      422,
+      "Invalid",
+      `the patched object nests deeper than ${MAX_NESTING_DEPTH} levels, which the server does not store`,
+    );
+  }
   const incoming = checkBodyType(def, patched);
   checkBodyVersion(ctx, def, incoming);
   checkUnknownFields(def, incoming, options);
@@ -518,23 +532,22 @@ export function patchObject(
 // pods/binding
 
 /**
- * Sets the PodScheduled condition to True as kube-apiserver's binding does (podutil
- * UpdatePodCondition: a fresh condition; the transition time kept when the status was True).
+ * The PodScheduled=True condition the binding sets (upstream's UpdatePodCondition): reason and
+ * message cleared, the transition time kept when the status was already True.
  */
-function markScheduled(pod: KubeObject, now: number): void {
+function setPodScheduled(pod: KubeObject, now: string): void {
   const status = (typeof pod.status === "object" && pod.status !== null ? pod.status : {}) as Record<
     string,
     unknown
   >;
   const conditions = Array.isArray(status.conditions) ? (status.conditions as Record<string, unknown>[]) : [];
-  const index = conditions.findIndex((condition) => condition.type === "PodScheduled");
+  const index = conditions.findIndex((c) => typeof c === "object" && c !== null && c.type === "PodScheduled");
   const old = index >= 0 ? conditions[index] : undefined;
   const condition = {
     type: "PodScheduled",
     status: "True",
     lastProbeTime: null,
-    lastTransitionTime:
-      old?.status === "True" && old.lastTransitionTime ? old.lastTransitionTime : timestamp(now),
+    lastTransitionTime: old?.status === "True" ? (old.lastTransitionTime ?? now) : now,
   };
   if (index >= 0) conditions[index] = condition;
   else conditions.push(condition);
@@ -542,7 +555,7 @@ function markScheduled(pod: KubeObject, now: number): void {
   pod.status = status;
 }
 
-/** POST pods/<name>/binding: sets spec.nodeName once, as the scheduler's bind does. */
+/** POST pods/<name>/binding: sets spec.nodeName once and PodScheduled=True, as the scheduler's bind does. */
 export function bindPod(ctx: RestContext, target: Target, body: unknown, options: WriteOptions): RestResult {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw badRequest("the body of a binding request must be a Binding object");
@@ -579,7 +592,7 @@ export function bindPod(ctx: RestContext, target: Target, body: unknown, options
   }
   spec.nodeName = node;
   next.spec = spec;
-  markScheduled(next, ctx.clock.now());
+  setPodScheduled(next, timestamp(ctx.clock.now()));
   const bindingMeta = binding.metadata;
   if (typeof bindingMeta === "object" && bindingMeta !== null && "annotations" in bindingMeta) {
     const annotations = bindingMeta.annotations;

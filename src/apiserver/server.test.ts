@@ -28,6 +28,18 @@ after(async () => {
   await server.dispose();
 });
 
+/** A deterministic PRNG (mulberry32) so a fuzzing failure can be replayed. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** The HTTP code and Status body of a failed client-node call. */
 async function failure(call: Promise<unknown>): Promise<{ code: number; status: Record<string, unknown> }> {
   try {
@@ -216,11 +228,34 @@ describe("create, update, conflicts", () => {
   });
 });
 
+test('create with metadata.resourceVersion set is refused as upstream\'s storage does; "0" passes', async () => {
+  const refused = await raw(server.handle, {
+    method: "POST",
+    path: "/api/v1/namespaces/default/configmaps",
+    body: '{"metadata":{"name":"with-rv","resourceVersion":"5"}}',
+  });
+  assert.equal(refused.status, 500, refused.text);
+  const status = refused.json();
+  assert.equal(status.message, "resourceVersion should not be set on objects to be created");
+  assert.equal(status.reason, undefined, "StatusReasonUnknown is omitted");
+  const zero = await raw(server.handle, {
+    method: "POST",
+    path: "/api/v1/namespaces/default/configmaps",
+    body: '{"metadata":{"name":"with-rv","resourceVersion":"0"}}',
+  });
+  assert.equal(zero.status, 201, zero.text);
+  assert.notEqual((zero.json().metadata as { resourceVersion: string }).resourceVersion, "0");
+});
+
 describe("status subresource, generation, finalizers", () => {
   test("main writes keep status; /status writes keep spec; no generation on kinds that do not track it", async () => {
+    // Growing a claim needs a class that allows expansion (PersistentVolumeClaimResize).
+    await storage.createStorageClass({
+      body: { metadata: { name: "expandable" }, provisioner: "example.com/csi", allowVolumeExpansion: true },
+    });
     const created = await core.createNamespacedPersistentVolumeClaim({
       namespace: "default",
-      body: pvc("split"),
+      body: { ...pvc("split"), spec: { ...pvc("split").spec, storageClassName: "expandable" } },
     });
     assert.equal(created.metadata?.generation, undefined, "PVCs carry no generation, as upstream");
     const withStatus = await core.patchNamespacedPersistentVolumeClaimStatus(
@@ -346,7 +381,7 @@ describe("status subresource, generation, finalizers", () => {
     );
   });
 
-  test("pods/binding sets spec.nodeName once", async () => {
+  test("pods/binding sets spec.nodeName once and the PodScheduled=True condition", async () => {
     await core.createNamespacedPod({
       namespace: "default",
       body: { metadata: { name: "bindme" }, spec: { containers: [{ name: "c", image: "busybox" }] } },
@@ -358,8 +393,10 @@ describe("status subresource, generation, finalizers", () => {
     });
     const pod = await core.readNamespacedPod({ namespace: "default", name: "bindme" });
     assert.equal(pod.spec?.nodeName, "node-1");
-    const scheduled = pod.status?.conditions?.find((condition) => condition.type === "PodScheduled");
-    assert.equal(scheduled?.status, "True");
+    const scheduled = pod.status?.conditions?.filter((c) => c.type === "PodScheduled");
+    assert.equal(scheduled?.length, 1);
+    assert.equal(scheduled[0]!.status, "True");
+    assert.ok(scheduled[0]!.lastTransitionTime instanceof Date);
     const again = await failure(
       core.createNamespacedPodBinding({
         namespace: "default",
@@ -806,15 +843,82 @@ describe("custom resources", () => {
     assert.equal(bad.status, 400);
   });
 
-  test("deleting the CRD stops serving it and removes its objects", async () => {
-    await kc
-      .makeApiClient(k8s.ApiextensionsV1Api)
-      .deleteCustomResourceDefinition({ name: "widgets.example.com" });
-    assert.equal(
-      (await raw(server.handle, { path: "/apis/example.com/v1/namespaces/default/widgets" })).status,
-      404,
+  test("deleting a CRD: Terminating with the cleanup finalizer, objects removed (finalizers waited for), then gone", async () => {
+    const extensions = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    const path = "/apis/example.com/v1/namespaces/default/widgets";
+    const held = await raw(server.handle, {
+      method: "POST",
+      path,
+      body: JSON.stringify({
+        apiVersion: "example.com/v1",
+        kind: "Widget",
+        metadata: { name: "held", finalizers: ["example.com/hold"] },
+        spec: { size: 1 },
+      }),
+    });
+    assert.equal(held.status, 201, held.text);
+    const deleted = await raw(server.handle, {
+      method: "DELETE",
+      path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+    });
+    assert.equal(deleted.status, 200, deleted.text);
+    const marked = deleted.json() as {
+      kind: string;
+      metadata: { deletionTimestamp?: string; finalizers?: string[] };
+      status: { conditions: { type: string; status: string; reason: string }[] };
+    };
+    assert.equal(marked.kind, "CustomResourceDefinition");
+    assert.ok(marked.metadata.deletionTimestamp);
+    assert.deepEqual(marked.metadata.finalizers, ["customresourcecleanup.apiextensions.k8s.io"]);
+    assert.ok(
+      marked.status.conditions.some(
+        (c) => c.type === "Terminating" && c.status === "True" && c.reason === "InstanceDeletionPending",
+      ),
     );
-    await kc.makeApiClient(k8s.ApiextensionsV1Api).createCustomResourceDefinition({ body: WIDGET_CRD });
+    const refused = await raw(server.handle, {
+      method: "POST",
+      path,
+      body: '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"late"}}',
+    });
+    assert.equal(refused.status, 405, refused.text);
+    assert.equal(
+      refused.json().message,
+      'create is not supported on resources of kind "widgets.example.com"',
+    );
+    // The held object is marked and waited for; releasing it lets the CRD go.
+    await waitFor(async () => {
+      const res = await raw(server.handle, { path: `${path}/held` });
+      return (
+        res.status === 200 &&
+        Boolean((res.json().metadata as { deletionTimestamp?: string }).deletionTimestamp)
+      );
+    });
+    assert.equal(
+      (
+        await raw(server.handle, {
+          path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+        })
+      ).status,
+      200,
+      "still there while an object is held",
+    );
+    const released = await raw(server.handle, {
+      method: "PATCH",
+      path: `${path}/held`,
+      body: '{"metadata":{"finalizers":null}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
+    assert.equal(released.status, 200, released.text);
+    await waitFor(
+      async () =>
+        (
+          await raw(server.handle, {
+            path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+          })
+        ).status === 404,
+    );
+    assert.equal((await raw(server.handle, { path })).status, 404, "no longer served");
+    await extensions.createCustomResourceDefinition({ body: WIDGET_CRD });
     const list = (await custom.listNamespacedCustomObject(widget)) as { items: unknown[] };
     assert.deepEqual(list.items, [], "objects of the old CRD are gone");
   });
@@ -1160,6 +1264,88 @@ describe("bad requests never crash the server", () => {
       status: 400,
     },
     { name: "undecodable path", request: { path: "/api/v1/namespaces/%ZZ/configmaps" }, status: 404 },
+    {
+      name: "resourceVersionMatch without resourceVersion",
+      request: { path: "/api/v1/configmaps?resourceVersionMatch=NotOlderThan" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "resourceVersionMatch of an unknown value",
+      request: { path: "/api/v1/configmaps?resourceVersion=1&resourceVersionMatch=Newest" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: 'resourceVersionMatch=Exact with resourceVersion "0"',
+      request: { path: "/api/v1/configmaps?resourceVersion=0&resourceVersionMatch=Exact" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "sendInitialEvents on a list",
+      request: { path: "/api/v1/configmaps?sendInitialEvents=true" },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "an unknown field nested 1,600 levels",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `{"metadata":{"name":"deep"},"unknown":${'{"x":'.repeat(1600)}1${"}".repeat(1600)}}`,
+      },
+      status: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "a body nested 10,001 levels",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `{"metadata":{"name":"deep"},"data":${"[".repeat(10_001)}${"]".repeat(10_001)}}`,
+      },
+      status: 400,
+    },
+    {
+      name: "a YAML body nested 1,600 block levels",
+      request: {
+        method: "POST",
+        path: "/api/v1/namespaces/default/configmaps",
+        body: `metadata:\n  name: deep\nunknown:\n${Array.from({ length: 1600 }, (_, i) => `${" ".repeat(i + 1)}x:`).join("\n")} 1\n`,
+        headers: { "Content-Type": "application/yaml" },
+      },
+      status: 400,
+    },
+    {
+      name: "JSON patch moving a member into its own child",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: '[{"op":"move","from":"/data","path":"/data/x"}]',
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "JSON patch copying a subtree into itself past the nesting limit",
+      request: {
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify([
+          {
+            op: "add",
+            path: "/zz",
+            value: JSON.parse(`${'{"x":'.repeat(600)}1${"}".repeat(600)}`) as unknown,
+          },
+          { op: "copy", from: "/zz", path: `/zz${"/x".repeat(599)}` },
+        ]),
+        headers: { "Content-Type": "application/json-patch+json" },
+      },
+      status: 422,
+      reason: "Invalid",
+    },
   ];
   for (const c of cases) {
     test(`${c.name} → ${c.status}`, async () => {
@@ -1172,6 +1358,24 @@ describe("bad requests never crash the server", () => {
       assert.ok(!res.text.includes("    at "), "no stack traces");
     });
   }
+  test("list options are validated with upstream's messages", async () => {
+    const res = await raw(server.handle, {
+      path: "/api/v1/configmaps?resourceVersionMatch=NotOlderThan&sendInitialEvents=false",
+    });
+    assert.equal(
+      res.json().message,
+      'ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list]',
+    );
+  });
+  test("a label selector of ~200 KiB (many values) is served, not refused with 431", async () => {
+    const values = Array.from({ length: 3000 }, (_, i) => `value-${String(i).padStart(56, "0")}`);
+    const selector = encodeURIComponent(`app in (${values.join(",")})`);
+    assert.ok(selector.length > 150_000);
+    const res = await raw(server.handle, {
+      path: `/api/v1/namespaces/default/configmaps?labelSelector=${selector}`,
+    });
+    assert.equal(res.status, 200, res.text.slice(0, 300));
+  });
   test("a negative limit lists everything, as upstream's storage treats limit <= 0", async () => {
     const res = await raw(server.handle, { path: "/api/v1/namespaces/default/configmaps?limit=-3" });
     assert.equal(res.status, 200, res.text);
@@ -1222,6 +1426,100 @@ describe("bad requests never crash the server", () => {
         field: "",
       },
     ]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
+  });
+  test("fuzzing: random patches and body shapes never get a 5xx", async () => {
+    const random = seededRandom(0x5eed);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const segments = [
+      "data",
+      "metadata",
+      "labels",
+      "annotations",
+      "v",
+      "0",
+      "-",
+      "-1",
+      "99",
+      "__proto__",
+      "constructor",
+      "a~1b",
+      "~",
+      "",
+    ];
+    const value = (depth: number): unknown => {
+      switch (Math.floor(random() * (depth > 3 ? 4 : 7))) {
+        case 0:
+          return null;
+        case 1:
+          return random() < 0.5;
+        case 2:
+          return Math.floor(random() * 1e6) - 5e5;
+        case 3:
+          return pick(["", "x", "__proto__", "~1", "a".repeat(300)]);
+        case 4:
+          return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
+        default: {
+          const map: Record<string, unknown> = {};
+          for (let i = Math.floor(random() * 3); i > 0; i--) {
+            Object.defineProperty(map, pick(segments), {
+              value: value(depth + 1),
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+          }
+          return map;
+        }
+      }
+    };
+    const path = (): string =>
+      pick(["", "/"]) + Array.from({ length: Math.floor(random() * 4) }, () => pick(segments)).join("/");
+    const requests: Parameters<typeof raw>[1][] = [];
+    for (let i = 0; i < 150; i++) {
+      const operations = Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
+        const operation: Record<string, unknown> = {
+          op: pick(["add", "remove", "replace", "move", "copy", "test", "frob"]),
+          path: path(),
+        };
+        if (random() < 0.7) operation.value = value(0);
+        if (random() < 0.5) operation.from = path();
+        return operation;
+      });
+      requests.push({
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify(random() < 0.9 ? operations : value(0)),
+        headers: { "Content-Type": "application/json-patch+json" },
+      });
+      requests.push({
+        method: "PATCH",
+        path: "/api/v1/namespaces/default/configmaps/occ",
+        body: JSON.stringify(value(0)),
+        headers: {
+          "Content-Type": pick(["application/merge-patch+json", "application/strategic-merge-patch+json"]),
+        },
+      });
+      const body = { metadata: { name: `fuzz-${i}` }, ...(value(0) as object) } as Record<string, unknown>;
+      if (random() < 0.5) body[pick(["data", "metadata", "spec", "binaryData", "immutable"])] = value(0);
+      requests.push({
+        method: pick(["POST", "POST", "PUT"]),
+        path:
+          pick([
+            "/api/v1/namespaces/default/configmaps",
+            "/api/v1/namespaces/default/pods",
+            "/api/v1/persistentvolumes",
+          ]) + (random() < 0.3 ? "?fieldValidation=Strict" : ""),
+        body: JSON.stringify(body),
+      });
+    }
+    for (const request of requests) {
+      const res = await raw(server.handle, request);
+      assert.ok(
+        res.status < 500,
+        `${request.method} ${request.path} ${String(request.body)} → ${res.status} ${res.text}`,
+      );
+    }
     assert.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype untouched");
   });
   test("the server still answers after the corpus", async () => {

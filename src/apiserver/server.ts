@@ -6,7 +6,6 @@
 // lifecycle of DESIGN.md: it resolves only when fully stopped.
 
 import { createServer, type Server } from "node:https";
-import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
@@ -22,6 +21,10 @@ import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
 import { loadOrCreateCredentials } from "./pki.ts";
 import type { RestContext } from "./rest.ts";
 import { admissionChain, type AdmissionPlugin } from "./admission.ts";
+import { secureDatabaseFiles, secureStateDir } from "./state-dir.ts";
+import { Authenticator, loadTokenAuthFile } from "./authn.ts";
+import { Authorizer, ensureBootstrapPolicy, type AuthorizationMode } from "./authz.ts";
+import { loadOrCreateSigningKey, ServiceAccountTokens } from "./sa-tokens.ts";
 
 export interface ApiServerOptions {
   /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */
@@ -59,6 +62,12 @@ export interface ApiServerOptions {
   gcFinalizers?: boolean;
   /** Mutating admission on create. Default: admissionChain() (kube-apiserver's default storage plugins). */
   admission?: readonly AdmissionPlugin[];
+  /** kube-apiserver's --authorization-mode: "RBAC" or "AlwaysAllow" (default). */
+  authorizationMode?: AuthorizationMode;
+  /** Static tokens in kube-apiserver's --token-auth-file CSV format (token,user,uid,"groups"). */
+  tokenAuthFile?: string;
+  /** The `iss` of ServiceAccount tokens (--service-account-issuer). Default https://kubernetes.default.svc.cluster.local. */
+  serviceAccountIssuer?: string;
 }
 
 export interface ApiServerHandle {
@@ -79,6 +88,12 @@ export interface ApiServerHandle {
 
 export const DEFAULT_BOOKMARK_INTERVAL_MS = 10_000;
 
+/**
+ * Request line plus headers, as kube-apiserver's MaxHeaderBytes (1 MiB): Node's 16 KiB default
+ * answers 431 to a list whose label selector names many values, which upstream serves.
+ */
+export const MAX_HEADER_BYTES = 1 << 20;
+
 export async function startApiServer(
   options: ApiServerOptions,
   signal: AbortSignal,
@@ -86,19 +101,25 @@ export async function startApiServer(
   const logger = options.logger ?? new Logger();
   const clock = options.clock ?? realClock;
   const stateDir = resolve(options.stateDir);
-  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  await secureStateDir(stateDir);
   const bindAddress = options.bindAddress ?? "127.0.0.1";
   const credentials = await loadOrCreateCredentials(join(stateDir, "pki"), {
     now: clock.now(),
     extraIPs: isWildcard(bindAddress) ? [] : [bindAddress],
   });
+  const databasePath = join(stateDir, "apiserver.db");
+  await secureDatabaseFiles(databasePath);
   const store = openSqliteStore({
-    path: join(stateDir, "apiserver.db"),
+    path: databasePath,
     groupCommit: true,
     ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
     logger,
     clock,
   });
+  const staticTokens = options.tokenAuthFile
+    ? loadTokenAuthFile(options.tokenAuthFile, (message) => logger.warn(message))
+    : [];
+  const signingKey = await loadOrCreateSigningKey(join(stateDir, "pki"));
   const internal = new AbortController();
   const registry = options.registry ?? createBuiltinRegistry();
   const ctx: RestContext = {
@@ -109,20 +130,40 @@ export async function startApiServer(
     admission: options.admission ?? admissionChain(),
   };
   const reaper = new NamespaceReaper({ ctx, clock, logger });
+  const serviceAccounts = new ServiceAccountTokens({
+    key: signingKey,
+    store,
+    now: () => clock.now(),
+    ...(options.serviceAccountIssuer ? { issuer: options.serviceAccountIssuer } : {}),
+  });
+  const authenticator = new Authenticator({
+    adminToken: credentials.adminToken,
+    staticTokens,
+    serviceAccounts,
+  });
+  const authorizer = new Authorizer({ mode: options.authorizationMode ?? "AlwaysAllow", store });
   const crds = isCustomResourceRegistry(registry)
-    ? new CustomResourceSync({ store, registry, logger })
+    ? new CustomResourceSync({ store, registry, logger, now: () => clock.now() })
     : undefined;
   let server: Server | undefined;
   try {
     crds?.load();
     ensureSystemNamespaces(ctx);
+    ensureBootstrapPolicy(ctx);
     reaper.resume();
     let address = "";
     server = createServer(
-      { cert: credentials.serverCertPem, key: credentials.serverKeyPem, minVersion: "TLSv1.2" },
+      {
+        cert: credentials.serverCertPem,
+        key: credentials.serverKeyPem,
+        minVersion: "TLSv1.2",
+        maxHeaderSize: MAX_HEADER_BYTES,
+      },
       createRequestHandler({
         ctx,
-        adminToken: credentials.adminToken,
+        authenticator,
+        authorizer,
+        serviceAccounts,
         clock,
         logger,
         reaper,
@@ -149,7 +190,7 @@ export async function startApiServer(
       { intervalMs: options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS },
       internal.signal,
     );
-    const stopped = waitAndClose({ signal, internal, server, store, reaper, compaction, logger });
+    const stopped = waitAndClose({ signal, internal, server, store, reaper, crds, compaction, logger });
     return {
       url,
       port,
@@ -165,6 +206,7 @@ export async function startApiServer(
   } catch (error) {
     internal.abort();
     reaper.stop();
+    crds?.stop();
     if (server?.listening) await closeServer(server);
     store.close();
     throw error;
@@ -204,6 +246,7 @@ async function waitAndClose(parts: {
   server: Server;
   store: SqliteStore;
   reaper: NamespaceReaper;
+  crds: CustomResourceSync | undefined;
   compaction: Promise<void>;
   logger: Logger;
 }): Promise<void> {
@@ -212,6 +255,7 @@ async function waitAndClose(parts: {
   }
   parts.logger.info(0, "API server stopping");
   parts.reaper.stop();
+  parts.crds?.stop();
   parts.internal.abort(); // ends watches and the compaction loop
   await closeServer(parts.server);
   await parts.compaction;

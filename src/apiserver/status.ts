@@ -48,6 +48,8 @@ export class ApiError extends Error {
       reason: this.reason,
       code: this.code,
     };
+    // StatusReasonUnknown is "" and omitted on the wire, as upstream's omitempty does.
+    if (this.reason === "") delete status.reason;
     if (this.details) status.details = this.details;
     return status;
   }

@@ -49,6 +49,7 @@ export function listQuery(query: URLSearchParams): ListQuery {
     continueToken: query.get("continue"),
     resourceVersion: query.get("resourceVersion"),
     resourceVersionMatch: query.get("resourceVersionMatch"),
+    sendInitialEvents: query.get("sendInitialEvents"),
   };
 }
 

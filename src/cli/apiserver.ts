@@ -3,7 +3,13 @@
 // until SIGINT/SIGTERM.
 
 import { FlagError } from "../base/index.ts";
-import { admissionChain, DEFAULT_ADMISSION_PLUGINS, startApiServer } from "../apiserver/index.ts";
+import {
+  admissionChain,
+  AUTHORIZATION_MODES,
+  DEFAULT_ADMISSION_PLUGINS,
+  startApiServer,
+  type AuthorizationMode,
+} from "../apiserver/index.ts";
 import type { Command } from "./command.ts";
 
 export const apiserverCommand: Command = {
@@ -60,6 +66,23 @@ export const apiserverCommand: Command = {
         "Unsent bytes one watch may hold; a watch whose client reads slower than changes arrive is ended " +
         "past this (as kube-apiserver ends an unresponsive watcher) and the client watches again.",
     },
+    "authorization-mode": {
+      type: "string",
+      default: "AlwaysAllow",
+      help:
+        "How requests are authorized, as kube-apiserver's flag: RBAC (Roles, ClusterRoles and their bindings; " +
+        "the admin kubeconfig's user is in system:masters and may do anything) or AlwaysAllow (any " +
+        "authenticated user may do anything).",
+    },
+    "token-auth-file": {
+      type: "string",
+      help: 'Static bearer tokens in kube-apiserver\'s CSV format: token,user,uid,"group1,group2" per line.',
+    },
+    "service-account-issuer": {
+      type: "string",
+      default: "https://kubernetes.default.svc.cluster.local",
+      help: "The iss claim of ServiceAccount tokens (TokenRequest, kubectl create token), and their default audience.",
+    },
   },
   async run({ flags, logger, signal, stdout }) {
     const port = flags.number("port");
@@ -80,6 +103,13 @@ export const apiserverCommand: Command = {
       );
     }
     const kubeconfigOut = flags.string("kubeconfig-out");
+    const authorizationMode = flags.string("authorization-mode");
+    if (!(AUTHORIZATION_MODES as readonly string[]).includes(authorizationMode)) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(authorizationMode)} for flag -authorization-mode: want one of ${AUTHORIZATION_MODES.join(", ")}`,
+      );
+    }
+    const tokenAuthFile = flags.string("token-auth-file");
     let admission;
     try {
       admission = admissionChain({
@@ -100,6 +130,9 @@ export const apiserverCommand: Command = {
         watchMaxPendingBytes: maxPending,
         admission,
         gcFinalizers: flags.bool("gc-finalizers"),
+        authorizationMode: authorizationMode as AuthorizationMode,
+        ...(tokenAuthFile !== "" ? { tokenAuthFile } : {}),
+        serviceAccountIssuer: flags.string("service-account-issuer"),
         logger,
       },
       signal,

@@ -34,6 +34,8 @@ import {
   validateAgainstSchema,
   validateCelRules,
 } from "./schema.ts";
+import { compilePattern } from "./regex.ts";
+import { compileCelRule } from "./cel.ts";
 
 function versionsOf(object: Obj): Obj[] {
   const versions = at(object, "spec.versions");
@@ -94,8 +96,66 @@ function validateCRD(object: Obj): FieldCause[] {
     if (seen.has(versionName))
       causes.push(fieldInvalid("spec.versions", versionName, "must contain unique version names"));
     seen.add(versionName);
-    if (!isRecord(at(version, "schema.openAPIV3Schema")))
+    const schema = at(version, "schema.openAPIV3Schema");
+    if (!isRecord(schema))
       causes.push(fieldRequired(`spec.versions[${i}].schema.openAPIV3Schema`, "schemas are required"));
+    else causes.push(...validateSchemaTree(schema, `spec.versions[${i}].schema.openAPIV3Schema`));
+  });
+  return causes;
+}
+
+/** Every sub-schema of `schema` with its field path, in upstream's notation (properties[name]). */
+function walkSchema(schema: Obj, path: string, visit: (schema: Obj, path: string) => void, depth = 0): void {
+  // CRD bodies are nesting-limited when decoded; this bound only keeps a recursion finite.
+  if (depth > 1000) return;
+  visit(schema, path);
+  const properties = isRecord(schema.properties) ? schema.properties : {};
+  for (const [name, child] of Object.entries(properties))
+    if (isRecord(child)) walkSchema(child, `${path}.properties[${name}]`, visit, depth + 1);
+  if (isRecord(schema.items)) walkSchema(schema.items, `${path}.items`, visit, depth + 1);
+  if (isRecord(schema.additionalProperties))
+    walkSchema(schema.additionalProperties, `${path}.additionalProperties`, visit, depth + 1);
+  if (isRecord(schema.not)) walkSchema(schema.not, `${path}.not`, visit, depth + 1);
+  for (const combinator of ["allOf", "anyOf", "oneOf"]) {
+    const list = schema[combinator];
+    if (Array.isArray(list))
+      list.forEach((child: unknown, i) => {
+        if (isRecord(child)) walkSchema(child, `${path}.${combinator}[${i}]`, visit, depth + 1);
+      });
+  }
+}
+
+/**
+ * Schema checks made at CRD create/update: patterns compile (RE2 syntax) and every
+ * x-kubernetes-validations rule compiles (422 otherwise, as upstream: none is ever skipped).
+ */
+function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
+  const causes: FieldCause[] = [];
+  walkSchema(schema, path, (node, nodePath) => {
+    const rules = node["x-kubernetes-validations"];
+    if (Array.isArray(rules)) {
+      rules.forEach((rule: unknown, i) => {
+        const source = isRecord(rule) ? rule.rule : undefined;
+        const field = `${nodePath}.x-kubernetes-validations[${i}].rule`;
+        if (typeof source !== "string" || source === "") {
+          causes.push(fieldRequired(field));
+          return;
+        }
+        const compiled = compileCelRule(source);
+        if (!compiled.ok) causes.push(fieldInvalid(field, source, `compilation failed: ${compiled.error}`));
+      });
+    }
+    if (typeof node.pattern === "string") {
+      const compiled = compilePattern(node.pattern);
+      if (!compiled.ok)
+        causes.push(
+          fieldInvalid(
+            `${nodePath}.pattern`,
+            node.pattern,
+            `must be a valid regular expression, but isn't: ${compiled.error}`,
+          ),
+        );
+    }
   });
   return causes;
 }

@@ -37,7 +37,7 @@ function commentText(body: string): string {
     .map((line) =>
       line
         .replace(/^\s*\*\s?/, "")
-        .replace(/\\"/g, '"')
+        .replace(/\\(["'\\])/g, "$1")
         .trim(),
     )
     .filter((line) => line !== "")

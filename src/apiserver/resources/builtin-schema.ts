@@ -67,6 +67,18 @@ const ROOT_MODELS: Readonly<Record<string, string>> = {
   "storage.k8s.io/v1/VolumeAttributesClass": "V1VolumeAttributesClass",
   "coordination.k8s.io/v1/Lease": "V1Lease",
   "apiextensions.k8s.io/v1/CustomResourceDefinition": "V1CustomResourceDefinition",
+  "apps/v1/Deployment": "V1Deployment",
+  "apps/v1/DaemonSet": "V1DaemonSet",
+  "apps/v1/StatefulSet": "V1StatefulSet",
+  "apps/v1/ReplicaSet": "V1ReplicaSet",
+  "rbac.authorization.k8s.io/v1/Role": "V1Role",
+  "rbac.authorization.k8s.io/v1/ClusterRole": "V1ClusterRole",
+  "rbac.authorization.k8s.io/v1/RoleBinding": "V1RoleBinding",
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "V1ClusterRoleBinding",
+  "authentication.k8s.io/v1/SelfSubjectReview": "V1SelfSubjectReview",
+  "authentication.k8s.io/v1/TokenRequest": "AuthenticationV1TokenRequest",
+  "authorization.k8s.io/v1/SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
+  "authorization.k8s.io/v1/SubjectAccessReview": "V1SubjectAccessReview",
 };
 
 /** The model name of a built-in kind, or undefined for kinds this table does not know. */
@@ -119,16 +131,93 @@ export function pruneBuiltinFields(modelName: string, object: unknown): void {
 
 type Schema = Record<string, unknown>;
 
+/** Upstream's OpenAPI package of each API group's types. */
+const GROUP_PACKAGES: Readonly<Record<string, string>> = {
+  "": "io.k8s.api.core",
+  "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
+  apps: "io.k8s.api.apps",
+  "authentication.k8s.io": "io.k8s.api.authentication",
+  "authorization.k8s.io": "io.k8s.api.authorization",
+  "coordination.k8s.io": "io.k8s.api.coordination",
+  "events.k8s.io": "io.k8s.api.events",
+  "rbac.authorization.k8s.io": "io.k8s.api.rbac",
+  "storage.k8s.io": "io.k8s.api.storage",
+};
+const META_PACKAGE = "io.k8s.apimachinery.pkg.apis.meta";
+const CORE_PACKAGE = "io.k8s.api.core";
+
+/** apimachinery's meta/v1 types, wherever they are referenced. */
+const META_MODELS = new Set([
+  "V1ObjectMeta",
+  "V1ListMeta",
+  "V1LabelSelector",
+  "V1LabelSelectorRequirement",
+  "V1OwnerReference",
+  "V1ManagedFieldsEntry",
+  "V1Condition",
+  "V1Status",
+  "V1StatusDetails",
+  "V1StatusCause",
+  "V1Preconditions",
+  "V1DeleteOptions",
+]);
+
+/** core/v1 types that other groups' kinds embed (their nested types are core/v1 as well). */
+const CORE_MODELS = new Set([
+  "V1ObjectReference",
+  "V1EventSource",
+  "V1TopologySelectorTerm",
+  "V1PersistentVolumeSpec",
+  "V1PersistentVolumeClaim",
+  "V1PodTemplateSpec",
+]);
+
+let modelPackages: Map<string, string> | undefined;
+
 /**
- * The component-schema name of a model: "V1PersistentVolumeClaimSpec" →
- * "io.k8s.csikit.v1.PersistentVolumeClaimSpec", "CoreV1Event" → "io.k8s.csikit.core.v1.Event".
- * kubectl explain prints the part after the last dot, as with upstream's names.
+ * The upstream package of every model reachable from a built-in kind: its kind's group's,
+ * unless it is a meta/v1 type or a core/v1 type embedded elsewhere (inherited downwards).
+ */
+function packagesOfModels(): Map<string, string> {
+  if (modelPackages !== undefined) return modelPackages;
+  const packages = new Map<string, string>();
+  const visit = (model: string, inherited: string): void => {
+    const pkg = META_MODELS.has(model) ? META_PACKAGE : CORE_MODELS.has(model) ? CORE_PACKAGE : inherited;
+    if (packages.has(model)) return;
+    packages.set(model, pkg);
+    for (const attribute of attributesOf(model)?.values() ?? []) {
+      for (const referenced of attribute.type.match(/[A-Z][A-Za-z0-9]+/g) ?? []) {
+        if (attributesOf(referenced) !== undefined) visit(referenced, pkg);
+      }
+    }
+  };
+  // Core kinds first, so a type shared with another group keeps its core/v1 home.
+  const roots = Object.entries(ROOT_MODELS).sort(
+    ([a], [b]) => Number(!a.startsWith("/")) - Number(!b.startsWith("/")),
+  );
+  for (const [key, model] of roots) {
+    const group = key.slice(0, key.indexOf("/"));
+    visit(model, GROUP_PACKAGES[group] ?? `io.k8s.api.${group.replace(/\.k8s\.io$/, "").replace(/\./g, "")}`);
+  }
+  modelPackages = packages;
+  return packages;
+}
+
+/**
+ * The component-schema name of a model as upstream publishes it: "V1PersistentVolumeClaimSpec"
+ * → "io.k8s.api.core.v1.PersistentVolumeClaimSpec", "V1ObjectMeta" →
+ * "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "EventsV1Event" → "io.k8s.api.events.v1.Event".
+ * kubectl explain prints the part after the last dot.
  */
 export function builtinComponentName(modelName: string): string {
   const match = /^([A-Z][a-z]+)?(V\d+(?:alpha\d+|beta\d+)?)([A-Z].*)$/.exec(modelName);
   if (match === null) return `io.k8s.csikit.${modelName}`;
-  const prefix = match[1] === undefined ? "" : `${match[1].toLowerCase()}.`;
-  return `io.k8s.csikit.${prefix}${(match[2] ?? "").toLowerCase()}.${match[3] ?? ""}`;
+  const version = (match[2] ?? "").toLowerCase();
+  const kind = match[3] ?? "";
+  const pkg =
+    packagesOfModels().get(modelName) ??
+    (match[1] === undefined ? CORE_PACKAGE : `io.k8s.api.${match[1].toLowerCase()}`);
+  return `${pkg}.${version}.${kind}`;
 }
 
 /** What kubectl explain can print for a value of any shape (its templates need a type). */

@@ -1,502 +1,300 @@
-// A small subset of CEL, enough for the x-kubernetes-validations rules CRDs in this field use
-// (the VolumeSnapshot CRDs: has(), ==/!=, &&/||/!, size(), self/oldSelf, string methods,
-// comparisons, ternaries). A rule this subset cannot parse is skipped, never enforced
-// wrongly. Evaluation errors follow CEL's commutative logic: `a || b` is true when either side
-// is true even if the other errs; otherwise the error makes the rule fail.
+// CEL for x-kubernetes-validations rules, on @marcbachmann/cel-js (the full language: macros
+// all/exists/exists_one/filter/map, optional chaining off, every standard function), set up as
+// apiextensions-apiserver sets up its environment:
+// - `self` (and `oldSelf` in transition rules) typed from the schema: `integer` values are CEL
+//   ints, `number` doubles; properties whose names are CEL keywords or hold `__`, `.`, `-`, `/`
+//   are reached by upstream's escaped names (`self.__namespace__`, `self.a__dash__b`).
+// - `matches()` and the Kubernetes regex library (`find`, `findAll`) run on RE2 (linear time,
+//   regex.ts), not JavaScript's backtracking engine; the Kubernetes lists library is there
+//   (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`).
+// - Cost is bounded as upstream bounds it: each rule's evaluation may spend at most 1,000,000
+//   cost units (PerCallLimit), and one object's rules together 10,000,000 (the runtime budget).
+//   The cost of a rule over a value is estimated before it runs, from the rule's size, its macro
+//   nesting and the largest list or map in the value (size × n^depth), and a rule over budget is
+//   not run: it fails with upstream's message, so no value can make a rule run for long.
+// A rule that does not parse or refers to an unknown function or variable does not compile;
+// CRDs with such rules are refused at create (apiextensions.ts), so nothing is skipped.
 
-type Token =
-  | { kind: "num"; value: number }
-  | { kind: "str"; value: string }
-  | { kind: "id"; value: string }
-  | { kind: "op"; value: string }
-  | { kind: "end" };
+import { Environment } from "@marcbachmann/cel-js";
+import type { JSONSchemaProps } from "../../api/index.ts";
+import { compilePattern, patternMatches } from "./regex.ts";
 
-export type Expr =
-  | { kind: "lit"; value: unknown }
-  | { kind: "ident"; name: string }
-  | { kind: "member"; target: Expr; name: string }
-  | { kind: "index"; target: Expr; index: Expr }
-  | { kind: "call"; name: string; target?: Expr; args: Expr[] }
-  | { kind: "unary"; op: string; operand: Expr }
-  | { kind: "binary"; op: string; left: Expr; right: Expr }
-  | { kind: "cond"; test: Expr; then: Expr; else: Expr }
-  | { kind: "list"; items: Expr[] };
+/** Upstream's per-expression runtime cost limit (apiextensions PerCallLimit). */
+export const PER_CALL_COST_LIMIT = 1_000_000;
+/** Upstream's runtime cost budget for all rules of one object (RuntimeCELCostBudget). */
+export const RUNTIME_COST_BUDGET = 10_000_000;
 
-class CelSyntaxError extends Error {}
-class CelEvalError extends Error {}
+const environment = new Environment({
+  homogeneousAggregateLiterals: false,
+  limits: {
+    maxAstNodes: 10_000,
+    maxDepth: 250,
+    maxListElements: 1000,
+    maxMapEntries: 1000,
+    maxCallArguments: 32,
+  },
+})
+  .registerVariable("self", "dyn")
+  .registerVariable("oldSelf", "dyn")
+  .registerFunction("string.__re2_matches(string): bool", (value: string, pattern: string) =>
+    re2(value, pattern),
+  )
+  .registerFunction("__re2_matches(string, string): bool", (value: string, pattern: string) =>
+    re2(value, pattern),
+  )
+  // Kubernetes' lists library.
+  .registerFunction("list.isSorted(): bool", (list: unknown[]) =>
+    list.every((item, i) => i === 0 || compare(list[i - 1], item) <= 0),
+  )
+  .registerFunction("list.sum(): dyn", (list: unknown[]) => sum(list))
+  .registerFunction("list.min(): dyn", (list: unknown[]) => extreme(list, -1))
+  .registerFunction("list.max(): dyn", (list: unknown[]) => extreme(list, 1))
+  .registerFunction("list.indexOf(dyn): int", (list: unknown[], value: unknown) =>
+    BigInt(list.findIndex((item) => same(item, value))),
+  )
+  .registerFunction("list.lastIndexOf(dyn): int", (list: unknown[], value: unknown) =>
+    BigInt(list.findLastIndex((item) => same(item, value))),
+  )
+  // Kubernetes' regex library, on RE2.
+  .registerFunction(
+    "string.find(string): string",
+    (value: string, pattern: string) => findAll(value, pattern, 1)[0] ?? "",
+  )
+  .registerFunction("string.findAll(string): list<string>", (value: string, pattern: string) =>
+    findAll(value, pattern, -1),
+  )
+  .registerFunction(
+    "string.findAll(string, int): list<string>",
+    (value: string, pattern: string, limit: bigint) => findAll(value, pattern, Number(limit)),
+  );
 
-const OPERATORS = [
-  "&&",
-  "||",
-  "==",
-  "!=",
-  "<=",
-  ">=",
-  "<",
-  ">",
-  "!",
-  "+",
-  "-",
-  "*",
-  "/",
-  "%",
-  "(",
-  ")",
-  "[",
-  "]",
-  ".",
-  ",",
-  "?",
-  ":",
-];
+function compare(a: unknown, b: unknown): number {
+  if (typeof a !== typeof b || !["bigint", "number", "string", "boolean"].includes(typeof a))
+    throw new Error("no such overload: list elements are not comparable");
+  return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
+}
 
-function tokenize(source: string): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  while (i < source.length) {
-    const c = source[i] ?? "";
-    if (/\s/.test(c)) {
-      i++;
-      continue;
-    }
-    if (/[0-9]/.test(c)) {
-      const match = /^[0-9]+(\.[0-9]+)?[uU]?/.exec(source.slice(i));
-      const text = match?.[0] ?? c;
-      tokens.push({ kind: "num", value: Number(text.replace(/[uU]$/, "")) });
-      i += text.length;
-      continue;
-    }
-    if (c === "'" || c === '"') {
-      let j = i + 1;
-      let value = "";
-      while (j < source.length && source[j] !== c) {
-        if (source[j] === "\\") {
-          const next = source[j + 1] ?? "";
-          value += next === "n" ? "\n" : next === "t" ? "\t" : next;
-          j += 2;
-        } else {
-          value += source[j];
-          j++;
-        }
-      }
-      if (j >= source.length) throw new CelSyntaxError("unterminated string");
-      tokens.push({ kind: "str", value });
-      i = j + 1;
-      continue;
-    }
-    if (/[A-Za-z_]/.test(c)) {
-      const match = /^[A-Za-z_][A-Za-z0-9_]*/.exec(source.slice(i));
-      const text = match?.[0] ?? c;
-      tokens.push({ kind: "id", value: text });
-      i += text.length;
-      continue;
-    }
-    const op = OPERATORS.find((candidate) => source.startsWith(candidate, i));
-    if (op === undefined) throw new CelSyntaxError(`unexpected ${JSON.stringify(c)}`);
-    tokens.push({ kind: "op", value: op });
-    i += op.length;
+function sum(list: unknown[]): unknown {
+  if (list.length === 0) return 0n;
+  return list.reduce((total, item) => {
+    if (typeof total === "bigint" && typeof item === "bigint") return total + item;
+    if (typeof total === "number" && typeof item === "number") return total + item;
+    throw new Error("no such overload: sum() of mixed or non-numeric elements");
+  });
+}
+
+function extreme(list: unknown[], sign: number): unknown {
+  if (list.length === 0) throw new Error("min/max of an empty list");
+  return list.reduce((best, item) => (compare(item, best) * sign > 0 ? item : best));
+}
+
+function same(a: unknown, b: unknown): boolean {
+  if (typeof a !== "object" || a === null) return a === b;
+  const encode = (value: unknown): string =>
+    JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? `${inner}n` : inner));
+  return encode(a) === encode(b);
+}
+
+/** Up to `limit` (all when negative) leftmost non-overlapping RE2 matches. */
+function findAll(value: string, pattern: string, limit: number): string[] {
+  const compiledPattern = compilePattern(pattern);
+  if (!compiledPattern.ok) throw new Error(`invalid regular expression: ${pattern}`);
+  const matches: string[] = [];
+  const matcher = compiledPattern.re.matcher(value);
+  while ((limit < 0 || matches.length < limit) && matcher.find()) matches.push(matcher.group() ?? "");
+  return matches;
+}
+
+const COST_LIMIT_MESSAGE = "operation cancelled: actual cost limit exceeded";
+
+function re2(value: string, pattern: string): boolean {
+  const matched = patternMatches(pattern, value);
+  if (matched === undefined) throw new Error(`invalid regular expression: ${pattern}`);
+  return matched;
+}
+
+type AstNode = { op: string; args: unknown; pos?: number; start?: number; end?: number };
+
+function isNode(value: unknown): value is AstNode {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && "op" in value;
+}
+
+function nodeCount(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + nodeCount(item), 0);
+  if (!isNode(value)) return 0;
+  return 1 + nodeCount(value.args);
+}
+
+const MACROS = new Set(["all", "exists", "exists_one", "filter", "map"]);
+
+/**
+ * Rewrites the parsed rule in place so matches() calls go to the RE2 function, and returns how
+ * deep its macros nest (their comprehensions multiply the cost by the collection size).
+ */
+function instrument(node: unknown, names: Set<string>): number {
+  if (Array.isArray(node)) return Math.max(0, ...node.map((item) => instrument(item, names)));
+  if (!isNode(node)) return 0;
+  if (node.op === "id" && typeof node.args === "string") names.add(node.args);
+  let own = 0;
+  if ((node.op === "rcall" || node.op === "call") && Array.isArray(node.args)) {
+    const args = node.args as unknown[];
+    if (args[0] === "matches") args[0] = "__re2_matches";
+    if (node.op === "rcall" && MACROS.has(String(args[0]))) own = 1;
   }
-  tokens.push({ kind: "end" });
-  return tokens;
+  return own + instrument(node.args, names);
 }
 
-/** CEL escapes property names that are reserved words or contain dashes/dots (`__namespace__`). */
-function unescapeProperty(name: string): string {
-  const match = /^__(.+)__$/.exec(name);
-  if (match === null) return name;
-  return (match[1] ?? "")
-    .replace(/__dash__/g, "-")
-    .replace(/__dot__/g, ".")
-    .replace(/__slash__/g, "/")
-    .replace(/__underscores__/g, "__");
+export interface CompiledRule {
+  evaluate(context: Record<string, unknown>): unknown;
+  /** Whether the rule reads oldSelf (a transition rule). */
+  transition: boolean;
+  /** The rule's size in AST nodes. */
+  size: number;
+  /** How deep its macros nest. */
+  depth: number;
 }
 
-const PRECEDENCE: Readonly<Record<string, number>> = {
-  "||": 1,
-  "&&": 2,
-  "==": 3,
-  "!=": 3,
-  "<": 3,
-  "<=": 3,
-  ">": 3,
-  ">=": 3,
-  in: 3,
-  "+": 4,
-  "-": 4,
-  "*": 5,
-  "/": 5,
-  "%": 5,
-};
+export type Compilation = { ok: true; rule: CompiledRule } | { ok: false; error: string };
 
-export function parseCel(source: string): Expr {
-  const tokens = tokenize(source);
-  let position = 0;
-  const peek = (): Token => tokens[position] ?? { kind: "end" };
-  const next = (): Token => tokens[position++] ?? { kind: "end" };
-  const isOp = (token: Token, value: string) => token.kind === "op" && token.value === value;
-  const expect = (value: string) => {
-    if (!isOp(next(), value)) throw new CelSyntaxError(`expected ${value}`);
-  };
+const compiled = new Map<string, Compilation>();
+const MAX_CACHED = 4096;
 
-  const expression = (): Expr => {
-    const test = binary(1);
-    if (isOp(peek(), "?")) {
-      next();
-      const then = expression();
-      expect(":");
-      return { kind: "cond", test, then, else: expression() };
-    }
-    return test;
-  };
-
-  const binaryOp = (token: Token): string | undefined => {
-    if (token.kind === "op" && PRECEDENCE[token.value] !== undefined) return token.value;
-    if (token.kind === "id" && token.value === "in") return "in";
-    return undefined;
-  };
-
-  const binary = (minimum: number): Expr => {
-    let left = unary();
-    for (;;) {
-      const op = binaryOp(peek());
-      const precedence = op === undefined ? undefined : PRECEDENCE[op];
-      if (op === undefined || precedence === undefined || precedence < minimum) return left;
-      next();
-      left = { kind: "binary", op, left, right: binary(precedence + 1) };
-    }
-  };
-
-  const unary = (): Expr => {
-    const token = peek();
-    if (isOp(token, "!") || isOp(token, "-")) {
-      next();
-      return { kind: "unary", op: token.kind === "op" ? token.value : "!", operand: unary() };
-    }
-    return postfix(primary());
-  };
-
-  const args = (): Expr[] => {
-    const list: Expr[] = [];
-    if (isOp(peek(), ")")) {
-      next();
-      return list;
-    }
-    for (;;) {
-      list.push(expression());
-      const token = next();
-      if (isOp(token, ")")) return list;
-      if (!isOp(token, ",")) throw new CelSyntaxError("expected , or )");
-    }
-  };
-
-  const postfix = (start: Expr): Expr => {
-    let target = start;
-    for (;;) {
-      const token = peek();
-      if (isOp(token, ".")) {
-        next();
-        const name = next();
-        if (name.kind !== "id") throw new CelSyntaxError("expected a field name");
-        if (isOp(peek(), "(")) {
-          next();
-          target = { kind: "call", name: name.value, target, args: args() };
-        } else {
-          target = { kind: "member", target, name: unescapeProperty(name.value) };
-        }
-      } else if (isOp(token, "[")) {
-        next();
-        const index = expression();
-        expect("]");
-        target = { kind: "index", target, index };
-      } else {
-        return target;
-      }
-    }
-  };
-
-  const primary = (): Expr => {
-    const token = next();
-    if (token.kind === "num" || token.kind === "str") return { kind: "lit", value: token.value };
-    if (token.kind === "id") {
-      if (token.value === "true" || token.value === "false")
-        return { kind: "lit", value: token.value === "true" };
-      if (token.value === "null") return { kind: "lit", value: null };
-      if (isOp(peek(), "(")) {
-        next();
-        return { kind: "call", name: token.value, args: args() };
-      }
-      return { kind: "ident", name: token.value };
-    }
-    if (isOp(token, "(")) {
-      const inner = expression();
-      expect(")");
-      return inner;
-    }
-    if (isOp(token, "[")) {
-      const items: Expr[] = [];
-      if (isOp(peek(), "]")) {
-        next();
-        return { kind: "list", items };
-      }
-      for (;;) {
-        items.push(expression());
-        const separator = next();
-        if (isOp(separator, "]")) return { kind: "list", items };
-        if (!isOp(separator, ",")) throw new CelSyntaxError("expected , or ]");
-      }
-    }
-    throw new CelSyntaxError("unexpected token");
-  };
-
-  const result = expression();
-  if (peek().kind !== "end") throw new CelSyntaxError("trailing input");
+/** Compiles a rule (cached); a parse error or an unknown function or variable is an error. */
+export function compileCelRule(source: string): Compilation {
+  const cached = compiled.get(source);
+  if (cached !== undefined) return cached;
+  let result: Compilation;
+  try {
+    const parsed = environment.parse(source);
+    // Rewritten before the type check, which resolves (and caches) each call's overload.
+    const names = new Set<string>();
+    const depth = instrument(parsed.ast, names);
+    const checked = parsed.check();
+    if (!checked.valid) throw checked.error ?? new Error("type check failed");
+    result = {
+      ok: true,
+      rule: {
+        evaluate: (context): unknown => parsed(context),
+        transition: names.has("oldSelf"),
+        size: nodeCount(parsed.ast),
+        depth,
+      },
+    };
+  } catch (error) {
+    result = { ok: false, error: (error instanceof Error ? error.message : String(error)).split("\n")[0]! };
+  }
+  if (compiled.size >= MAX_CACHED) compiled.clear();
+  compiled.set(source, result);
   return result;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function equal(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b))
-    return a.length === b.length && a.every((item, i) => equal(item, b[i]));
-  if (isObject(a) && isObject(b)) {
-    const keys = Object.keys(a);
-    return (
-      keys.length === Object.keys(b).length &&
-      keys.every((key) => Object.hasOwn(b, key) && equal(a[key], b[key]))
-    );
-  }
-  return false;
-}
-
-function sizeOf(value: unknown): number {
-  if (typeof value === "string") return [...value].length;
-  if (Array.isArray(value)) return value.length;
-  if (isObject(value)) return Object.keys(value).length;
-  throw new CelEvalError("size() of an unsized value");
-}
-
-type Env = Readonly<Record<string, unknown>>;
-
-export function evaluateCel(expr: Expr, env: Env): unknown {
-  switch (expr.kind) {
-    case "lit":
-      return expr.value;
-    case "list":
-      return expr.items.map((item) => evaluateCel(item, env));
-    case "ident":
-      if (!Object.hasOwn(env, expr.name)) throw new CelEvalError(`undeclared reference to '${expr.name}'`);
-      return env[expr.name];
-    case "member": {
-      const target = evaluateCel(expr.target, env);
-      if (!isObject(target) || !Object.hasOwn(target, expr.name))
-        throw new CelEvalError(`no such key: ${expr.name}`);
-      return target[expr.name];
-    }
-    case "index": {
-      const target = evaluateCel(expr.target, env);
-      const index = evaluateCel(expr.index, env);
-      if (Array.isArray(target) && typeof index === "number" && index >= 0 && index < target.length)
-        return target[index];
-      if (isObject(target) && typeof index === "string" && Object.hasOwn(target, index)) return target[index];
-      throw new CelEvalError("index out of range or no such key");
-    }
-    case "unary": {
-      const value = evaluateCel(expr.operand, env);
-      if (expr.op === "!") {
-        if (typeof value !== "boolean") throw new CelEvalError("no such overload: !");
-        return !value;
-      }
-      if (typeof value !== "number") throw new CelEvalError("no such overload: -");
-      return -value;
-    }
-    case "cond": {
-      const test = evaluateCel(expr.test, env);
-      if (typeof test !== "boolean") throw new CelEvalError("no such overload: ?:");
-      return test ? evaluateCel(expr.then, env) : evaluateCel(expr.else, env);
-    }
-    case "call":
-      return evaluateCall(expr, env);
-    case "binary":
-      return evaluateBinary(expr, env);
-  }
-}
-
-function evaluateCall(expr: Extract<Expr, { kind: "call" }>, env: Env): unknown {
-  if (expr.target === undefined && expr.name === "has") {
-    const [argument] = expr.args;
-    if (argument === undefined || argument.kind !== "member")
-      throw new CelEvalError("invalid argument to has() macro");
-    const target = evaluateCel(argument.target, env);
-    return isObject(target) && Object.hasOwn(target, argument.name);
-  }
-  if (expr.target === undefined && expr.name === "size") {
-    return sizeOf(evaluateCel(expr.args[0] ?? { kind: "lit", value: null }, env));
-  }
-  if (expr.target === undefined) throw new CelEvalError(`unknown function ${expr.name}`);
-  const target = evaluateCel(expr.target, env);
-  const args = expr.args.map((arg) => evaluateCel(arg, env));
-  const [first] = args;
-  switch (expr.name) {
-    case "size":
-      return sizeOf(target);
-    case "startsWith":
-      if (typeof target === "string" && typeof first === "string") return target.startsWith(first);
-      break;
-    case "endsWith":
-      if (typeof target === "string" && typeof first === "string") return target.endsWith(first);
-      break;
-    case "contains":
-      if (typeof target === "string" && typeof first === "string") return target.includes(first);
-      break;
-    case "matches":
-      if (typeof target === "string" && typeof first === "string") return new RegExp(first, "u").test(target);
-      break;
-    default:
-      break;
-  }
-  throw new CelEvalError(`no such overload: ${expr.name}`);
-}
-
-function evaluateBinary(expr: Extract<Expr, { kind: "binary" }>, env: Env): unknown {
-  if (expr.op === "&&" || expr.op === "||") {
-    const absorbing = expr.op === "||";
-    let failure: Error | undefined;
-    for (const side of [expr.left, expr.right]) {
-      try {
-        const value = evaluateCel(side, env);
-        if (typeof value !== "boolean") throw new CelEvalError(`no such overload: ${expr.op}`);
-        if (value === absorbing) return absorbing;
-      } catch (error) {
-        failure = error instanceof Error ? error : new CelEvalError(String(error));
-      }
-    }
-    if (failure !== undefined) throw failure;
-    return !absorbing;
-  }
-  const left = evaluateCel(expr.left, env);
-  const right = evaluateCel(expr.right, env);
-  switch (expr.op) {
-    case "==":
-      return equal(left, right);
-    case "!=":
-      return !equal(left, right);
-    case "in":
-      if (Array.isArray(right)) return right.some((item) => equal(item, left));
-      if (isObject(right) && typeof left === "string") return Object.hasOwn(right, left);
-      throw new CelEvalError("no such overload: in");
-    default:
-      break;
-  }
-  if (typeof left === "number" && typeof right === "number") {
-    switch (expr.op) {
-      case "<":
-        return left < right;
-      case "<=":
-        return left <= right;
-      case ">":
-        return left > right;
-      case ">=":
-        return left >= right;
-      case "+":
-        return left + right;
-      case "-":
-        return left - right;
-      case "*":
-        return left * right;
-      case "/":
-        if (right === 0) throw new CelEvalError("division by zero");
-        return Number.isInteger(left) && Number.isInteger(right) ? Math.trunc(left / right) : left / right;
-      case "%":
-        if (right === 0) throw new CelEvalError("modulus by zero");
-        return left % right;
-      default:
-        break;
-    }
-  }
-  if (typeof left === "string" && typeof right === "string") {
-    switch (expr.op) {
-      case "+":
-        return left + right;
-      case "<":
-        return left < right;
-      case "<=":
-        return left <= right;
-      case ">":
-        return left > right;
-      case ">=":
-        return left >= right;
-      default:
-        break;
-    }
-  }
-  if (Array.isArray(left) && Array.isArray(right) && expr.op === "+")
-    return (left as unknown[]).concat(right as unknown[]);
-  throw new CelEvalError(`no such overload: ${expr.op}`);
-}
-
-const SUPPORTED_FUNCTIONS = new Set(["has", "size", "startsWith", "endsWith", "contains", "matches"]);
-
-/** Whether every function and variable of an expression is one this subset evaluates. */
-function supported(expr: Expr): boolean {
-  switch (expr.kind) {
-    case "lit":
-      return true;
-    case "ident":
-      return expr.name === "self" || expr.name === "oldSelf";
-    case "list":
-      return expr.items.every(supported);
-    case "member":
-      return supported(expr.target);
-    case "index":
-      return supported(expr.target) && supported(expr.index);
-    case "call":
-      return (
-        SUPPORTED_FUNCTIONS.has(expr.name) &&
-        (expr.target === undefined || supported(expr.target)) &&
-        expr.args.every(supported)
-      );
-    case "unary":
-      return supported(expr.operand);
-    case "binary":
-      return supported(expr.left) && supported(expr.right);
-    case "cond":
-      return supported(expr.test) && supported(expr.then) && supported(expr.else);
-  }
-}
-
-const compiled = new Map<string, Expr | undefined>();
-
-/** The parsed rule, or undefined when it is outside the supported subset (then it is skipped). */
-export function compileCelRule(rule: string): Expr | undefined {
-  if (!compiled.has(rule)) {
-    try {
-      const expr = parseCel(rule);
-      compiled.set(rule, supported(expr) ? expr : undefined);
-    } catch {
-      compiled.set(rule, undefined);
-    }
-  }
-  return compiled.get(rule);
-}
-
 /** Whether a rule mentions oldSelf (a transition rule, evaluated on updates only). */
-export function isTransitionRule(rule: string): boolean {
-  return /\boldSelf\b/.test(rule);
+export function isTransitionRule(source: string): boolean {
+  const compilation = compileCelRule(source);
+  return compilation.ok ? compilation.rule.transition : /\boldSelf\b/.test(source);
+}
+
+const RESERVED = new Set([
+  "true",
+  "false",
+  "null",
+  "in",
+  "as",
+  "break",
+  "const",
+  "continue",
+  "else",
+  "for",
+  "function",
+  "if",
+  "import",
+  "let",
+  "loop",
+  "package",
+  "namespace",
+  "return",
+  "var",
+  "void",
+  "while",
+]);
+
+/** upstream's property-name escaping for CEL field access. */
+export function escapeCelName(name: string): string {
+  if (RESERVED.has(name)) return `__${name}__`;
+  return name
+    .replace(/__/g, "__underscores__")
+    .replace(/\./g, "__dot__")
+    .replace(/-/g, "__dash__")
+    .replace(/\//g, "__slash__");
+}
+
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** A JSON value as CEL sees it under `schema`: ints as bigint, escaped property names. */
+export function toCelValue(value: unknown, schema: JSONSchemaProps | undefined): unknown {
+  if (typeof value === "number") {
+    if (schema?.type === "number") return value;
+    return Number.isInteger(value) ? BigInt(value) : value;
+  }
+  if (Array.isArray(value)) return value.map((item) => toCelValue(item, schema?.items));
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  const properties = schema?.properties ?? {};
+  const additional =
+    typeof schema?.additionalProperties === "object" ? schema.additionalProperties : undefined;
+  for (const [key, item] of Object.entries(value)) {
+    if (Object.hasOwn(properties, key)) setOwn(out, escapeCelName(key), toCelValue(item, properties[key]));
+    else setOwn(out, key, toCelValue(item, additional));
+  }
+  return out;
 }
 
 export type RuleOutcome = { ok: true } | { ok: false; error?: string };
 
-/** Evaluates one rule; a non-boolean result or an evaluation error fails it. */
-export function checkCelRule(rule: Expr, self: unknown, oldSelf?: unknown): RuleOutcome {
+/** A cost budget shared by the rules of one object. */
+export interface CostBudget {
+  remaining: number;
+}
+
+export function newCostBudget(): CostBudget {
+  return { remaining: RUNTIME_COST_BUDGET };
+}
+
+/** The element count of the largest list or map in `value` (iteratively: values can be deep). */
+function largestCollection(value: unknown): number {
+  let largest = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current !== "object" || current === null) continue;
+    const children = Array.isArray(current) ? current : Object.values(current);
+    largest = Math.max(largest, children.length);
+    for (const child of children) stack.push(child);
+  }
+  return largest;
+}
+
+/** Evaluates one rule; a non-boolean result, an evaluation error or a cost over budget fails it. */
+export function checkCelRule(
+  rule: CompiledRule,
+  self: unknown,
+  oldSelf?: unknown,
+  schema?: JSONSchemaProps,
+  budget: CostBudget = newCostBudget(),
+): RuleOutcome {
+  const size = Math.max(largestCollection(self), oldSelf === undefined ? 0 : largestCollection(oldSelf), 1);
+  const cost = rule.size * size ** rule.depth;
+  budget.remaining -= Math.min(cost, PER_CALL_COST_LIMIT);
+  if (cost > PER_CALL_COST_LIMIT || budget.remaining < 0) return { ok: false, error: COST_LIMIT_MESSAGE };
+  const context: Record<string, unknown> = { self: toCelValue(self, schema) };
+  if (oldSelf !== undefined) context.oldSelf = toCelValue(oldSelf, schema);
   try {
-    const env: Record<string, unknown> = { self };
-    if (oldSelf !== undefined) env.oldSelf = oldSelf;
-    const result = evaluateCel(rule, env);
+    const result = rule.evaluate(context);
     return result === true ? { ok: true } : { ok: false };
   } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, error: message.split("\n")[0]!.replace(/^No such key/, "no such key") };
   }
 }

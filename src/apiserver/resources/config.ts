@@ -83,7 +83,14 @@ export const secrets: ResourceDef = defineResource({
     if (isRecord(stringData)) {
       const data: Obj = isRecord(object.data) ? object.data : {};
       for (const [key, value] of Object.entries(stringData)) {
-        if (typeof value === "string") data[key] = Buffer.from(value, "utf8").toString("base64");
+        // Defined, not assigned: a "__proto__" key is data, not the prototype setter.
+        if (typeof value === "string")
+          Object.defineProperty(data, key, {
+            value: Buffer.from(value, "utf8").toString("base64"),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
       }
       object.data = data;
     }
@@ -186,6 +193,8 @@ export const serviceAccounts: ResourceDef = defineResource({
   kind: "ServiceAccount",
   namespaced: true,
   shortNames: ["sa"],
+  // serviceaccounts/token: TokenRequest, answered by the handler (sa-tokens.ts).
+  subresources: ["token"],
   returnDeletedObject: true,
   specChanged: () => false,
   columns: [

@@ -84,6 +84,13 @@ describe("kubectl explain", { skip }, () => {
     assert.match(port.stdout, /FIELD: port <string>/);
   });
 
+  test("descriptions carry no stray escape backslashes", async () => {
+    const result = await kubectl(server.handle, ["explain", "pod.spec.securityContext.appArmorProfile"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /pod or container's AppArmor settings/);
+    assert.doesNotMatch(result.stdout, /\\/, "no backslash anywhere");
+  });
+
   test("a VolumeSnapshot CRD kind keeps the descriptions of its schema", async () => {
     // The testdata CRD carries no descriptions; give two of its fields upstream's.
     const path = join(import.meta.dirname, "testdata", "snapshot.storage.k8s.io_volumesnapshots.yaml");

@@ -6,6 +6,9 @@ export * from "./config.ts";
 export * from "./events.ts";
 export * from "./coordination.ts";
 export * from "./apiextensions.ts";
+export * from "./apps.ts";
+export * from "./rbac.ts";
+export * from "./reviews.ts";
 export { defineResource } from "./common.ts";
 export {
   builtinComponentName,
@@ -19,6 +22,9 @@ export type { KindSpec } from "./common.ts";
 
 import type { ResourceDef } from "../resource.ts";
 import { customResourceDefinitions } from "./apiextensions.ts";
+import { appsResources } from "./apps.ts";
+import { rbacResources } from "./rbac.ts";
+import { reviewResources } from "./reviews.ts";
 import { configResources } from "./config.ts";
 import { leases } from "./coordination.ts";
 import { eventResources } from "./events.ts";
@@ -36,5 +42,8 @@ export function builtinResourceDefs(): readonly ResourceDef[] {
     ...storageResources,
     leases,
     customResourceDefinitions,
+    ...appsResources,
+    ...rbacResources,
+    ...reviewResources,
   ];
 }

@@ -3,13 +3,14 @@
 // x-kubernetes-preserve-unknown-fields, additionalProperties and embedded resources' TypeMeta
 // and metadata), and validation of type, required, enum, nullable, bounds and patterns with
 // upstream's messages, the value-validation combinators (oneOf, anyOf, allOf, not), and
-// x-kubernetes-validations rules within the CEL subset cel.ts evaluates.
+// x-kubernetes-validations rules, evaluated by cel.ts (full CEL, cost-bounded).
 
 import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
 import type { JSONSchemaProps } from "../../api/index.ts";
 import type { FieldCause } from "../resource.ts";
-import { checkCelRule, compileCelRule, isTransitionRule } from "./cel.ts";
+import { checkCelRule, compileCelRule, newCostBudget, type CostBudget } from "./cel.ts";
 import { isRecord } from "./common.ts";
+import { patternMatches } from "./regex.ts";
 
 function join(path: string, key: string): string {
   return path === "" ? key : `${path}.${key}`;
@@ -157,7 +158,7 @@ export function validateAgainstSchema(
         fieldInvalid(path, value, `${path} in body should be at least ${schema.minLength} chars long`),
       );
     }
-    if (schema.pattern !== undefined && !safeRegExp(schema.pattern)?.test(value)) {
+    if (schema.pattern !== undefined && patternMatches(schema.pattern, value) !== true) {
       causes.push(fieldInvalid(path, value, `${path} in body should match '${schema.pattern}'`));
     }
   }
@@ -239,19 +240,6 @@ function validateCombinators(value: unknown, schema: JSONSchemaProps, path: stri
   return causes;
 }
 
-const patternCache = new Map<string, RegExp | undefined>();
-
-function safeRegExp(pattern: string): RegExp | undefined {
-  if (!patternCache.has(pattern)) {
-    try {
-      patternCache.set(pattern, new RegExp(pattern, "u"));
-    } catch {
-      patternCache.set(pattern, undefined);
-    }
-  }
-  return patternCache.get(pattern);
-}
-
 interface ValidationRule {
   rule: string;
   message?: string;
@@ -299,33 +287,47 @@ export function validateCelRules(
   schema: JSONSchemaProps | undefined,
   path: string,
   mode: "create" | "transition",
+  budget: CostBudget = newCostBudget(),
 ): FieldCause[] {
   if (schema === undefined || value === undefined || value === null) return [];
   const causes: FieldCause[] = [];
   for (const rule of rulesOf(schema)) {
-    const transition = isTransitionRule(rule.rule);
-    if (mode === "create" ? transition : !transition || old === undefined || old === null) continue;
     const compiled = compileCelRule(rule.rule);
-    if (compiled === undefined) continue;
-    const outcome = checkCelRule(compiled, value, transition ? old : undefined);
+    if (!compiled.ok) {
+      // Refused at CRD create; a CRD stored before that check still never skips the rule.
+      causes.push(ruleCause(rule, schema, path, `compilation failed: ${compiled.error}`));
+      continue;
+    }
+    const transition = compiled.rule.transition;
+    if (mode === "create" ? transition : !transition || old === undefined || old === null) continue;
+    if (budget.remaining <= 0) {
+      causes.push({
+        reason: "FieldValueForbidden",
+        message:
+          "Forbidden: validation failed due to running out of cost budget, no further validation rules will be run",
+        field: path,
+      });
+      return causes;
+    }
+    const outcome = checkCelRule(compiled.rule, value, transition ? old : undefined, schema, budget);
     if (!outcome.ok) causes.push(ruleCause(rule, schema, path, outcome.error));
   }
   if (isRecord(value)) {
     const oldRecord = isRecord(old) ? old : undefined;
     for (const [key, property] of Object.entries(schema.properties ?? {})) {
       if (path === "" && key === "metadata") continue;
-      causes.push(...validateCelRules(value[key], oldRecord?.[key], property, join(path, key), mode));
+      causes.push(...validateCelRules(value[key], oldRecord?.[key], property, join(path, key), mode, budget));
     }
     if (isRecord(schema.additionalProperties)) {
       const additional = schema.additionalProperties;
       for (const [key, item] of Object.entries(value)) {
         if (schema.properties?.[key] !== undefined) continue;
-        causes.push(...validateCelRules(item, oldRecord?.[key], additional, `${path}[${key}]`, mode));
+        causes.push(...validateCelRules(item, oldRecord?.[key], additional, `${path}[${key}]`, mode, budget));
       }
     }
   } else if (Array.isArray(value)) {
     value.forEach((item, i) =>
-      causes.push(...validateCelRules(item, undefined, schema.items, `${path}[${i}]`, mode)),
+      causes.push(...validateCelRules(item, undefined, schema.items, `${path}[${i}]`, mode, budget)),
     );
   }
   return causes;
