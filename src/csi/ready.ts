@@ -30,6 +30,9 @@ export const PROBE_INTERVAL_MS = 1000;
 /** How often a connection that is still not up is reported: Connect's connectionLoggingInterval. */
 export const CONNECT_WARNING_INTERVAL_MS = 10_000;
 
+/** Longest wait for a connectivity state change before the state is looked at again. */
+export const STATE_RECHECK_MS = 1000;
+
 /** The part of a grpc-js channel waitForReady needs: its connectivity state. */
 export interface ConnectivityChannel {
   getConnectivityState(tryToConnect: boolean): connectivityState;
@@ -185,8 +188,9 @@ function stateChange(
       resolve();
     };
     signal.addEventListener("abort", done, { once: true });
-    // No deadline: nothing keeps the event loop alive, and close() ends the wait (SHUTDOWN).
-    channel.watchConnectivityState(from, Infinity, done);
+    // Bounded: a state change the watcher missed (or a channel that sits in one state) cannot
+    // stall the wait; the caller looks at the state again after at most STATE_RECHECK_MS.
+    channel.watchConnectivityState(from, Date.now() + STATE_RECHECK_MS, done);
   });
 }
 
