@@ -6,3 +6,4 @@ export * from "./backoff.ts";
 export * from "./abort.ts";
 export * from "./logger.ts";
 export * from "./flags.ts";
+export * from "./klog-flags.ts";

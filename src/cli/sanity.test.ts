@@ -82,6 +82,7 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
     nodeId: "cli-node",
     stateDir: join(dir, "state"),
     allowedPathRoots: [dir],
+    enableControllerModifyVolume: true,
   });
   t.after(() => driver.close());
   const file = join(dir, "mutable.yaml");

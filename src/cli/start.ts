@@ -65,6 +65,8 @@ export const startCommand: Command = {
         nodeId: "csikit-node",
         stateDir: join(stateDir, "hostpath"),
         allowedPathRoots: [scratch],
+        // The suite's ModifyVolume tests run too (upstream's default leaves it off).
+        enableControllerModifyVolume: true,
         logger: context.logger,
       },
       signal,

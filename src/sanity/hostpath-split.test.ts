@@ -35,6 +35,7 @@ async function splitDriver(
     vendorVersion: "0.0.0-test",
     // The suite's staging and target dirs are made under `dir`.
     allowedPathRoots: [dir],
+    enableControllerModifyVolume: true,
   };
   const controller = await serveHostpathDriver({
     ...common,

@@ -45,6 +45,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       stateDir: join(dir, "state"),
       vendorVersion: "0.0.0-test",
       allowedPathRoots: [dir],
+      enableControllerModifyVolume: true,
     });
     t.after(() => driver.close());
     const lines: string[] = [];

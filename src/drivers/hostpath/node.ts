@@ -43,13 +43,17 @@ export interface NodeContext {
   mountProblem: () => Promise<string | undefined>;
 }
 
-export const NODE_CAPABILITIES: readonly NodeServiceCapability_RPC_Type[] = [
-  "STAGE_UNSTAGE_VOLUME",
-  "GET_VOLUME_STATS",
-  "EXPAND_VOLUME",
-  "VOLUME_CONDITION",
-  "SINGLE_NODE_MULTI_WRITER",
-];
+/** The node capabilities this driver implements (NodeGetCapabilities lists them). */
+export function nodeCapabilities(config: HostpathConfig): NodeServiceCapability_RPC_Type[] {
+  const list: NodeServiceCapability_RPC_Type[] = [
+    "STAGE_UNSTAGE_VOLUME",
+    "GET_VOLUME_STATS",
+    "VOLUME_CONDITION",
+    "SINGLE_NODE_MULTI_WRITER",
+  ];
+  if (config.nodeExpansion) list.push("EXPAND_VOLUME");
+  return list;
+}
 
 interface NodeVolume {
   id: string;
@@ -386,7 +390,7 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
   const { config } = context;
   return {
     nodeGetCapabilities: () =>
-      Promise.resolve({ capabilities: NODE_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
+      Promise.resolve({ capabilities: nodeCapabilities(config).map((type) => ({ rpc: { type } })) }),
 
     nodeGetInfo: () =>
       Promise.resolve({
@@ -482,8 +486,11 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
 
     async nodeGetVolumeStats(request) {
       const id = required(request.volumeId, "volume_id");
-      const path = checkPath(context, request.volumePath, "volume_path");
+      required(request.volumePath, "volume_path");
+      // The volume first: an unknown id is NOT_FOUND whatever the path (csi-sanity asks with
+      // volume_path "some/path" and expects NOT_FOUND).
       const volume = await findVolume(context, id);
+      const path = checkPath(context, request.volumePath, "volume_path");
       await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
       const problem = await dataProblem(volume.dataPath, volume.accessType);
       const usage =
@@ -497,7 +504,15 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
     },
 
     async nodeExpandVolume(request) {
+      if (!config.nodeExpansion)
+        throw new CsiError(
+          GrpcStatus.UNIMPLEMENTED,
+          "NodeExpandVolume is not offered (flags --enable-volume-expansion, --disable-node-expansion)",
+        );
       const id = required(request.volumeId, "volume_id");
+      required(request.volumePath, "volume_path");
+      // Unknown id before the path checks, as NodeGetVolumeStats.
+      const volume = await findVolume(context, id);
       const path = checkPath(context, request.volumePath, "volume_path");
       const candidates = [{ path, field: "volume_path" }];
       if (request.stagingTargetPath !== "")
@@ -507,8 +522,12 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
         });
       const range = sizeRange(request.capacityRange);
       if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
-      const volume = await findVolume(context, id);
       await requireVolumeAt(volume, candidates);
+      if (range.required > config.maxVolumeSizeNode)
+        throw new CsiError(
+          GrpcStatus.OUT_OF_RANGE,
+          `capacity_range.required_bytes ${range.required} exceeds the maximum volume size on the node ${config.maxVolumeSizeNode} (flag --max-volume-size-node)`,
+        );
       if (range.required > volume.sizeBytes)
         throw new CsiError(
           GrpcStatus.OUT_OF_RANGE,
