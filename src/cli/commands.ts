@@ -1,8 +1,34 @@
-// The list of subcommands, in the order `csikit --help` shows them.
-import { apiserverCommand } from "./apiserver.ts";
+// The list of subcommands, in the order `csikit --help` shows them. Each is loaded only when it
+// runs (a dynamic import), so a process pays for its own dependencies alone: `csikit hostpath`
+// never loads @kubernetes/client-node or the API server. `summary` is the one line the command
+// list shows without loading anything; it must equal the loaded command's own summary.
 import type { Command } from "./command.ts";
-import { hostpathCommand } from "./hostpath.ts";
-import { sanityCommand } from "./sanity.ts";
-import { startCommand } from "./start.ts";
 
-export const commands: readonly Command[] = [apiserverCommand, hostpathCommand, sanityCommand, startCommand];
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+export const commands: readonly CommandEntry[] = [
+  {
+    name: "apiserver",
+    summary: "Run the embedded Kubernetes-compatible API server (HTTPS, SQLite state)",
+    load: async () => (await import("./apiserver.ts")).apiserverCommand,
+  },
+  {
+    name: "hostpath",
+    summary: "Run the hostpath reference CSI driver (controller and/or node service) on a Unix socket",
+    load: async () => (await import("./hostpath.ts")).hostpathCommand,
+  },
+  {
+    name: "sanity",
+    summary: "Run the CSI conformance suite against a driver's socket",
+    load: async () => (await import("./sanity.ts")).sanityCommand,
+  },
+  {
+    name: "start",
+    summary: "Start the hostpath driver and run the sanity suite against it (what `npm start` does)",
+    load: async () => (await import("./start.ts")).startCommand,
+  },
+];
