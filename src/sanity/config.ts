@@ -3,6 +3,7 @@
 // and CreateVolume parameters (a flat string map) — plus byte quantities ("10Mi", "1Gi").
 // Secret values are never put into error messages.
 
+import type { PathCommands } from "./paths.ts";
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { ValidationError } from "../base/index.ts";
@@ -72,6 +73,10 @@ export interface SanityOptions {
    * `mutable_parameters` tests. Default none: those tests are skipped saying so.
    */
   mutableParameters?: Record<string, string>;
+  /** Parameters for every CreateSnapshot (csi-sanity's -csi.testsnapshotparameters). Default none. */
+  snapshotParameters?: Record<string, string>;
+  /** csi-sanity's path commands (a node that runs elsewhere); unset steps run locally. */
+  pathCommands?: PathCommands;
   /** Run only tests whose full name (`Service Group name`) matches. */
   focus?: RegExp;
   /** Skip tests whose full name matches. */

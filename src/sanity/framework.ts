@@ -20,12 +20,18 @@ export interface SanityTest {
   requires: readonly Requirement[];
   /** The test mounts for real: skipped with the driver's reason once it says it may not mount. */
   mounts: boolean;
+  /**
+   * The test looks at the node's paths itself (mountinfo, file contents): skipped when path
+   * commands say the node runs elsewhere.
+   */
+  inspectsNode: boolean;
   run(t: TestContext): Promise<void>;
 }
 
 export interface TestOptions {
   requires?: readonly Requirement[];
   mounts?: boolean;
+  inspectsNode?: boolean;
 }
 
 export type TestBody = (t: TestContext) => Promise<void>;
@@ -58,6 +64,7 @@ export function describe(
       name,
       requires: [...(options.requires ?? []), ...(own.requires ?? [])],
       mounts: own.mounts ?? options.mounts ?? false,
+      inspectsNode: own.inspectsNode ?? options.inspectsNode ?? false,
       run: body,
     });
   };

@@ -18,6 +18,7 @@ const { INVALID_ARGUMENT, NOT_FOUND } = GrpcStatus;
 const LIFECYCLE = {
   requires: ["plugin:CONTROLLER_SERVICE", "controller:CREATE_DELETE_VOLUME"],
   mounts: true,
+  inspectsNode: true,
 } as const;
 
 /** True when `path` is a mount point in this process's mount namespace. */
@@ -230,6 +231,13 @@ export function nodeLifecycleTests(): SanityTest[] {
           "NodeGetVolumeStats of an unknown volume",
         );
       });
+      it('fails with NOT_FOUND for an unknown volume at volume_path "some/path" (as csi-sanity asks)', async (t) => {
+        await expectCode(
+          t.node.nodeGetVolumeStats(statsRequest("sanity-no-such-volume", "some/path")),
+          NOT_FOUND,
+          'NodeGetVolumeStats of an unknown volume at "some/path"',
+        );
+      });
       it("fails with NOT_FOUND for a path the volume is not published at", LIFECYCLE, async (t) => {
         const setup = await t.setupVolume();
         await expectCode(
@@ -319,6 +327,13 @@ export function nodeLifecycleTests(): SanityTest[] {
           expand(t, "sanity-no-such-volume", await t.makeExistingTargetPath()),
           NOT_FOUND,
           "NodeExpandVolume of an unknown volume",
+        );
+      });
+      it('fails with NOT_FOUND for an unknown volume at volume_path "some/path" (as csi-sanity asks)', async (t) => {
+        await expectCode(
+          expand(t, "sanity-no-such-volume", "some/path"),
+          NOT_FOUND,
+          'NodeExpandVolume of an unknown volume at "some/path"',
         );
       });
       it(
