@@ -71,6 +71,8 @@ export class TestContext {
   readonly controller: CsiClient["controller"];
   readonly node: CsiClient["node"];
   readonly group: CsiClient["groupController"];
+  /** The SnapshotMetadata service, on the controller endpoint. */
+  readonly metadata: CsiClient["snapshotMetadata"];
   readonly caps: Capabilities;
   readonly settings: SanitySettings;
   readonly secrets: SanitySecrets;
@@ -93,6 +95,7 @@ export class TestContext {
     this.controller = env.controller.controller;
     this.node = env.node.node;
     this.group = env.controller.groupController;
+    this.metadata = env.controller.snapshotMetadata;
     this.caps = env.caps;
     this.settings = env.settings;
     this.secrets = env.settings.secrets;

@@ -36,6 +36,7 @@ async function splitDriver(
     // The suite's staging and target dirs are made under `dir`.
     allowedPathRoots: [dir],
     enableControllerModifyVolume: true,
+    enableSnapshotMetadata: true,
   };
   const controller = await serveHostpathDriver({
     ...common,
