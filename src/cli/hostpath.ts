@@ -5,12 +5,12 @@
 // differ from upstream (--endpoint, --enable-attach) are listed in docs/hostpath.md.
 // This file only turns flags into options for startHostpathDriver.
 
+import { parseByteQuantity } from "../api/index.ts";
 import { FlagError, KLOG_FLAGS, type Flags } from "../base/index.ts";
 import {
   DEFAULT_ALLOWED_PATH_ROOTS,
   DEFAULT_DRIVER_NAME,
   DEFAULT_ENDPOINT,
-  parseQuantity,
   startHostpathDriver,
   type HostpathServerOptions,
 } from "../drivers/index.ts";
@@ -19,11 +19,9 @@ import { csikitVersion, type Command } from "./command.ts";
 function bytes(text: string, flag: string): number {
   let value: bigint;
   try {
-    value = parseQuantity(text);
+    value = parseByteQuantity(text, `invalid value for flag -${flag}`);
   } catch (error) {
-    throw new FlagError(
-      `invalid value ${JSON.stringify(text)} for flag -${flag}: ${error instanceof Error ? error.message : ""}`,
-    );
+    throw new FlagError(error instanceof Error ? error.message : String(error));
   }
   if (value > BigInt(Number.MAX_SAFE_INTEGER))
     throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -${flag}: larger than 8Pi`);
