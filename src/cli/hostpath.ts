@@ -5,8 +5,7 @@
 // differ from upstream (--endpoint, --enable-attach) are listed in docs/hostpath.md.
 // This file only turns flags into options for startHostpathDriver.
 
-import { parseByteQuantity } from "../api/index.ts";
-import { FlagError, KLOG_FLAGS, type Flags } from "../base/index.ts";
+import { FlagError, KLOG_FLAGS, parseByteQuantity, type Flags } from "../base/index.ts";
 import {
   DEFAULT_ALLOWED_PATH_ROOTS,
   DEFAULT_DRIVER_NAME,

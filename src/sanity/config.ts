@@ -3,7 +3,7 @@
 // and CreateVolume parameters (a flat string map) — plus byte quantities ("10Mi", "1Gi").
 // Secret values are never put into error messages.
 
-import { parseByteQuantity as parseByteQuantityBig } from "../api/index.ts";
+import { parseByteQuantity as parseByteQuantityBig } from "../base/index.ts";
 import type { PathCommands } from "./paths.ts";
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";

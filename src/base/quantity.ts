@@ -4,7 +4,7 @@
 // The format (DecimalSI "1k", BinarySI "1Ki", DecimalExponent "1e3") is remembered from the
 // input and drives the canonical output, e.g. "1.5Gi" → "1536Mi", "0.5" → "500m", "1000" → "1k".
 
-import { ValidationError } from "../base/index.ts";
+import { ValidationError } from "./errors.ts";
 
 export type QuantityFormat = "DecimalSI" | "BinarySI" | "DecimalExponent";
 
