@@ -21,7 +21,7 @@
 import { connectivityState } from "@grpc/grpc-js";
 import type { Clock, Logger } from "../base/index.ts";
 import { childController, errorMessage } from "../base/index.ts";
-import { CsiError, GrpcStatus, grpcCode, statusName } from "./errors.ts";
+import { CsiError, GrpcStatus, grpcCode, grpcDetails, statusName } from "./errors.ts";
 import type { ProbeResponse } from "./types.ts";
 
 /** Time between two Probe calls: csi-lib-utils' probeInterval. */
@@ -131,7 +131,7 @@ async function probeOnce(
     if (code === undefined) throw error;
     throw new CsiError(
       code,
-      `CSI driver at ${options.path} failed Probe with ${statusName(code)}: ${details(error)}`,
+      `CSI driver at ${options.path} failed Probe with ${statusName(code)}: ${grpcDetails(error)}`,
       {
         cause: error,
       },
@@ -192,16 +192,4 @@ function stateChange(
     // stall the wait; the caller looks at the state again after at most STATE_RECHECK_MS.
     channel.watchConnectivityState(from, Date.now() + STATE_RECHECK_MS, done);
   });
-}
-
-function details(error: unknown): string {
-  if (
-    typeof error === "object" &&
-    error !== null &&
-    "details" in error &&
-    typeof error.details === "string"
-  ) {
-    return error.details;
-  }
-  return errorMessage(error);
 }
