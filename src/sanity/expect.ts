@@ -1,12 +1,13 @@
 // Assertions for sanity tests. Failures throw SanityAssertion with a message a driver author can
 // act on: which call, what the spec wants, what the driver answered.
 
+import { CsikitError } from "../base/index.ts";
 import { grpcCode, grpcDetails } from "../csi/index.ts";
 import { GrpcStatus } from "../csi/index.ts";
 
-export class SanityAssertion extends Error {
+export class SanityAssertion extends CsikitError {
   constructor(message: string) {
-    super(message);
+    super("CSIKIT_ERR_SANITY_ASSERTION", message);
     this.name = "SanityAssertion";
   }
 }

@@ -6,6 +6,7 @@
 // Invariants: test order in the catalogue is the run and report order; a test's full name
 // (`<service> <group> <name>`) is what --focus/--skip match against and is unique.
 
+import { CsikitError } from "../base/index.ts";
 import type { TestContext } from "./context.ts";
 import type { Requirement, ServiceName } from "./gates.ts";
 
@@ -57,7 +58,8 @@ export function describe(
   const it = (name: string, second: TestOptions | TestBody, third?: TestBody): void => {
     const own: TestOptions = typeof second === "function" ? {} : second;
     const body = typeof second === "function" ? second : third;
-    if (!body) throw new Error(`sanity test ${JSON.stringify(name)} has no body`);
+    if (!body)
+      throw new CsikitError("CSIKIT_ERR_SANITY_CATALOGUE", `sanity test ${JSON.stringify(name)} has no body`);
     tests.push({
       service,
       group,

@@ -12,7 +12,7 @@
 //
 // Lookups that fail throw CsiError with the gRPC code the CSI spec asks for.
 
-import { isRecord } from "../../base/index.ts";
+import { CsikitError, isRecord } from "../../base/index.ts";
 import { CsiError, GrpcStatus } from "../../csi/index.ts";
 import { JsonStore } from "./json-store.ts";
 import { join } from "node:path";
@@ -105,12 +105,19 @@ function isNodeState(value: unknown): value is NodeStateData {
 
 function validateControllerState(value: unknown, file: string): ControllerStateData {
   if (!isControllerState(value))
-    throw new Error(`state file ${file} is not a hostpath controller state (version 1)`);
+    throw new CsikitError(
+      "CSIKIT_ERR_HOSTPATH_STATE",
+      `state file ${file} is not a hostpath controller state (version 1)`,
+    );
   return value;
 }
 
 function validateNodeState(value: unknown, file: string): NodeStateData {
-  if (!isNodeState(value)) throw new Error(`state file ${file} is not a hostpath node state (version 1)`);
+  if (!isNodeState(value))
+    throw new CsikitError(
+      "CSIKIT_ERR_HOSTPATH_STATE",
+      `state file ${file} is not a hostpath node state (version 1)`,
+    );
   return value;
 }
 

@@ -3,6 +3,7 @@
 // (never a shell), `--` before paths where the tool accepts it, and a bounded output buffer.
 // Failures become Errors carrying the tool's stderr so a user can act on them.
 
+import { CsikitError } from "../../base/index.ts";
 import { execFile, spawn } from "node:child_process";
 import type { FileHandle } from "node:fs/promises";
 import { mkdtemp, rmdir } from "node:fs/promises";
@@ -20,11 +21,11 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-export class CommandError extends Error {
+export class CommandError extends CsikitError {
   readonly exitCode: number | undefined;
   readonly stderr: string;
   constructor(message: string, exitCode: number | undefined, stderr: string) {
-    super(message);
+    super("CSIKIT_ERR_COMMAND", message);
     this.name = "CommandError";
     this.exitCode = exitCode;
     this.stderr = stderr;
@@ -155,7 +156,8 @@ export async function attachLoop(file: string): Promise<string> {
   if (existing[0] !== undefined) return existing[0];
   const out = await run("losetup", ["--find", "--show", "--", file]);
   const device = out.trim();
-  if (!/^\/dev\/loop\d+$/.test(device)) throw new Error(`losetup printed an unexpected device ${device}`);
+  if (!/^\/dev\/loop\d+$/.test(device))
+    throw new CsikitError("CSIKIT_ERR_HOSTPATH_SYSTEM", `losetup printed an unexpected device ${device}`);
   return device;
 }
 

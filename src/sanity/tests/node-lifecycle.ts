@@ -8,7 +8,16 @@ import { join } from "node:path";
 import { errorCode } from "../../base/index.ts";
 import { GrpcStatus } from "../../csi/index.ts";
 import type { PublishedVolume, TestContext } from "../context.ts";
-import { callFailure, check, expectCode, expectOk, grpcCode, grpcDetails, int64 } from "../expect.ts";
+import {
+  SanityAssertion,
+  callFailure,
+  check,
+  expectCode,
+  expectOk,
+  grpcCode,
+  grpcDetails,
+  int64,
+} from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 import type { Volume, VolumeCapability } from "../types.ts";
@@ -46,7 +55,7 @@ async function checkMarker(dir: string, what: string): Promise<void> {
   try {
     text = await readFile(join(dir, "sanity-marker"), "utf8");
   } catch (error) {
-    throw new Error(`${what}: the file written before is gone (${errorCode(error) ?? "error"})`);
+    throw new SanityAssertion(`${what}: the file written before is gone (${errorCode(error) ?? "error"})`);
   }
   check(text === MARKER, `${what}: the file written before has other content`);
 }
@@ -169,7 +178,7 @@ export function nodeLifecycleTests(): SanityTest[] {
           );
           return;
         }
-        throw new Error(`read-only target ${target}: a write succeeded`);
+        throw new SanityAssertion(`read-only target ${target}: a write succeeded`);
       });
       it("data survives unpublish and publish again", async (t) => {
         const volume = await t.createVolume();
