@@ -2,7 +2,14 @@
 import { apiserverCommand } from "./apiserver.ts";
 import type { Command } from "./command.ts";
 import { hostpathCommand } from "./hostpath.ts";
+import { provisionerCommand } from "./provisioner.ts";
 import { sanityCommand } from "./sanity.ts";
 import { startCommand } from "./start.ts";
 
-export const commands: readonly Command[] = [apiserverCommand, hostpathCommand, sanityCommand, startCommand];
+export const commands: readonly Command[] = [
+  apiserverCommand,
+  hostpathCommand,
+  provisionerCommand,
+  sanityCommand,
+  startCommand,
+];
