@@ -108,6 +108,8 @@ export interface Stub {
   volumes: Map<string, StubVolume>;
   creates: CreateVolumeRequest[];
   deletes: string[];
+  /** Secrets each DeleteVolume carried. */
+  deleteSecrets: Record<string, string>[];
   /** Runs before CreateVolume answers: throw a CsiError to fail, await to delay. */
   onCreate: ((request: CreateVolumeRequest, context: CallContext) => Promise<void>) | undefined;
   onDelete: ((volumeId: string) => Promise<void>) | undefined;
@@ -122,6 +124,7 @@ export async function startStub(
     volumes: new Map(),
     creates: [],
     deletes: [],
+    deleteSecrets: [],
     onCreate: undefined,
     onDelete: undefined,
   };
@@ -171,6 +174,7 @@ export async function startStub(
       deleteVolume: async (request) => {
         await stub.onDelete?.(request.volumeId);
         stub.deletes.push(request.volumeId);
+        stub.deleteSecrets.push(request.secrets);
         for (const [name, volume] of stub.volumes)
           if (volume.id === request.volumeId) stub.volumes.delete(name);
         return {};
@@ -356,3 +360,11 @@ export async function events(cluster: Cluster, namespace = "default"): Promise<C
 }
 
 export { CsiError, GrpcStatus };
+
+/** Resolves when the call's signal aborts (the client gave up or died). */
+export function untilCancelled(context: CallContext): Promise<void> {
+  return new Promise((resolve) => {
+    if (context.signal.aborted) resolve();
+    else context.signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
