@@ -17,6 +17,8 @@ export interface ProvisionerState {
   unsaved: Map<string, PersistentVolume>;
   /** Claim UID → PV name created by this process but perhaps not yet in the informer cache. */
   provisioned: Map<string, string>;
+  /** PV name → UID of PVs whose DeleteVolume succeeded (skip repeating it on stale caches). */
+  deletedVolumes: Map<string, string>;
   /** Node deployment: failed attempts to own an immediate claim, by claim key. */
   ownAttempts: Map<string, number>;
   /** Node deployment: when the pending random delay of a claim ends (clock ms). */
@@ -40,5 +42,11 @@ export interface ProvisionerContext {
 }
 
 export function newProvisionerState(): ProvisionerState {
-  return { unsaved: new Map(), provisioned: new Map(), ownAttempts: new Map(), ownNotBefore: new Map() };
+  return {
+    unsaved: new Map(),
+    provisioned: new Map(),
+    deletedVolumes: new Map(),
+    ownAttempts: new Map(),
+    ownNotBefore: new Map(),
+  };
 }

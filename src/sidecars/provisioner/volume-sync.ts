@@ -34,7 +34,10 @@ function deletionSecretRef(ctx: ProvisionerContext, pv: PersistentVolume): Secre
 
 export async function syncVolume(ctx: ProvisionerContext, name: string, rc: ReconcileContext): Promise<void> {
   const pv = ctx.view.volume(name);
-  if (!pv) return;
+  if (!pv) {
+    ctx.state.deletedVolumes.delete(name);
+    return;
+  }
   if (pv.metadata?.annotations?.[ANNOTATIONS.provisionedBy.key] !== ctx.driver.name) return;
   if (!pv.spec?.csi || pv.spec.csi.driver !== ctx.driver.name) return;
   const nd = ctx.options.nodeDeployment;
@@ -57,20 +60,28 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
   }
   const className = pv.spec.storageClassName ?? "";
   const started = ctx.clock.now();
-  try {
-    const secrets = await readSecret(ctx.view, deletionSecretRef(ctx, pv), rc.signal);
-    await ctx.csi.controller.deleteVolume(
-      { volumeId: pv.spec.csi.volumeHandle, secrets },
-      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
-    );
-  } catch (error) {
-    const message = formatCsiError(error);
-    ctx.metrics.deleteFailed.inc({ class: className });
-    ctx.events.event(objectReference(pv, PV_TYPE), "Warning", "VolumeFailedDelete", message);
-    rc.logger.info(2, "DeleteVolume failed, will retry", { pv: name, err: message });
-    throw error;
+  const uid = pv.metadata?.uid ?? "";
+  const alreadyDeleted = ctx.state.deletedVolumes.get(name) === uid;
+  if (!alreadyDeleted)
+    try {
+      const secrets = await readSecret(ctx.view, deletionSecretRef(ctx, pv), rc.signal);
+      await ctx.csi.controller.deleteVolume(
+        { volumeId: pv.spec.csi.volumeHandle, secrets },
+        { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+      );
+    } catch (error) {
+      const message = formatCsiError(error);
+      ctx.metrics.deleteFailed.inc({ class: className });
+      ctx.events.event(objectReference(pv, PV_TYPE), "Warning", "VolumeFailedDelete", message);
+      rc.logger.info(2, "DeleteVolume failed, will retry", { pv: name, err: message });
+      throw error;
+    }
+  if (!alreadyDeleted) {
+    ctx.state.deletedVolumes.set(name, uid);
+    ctx.metrics.deleteTotal.inc({ class: className });
+    ctx.metrics.deleteDuration.observe({ class: className }, (ctx.clock.now() - started) / 1000);
+    rc.logger.info(2, "volume deleted", { pv: name });
   }
-  rc.logger.info(2, "volume deleted", { pv: name });
   try {
     if (!deleting)
       await ctx.client.delete(
@@ -86,6 +97,4 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
       throw error;
     }
   }
-  ctx.metrics.deleteTotal.inc({ class: className });
-  ctx.metrics.deleteDuration.observe({ class: className }, (ctx.clock.now() - started) / 1000);
 }
