@@ -140,29 +140,35 @@ async function readySnapshot(
     sourceVolumeId: volumeId,
     name: `snapshot-${options.name}`,
   });
-  const vs = await cluster.client.create<KubeObject & { status?: unknown }>(GVR.volumeSnapshots, {
-    apiVersion: "snapshot.storage.k8s.io/v1",
-    kind: "VolumeSnapshot",
-    metadata: { name: options.name, namespace: "default" },
-    spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
-  });
-  const content = await cluster.client.create<KubeObject & { status?: unknown }>(GVR.volumeSnapshotContents, {
-    apiVersion: "snapshot.storage.k8s.io/v1",
-    kind: "VolumeSnapshotContent",
-    metadata: {
-      name: `content-${options.name}`,
-      ...(options.allowModeChange
-        ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
-        : {}),
+  const vs = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
+    GVR.volumeSnapshots,
+    {
+      apiVersion: "snapshot.storage.k8s.io/v1",
+      kind: "VolumeSnapshot",
+      metadata: { name: options.name, namespace: "default" },
+      spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
     },
-    spec: {
-      driver: HOSTPATH,
-      deletionPolicy: "Delete",
-      source: { snapshotHandle: snapshot!.snapshotId },
-      volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
-      sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
+  );
+  const content = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
+    GVR.volumeSnapshotContents,
+    {
+      apiVersion: "snapshot.storage.k8s.io/v1",
+      kind: "VolumeSnapshotContent",
+      metadata: {
+        name: `content-${options.name}`,
+        ...(options.allowModeChange
+          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
+          : {}),
+      },
+      spec: {
+        driver: HOSTPATH,
+        deletionPolicy: "Delete",
+        source: { snapshotHandle: snapshot!.snapshotId },
+        volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
+        sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
+      },
     },
-  });
+  );
   await cluster.client.updateStatus(GVR.volumeSnapshotContents, {
     ...content,
     status: {

@@ -57,7 +57,7 @@ test("provisioner secret from templates reaches CreateVolume and DeleteVolume; n
   const provisioner = runProvisioner(t, cluster, stub.server.path, ["--extra-create-metadata", "-v=5"]);
   const claim = await createClaim(cluster, "db", STUB, {}, { "example.com/creds": "team-a-creds" });
   const pv = await waitForVolume(cluster, claim);
-  const pvName = pv.metadata!.name!;
+  const pvName = pv.metadata.name!;
   const request = stub.creates[0]!;
   assert.deepEqual(request.secrets, { password: SECRET_VALUE, user: "admin" });
   assert.deepEqual(request.parameters, {
