@@ -9,7 +9,7 @@
 // Resolves once everything has stopped after `signal` aborts (workers drained, lease
 // released, sockets closed); rejects with LeadershipLostError when the lease is lost.
 
-import { Registry } from "prom-client";
+import { Registry, collectDefaultMetrics } from "prom-client";
 import {
   GVR,
   type CSINode,
@@ -58,6 +58,8 @@ export async function startProvisioner(options: ProvisionerOptions, signal: Abor
   if (options.nodeDeployment.enabled && options.nodeDeployment.nodeName === "")
     throw new CsikitError("CSIKIT_ERR_CONFIG", "--node-deployment needs the NODE_NAME environment variable");
   const registry = new Registry();
+  // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
+  collectDefaultMetrics({ register: registry });
   const csiMetrics = new CsiOperationMetrics({ registry });
   const csi = CsiClient.connect(options.csiAddress, {
     logger,
