@@ -278,7 +278,7 @@ async function runScenario(
         );
         return !marked && (await eventsWritten()) >= 2 * scenario.claims ? true : undefined;
       },
-      budgetMs,
+      budgetMs + scenario.claims * 500,
     );
     const allDone = performance.now();
     let settled = await revision(client);

@@ -256,9 +256,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   ];
   // Capacity tracking (--enable-capacity) is wired here at merge:
   // options.capacity.enabled → startCapacityController(options, signal).
-  try {
-    await Promise.all(running);
-  } finally {
-    await events.flush().catch(() => undefined);
-  }
+  // events.start resolves once its writer stopped; events still queued at shutdown are
+  // dropped, as client-go's broadcaster drops them (waiting could block shutdown forever).
+  await Promise.all(running);
 }
