@@ -261,14 +261,10 @@ async function runScenario(
       budgetMs,
     );
     const last = Math.max(...[...created.keys()].map((uid) => seen.get(uid)!));
-    // Trailing writes (in-flight finalizers removed, events drained): wait until every claim is
-    // unmarked and both events of every claim are written, then for the revision to settle.
-    const eventsWritten = async (): Promise<number> => {
-      const list = await client.list<CoreEvent>(GVR.events, { namespace });
-      return list.items.filter((e) => e.involvedObject?.name !== "warmup").length;
-    };
+    // Trailing writes: wait until every claim is unmarked, then for the revision to settle (Events
+    // beyond the recorder's 1000-deep queue are dropped, as client-go's broadcaster drops them).
     await waitUntil(
-      "events and unmarks",
+      "unmarks",
       async () => {
         const claimsLeft = await client.list<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
           namespace,
@@ -276,14 +272,14 @@ async function runScenario(
         const marked = claimsLeft.items.some((c) =>
           c.metadata?.finalizers?.includes("provisioner.csikit.io/volume-in-flight"),
         );
-        return !marked && (await eventsWritten()) >= 2 * scenario.claims ? true : undefined;
+        return marked ? undefined : true;
       },
-      budgetMs + scenario.claims * 500,
+      budgetMs,
     );
     const allDone = performance.now();
     let settled = await revision(client);
     for (let i = 0; i < 100; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
       const now = await revision(client);
       if (now === settled) break;
       settled = now;
@@ -500,13 +496,15 @@ async function main(argv: readonly string[]): Promise<void> {
       if (skip.has(scenario.key)) continue;
       const row = await runScenario(server, client, dir, index, scenario, workers);
       rows.push(row);
+      process.stdout.write(renderRows([row]) + "\n");
       process.stderr.write(`done: ${row.label}: ${row.perSecond.toFixed(1)} PV/s\n`);
     }
     process.stdout.write(renderRows(rows) + "\n");
     process.stdout.write(
       "QPS bound = --kube-api-qps / API writes per volume (the burst of 10 is spent in the first seconds); 'of bound' compares\n" +
         "the rate counted until every write was done (events lag behind PV creation when the client is throttled).\n" +
-        "Writes per volume: Provisioning event, in-flight finalizer added, PV create, finalizer removed, ProvisioningSucceeded event.\n\n",
+        "Writes per volume: Provisioning event, in-flight finalizer added, PV create, finalizer removed, ProvisioningSucceeded event\n" +
+        "(events beyond the recorder's queue of 1000 are dropped, as upstream's; then fewer than 5).\n\n",
     );
   } finally {
     client.close();
