@@ -17,7 +17,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { GVR, type CoreEvent, type PersistentVolume, type PersistentVolumeClaim } from "../src/api/index.ts";
+import { GVR, type PersistentVolume, type PersistentVolumeClaim } from "../src/api/index.ts";
 import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
 import { serveCsi, type CsiServer } from "../src/csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
