@@ -143,6 +143,12 @@ export const FINALIZERS = Object.freeze({
     "provisioner",
     "clone source claim kept while a clone is provisioned",
   ),
+  provisionerVolumeInFlight: entry(
+    "provisioner.csikit.io/volume-in-flight",
+    ["PersistentVolumeClaim"],
+    "csikit provisioner (csikit only; upstream keeps this in memory)",
+    "CreateVolume may be running or may have created a volume not yet saved as a PV; removed once settled",
+  ),
   snapshotAsSourceProtectionProvisioner: entry(
     "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection",
     ["VolumeSnapshot"],

@@ -63,10 +63,14 @@ export async function runCommand(command: Command, argv: readonly string[]): Pro
     process.stdout.write(`csikit ${csikitVersion()}\n`);
     return 0;
   }
-  const format = flags.string("log-format");
+  // Sidecars also take component-base's --logging-format (SIDECAR_LOGGING_FLAGS); it wins when given.
+  const format =
+    flags.parsed.values.has("logging-format") && flags.isSet("logging-format")
+      ? flags.string("logging-format")
+      : flags.string("log-format");
   if (format !== "text" && format !== "json") {
     process.stderr.write(
-      `csikit ${command.name}: invalid value "${format}" for flag -log-format: want text or json\n`,
+      `csikit ${command.name}: invalid value "${format}" for flag -${flags.isSet("logging-format") ? "logging-format" : "log-format"}: want text or json\n`,
     );
     return 2;
   }

@@ -33,6 +33,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./node.ts")).nodeCommand,
   },
   {
+    name: "provisioner",
+    summary: "Run the external-provisioner sidecar: CreateVolume/DeleteVolume for claims of one CSI driver",
+    load: async () => (await import("./provisioner.ts")).provisionerCommand,
+  },
+  {
     name: "sanity",
     summary: "Run the CSI conformance suite against a driver's socket",
     load: async () => (await import("./sanity.ts")).sanityCommand,

@@ -166,3 +166,47 @@ export function commonSidecarOptions(flags: Flags): CommonSidecarOptions {
     retryIntervalMaxMs: retryMax,
   };
 }
+
+/**
+ * component-base's logging flags (k8s.io/component-base/logs/api/v1), which the upstream
+ * sidecars register and list in --help: accepted so a Deployment's arguments work unchanged.
+ * `--logging-format` selects csikit's text or json log format (the CLI honours it like
+ * -log-format); the buffering and stream-splitting flags are accepted and have no effect (the
+ * csikit logger writes each line at once to stderr); `--vmodule` is accepted and ignored.
+ */
+export const SIDECAR_LOGGING_FLAGS: FlagSpecs = {
+  "logging-format": {
+    type: "string",
+    default: "text",
+    help: 'Sets the log format. Permitted formats: "json", "text".',
+  },
+  "log-flush-frequency": {
+    type: "duration",
+    default: "5s",
+    help: "Maximum number of seconds between log flushes.",
+  },
+  "log-json-info-buffer-size": {
+    type: "string",
+    default: "0",
+    help: "[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Accepted; csikit does not buffer.",
+  },
+  "log-json-split-stream": {
+    type: "bool",
+    default: "false",
+    help: "[Alpha] In JSON format, write error messages to stderr and info messages to stdout. Accepted; csikit writes all to stderr.",
+  },
+  "log-text-info-buffer-size": {
+    type: "string",
+    default: "0",
+    help: "[Alpha] In text format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. Accepted; csikit does not buffer.",
+  },
+  "log-text-split-stream": {
+    type: "bool",
+    default: "false",
+    help: "[Alpha] In text format, write error messages to stderr and info messages to stdout. Accepted; csikit writes all to stderr.",
+  },
+  vmodule: {
+    type: "string",
+    help: "comma-separated list of pattern=N settings for file-filtered logging (only works for text log format). Accepted and ignored.",
+  },
+};

@@ -28,8 +28,18 @@ export interface HttpEndpointOptions {
   registry: Registry;
   /** Named checks served at /healthz/<name> and aggregated at /healthz. Default none. */
   healthChecks?: Record<string, HealthCheck>;
+  /**
+   * Extra GET handlers by path prefix (e.g. "/debug/pprof/" for --enable-pprof); the longest
+   * matching prefix wins. Default none.
+   */
+  routes?: Record<string, RouteHandler>;
   logger?: Logger;
 }
+
+/** An extra diagnostics route: answers with a status, a body and its content type. */
+export type RouteHandler = (
+  url: URL,
+) => Promise<{ status?: number; body: string | Buffer; contentType?: string }>;
 
 export interface HttpEndpoint {
   host: string;
@@ -93,6 +103,18 @@ export async function startHttpEndpoint(
     }
     if (url.pathname === metricsPath) {
       send(res, 200, await options.registry.metrics(), options.registry.contentType);
+      return;
+    }
+    const prefix = Object.keys(options.routes ?? {})
+      .filter((p) => url.pathname.startsWith(p))
+      .sort((a, b) => b.length - a.length)[0];
+    if (prefix !== undefined) {
+      const answer = await options.routes![prefix]!(url);
+      res.writeHead(answer.status ?? 200, {
+        "content-type": answer.contentType ?? "text/plain; charset=utf-8",
+        "x-content-type-options": "nosniff",
+      });
+      res.end(answer.body);
       return;
     }
     let selected: [string, HealthCheck][];

@@ -1,0 +1,422 @@
+// Provisioning: the reconcile of one claim key (CONVENTIONS §7: it re-reads the cache and drives
+// the whole state, never "was this an add or an update").
+//
+// Leak safety — the durable in-flight mark. Before the first CreateVolume for a claim the
+// provisioner adds the finalizer `provisioner.csikit.io/volume-in-flight` to the claim (a
+// JSON patch; the API server refuses new finalizers on an object being deleted, so a claim
+// already being deleted is never marked and never gets a volume). The mark is removed only when
+// the outcome is settled:
+//   - CreateVolume succeeded and the PV exists (the PV now owns the volume: its reclaim policy
+//     and, with HonorPVReclaimPolicy, its finalizer take over);
+//   - CreateVolume failed with a final error (the driver said no: nothing exists);
+//   - the claim was deleted meanwhile and the volume a late CreateVolume returned was deleted.
+// While the mark is on, a deleted claim stays visible (deletionTimestamp set). The reconcile
+// then calls CreateVolume again with the same name — idempotent, so it returns the volume that a
+// timed-out call (or a call cut short by kill -9) may have created — and DeleteVolume on it,
+// and only then drops the mark. The same path runs after a restart, because the mark is in the
+// API server, not in memory (upstream's in-memory claimsInProgress loses it:
+// external-provisioner#486). Cost: two claim patches per provisioned volume.
+//
+// Order of one provisioning: Provisioning event → mark → CreateVolume → PV create (retried
+// forever with backoff while the process lives; after a crash the mark makes the next run call
+// CreateVolume again and create the PV) → unmark → ProvisioningSucceeded event.
+
+import {
+  ANNOTATIONS,
+  GVR,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type StorageClass,
+} from "../../api/index.ts";
+import { errorMessage } from "../../base/index.ts";
+import {
+  isAlreadyExists,
+  isNotFound,
+  objectReference,
+  type ProcessResult,
+  type ReconcileContext,
+} from "../../kube/index.ts";
+import type { ProvisionerContext } from "./context.ts";
+import { cloneSourceKey, isPopulatorClaim } from "./data-source.ts";
+import { ProvisionError, formatCsiError, provisioningStateFromError } from "./errors.ts";
+import {
+  IN_FLIGHT_FINALIZER,
+  addFinalizer,
+  hasFinalizer,
+  removeAnnotation,
+  removeFinalizer,
+} from "./finalizers.ts";
+import { FINALIZERS } from "../../api/index.ts";
+import { volumeName } from "./names.ts";
+import { tryToOwnClaim } from "./node-deployment.ts";
+import { SELECTED_NODE, prepareProvision, readSecret, type PreparedProvision } from "./request.ts";
+import { buildVolume } from "./volume.ts";
+
+const CLAIM_TYPE = { kind: "PersistentVolumeClaim", apiVersion: "v1" };
+
+export function claimProvisioner(claim: PersistentVolumeClaim): string | undefined {
+  const annotations = claim.metadata?.annotations ?? {};
+  return (
+    annotations[ANNOTATIONS.storageProvisioner.key] ?? annotations[ANNOTATIONS.betaStorageProvisioner.key]
+  );
+}
+
+function claimKey(claim: PersistentVolumeClaim): string {
+  return `${claim.metadata?.namespace ?? ""}/${claim.metadata?.name ?? ""}`;
+}
+
+function event(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  type: "Normal" | "Warning",
+  reason: string,
+  message: string,
+): void {
+  ctx.events.event(objectReference(claim, CLAIM_TYPE), type, reason, message);
+}
+
+/** The PV this process or the cache knows for the claim (bound, created, or waiting to be saved). */
+function knownVolume(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  pvName: string,
+): PersistentVolume | string | undefined {
+  const uid = claim.metadata?.uid ?? "";
+  const cached = ctx.view.volume(pvName);
+  if (cached && cached.spec?.claimRef?.uid === uid) {
+    ctx.state.provisioned.delete(uid);
+    return cached;
+  }
+  return ctx.state.provisioned.get(uid);
+}
+
+export async function syncClaim(
+  ctx: ProvisionerContext,
+  key: string,
+  rc: ReconcileContext,
+): Promise<ProcessResult | void> {
+  const slash = key.indexOf("/");
+  const claim = ctx.view.claim(key.slice(0, slash), key.slice(slash + 1));
+  if (!claim) return;
+  const marked = hasFinalizer(claim, IN_FLIGHT_FINALIZER);
+  if (claim.metadata?.deletionTimestamp) {
+    // OBSERVATION: claim being deleted. Only a marked claim can have a volume in flight.
+    if (marked) await settleDeletedClaim(ctx, claim, rc);
+    return;
+  }
+  if (claimProvisioner(claim) !== ctx.driver.name) {
+    // OBSERVATION: not ours (or no longer ours); a stale mark is settled like a deleted claim's.
+    if (marked) await settleDeletedClaim(ctx, claim, rc);
+    return;
+  }
+  const pvName = volumeName(
+    ctx.options.volumeNamePrefix,
+    claim.metadata?.uid ?? "",
+    ctx.options.volumeNameUuidLength,
+  );
+  if ((claim.spec?.volumeName ?? "") !== "" || knownVolume(ctx, claim, pvName) !== undefined) {
+    // OBSERVATION: provisioned (or bound by the PV controller): settle the mark, nothing else.
+    const unsaved = ctx.state.unsaved.get(claim.metadata?.uid ?? "");
+    if (unsaved) return saveVolume(ctx, claim, unsaved, rc);
+    if (marked)
+      await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    return;
+  }
+  if (isPopulatorClaim(claim)) return;
+  const className = claim.spec?.storageClassName ?? "";
+  const storageClass = ctx.view.storageClass(className);
+  if (!storageClass)
+    throw new ProvisionError(`storageclass.storage.k8s.io ${JSON.stringify(className)} not found`);
+  if (storageClass.provisioner !== ctx.driver.name) return;
+  const selectedNode = claim.metadata?.annotations?.[SELECTED_NODE] ?? "";
+  const nd = ctx.options.nodeDeployment;
+  if (storageClass.volumeBindingMode === "WaitForFirstConsumer") {
+    // OBSERVATION: late binding: wait for the scheduler (and, per node, for our node).
+    if (selectedNode === "") return;
+    if (nd.enabled && selectedNode !== nd.nodeName) return;
+  } else if (nd.enabled) {
+    // OBSERVATION: immediate binding in node deployment: race the other nodes for the claim.
+    if (selectedNode === "") return tryToOwnClaim(ctx, claim, storageClass, rc);
+    if (selectedNode !== nd.nodeName) return;
+  }
+  return provisionClaim(ctx, claim, storageClass, rc);
+}
+
+async function provisionClaim(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  storageClass: StorageClass,
+  rc: ReconcileContext,
+): Promise<ProcessResult | void> {
+  const className = storageClass.metadata?.name ?? "";
+  const started = ctx.clock.now();
+  let prepared: PreparedProvision;
+  try {
+    prepared = await prepareProvision(
+      { view: ctx.view, driver: ctx.driver, options: ctx.options, signal: rc.signal },
+      claim,
+      storageClass,
+    );
+  } catch (error) {
+    if (error instanceof ProvisionError) {
+      event(
+        ctx,
+        claim,
+        "Warning",
+        "ProvisioningFailed",
+        `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${error.message}`,
+      );
+      ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
+    }
+    throw error;
+  }
+  event(
+    ctx,
+    claim,
+    "Normal",
+    "Provisioning",
+    `External provisioner is provisioning volume for claim ${JSON.stringify(claimKey(claim))}`,
+  );
+  let current = claim;
+  const source = cloneSourceKey(claim);
+  if (source && prepared.dataSource?.kind === "PersistentVolumeClaim") {
+    const sourceClaim = ctx.view.claim(prepared.dataSource.namespace, prepared.dataSource.name);
+    if (sourceClaim)
+      await addFinalizer(
+        ctx.client,
+        GVR.persistentVolumeClaims,
+        sourceClaim,
+        FINALIZERS.cloningProtection.key,
+        rc.signal,
+      );
+  }
+  // The durable in-flight mark: written before the driver is asked for anything.
+  current = await addFinalizer(
+    ctx.client,
+    GVR.persistentVolumeClaims,
+    current,
+    IN_FLIGHT_FINALIZER,
+    rc.signal,
+  );
+  let response;
+  try {
+    response = await ctx.csi.controller.createVolume(prepared.request, {
+      timeoutMs: ctx.options.timeoutMs,
+      signal: rc.signal,
+    });
+  } catch (error) {
+    return handleCreateError(ctx, current, storageClass, error, rc);
+  }
+  const volume = response.volume;
+  if (!volume) throw new ProvisionError("CreateVolume returned no volume");
+  let pv: PersistentVolume;
+  try {
+    pv = buildVolume(
+      {
+        driverName: ctx.driver.name,
+        identity: ctx.identity,
+        honorPVReclaimPolicy: ctx.options.features.honorPVReclaimPolicy,
+        controllerPublishReadonly: ctx.options.controllerPublishReadonly,
+        volumeAttributesClass: ctx.options.features.volumeAttributesClass,
+      },
+      current,
+      storageClass,
+      prepared,
+      volume,
+    );
+  } catch (error) {
+    // The driver made a volume we cannot use: delete it, keep the mark until that worked.
+    await ctx.csi.controller.deleteVolume(
+      { volumeId: volume.volumeId, secrets: prepared.request.secrets ?? {} },
+      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+    );
+    event(
+      ctx,
+      current,
+      "Warning",
+      "ProvisioningFailed",
+      `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${errorMessage(error)}`,
+    );
+    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, current, IN_FLIGHT_FINALIZER, rc.signal);
+    throw error;
+  }
+  ctx.state.unsaved.set(current.metadata?.uid ?? "", pv);
+  const result = await saveVolume(ctx, current, pv, rc);
+  ctx.metrics.provisionTotal.inc({ class: className, source: sourceKind(claim) });
+  ctx.metrics.provisionDuration.observe(
+    { class: className, source: sourceKind(claim) },
+    (ctx.clock.now() - started) / 1000,
+  );
+  return result;
+}
+
+function sourceKind(claim: PersistentVolumeClaim): string {
+  return (claim.spec?.dataSourceRef ?? claim.spec?.dataSource)?.kind ?? "";
+}
+
+/** Creates the PV (AlreadyExists for this claim counts as done), then settles the mark. */
+async function saveVolume(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  pv: PersistentVolume,
+  rc: ReconcileContext,
+): Promise<void> {
+  const uid = claim.metadata?.uid ?? "";
+  try {
+    await ctx.client.create(GVR.persistentVolumes, pv, rc.signal);
+  } catch (error) {
+    if (!isAlreadyExists(error)) {
+      rc.logger.warn("failed to save PersistentVolume, will retry", {
+        pv: pv.metadata?.name,
+        err: errorMessage(error),
+      });
+      throw error;
+    }
+    const existing =
+      ctx.view.volume(pv.metadata?.name ?? "") ??
+      (await ctx.client.get<PersistentVolume>(GVR.persistentVolumes, pv.metadata?.name ?? "", {}, rc.signal));
+    if (existing.spec?.claimRef?.uid !== uid)
+      throw new ProvisionError(`PersistentVolume ${pv.metadata?.name} exists and is bound to another claim`);
+  }
+  ctx.state.unsaved.delete(uid);
+  ctx.state.provisioned.set(uid, pv.metadata?.name ?? "");
+  try {
+    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+  } catch (error) {
+    // A changed claim (finalizer list reordered) or a gone one: the next run settles it.
+    if (!isNotFound(error)) throw error;
+  }
+  event(
+    ctx,
+    claim,
+    "Normal",
+    "ProvisioningSucceeded",
+    `Successfully provisioned volume ${pv.metadata?.name}`,
+  );
+}
+
+async function handleCreateError(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  storageClass: StorageClass,
+  error: unknown,
+  rc: ReconcileContext,
+): Promise<never> {
+  const className = storageClass.metadata?.name ?? "";
+  const selectedNode = claim.metadata?.annotations?.[SELECTED_NODE] ?? "";
+  const state = provisioningStateFromError(error, {
+    topology: ctx.driver.topology,
+    selectedNode: selectedNode !== "",
+  });
+  const message = formatCsiError(error);
+  ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
+  event(
+    ctx,
+    claim,
+    "Warning",
+    "ProvisioningFailed",
+    `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${message}`,
+  );
+  if (state === "inBackground") {
+    // OBSERVATION: the driver may still be creating it: keep the mark, retry with backoff.
+    rc.logger.info(2, "CreateVolume may still be in progress, will retry", { err: message });
+  } else {
+    // OBSERVATION: final answer: nothing exists; unmark (and reschedule if asked).
+    const current = await removeFinalizer(
+      ctx.client,
+      GVR.persistentVolumeClaims,
+      claim,
+      IN_FLIGHT_FINALIZER,
+      rc.signal,
+    );
+    const late =
+      storageClass.volumeBindingMode === "WaitForFirstConsumer" || ctx.options.nodeDeployment.enabled;
+    if (selectedNode !== "" && (state === "reschedule" || late)) {
+      await removeAnnotation(ctx.client, GVR.persistentVolumeClaims, current, SELECTED_NODE, rc.signal);
+      rc.logger.info(2, "removed selected-node so the scheduler picks again", { node: selectedNode });
+    }
+  }
+  throw new ProvisionError(message);
+}
+
+/**
+ * A marked claim that is being deleted (or is no longer ours): find out whether a volume exists
+ * for it and delete it, then unmark. A PV for the claim means the volume is owned by the PV.
+ */
+async function settleDeletedClaim(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  rc: ReconcileContext,
+): Promise<void> {
+  const uid = claim.metadata?.uid ?? "";
+  const pvName = volumeName(ctx.options.volumeNamePrefix, uid, ctx.options.volumeNameUuidLength);
+  const unsaved = ctx.state.unsaved.get(uid);
+  let pv: PersistentVolume | undefined = ctx.view.volume(pvName);
+  if (!pv && !unsaved) {
+    try {
+      pv = await ctx.client.get<PersistentVolume>(GVR.persistentVolumes, pvName, {}, rc.signal);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+  if (pv && pv.spec?.claimRef?.uid === uid) {
+    // OBSERVATION: the PV exists: its reclaim policy decides the volume's fate.
+    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    return;
+  }
+  const storageClass = ctx.view.storageClass(claim.spec?.storageClassName ?? "");
+  if (!storageClass) {
+    rc.logger.warn(
+      "cannot settle an in-flight volume: its StorageClass is gone; remove the finalizer by hand once the backend is checked",
+      {
+        claim: claimKey(claim),
+        finalizer: IN_FLIGHT_FINALIZER,
+      },
+    );
+    throw new ProvisionError(
+      `storageclass ${JSON.stringify(claim.spec?.storageClassName ?? "")} of in-flight claim not found`,
+    );
+  }
+  let prepared: PreparedProvision;
+  try {
+    prepared = await prepareProvision(
+      { view: ctx.view, driver: ctx.driver, options: ctx.options, signal: rc.signal },
+      claim,
+      storageClass,
+    );
+  } catch (error) {
+    // Without a request there can be no CreateVolume retry; the request was valid when the
+    // claim was marked, so this is transient (a missing secret, topology): retry.
+    rc.logger.warn("cannot rebuild CreateVolume for a deleted in-flight claim, will retry", {
+      err: errorMessage(error),
+    });
+    throw error;
+  }
+  let volumeId: string;
+  try {
+    const response = await ctx.csi.controller.createVolume(prepared.request, {
+      timeoutMs: ctx.options.timeoutMs,
+      signal: rc.signal,
+    });
+    volumeId = response.volume?.volumeId ?? "";
+  } catch (error) {
+    const state = provisioningStateFromError(error, { topology: false, selectedNode: false });
+    if (state === "inBackground") throw error;
+    // OBSERVATION: the driver refuses for sure: nothing was created.
+    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    return;
+  }
+  if (volumeId !== "") {
+    const secrets = await readSecret(ctx.view, prepared.provisionerSecret, rc.signal);
+    await ctx.csi.controller.deleteVolume(
+      { volumeId, secrets },
+      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+    );
+    rc.logger.info(1, "deleted the volume of a claim deleted while it was being provisioned", {
+      claim: claimKey(claim),
+      volumeId,
+    });
+  }
+  ctx.state.unsaved.delete(uid);
+  await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+}

@@ -1,0 +1,52 @@
+// What every provisioner reconcile shares: clients, the cluster view, what the driver said at
+// start-up, the options, the event recorder, metrics, and the small in-memory state that only
+// speeds things up (everything needed for correctness after a crash is in the API server: the
+// in-flight finalizer on claims, the PVs themselves).
+
+import type { Clock, Logger } from "../../base/index.ts";
+import type { PersistentVolume } from "../../api/index.ts";
+import type { CsiClient } from "../../csi/index.ts";
+import type { EventRecorder, KubeClient } from "../../kube/index.ts";
+import type { DriverInfo } from "./driver.ts";
+import type { ProvisionerMetrics } from "./metrics.ts";
+import type { ProvisionerOptions } from "./options.ts";
+import type { ClusterView } from "./view.ts";
+
+export interface ProvisionerState {
+  /** PVs whose create failed after CreateVolume succeeded, by claim UID: retried, never dropped. */
+  unsaved: Map<string, PersistentVolume>;
+  /** Claim UID → PV name created by this process but perhaps not yet in the informer cache. */
+  provisioned: Map<string, string>;
+  /** PV name → UID of PVs whose DeleteVolume succeeded (skip repeating it on stale caches). */
+  deletedVolumes: Map<string, string>;
+  /** Node deployment: failed attempts to own an immediate claim, by claim key. */
+  ownAttempts: Map<string, number>;
+  /** Node deployment: when the pending random delay of a claim ends (clock ms). */
+  ownNotBefore: Map<string, number>;
+}
+
+export interface ProvisionerContext {
+  client: KubeClient;
+  csi: CsiClient;
+  view: ClusterView;
+  driver: DriverInfo;
+  options: ProvisionerOptions;
+  /** csiProvisionerIdentity stamped into PVs. */
+  identity: string;
+  events: EventRecorder;
+  metrics: ProvisionerMetrics;
+  logger: Logger;
+  clock: Clock;
+  random: () => number;
+  state: ProvisionerState;
+}
+
+export function newProvisionerState(): ProvisionerState {
+  return {
+    unsaved: new Map(),
+    provisioned: new Map(),
+    deletedVolumes: new Map(),
+    ownAttempts: new Map(),
+    ownNotBefore: new Map(),
+  };
+}

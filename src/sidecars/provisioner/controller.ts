@@ -1,0 +1,262 @@
+// `startProvisioner(options, signal)`: the composition root of the provisioner sidecar.
+//   1. connect to the driver, Probe until ready, GetPluginInfo / capabilities (any error is
+//      fatal: the promise rejects and the CLI exits non-zero, as upstream);
+//   2. the diagnostics endpoint (metrics, /healthz/leader-election, optional pprof);
+//   3. under leader election on the Lease named after the driver (not in node deployment, where
+//      each node's instance works alone, as upstream), the controllers: claims (provisioning,
+//      --worker-threads workers), volumes (deletion, --worker-threads more), cloning
+//      protection (--cloning-protection-threads), sharing one informer factory.
+// Resolves once everything has stopped after `signal` aborts (workers drained, lease
+// released, sockets closed); rejects with LeadershipLostError when the lease is lost.
+
+import { Registry, collectDefaultMetrics } from "prom-client";
+import {
+  GVR,
+  type CSINode,
+  type Node,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type StorageClass,
+} from "../../api/index.ts";
+import { CsikitError, realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import { CsiClient } from "../../csi/index.ts";
+import {
+  CsiOperationMetrics,
+  EventRecorder,
+  InformerFactory,
+  ItemExponentialRateLimiter,
+  LeaderElector,
+  WorkQueue,
+  WorkQueueMetrics,
+  deletedObject,
+  kubeClientFromOptions,
+  leaderElectionOptions,
+  leaseName,
+  objectKey,
+  runController,
+  runElected,
+  startHttpEndpoint,
+  type HttpEndpoint,
+  type KubeClient,
+  type RouteHandler,
+} from "../../kube/index.ts";
+import { syncClaim } from "./claim-sync.ts";
+import { cloneProtectionKeys, syncCloneSource } from "./clone-protection.ts";
+import { newProvisionerState, type ProvisionerContext } from "./context.ts";
+import { discoverDriver, type DriverInfo } from "./driver.ts";
+import { ProvisionerMetrics } from "./metrics.ts";
+import { provisionerIdentity } from "./names.ts";
+import { localTopologyView } from "./node-deployment.ts";
+import type { ProvisionerOptions } from "./options.ts";
+import { PPROF_PREFIX, pprofRoute } from "./pprof.ts";
+import { syncVolume } from "./volume-sync.ts";
+import { clusterView } from "./view.ts";
+
+export async function startProvisioner(options: ProvisionerOptions, signal: AbortSignal): Promise<void> {
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? realClock;
+  if (options.nodeDeployment.enabled && options.nodeDeployment.nodeName === "")
+    throw new CsikitError("CSIKIT_ERR_CONFIG", "--node-deployment needs the NODE_NAME environment variable");
+  const registry = new Registry();
+  // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
+  collectDefaultMetrics({ register: registry });
+  const csiMetrics = new CsiOperationMetrics({ registry });
+  const csi = CsiClient.connect(options.csiAddress, {
+    logger,
+    timeoutMs: options.timeoutMs,
+    onCall: csiMetrics.observer(),
+  });
+  let client: KubeClient | undefined;
+  try {
+    const driver = await discoverDriver(csi, {
+      timeoutMs: options.timeoutMs,
+      topologyGate: options.features.topology,
+      nodeDeployment: options.nodeDeployment.enabled,
+      signal,
+    });
+    csiMetrics.setDriverName(driver.name);
+    logger.info(1, "driver ready", { driver: driver.name, topology: driver.topology });
+    client = kubeClientFromOptions({ ...options, userAgent: "csi-provisioner", clock });
+    const kube = client;
+    const electionEnabled = options.leaderElection.enabled && !options.nodeDeployment.enabled;
+    const elector = electionEnabled
+      ? new LeaderElector({
+          ...leaderElectionOptions(options.leaderElection, {
+            client: kubeClientFromOptions({
+              ...options,
+              userAgent: "csi-provisioner-leader-election",
+              clock,
+            }),
+            leaseName: leaseName("provisioner", driver.name),
+            logger,
+            clock,
+          }),
+          releaseOnCancel: options.features.releaseLeaderElectionOnExit,
+        })
+      : undefined;
+    let endpoint: HttpEndpoint | undefined;
+    if (options.httpEndpoint !== "") {
+      const routes: Record<string, RouteHandler> = options.enablePprof ? { [PPROF_PREFIX]: pprofRoute } : {};
+      endpoint = await startHttpEndpoint(
+        {
+          address: options.httpEndpoint,
+          metricsPath: options.metricsPath,
+          registry,
+          healthChecks: elector ? { "leader-election": elector.healthCheck() } : {},
+          routes,
+          logger,
+        },
+        signal,
+      );
+      options.onHttpEndpoint?.(endpoint.url);
+    }
+    const metrics = new ProvisionerMetrics(registry);
+    const queueMetrics = new WorkQueueMetrics({ registry });
+    const work = (workSignal: AbortSignal): Promise<void> =>
+      runControllers(
+        { options, driver, client: kube, csi, metrics, queueMetrics, logger, clock },
+        workSignal,
+      );
+    if (elector) await runElected(elector, work, signal);
+    else await work(signal);
+    await endpoint?.stopped;
+  } finally {
+    csi.close();
+    client?.close();
+  }
+}
+
+interface RunParts {
+  options: ProvisionerOptions;
+  driver: DriverInfo;
+  client: KubeClient;
+  csi: CsiClient;
+  metrics: ProvisionerMetrics;
+  queueMetrics: WorkQueueMetrics;
+  logger: Logger;
+  clock: Clock;
+}
+
+async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
+  const { options, driver, client, csi, metrics, queueMetrics, logger, clock } = parts;
+  const factory = new InformerFactory({ client, clock, logger });
+  const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
+  const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
+  const classes = factory.informer<StorageClass>(GVR.storageClasses);
+  const nd = options.nodeDeployment;
+  const needsClusterTopology = driver.topology && !nd.enabled;
+  const csiNodes = needsClusterTopology ? factory.informer<CSINode>(GVR.csiNodes) : undefined;
+  const nodes = needsClusterTopology ? factory.informer<Node>(GVR.nodes) : undefined;
+  const events = new EventRecorder({ client, component: "csi-provisioner", logger, clock });
+  const view = clusterView({
+    client,
+    claims,
+    volumes,
+    classes,
+    ...(csiNodes ? { csiNodes } : {}),
+    ...(nodes ? { nodes } : {}),
+    ...(nd.enabled ? { localNodes: localTopologyView(driver, nd.nodeName) } : {}),
+  });
+  const ctx: ProvisionerContext = {
+    client,
+    csi,
+    view,
+    driver,
+    options,
+    identity: provisionerIdentity(driver.name, nd.enabled ? nd.nodeName : ""),
+    events,
+    metrics,
+    logger,
+    clock,
+    random: Math.random,
+    state: newProvisionerState(),
+  };
+  const limiter = <T>() =>
+    new ItemExponentialRateLimiter<T>({
+      baseMs: options.retryIntervalStartMs,
+      maxMs: options.retryIntervalMaxMs,
+    });
+  const claimQueue = new WorkQueue<string>({
+    name: "claims",
+    rateLimiter: limiter(),
+    clock,
+    metrics: queueMetrics,
+  });
+  const volumeQueue = new WorkQueue<string>({
+    name: "volumes",
+    rateLimiter: limiter(),
+    clock,
+    metrics: queueMetrics,
+  });
+  const cloneQueue = new WorkQueue<string>({
+    name: "cloning-protection",
+    rateLimiter: limiter(),
+    clock,
+    metrics: queueMetrics,
+  });
+
+  const enqueueClaim = (claim: PersistentVolumeClaim): void => {
+    claimQueue.add(objectKey(claim));
+    for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
+  };
+  claims.addEventHandler({
+    onAdd: enqueueClaim,
+    onUpdate: (_old, claim) => enqueueClaim(claim),
+    onDelete: (object) => {
+      const claim = deletedObject(object);
+      for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
+    },
+  });
+  const onVolume = (pv: PersistentVolume): void => {
+    volumeQueue.add(objectKey(pv));
+    const ref = pv.spec?.claimRef;
+    if (ref?.namespace && ref.name) {
+      const claim = claims.store.get(`${ref.namespace}/${ref.name}`);
+      if (claim) for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
+    }
+  };
+  volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
+  const informers = [claims, volumes, classes, ...(csiNodes ? [csiNodes] : []), ...(nodes ? [nodes] : [])];
+  const running = [
+    factory.start(signal),
+    events.start(signal),
+    runController(
+      {
+        name: "claims",
+        informers,
+        queue: claimQueue,
+        workers: options.workerThreads,
+        logger,
+        reconcile: (key, rc) => syncClaim(ctx, key, rc),
+      },
+      signal,
+    ),
+    runController(
+      {
+        name: "volumes",
+        informers,
+        queue: volumeQueue,
+        workers: options.workerThreads,
+        logger,
+        reconcile: (key, rc) => syncVolume(ctx, key, rc),
+      },
+      signal,
+    ),
+    runController(
+      {
+        name: "cloning-protection",
+        informers,
+        queue: cloneQueue,
+        workers: options.cloningProtectionThreads,
+        logger,
+        reconcile: (key, rc) => syncCloneSource(ctx, claims, key, rc),
+      },
+      signal,
+    ),
+  ];
+  // Capacity tracking (--enable-capacity) is wired here at merge:
+  // options.capacity.enabled → startCapacityController(options, signal).
+  // events.start resolves once its writer stopped; events still queued at shutdown are
+  // dropped, as client-go's broadcaster drops them (waiting could block shutdown forever).
+  await Promise.all(running);
+}

@@ -1,0 +1,229 @@
+// Data sources end to end: clone with `csikit hostpath` (and, with a scripted driver, the
+// cloning-protection finalizer held on the source while the clone is in flight), restore from a
+// VolumeSnapshot once the upstream snapshot CRDs are installed (the test plays the snapshot
+// controller: snapshot made in the driver, VolumeSnapshot/VolumeSnapshotContent written ready),
+// --prevent-volume-mode-conversion, the cross-namespace gate, and clone-rule errors.
+
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import { parse } from "yaml";
+import { GVR, type PersistentVolumeClaim } from "../../api/index.ts";
+import { CsiClient } from "../../csi/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import {
+  HOSTPATH,
+  STUB,
+  bind,
+  createClaim,
+  createClass,
+  events,
+  getClaim,
+  runProvisioner,
+  startCluster,
+  startHostpath,
+  startStub,
+  untilCancelled,
+  waitFor,
+  waitForVolume,
+  type Cluster,
+} from "./fixture.test.ts";
+
+const CLONING = "provisioner.storage.kubernetes.io/cloning-protection";
+const TESTDATA = join(import.meta.dirname, "..", "..", "apiserver", "resources", "testdata");
+
+async function provisionAndBind(
+  cluster: Cluster,
+  name: string,
+  driver: string,
+  spec = {},
+): Promise<PersistentVolumeClaim> {
+  const claim = await createClaim(cluster, name, driver, spec);
+  const pv = await waitForVolume(cluster, claim);
+  await bind(cluster, claim, pv);
+  return (await getClaim(cluster, name))!;
+}
+
+async function failure(cluster: Cluster, claim: string): Promise<string> {
+  const event = await waitFor(`ProvisioningFailed for ${claim}`, async () =>
+    (await events(cluster)).find((e) => e.reason === "ProvisioningFailed" && e.involvedObject.name === claim),
+  );
+  return event.message ?? "";
+}
+
+test("clone with hostpath: the new volume is made from the source's volume", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await createClass(cluster, "sc", HOSTPATH);
+  await createClass(cluster, "other", HOSTPATH);
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const source = await provisionAndBind(cluster, "src", HOSTPATH, {
+    resources: { requests: { storage: "2Mi" } },
+  });
+  const clone = await createClaim(cluster, "copy", HOSTPATH, {
+    resources: { requests: { storage: "2Mi" } },
+    dataSource: { kind: "PersistentVolumeClaim", name: "src" },
+  });
+  const pv = await waitForVolume(cluster, clone);
+  assert.notEqual(pv.spec?.csi?.volumeHandle, undefined);
+  assert.notEqual(pv.spec?.csi?.volumeHandle, source.spec?.volumeName);
+  await waitFor(
+    "cloning protection released",
+    async () => !(await getClaim(cluster, "src"))?.metadata?.finalizers?.includes(CLONING),
+  );
+  // Clone rules: smaller request, another class.
+  await createClaim(cluster, "small", HOSTPATH, {
+    dataSource: { kind: "PersistentVolumeClaim", name: "src" },
+  });
+  assert.match(await failure(cluster, "small"), /must be greater than or equal in size/);
+  await createClaim(cluster, "elsewhere", HOSTPATH, {
+    storageClassName: "other",
+    resources: { requests: { storage: "2Mi" } },
+    dataSource: { kind: "PersistentVolumeClaim", name: "src" },
+  });
+  assert.match(await failure(cluster, "elsewhere"), /same storage class/);
+});
+
+test("cloning protection holds the source while the clone is in flight", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  stub.onCreate = async (request, context) => {
+    if (request.volumeContentSource) await Promise.race([released, untilCancelled(context)]);
+  };
+  runProvisioner(t, cluster, stub.server.path, ["--timeout=60s"]);
+  await provisionAndBind(cluster, "src", STUB);
+  const clone = await createClaim(cluster, "copy", STUB, {
+    dataSource: { kind: "PersistentVolumeClaim", name: "src" },
+  });
+  await waitFor("clone CreateVolume in flight", () => stub.creates.some((c) => c.volumeContentSource));
+  assert.ok((await getClaim(cluster, "src"))?.metadata?.finalizers?.includes(CLONING));
+  assert.equal(
+    stub.creates.at(-1)?.volumeContentSource?.volume?.volumeId,
+    `stub-pvc-${(await getClaim(cluster, "src"))?.metadata?.uid}`,
+  );
+  release();
+  await waitForVolume(cluster, clone);
+  await waitFor(
+    "finalizer removed",
+    async () => !(await getClaim(cluster, "src"))?.metadata?.finalizers?.includes(CLONING),
+  );
+});
+
+async function installSnapshotCrds(cluster: Cluster): Promise<void> {
+  for (const file of ["volumesnapshotclasses", "volumesnapshotcontents", "volumesnapshots"]) {
+    const crd = parse(
+      await readFile(join(TESTDATA, `snapshot.storage.k8s.io_${file}.yaml`), "utf8"),
+    ) as KubeObject;
+    await cluster.client.create(GVR.customResourceDefinitions, crd);
+  }
+  await waitFor("snapshot CRDs served", async () => {
+    await cluster.client.list(GVR.volumeSnapshots, { namespace: "default" });
+    await cluster.client.list(GVR.volumeSnapshotContents);
+    return true;
+  });
+}
+
+async function readySnapshot(
+  t: TestContext,
+  cluster: Cluster,
+  socket: string,
+  volumeId: string,
+  options: { name: string; sourceVolumeMode?: "Filesystem" | "Block"; allowModeChange?: boolean },
+): Promise<void> {
+  const csi = CsiClient.connect(socket);
+  t.after(() => csi.close());
+  const { snapshot } = await csi.controller.createSnapshot({
+    sourceVolumeId: volumeId,
+    name: `snapshot-${options.name}`,
+  });
+  const vs = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
+    GVR.volumeSnapshots,
+    {
+      apiVersion: "snapshot.storage.k8s.io/v1",
+      kind: "VolumeSnapshot",
+      metadata: { name: options.name, namespace: "default" },
+      spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
+    },
+  );
+  const content = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
+    GVR.volumeSnapshotContents,
+    {
+      apiVersion: "snapshot.storage.k8s.io/v1",
+      kind: "VolumeSnapshotContent",
+      metadata: {
+        name: `content-${options.name}`,
+        ...(options.allowModeChange
+          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
+          : {}),
+      },
+      spec: {
+        driver: HOSTPATH,
+        deletionPolicy: "Delete",
+        source: { snapshotHandle: snapshot!.snapshotId },
+        volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
+        sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
+      },
+    },
+  );
+  await cluster.client.updateStatus(GVR.volumeSnapshotContents, {
+    ...content,
+    status: {
+      snapshotHandle: snapshot!.snapshotId,
+      readyToUse: true,
+      restoreSize: Number(snapshot!.sizeBytes),
+    },
+  });
+  await cluster.client.updateStatus(GVR.volumeSnapshots, {
+    ...vs,
+    status: {
+      boundVolumeSnapshotContentName: `content-${options.name}`,
+      readyToUse: true,
+      restoreSize: "1Mi",
+    },
+  });
+}
+
+test("restore from a VolumeSnapshot with hostpath; volume-mode conversion refused unless allowed", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await installSnapshotCrds(cluster);
+  await createClass(cluster, "sc", HOSTPATH);
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const source = await provisionAndBind(cluster, "src", HOSTPATH);
+  const sourcePv = await waitForVolume(cluster, source);
+  await readySnapshot(t, cluster, driver.path, sourcePv.spec!.csi!.volumeHandle, { name: "snap" });
+  const restored = await createClaim(cluster, "restored", HOSTPATH, {
+    dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
+  });
+  const pv = await waitForVolume(cluster, restored);
+  assert.notEqual(pv.spec?.csi?.volumeHandle, sourcePv.spec?.csi?.volumeHandle);
+  // Block from a Filesystem snapshot: refused without the content's annotation.
+  await createClaim(cluster, "as-block", HOSTPATH, {
+    volumeMode: "Block",
+    dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
+  });
+  assert.match(
+    await failure(cluster, "as-block"),
+    /modifies the mode of the source volume but does not have permission/,
+  );
+  // A snapshot that does not exist.
+  await createClaim(cluster, "nosnap", HOSTPATH, {
+    dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "missing" },
+  });
+  assert.match(await failure(cluster, "nosnap"), /error getting snapshot missing/);
+});
+
+test("cross-namespace data source needs its gate", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  runProvisioner(t, cluster, stub.server.path);
+  await createClaim(cluster, "x", STUB, {
+    dataSourceRef: { kind: "PersistentVolumeClaim", name: "src", namespace: "elsewhere" },
+  });
+  assert.match(await failure(cluster, "x"), /CrossNamespaceVolumeDataSource feature gate is not enabled/);
+});

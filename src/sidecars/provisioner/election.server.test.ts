@@ -1,0 +1,114 @@
+// Leader election and diagnostics: the Lease is named after the driver (sanitized); when the
+// leader is killed with SIGKILL a standby takes over once the lease expires and provisions what
+// is left, with no volume created twice. The HTTP endpoint serves the CSI, provisioning and
+// work-queue metrics, /healthz/leader-election and, with --enable-pprof, heap and CPU profiles.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { test } from "node:test";
+import { GVR } from "../../api/index.ts";
+import type { Lease } from "../../kube/index.ts";
+import {
+  STUB,
+  createClaim,
+  createClass,
+  runProvisioner,
+  startCluster,
+  startStub,
+  waitFor,
+  waitForVolume,
+  type Cluster,
+} from "./fixture.test.ts";
+
+const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+const LEASE = "stub-csi-csikit-io";
+const ELECTION = [
+  "--leader-election",
+  "--leader-election-namespace=default",
+  "--leader-election-lease-duration=3s",
+  "--leader-election-renew-deadline=2s",
+  "--leader-election-retry-period=500ms",
+];
+
+async function holder(cluster: Cluster): Promise<string | undefined> {
+  try {
+    const lease = await cluster.client.get<Lease>(GVR.leases, LEASE, { namespace: "default" });
+    return lease.spec?.holderIdentity ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+test(
+  "leader killed with SIGKILL: the standby takes over within the lease duration; no volume twice",
+  { timeout: 120_000 },
+  async (t) => {
+    const cluster = await startCluster(t);
+    const stub = await startStub(t, cluster.dir);
+    await createClass(cluster, "sc", STUB);
+    const leader = spawn(
+      process.execPath,
+      [
+        MAIN,
+        "provisioner",
+        `--csi-address=${stub.server.path}`,
+        `--kubeconfig=${cluster.kubeconfig}`,
+        "--kube-api-qps=100",
+        ...ELECTION,
+      ],
+      { stdio: "ignore" },
+    );
+    t.after(() => leader.kill("SIGKILL"));
+    const first = await waitFor("the child leads", () => holder(cluster), 30_000);
+    runProvisioner(t, cluster, stub.server.path, ELECTION);
+    const c1 = await createClaim(cluster, "c1", STUB);
+    await waitForVolume(cluster, c1);
+    assert.equal(await holder(cluster), first, "the child still leads");
+    leader.kill("SIGKILL");
+    await new Promise((resolve) => leader.once("exit", resolve));
+    const killedAt = Date.now();
+    const c2 = await createClaim(cluster, "c2", STUB);
+    const second = await waitFor("a new leader", async () => {
+      const now = await holder(cluster);
+      return now !== undefined && now !== first ? now : undefined;
+    });
+    await waitForVolume(cluster, c2);
+    const takeover = Date.now() - killedAt;
+    t.diagnostic(`takeover + provisioning after SIGKILL: ${takeover} ms (lease duration 3000 ms)`);
+    assert.notEqual(second, first);
+    assert.equal(stub.volumes.size, 2, "two claims, two volumes");
+    assert.deepEqual(new Set(stub.creates.map((c) => c.name)).size, 2);
+  },
+);
+
+test("metrics, /healthz/leader-election and pprof on the HTTP endpoint", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  const provisioner = runProvisioner(t, cluster, stub.server.path, [
+    ...ELECTION,
+    "--http-endpoint=127.0.0.1:0",
+    "--enable-pprof",
+  ]);
+  const claim = await createClaim(cluster, "m", STUB);
+  await waitForVolume(cluster, claim);
+  const url = await waitFor("endpoint", () => provisioner.url);
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  assert.match(
+    metrics,
+    /csi_sidecar_operations_seconds_count\{driver_name="stub.csi.csikit.io",method_name="\/csi.v1.Controller\/CreateVolume",grpc_status_code="OK"\} 1/,
+  );
+  assert.match(metrics, /controller_persistentvolumeclaim_provision_total\{class="sc",source=""\} 1/);
+  assert.match(metrics, /controller_persistentvolumeclaim_provision_duration_seconds_count/);
+  assert.match(metrics, /controller_persistentvolume_delete_total/);
+  assert.match(metrics, /workqueue_adds_total\{name="claims"\} \d+/);
+  assert.match(metrics, /workqueue_depth\{name="volumes"\}/);
+  const health = await fetch(`${url}/healthz/leader-election`);
+  assert.equal(health.status, 200);
+  const heap: unknown = await (await fetch(`${url}/debug/pprof/heap`)).json();
+  assert.ok(typeof heap === "object" && heap !== null && "snapshot" in heap, "a V8 heap snapshot");
+  const cpu: unknown = await (await fetch(`${url}/debug/pprof/profile?seconds=0.2`)).json();
+  assert.ok(typeof cpu === "object" && cpu !== null && "nodes" in cpu, "a V8 CPU profile");
+  assert.equal((await fetch(`${url}/debug/pprof/nope`)).status, 404);
+});

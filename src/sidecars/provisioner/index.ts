@@ -1,0 +1,12 @@
+// The provisioner sidecar (`csikit provisioner`): a drop-in external-provisioner. See
+// docs/provisioner.md and controller.ts.
+export { startProvisioner } from "./controller.ts";
+export { FEATURE_GATE_DEFAULTS } from "./options.ts";
+export type {
+  ProvisionerOptions,
+  ProvisionerFeatures,
+  NodeDeploymentOptions,
+  CapacityOptions,
+} from "./options.ts";
+export { PROVISIONER_FLAGS, provisionerOptionsFromFlags } from "./flags.ts";
+export { IN_FLIGHT_FINALIZER } from "./finalizers.ts";

@@ -1,0 +1,164 @@
+// Leak safety with a scripted driver: CreateVolume timing out while the claim is deleted, the
+// provisioner killed with SIGKILL mid-CreateVolume and restarted after the claim was deleted
+// (external-provisioner#486, which upstream still has), final errors, rescheduling, and a PV
+// create failing after CreateVolume succeeded. "No leak" = the driver holds no volume for a
+// claim that is gone, and no PV is left for it.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { test } from "node:test";
+import { GVR } from "../../api/index.ts";
+import {
+  CsiError,
+  GrpcStatus,
+  STUB,
+  createClaim,
+  createClass,
+  events,
+  getClaim,
+  getVolume,
+  pvNameOf,
+  runProvisioner,
+  startCluster,
+  startStub,
+  untilCancelled,
+  waitFor,
+  waitForVolume,
+} from "./fixture.test.ts";
+import { IN_FLIGHT_FINALIZER } from "./index.ts";
+
+const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+
+test("CreateVolume past --timeout, claim deleted meanwhile: the late volume is deleted, nothing leaks", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  let calls = 0;
+  // The first two calls outlive the 300ms timeout (the backend creates the volume anyway).
+  stub.onCreate = async (_request, context) => {
+    if (++calls <= 2) await untilCancelled(context);
+  };
+  runProvisioner(t, cluster, stub.server.path, ["--timeout=300ms"]);
+  const claim = await createClaim(cluster, "slow", STUB);
+  await waitFor("first CreateVolume", () => calls >= 1);
+  const marked = await getClaim(cluster, "slow");
+  assert.ok(marked?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER), "marked before CreateVolume");
+  assert.equal(stub.volumes.size, 1, "the backend has the volume although the call timed out");
+  await cluster.client.delete(GVR.persistentVolumeClaims, "slow", { namespace: "default" });
+  await waitFor("claim gone", async () => (await getClaim(cluster, "slow")) === undefined);
+  assert.equal(stub.volumes.size, 0, "the late volume was deleted");
+  assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
+  assert.ok(calls >= 3, "CreateVolume was retried until it answered");
+  const failed = (await events(cluster)).filter((e) => e.reason === "ProvisioningFailed");
+  assert.ok(
+    failed.some((e) => e.message?.includes("DeadlineExceeded")),
+    "timeouts reported as ProvisioningFailed",
+  );
+});
+
+test("kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (external-provisioner#486)", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  let hang = true;
+  stub.onCreate = async (_request, context) => {
+    if (hang) await untilCancelled(context);
+  };
+  const args = [
+    MAIN,
+    "provisioner",
+    `--csi-address=${stub.server.path}`,
+    `--kubeconfig=${cluster.kubeconfig}`,
+    "--timeout=60s",
+    "--retry-interval-start=100ms",
+    "--kube-api-qps=100",
+  ];
+  const start = () => spawn(process.execPath, args, { stdio: "ignore" });
+  const first = start();
+  t.after(() => first.kill("SIGKILL"));
+  const claim = await createClaim(cluster, "victim", STUB);
+  await waitFor("CreateVolume in flight", () => stub.creates.length >= 1);
+  assert.equal(stub.volumes.size, 1);
+  first.kill("SIGKILL");
+  await new Promise((resolve) => first.once("exit", resolve));
+  await cluster.client.delete(GVR.persistentVolumeClaims, "victim", { namespace: "default" });
+  const pending = await getClaim(cluster, "victim");
+  assert.ok(pending?.metadata?.deletionTimestamp, "the in-flight mark keeps the deleted claim visible");
+  hang = false;
+  const second = start();
+  t.after(() => second.kill("SIGKILL"));
+  await waitFor(
+    "claim gone after restart",
+    async () => (await getClaim(cluster, "victim")) === undefined,
+    30_000,
+  );
+  assert.equal(stub.volumes.size, 0, "the volume created before the kill was deleted");
+  assert.deepEqual(stub.deletes, [`stub-${pvNameOf(claim)}`]);
+  assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
+  second.kill("SIGTERM");
+  await new Promise((resolve) => second.once("exit", resolve));
+});
+
+test("final error: ProvisioningFailed with the driver's message, mark removed, retried until it works", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  let fail = true;
+  stub.onCreate = async (request) => {
+    if (fail) {
+      stub.volumes.delete(request.name);
+      throw new CsiError(GrpcStatus.INVALID_ARGUMENT, "pool is read-only");
+    }
+  };
+  runProvisioner(t, cluster, stub.server.path);
+  const claim = await createClaim(cluster, "c", STUB);
+  const event = await waitFor("ProvisioningFailed", async () =>
+    (await events(cluster)).find((e) => e.reason === "ProvisioningFailed"),
+  );
+  assert.equal(
+    event.message,
+    'failed to provision volume with StorageClass "sc": rpc error: code = InvalidArgument desc = pool is read-only',
+  );
+  await waitFor("mark removed after the final error", async () => {
+    const current = await getClaim(cluster, "c");
+    return !current?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER);
+  });
+  fail = false;
+  await waitForVolume(cluster, claim);
+});
+
+test("WaitForFirstConsumer + RESOURCE_EXHAUSTED: selected-node removed so the scheduler picks again", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir, { topology: true });
+  await createClass(cluster, "sc", STUB, { volumeBindingMode: "WaitForFirstConsumer" });
+  await cluster.client.create(GVR.csiNodes, {
+    metadata: { name: "n1" },
+    spec: { drivers: [{ name: STUB, nodeID: "n1", topologyKeys: ["zone"] }] },
+  });
+  await cluster.client.create(GVR.nodes, { metadata: { name: "n1", labels: { zone: "a" } } });
+  stub.onCreate = async (request) => {
+    stub.volumes.delete(request.name);
+    throw new CsiError(GrpcStatus.RESOURCE_EXHAUSTED, "full");
+  };
+  runProvisioner(t, cluster, stub.server.path);
+  await createClaim(cluster, "w", STUB, {}, { "volume.kubernetes.io/selected-node": "n1" });
+  await waitFor("selected-node removed", async () => {
+    const claim = await getClaim(cluster, "w");
+    return claim?.metadata?.annotations?.["volume.kubernetes.io/selected-node"] === undefined;
+  });
+  assert.deepEqual(stub.creates[0]?.accessibilityRequirements?.requisite, [{ segments: { zone: "a" } }]);
+});
+
+test("PV create fails after CreateVolume succeeded: retried, the volume is never lost", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  cluster.faults.failNext({ verb: "create", resource: "persistentvolumes", code: 500, count: 3 });
+  runProvisioner(t, cluster, stub.server.path);
+  const claim = await createClaim(cluster, "c", STUB);
+  const pv = await waitForVolume(cluster, claim);
+  assert.equal(cluster.faults.fired, 3);
+  assert.equal(pv.spec?.csi?.volumeHandle, `stub-${pvNameOf(claim)}`);
+  assert.equal(stub.volumes.size, 1);
+});

@@ -1,0 +1,129 @@
+// Provisioning and deletion end to end: the embedded API server, `csikit hostpath` (controller
+// service) on a real socket, the provisioner started from real flags. The test plays the PV
+// controller (annotates claims, binds, releases).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { GVR, type PersistentVolume } from "../../api/index.ts";
+import { CsiClient } from "../../csi/index.ts";
+import {
+  HOSTPATH,
+  bind,
+  createClaim,
+  createClass,
+  events,
+  getClaim,
+  getVolume,
+  pvNameOf,
+  release,
+  runProvisioner,
+  startCluster,
+  startHostpath,
+  waitFor,
+  waitForVolume,
+} from "./fixture.test.ts";
+import { IN_FLIGHT_FINALIZER } from "./index.ts";
+
+async function hostpathVolumeIds(socket: string): Promise<string[]> {
+  const client = CsiClient.connect(socket);
+  try {
+    const response = await client.controller.listVolumes({});
+    return response.entries.map((e) => e.volume?.volumeId ?? "");
+  } finally {
+    client.close();
+  }
+}
+
+test("provisions a claim with hostpath: PV shape, events, no in-flight mark left", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await createClass(cluster, "sc", HOSTPATH, {
+    reclaimPolicy: "Delete",
+    mountOptions: ["noatime"],
+    parameters: { "csi.storage.k8s.io/fstype": "ext4" },
+  });
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const claim = await createClaim(cluster, "data", HOSTPATH, { resources: { requests: { storage: "2Mi" } } });
+  const pv = await waitForVolume(cluster, claim);
+  assert.equal(pv.metadata?.name, pvNameOf(claim));
+  assert.equal(pv.metadata?.annotations?.["pv.kubernetes.io/provisioned-by"], HOSTPATH);
+  assert.equal(pv.metadata?.annotations?.["volume.kubernetes.io/provisioner-deletion-secret-name"], "");
+  assert.ok(pv.metadata?.finalizers?.includes("external-provisioner.volume.kubernetes.io/finalizer"));
+  assert.equal(pv.spec?.csi?.driver, HOSTPATH);
+  assert.equal(pv.spec?.csi?.fsType, "ext4");
+  assert.match(
+    pv.spec?.csi?.volumeAttributes?.["storage.kubernetes.io/csiProvisionerIdentity"] ?? "",
+    /^\d+-\d+-hostpath\.csi\.k8s\.io$/,
+  );
+  assert.equal(pv.spec?.capacity?.storage, "2Mi");
+  assert.deepEqual(pv.spec?.accessModes, ["ReadWriteOnce"]);
+  assert.deepEqual(pv.spec?.mountOptions, ["noatime"]);
+  assert.equal(pv.spec?.persistentVolumeReclaimPolicy, "Delete");
+  assert.equal(pv.spec?.storageClassName, "sc");
+  assert.equal(pv.spec?.volumeMode, "Filesystem");
+  assert.equal(pv.spec?.claimRef?.uid, claim.metadata?.uid);
+  assert.equal(pv.spec?.claimRef?.name, "data");
+  assert.deepEqual(await hostpathVolumeIds(driver.path), [pv.spec?.csi?.volumeHandle]);
+  await waitFor(
+    "in-flight mark removed",
+    async () => !(await getClaim(cluster, "data"))?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER),
+  );
+  const reasons = await waitFor("events", async () => {
+    const list = (await events(cluster)).filter((e) => e.involvedObject.name === "data").map((e) => e.reason);
+    return list.includes("ProvisioningSucceeded") ? list : undefined;
+  });
+  assert.ok(reasons.includes("Provisioning"));
+});
+
+test("Delete: released volume deleted in the driver, PV removed; Retain: left alone", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await createClass(cluster, "sc", HOSTPATH, { reclaimPolicy: "Delete" });
+  await createClass(cluster, "keep", HOSTPATH, { reclaimPolicy: "Retain" });
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const gone = await createClaim(cluster, "gone", HOSTPATH);
+  const kept = await createClaim(cluster, "kept", HOSTPATH, { storageClassName: "keep" });
+  const gonePv = await waitForVolume(cluster, gone);
+  const keptPv = await waitForVolume(cluster, kept);
+  assert.equal(keptPv.spec?.persistentVolumeReclaimPolicy, "Retain");
+  assert.equal(
+    keptPv.metadata?.finalizers?.includes("external-provisioner.volume.kubernetes.io/finalizer") ?? false,
+    false,
+  );
+  await bind(cluster, gone, gonePv);
+  await bind(cluster, kept, keptPv);
+  assert.equal((await hostpathVolumeIds(driver.path)).length, 2);
+  await release(cluster, gone, gonePv.metadata.name!);
+  await release(cluster, kept, keptPv.metadata.name!);
+  await waitFor(
+    "deleted PV gone",
+    async () => (await getVolume(cluster, gonePv.metadata.name!)) === undefined,
+  );
+  assert.deepEqual(await hostpathVolumeIds(driver.path), [keptPv.spec?.csi?.volumeHandle]);
+  const stillKept = await getVolume(cluster, keptPv.metadata.name!);
+  assert.equal(stillKept?.status?.phase, "Released");
+  assert.equal(stillKept?.metadata?.deletionTimestamp, undefined);
+});
+
+test("HonorPVReclaimPolicy: deleting a PV first still deletes the volume, then the finalizer goes", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await createClass(cluster, "sc", HOSTPATH, { reclaimPolicy: "Delete" });
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const claim = await createClaim(cluster, "c", HOSTPATH);
+  const pv = await waitForVolume(cluster, claim);
+  // The PV is deleted while Available (never bound): the finalizer keeps it until DeleteVolume.
+  await cluster.client.delete(GVR.persistentVolumes, pv.metadata.name!);
+  await waitFor("PV gone", async () => (await getVolume(cluster, pv.metadata.name!)) === undefined);
+  assert.deepEqual(await hostpathVolumeIds(driver.path), []);
+});
+
+test("HonorPVReclaimPolicy off: no finalizer on the PV", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await createClass(cluster, "sc", HOSTPATH, { reclaimPolicy: "Delete" });
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false,HonorPVReclaimPolicy=false"]);
+  const claim = await createClaim(cluster, "c", HOSTPATH);
+  const pv: PersistentVolume = await waitForVolume(cluster, claim);
+  assert.deepEqual(pv.metadata?.finalizers ?? [], []);
+});
