@@ -17,6 +17,7 @@ import {
   type PersistentVolume,
   type PersistentVolumeClaim,
   type StorageClass,
+  type OwnerReference,
 } from "../../api/index.ts";
 import { CsikitError, realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
 import { CsiClient } from "../../csi/index.ts";
@@ -40,6 +41,7 @@ import {
   type KubeClient,
   type RouteHandler,
 } from "../../kube/index.ts";
+import { resolveCapacityOwner, startCapacityController } from "./capacity/index.ts";
 import { syncClaim } from "./claim-sync.ts";
 import { cloneProtectionKeys, syncCloneSource } from "./clone-protection.ts";
 import { newProvisionerState, type ProvisionerContext } from "./context.ts";
@@ -78,6 +80,9 @@ export async function startProvisioner(options: ProvisionerOptions, signal: Abor
     logger.info(1, "driver ready", { driver: driver.name, topology: driver.topology });
     client = kubeClientFromOptions({ ...options, userAgent: "csi-provisioner", clock });
     const kube = client;
+    const capacity = options.capacity.enabled
+      ? await capacitySetup(options, driver, kube, clock, signal)
+      : undefined;
     const electionEnabled = options.leaderElection.enabled && !options.nodeDeployment.enabled;
     const elector = electionEnabled
       ? new LeaderElector({
@@ -114,7 +119,7 @@ export async function startProvisioner(options: ProvisionerOptions, signal: Abor
     const queueMetrics = new WorkQueueMetrics({ registry });
     const work = (workSignal: AbortSignal): Promise<void> =>
       runControllers(
-        { options, driver, client: kube, csi, metrics, queueMetrics, logger, clock },
+        { options, driver, client: kube, csi, metrics, queueMetrics, registry, capacity, logger, clock },
         workSignal,
       );
     if (elector) await runElected(elector, work, signal);
@@ -133,12 +138,54 @@ interface RunParts {
   csi: CsiClient;
   metrics: ProvisionerMetrics;
   queueMetrics: WorkQueueMetrics;
+  registry: Registry;
+  capacity: CapacitySetup | undefined;
   logger: Logger;
   clock: Clock;
 }
 
+/** What --enable-capacity resolved at start-up, before any leader election (as upstream's main). */
+interface CapacitySetup {
+  client: KubeClient;
+  ownerReference: OwnerReference | null;
+}
+
+async function capacitySetup(
+  options: ProvisionerOptions,
+  driver: DriverInfo,
+  client: KubeClient,
+  clock: Clock,
+  signal: AbortSignal,
+): Promise<CapacitySetup> {
+  const { capacity } = options;
+  if (!driver.getCapacity)
+    throw new CsikitError(
+      "CSIKIT_ERR_CONFIG",
+      `--enable-capacity: driver ${driver.name} does not have the GET_CAPACITY controller capability`,
+    );
+  if (capacity.namespace === "")
+    throw new CsikitError("CSIKIT_ERR_CONFIG", "--enable-capacity needs the NAMESPACE environment variable");
+  const ownerReference = await resolveCapacityOwner(client, {
+    namespace: capacity.namespace,
+    podName: capacity.podName,
+    level: capacity.ownerrefLevel,
+    signal,
+  });
+  return {
+    // Its own token bucket: --kube-api-capacity-qps/burst, so capacity writes never starve provisioning.
+    client: kubeClientFromOptions({
+      ...options,
+      kubeApiQps: capacity.kubeApiQps,
+      kubeApiBurst: capacity.kubeApiBurst,
+      userAgent: "csi-provisioner-capacity",
+      clock,
+    }),
+    ownerReference,
+  };
+}
+
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
-  const { options, driver, client, csi, metrics, queueMetrics, logger, clock } = parts;
+  const { options, driver, client, csi, metrics, queueMetrics, registry, capacity, logger, clock } = parts;
   const factory = new InformerFactory({ client, clock, logger });
   const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
@@ -217,7 +264,36 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   };
   volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
   const informers = [claims, volumes, classes, ...(csiNodes ? [csiNodes] : []), ...(nodes ? [nodes] : [])];
+  // Started before the factory: it requests its informers synchronously.
+  const capacityRun = capacity
+    ? startCapacityController(
+        {
+          client,
+          capacityClient: capacity.client,
+          informers: factory,
+          csi,
+          driverName: driver.name,
+          namespace: options.capacity.namespace,
+          ownerReference: capacity.ownerReference,
+          pollIntervalMs: options.capacity.pollIntervalMs,
+          workers: options.capacity.threads,
+          immediateBinding: options.capacity.forImmediateBinding,
+          timeoutMs: options.timeoutMs,
+          retryIntervalStartMs: options.retryIntervalStartMs,
+          retryIntervalMaxMs: options.retryIntervalMaxMs,
+          ...(nd.enabled
+            ? { nodeDeployment: { nodeName: nd.nodeName, accessibleTopology: driver.localTopology } }
+            : {}),
+          registry,
+          workQueueMetrics: queueMetrics,
+          logger: logger.with({ controller: "capacity" }),
+          clock,
+        },
+        signal,
+      )
+    : Promise.resolve();
   const running = [
+    capacityRun,
     factory.start(signal),
     events.start(signal),
     runController(
@@ -254,8 +330,6 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
       signal,
     ),
   ];
-  // Capacity tracking (--enable-capacity) is wired here at merge:
-  // options.capacity.enabled → startCapacityController(options, signal).
   // events.start resolves once its writer stopped; events still queued at shutdown are
   // dropped, as client-go's broadcaster drops them (waiting could block shutdown forever).
   await Promise.all(running);

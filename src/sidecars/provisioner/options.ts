@@ -43,7 +43,7 @@ export interface NodeDeploymentOptions {
   maxDelayMs: number;
 }
 
-/** Everything capacity tracking needs; wired to src/sidecars/provisioner/capacity at merge. */
+/** Everything capacity tracking (src/sidecars/provisioner/capacity) needs. */
 export interface CapacityOptions {
   /** --enable-capacity (false). */
   enabled: boolean;
