@@ -1,0 +1,642 @@
+// Cross-component proof of the volume machinery (issue 7 §6): in one process the real API
+// server, `runControllers` with every loop, two virtual nodes (own root dirs, own zones) and
+// the real hostpath driver (one controller instance, one node plugin per node registered
+// through its node's plugins_registry socket), with test stand-ins for the external-attacher
+// and external-provisioner (./stand-ins.ts). Scenarios: registration and unregistration,
+// static binding through detach, dynamic provisioning (Immediate), WaitForFirstConsumer with
+// allowedTopologies, raw block, and a restart of the controllers mid-operation.
+//
+// As root this file re-executes itself under `unshare -m --propagation private`, so every
+// mount vanishes with that namespace whatever happens; unprivileged, the scenarios that need
+// mounts are skipped saying why, the others run.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  ANNOTATIONS,
+  GVR,
+  type CSINode,
+  type Node,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Pod,
+  type StorageClass,
+  type VolumeAttachment,
+} from "../../src/api/index.ts";
+import { CsiClient } from "../../src/csi/index.ts";
+import { runLoops } from "../../src/controllers/fixture.test.ts";
+import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../../src/drivers/index.ts";
+import { startTestServer } from "../../src/kube/fixture.test.ts";
+import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
+import {
+  csiDriver,
+  getPod,
+  podRunning,
+  runNode,
+  serveRegistration,
+  waitFor,
+  type RunningNode,
+} from "../../src/node/fixture.test.ts";
+import { attachmentName, KubeletPaths, uniqueVolumeName } from "../../src/node/index.ts";
+import { startAttacherStandIn, startProvisionerStandIn } from "./stand-ins.ts";
+
+const NAMESPACE_ENV = "CSIKIT_INTEG_IN_MOUNT_NS";
+const isRoot = process.getuid?.() === 0;
+const inNamespace = process.env[NAMESPACE_ENV] === "1";
+const hasUnshare = spawnSync("unshare", ["--version"]).status === 0;
+const MOUNTS = isRoot && inNamespace;
+const NO_MOUNTS = "needs root to mount (run the tests as root, or in `unshare -rm`)";
+const DRIVER = "hostpath.csi.k8s.io";
+const NS = "default";
+const ZONE_KEY = "topology.kubernetes.io/zone";
+const NODES = [
+  { name: "node-a", zone: "zone-a" },
+  { name: "node-b", zone: "zone-b" },
+] as const;
+/** Generous: the machine is shared and loaded. */
+const LONG = 90_000;
+
+async function mountPointsUnder(dir: string): Promise<string[]> {
+  const text = await readFile("/proc/self/mountinfo", "utf8");
+  return text
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point.startsWith(dir + "/"));
+}
+
+function loopsUnder(dir: string): string[] {
+  const out = spawnSync("losetup", ["--list", "--noheadings", "--output", "NAME,BACK-FILE"], {
+    encoding: "utf8",
+  });
+  const names: string[] = [];
+  for (const line of (out.stdout ?? "").split("\n")) {
+    const [name, file] = line.trim().split(/\s+/, 2);
+    if (name && file?.startsWith(dir + "/")) names.push(name);
+  }
+  return names;
+}
+
+interface VirtualNode {
+  name: string;
+  zone: string;
+  root: string;
+  paths: KubeletPaths;
+  agent: RunningNode;
+  pluginPath: string;
+  registration: Awaited<ReturnType<typeof serveRegistration>>;
+}
+
+interface Cluster {
+  client: KubeClient;
+  csi: CsiClient;
+  nodes: VirtualNode[];
+  attacher: ReturnType<typeof startAttacherStandIn>;
+  provisioner: ReturnType<typeof startProvisionerStandIn>;
+  /** Stops the current controllers (idempotent). */
+  stopControllers(): Promise<void>;
+  startControllers(): void;
+}
+
+/**
+ * Brings the whole cluster up and runs `scenario`; tears everything down in reverse order
+ * (stand-ins, controllers, node agents, drivers, mounts, loop devices, API server, temp dir)
+ * whether the scenario passed or not.
+ */
+async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<void>): Promise<void> {
+  const base = await mkdtemp(join(tmpdir(), "csikit-integ-"));
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = (fn: () => Promise<unknown>): void => {
+    cleanups.push(async () => void (await fn()));
+  };
+  cleanup(() => rm(base, { recursive: true, force: true }));
+  try {
+    const api = await startTestServer();
+    cleanup(() => api.stop());
+    cleanup(async () => {
+      if (!MOUNTS) return;
+      for (const point of (await mountPointsUnder(base)).reverse()) spawnSync("umount", ["-l", point]);
+      for (const loop of loopsUnder(base)) spawnSync("losetup", ["-d", loop]);
+    });
+    const client = api.client();
+    await client.create(GVR.csiDrivers, csiDriver(DRIVER, { attachRequired: true, podInfoOnMount: true }));
+    const stateDir = join(base, "state");
+    const roots = NODES.map((n) => join(base, n.name));
+    const controllerDriver = await serveHostpathDriver({
+      endpoint: join(base, "controller.sock"),
+      nodeId: "controller",
+      stateDir,
+      nodeService: false,
+      allowedPathRoots: roots,
+      shutdownGraceMs: 1000,
+    });
+    cleanup(() => controllerDriver.close());
+    const csi = CsiClient.connect(controllerDriver.path);
+    cleanup(async () => csi.close());
+
+    const nodes: VirtualNode[] = [];
+    for (const [i, spec] of NODES.entries()) {
+      const root = roots[i]!;
+      await mkdir(root, { recursive: true });
+      const plugin = await serveHostpathDriver({
+        endpoint: join(base, `${spec.name}.sock`),
+        nodeId: spec.name,
+        stateDir,
+        controllerService: false,
+        allowedPathRoots: [root],
+        shutdownGraceMs: 1000,
+      });
+      cleanup(() => plugin.close());
+      const agent = await runNode(t, client, {
+        nodeName: spec.name,
+        rootDir: root,
+        labels: { [ZONE_KEY]: spec.zone },
+      });
+      cleanup(() => agent.stop());
+      const registration = await serveRegistration(t, {
+        rootDir: root,
+        driverName: DRIVER,
+        endpoint: plugin.path,
+      });
+      cleanup(() => registration.server.close());
+      nodes.push({
+        name: spec.name,
+        zone: spec.zone,
+        root,
+        paths: new KubeletPaths(root),
+        agent,
+        pluginPath: plugin.path,
+        registration,
+      });
+    }
+    for (const node of nodes)
+      await waitFor(`${node.name} registered ${DRIVER}`, () => driverEntry(client, node.name), LONG);
+
+    let loops: ReturnType<typeof runLoops> | undefined;
+    const stopControllers = async (): Promise<void> => {
+      const current = loops;
+      loops = undefined;
+      await current?.stop();
+    };
+    const startControllers = (): void => {
+      assert.equal(loops, undefined, "controllers already running");
+      loops = runLoops(client);
+    };
+    cleanup(stopControllers);
+    startControllers();
+    const attacher = startAttacherStandIn({ client, csi, driver: DRIVER });
+    cleanup(() => attacher.stop());
+    const provisioner = startProvisionerStandIn({ client, csi, driver: DRIVER });
+    cleanup(() => provisioner.stop());
+    const cluster: Cluster = { client, csi, nodes, attacher, provisioner, stopControllers, startControllers };
+    try {
+      await scenario(cluster);
+    } catch (error) {
+      const errors = [...attacher.errors.slice(-3), ...provisioner.errors.slice(-3)];
+      if (errors.length > 0) t.diagnostic(`stand-in errors: ${errors.join(" | ")}`);
+      throw error;
+    }
+  } finally {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch (error) {
+        t.diagnostic(`cleanup: ${String(error)}`);
+      }
+    }
+  }
+}
+
+async function orUndefined<T>(get: Promise<T>): Promise<T | undefined> {
+  try {
+    return await get;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+async function driverEntry(client: KubeClient, nodeName: string) {
+  const csiNode = await orUndefined(client.get<CSINode>(GVR.csiNodes, nodeName));
+  return csiNode?.spec.drivers.find((d) => d.name === DRIVER);
+}
+
+function podWithClaim(name: string, claimName: string, options: { block?: boolean } = {}): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: NS },
+    spec: {
+      containers: [
+        {
+          name: "app",
+          image: "busybox",
+          ...(options.block ? { volumeDevices: [{ name: "vol", devicePath: "/dev/xvda" }] } : {}),
+        },
+      ],
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName } }],
+    },
+  };
+}
+
+function newClaim(name: string, storageClassName: string, options: { block?: boolean } = {}) {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name, namespace: NS },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      storageClassName,
+      volumeMode: options.block ? "Block" : "Filesystem",
+    },
+  } satisfies PersistentVolumeClaim;
+}
+
+function storageClass(name: string, extra: Partial<StorageClass> = {}): StorageClass {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "StorageClass",
+    metadata: { name },
+    provisioner: DRIVER,
+    reclaimPolicy: "Retain",
+    volumeBindingMode: "Immediate",
+    ...extra,
+  };
+}
+
+async function boundClaim(client: KubeClient, name: string): Promise<PersistentVolumeClaim> {
+  return waitFor(
+    `claim ${name} Bound`,
+    async () => {
+      const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, name, {
+        namespace: NS,
+      });
+      return claim.status?.phase === "Bound" ? claim : undefined;
+    },
+    LONG,
+  );
+}
+
+async function scheduledNode(client: KubeClient, podName: string): Promise<string> {
+  return waitFor(
+    `pod ${podName} scheduled`,
+    async () => (await getPod(client, NS, podName))?.spec?.nodeName,
+    LONG,
+  );
+}
+
+function nodeOf(c: Cluster, name: string): VirtualNode {
+  const node = c.nodes.find((n) => n.name === name);
+  assert.ok(node, `unknown node ${name}`);
+  return node;
+}
+
+/**
+ * The pod Running with its volume attached, staged and published on `node`, then deleted:
+ * unpublished, unstaged, detached, and the node's volume lists empty again.
+ */
+async function runAndTearDown(
+  c: Cluster,
+  podName: string,
+  pvName: string,
+  node: VirtualNode,
+  options: { block?: boolean } = {},
+): Promise<void> {
+  const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+  const handle = pv.spec?.csi?.volumeHandle ?? "";
+  const vaName = attachmentName(handle, DRIVER, node.name);
+  const va = await waitFor(
+    "VolumeAttachment attached",
+    async () => {
+      const current = await orUndefined(c.client.get<VolumeAttachment>(GVR.volumeAttachments, vaName));
+      return current?.status?.attached ? current : undefined;
+    },
+    LONG,
+  );
+  assert.equal(va.spec.source.persistentVolumeName, pvName);
+  assert.equal(va.spec.nodeName, node.name);
+  const running = await waitFor(`pod ${podName} Running`, () => podRunning(c.client, NS, podName), LONG);
+  const uid = running.metadata?.uid ?? "";
+  const mounts = await mountPointsUnder(node.root);
+  if (options.block) {
+    assert.ok(
+      mounts.includes(node.paths.blockPublishTarget(pvName, uid)),
+      `block published: ${mounts.join(", ")}`,
+    );
+  } else {
+    const target = node.paths.publishTarget(uid, pvName);
+    const staging = node.paths.stagingTarget(DRIVER, handle);
+    assert.ok(mounts.includes(staging), `staged: ${mounts.join(", ")}`);
+    assert.ok(mounts.includes(target), `published: ${mounts.join(", ")}`);
+    await writeFile(join(target, "hello.txt"), "hi");
+    assert.equal(await readFile(join(staging, "hello.txt"), "utf8"), "hi", "one volume behind both mounts");
+  }
+  const unique = uniqueVolumeName(DRIVER, handle);
+  await waitFor(
+    "node reports the volume attached and in use",
+    async () => {
+      const status = (await c.client.get<Node>(GVR.nodes, node.name)).status;
+      return (
+        (status?.volumesInUse ?? []).includes(unique) &&
+        (status?.volumesAttached ?? []).some((v) => v.name === unique)
+      );
+    },
+    LONG,
+  );
+  const other = c.nodes.find((n) => n !== node);
+  if (other) assert.deepEqual(await mountPointsUnder(other.root), [], "nothing mounted on the other node");
+
+  await c.client.delete(GVR.pods, podName, { namespace: NS });
+  await waitFor(`pod ${podName} gone`, async () => (await getPod(c.client, NS, podName)) === undefined, LONG);
+  await waitFor(
+    "unpublished and unstaged",
+    async () => (await mountPointsUnder(node.root)).length === 0,
+    LONG,
+  );
+  await waitFor(
+    "VolumeAttachment deleted (detached)",
+    async () => (await orUndefined(c.client.get(GVR.volumeAttachments, vaName))) === undefined,
+    LONG,
+  );
+  await waitFor(
+    "node volumesAttached and volumesInUse empty",
+    async () => {
+      const status = (await c.client.get<Node>(GVR.nodes, node.name)).status;
+      return (status?.volumesInUse ?? []).length === 0 && (status?.volumesAttached ?? []).length === 0;
+    },
+    LONG,
+  );
+  if (options.block) assert.deepEqual(loopsUnder(node.root), [], "no loop device left");
+}
+
+const SUITE_TIMEOUT = 600_000;
+
+if (isRoot && hasUnshare && !inNamespace) {
+  test("volume machinery end to end (in a private mount namespace)", { timeout: SUITE_TIMEOUT }, async () => {
+    const env: Record<string, string | undefined> = { ...process.env, [NAMESPACE_ENV]: "1" };
+    delete env.NODE_TEST_CONTEXT;
+    const child = spawn(
+      "unshare",
+      [
+        "-m",
+        "--propagation",
+        "private",
+        process.execPath,
+        "--test",
+        "--test-reporter=spec",
+        fileURLToPath(import.meta.url),
+      ],
+      { env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    assert.equal(code, 0, output);
+    assert.match(output, /pass 6/, output);
+    assert.match(output, /skipped 0/, output);
+  });
+} else {
+  test(
+    "registration: CSINode, nodeid annotation and topology labels per node; entries removed when the socket goes, back when it returns",
+    { timeout: SUITE_TIMEOUT },
+    (t) =>
+      withCluster(t, async (c) => {
+        for (const node of c.nodes) {
+          const entry = await driverEntry(c.client, node.name);
+          assert.equal(entry?.nodeID, node.name);
+          assert.deepEqual(entry?.topologyKeys, [TOPOLOGY_KEY_NODE]);
+          const object = await c.client.get<Node>(GVR.nodes, node.name);
+          assert.deepEqual(JSON.parse(object.metadata?.annotations?.[ANNOTATIONS.nodeID.key] ?? "{}"), {
+            [DRIVER]: node.name,
+          });
+          assert.equal(object.metadata?.labels?.[TOPOLOGY_KEY_NODE], node.name);
+          assert.equal(object.metadata?.labels?.[ZONE_KEY], node.zone);
+          const csiNode = await c.client.get<CSINode>(GVR.csiNodes, node.name);
+          assert.equal(csiNode.metadata?.ownerReferences?.[0]?.kind, "Node");
+          assert.deepEqual(node.registration.statuses.at(-1), { pluginRegistered: true, error: "" });
+        }
+        const [a, b] = [c.nodes[0]!, c.nodes[1]!];
+        await b.registration.server.close();
+        await waitFor(
+          "node-b's driver entry removed",
+          async () => (await driverEntry(c.client, b.name)) === undefined,
+          LONG,
+        );
+        await waitFor(
+          "node-b's nodeid annotation entry removed",
+          async () => {
+            const object = await c.client.get<Node>(GVR.nodes, b.name);
+            const ids = JSON.parse(object.metadata?.annotations?.[ANNOTATIONS.nodeID.key] ?? "{}") as object;
+            return !(DRIVER in ids);
+          },
+          LONG,
+        );
+        assert.equal((await driverEntry(c.client, a.name))?.nodeID, a.name, "node-a untouched");
+        const again = await serveRegistration(t, {
+          rootDir: b.root,
+          driverName: DRIVER,
+          endpoint: b.pluginPath,
+        });
+        try {
+          await waitFor(
+            "node-b registered again",
+            async () => (await driverEntry(c.client, b.name))?.nodeID === b.name,
+            LONG,
+          );
+        } finally {
+          await again.server.close();
+        }
+      }),
+  );
+
+  test(
+    "static binding: scheduled by the PV's node affinity, attached, staged, published, Running; deleted: unpublished, unstaged, detached",
+    { timeout: SUITE_TIMEOUT, skip: MOUNTS ? false : NO_MOUNTS },
+    (t) =>
+      withCluster(t, async (c) => {
+        const created = await c.csi.controller.createVolume({
+          name: "static-vol",
+          capacityRange: { requiredBytes: "1048576" },
+          volumeCapabilities: [{ mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" } }],
+          accessibilityRequirements: { requisite: [{ segments: { [TOPOLOGY_KEY_NODE]: "node-b" } }] },
+        });
+        await c.client.create<PersistentVolume>(GVR.persistentVolumes, {
+          apiVersion: "v1",
+          kind: "PersistentVolume",
+          metadata: { name: "pv-static" },
+          spec: {
+            capacity: { storage: "1Mi" },
+            accessModes: ["ReadWriteOnce"],
+            persistentVolumeReclaimPolicy: "Retain",
+            storageClassName: "",
+            volumeMode: "Filesystem",
+            csi: {
+              driver: DRIVER,
+              volumeHandle: created.volume?.volumeId ?? "",
+              volumeAttributes: created.volume?.volumeContext ?? {},
+            },
+            nodeAffinity: {
+              required: {
+                nodeSelectorTerms: [
+                  { matchExpressions: [{ key: TOPOLOGY_KEY_NODE, operator: "In", values: ["node-b"] }] },
+                ],
+              },
+            },
+          },
+        });
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("static", ""));
+        const claim = await boundClaim(c.client, "static");
+        assert.equal(claim.spec?.volumeName, "pv-static");
+        await c.client.create(GVR.pods, podWithClaim("static-pod", "static"));
+        assert.equal(await scheduledNode(c.client, "static-pod"), "node-b");
+        await runAndTearDown(c, "static-pod", "pv-static", nodeOf(c, "node-b"));
+      }),
+  );
+
+  test(
+    "dynamic provisioning with Immediate binding: provisioned, bound, Running on the volume's node, torn down",
+    { timeout: SUITE_TIMEOUT, skip: MOUNTS ? false : NO_MOUNTS },
+    (t) =>
+      withCluster(t, async (c) => {
+        await c.client.create(GVR.storageClasses, storageClass("imm"));
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("dyn", "imm"));
+        const claim = await boundClaim(c.client, "dyn");
+        const pvName = `pvc-${claim.metadata?.uid ?? ""}`;
+        assert.equal(claim.spec?.volumeName, pvName);
+        assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key], DRIVER);
+        const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+        assert.equal(pv.metadata?.annotations?.[ANNOTATIONS.provisionedBy.key], DRIVER);
+        const volumeNode =
+          pv.spec?.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values?.[0] ?? "";
+        await c.client.create(GVR.pods, podWithClaim("dyn-pod", "dyn"));
+        assert.equal(await scheduledNode(c.client, "dyn-pod"), volumeNode, "pod follows the volume");
+        await runAndTearDown(c, "dyn-pod", pvName, nodeOf(c, volumeNode));
+        assert.equal(c.provisioner.created.get("dyn"), 1, "provisioned once");
+      }),
+  );
+
+  test(
+    "WaitForFirstConsumer with allowedTopologies of one zone: pod on that zone's node, selected-node set, PV node affinity matches",
+    { timeout: SUITE_TIMEOUT },
+    (t) =>
+      withCluster(t, async (c) => {
+        await c.client.create(
+          GVR.storageClasses,
+          storageClass("wffc", {
+            volumeBindingMode: "WaitForFirstConsumer",
+            allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE_KEY, values: ["zone-b"] }] }],
+          }),
+        );
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("late", "wffc"));
+        await c.client.create(GVR.pods, podWithClaim("late-pod", "late"));
+        const claim = await boundClaim(c.client, "late");
+        assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.selectedNode.key], "node-b");
+        assert.equal(await scheduledNode(c.client, "late-pod"), "node-b");
+        const pvName = claim.spec?.volumeName ?? "";
+        const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+        assert.deepEqual(pv.spec?.nodeAffinity?.required?.nodeSelectorTerms, [
+          { matchExpressions: [{ key: TOPOLOGY_KEY_NODE, operator: "In", values: ["node-b"] }] },
+        ]);
+        if (MOUNTS) await runAndTearDown(c, "late-pod", pvName, nodeOf(c, "node-b"));
+        else t.diagnostic(`mount part skipped: ${NO_MOUNTS}`);
+      }),
+  );
+
+  test(
+    "raw block volume: attached, staged and published as a block device, torn down with no loop device left",
+    { timeout: SUITE_TIMEOUT, skip: MOUNTS ? false : NO_MOUNTS },
+    (t) =>
+      withCluster(t, async (c) => {
+        await c.client.create(
+          GVR.storageClasses,
+          storageClass("blk", {
+            allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE_KEY, values: ["zone-a"] }] }],
+          }),
+        );
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("raw", "blk", { block: true }));
+        const claim = await boundClaim(c.client, "raw");
+        await c.client.create(GVR.pods, podWithClaim("raw-pod", "raw", { block: true }));
+        assert.equal(await scheduledNode(c.client, "raw-pod"), "node-a");
+        await runAndTearDown(c, "raw-pod", claim.spec?.volumeName ?? "", nodeOf(c, "node-a"), {
+          block: true,
+        });
+      }),
+  );
+
+  test(
+    "controllers restarted mid-provisioning and mid-teardown: the flow completes, nothing is duplicated",
+    { timeout: SUITE_TIMEOUT, skip: MOUNTS ? false : NO_MOUNTS },
+    (t) =>
+      withCluster(t, async (c) => {
+        await c.client.create(GVR.storageClasses, storageClass("rs"));
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("rs", "rs"));
+        await c.client.create(GVR.pods, podWithClaim("rs-pod", "rs"));
+        await waitFor(
+          "claim handed to the provisioner",
+          async () =>
+            (await c.client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "rs", { namespace: NS }))
+              .metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key] === DRIVER,
+          LONG,
+        );
+        // Down while the provisioner creates the volume: nothing binds or schedules meanwhile.
+        await c.stopControllers();
+        const uid = (
+          await c.client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "rs", { namespace: NS })
+        ).metadata?.uid;
+        const pvName = `pvc-${uid ?? ""}`;
+        await waitFor(
+          "PV created",
+          async () => (await orUndefined(c.client.get(GVR.persistentVolumes, pvName))) !== undefined,
+          LONG,
+        );
+        c.startControllers();
+        await boundClaim(c.client, "rs");
+        const nodeName = await scheduledNode(c.client, "rs-pod");
+        const node = nodeOf(c, nodeName);
+        const running = await waitFor("pod Running", () => podRunning(c.client, NS, "rs-pod"), LONG);
+        const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+        const handle = pv.spec?.csi?.volumeHandle ?? "";
+        const vaName = attachmentName(handle, DRIVER, nodeName);
+
+        // Down again in the middle of teardown: the node unmounts, detach waits for the restart.
+        await c.stopControllers();
+        await c.client.delete(GVR.pods, "rs-pod", { namespace: NS });
+        await waitFor("pod gone", async () => (await getPod(c.client, NS, "rs-pod")) === undefined, LONG);
+        await waitFor("unmounted", async () => (await mountPointsUnder(node.root)).length === 0, LONG);
+        assert.ok(
+          (await orUndefined(c.client.get(GVR.volumeAttachments, vaName))) !== undefined,
+          "no detach while the controllers are down",
+        );
+        c.startControllers();
+        await waitFor(
+          "detached after the restart",
+          async () => (await orUndefined(c.client.get(GVR.volumeAttachments, vaName))) === undefined,
+          LONG,
+        );
+        await waitFor(
+          "node volume lists empty",
+          async () => {
+            const status = (await c.client.get<Node>(GVR.nodes, nodeName)).status;
+            return (status?.volumesInUse ?? []).length === 0 && (status?.volumesAttached ?? []).length === 0;
+          },
+          LONG,
+        );
+        assert.equal(c.provisioner.created.get("rs"), 1, "CreateVolume once");
+        assert.equal(c.attacher.published.get(vaName), 1, "ControllerPublishVolume once");
+        const pvs = await c.client.list<PersistentVolume>(GVR.persistentVolumes);
+        assert.deepEqual(
+          pvs.items.map((p) => p.metadata?.name),
+          [pvName],
+          "one PV",
+        );
+        assert.ok(running.metadata?.uid);
+        assert.deepEqual(await mountPointsUnder(node.root), []);
+      }),
+  );
+}
