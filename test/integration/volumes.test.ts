@@ -4,7 +4,9 @@
 // through its node's plugins_registry socket), with test stand-ins for the external-attacher
 // and external-provisioner (./stand-ins.ts). Scenarios: registration and unregistration,
 // static binding through detach, dynamic provisioning (Immediate), WaitForFirstConsumer with
-// allowedTopologies, raw block, and a restart of the controllers mid-operation.
+// allowedTopologies, raw block, secrets and pod info reaching the driver, and a restart of
+// the controllers mid-operation. A recording tap (./csi-tap.ts) sits between each node and its
+// plugin so the scenarios can assert what the node sent and that nothing was done twice.
 //
 // As root this file re-executes itself under `unshare -m --propagation private`, so every
 // mount vanishes with that namespace whatever happens; unprivileged, the scenarios that need
@@ -42,7 +44,8 @@ import {
   waitFor,
   type RunningNode,
 } from "../../src/node/fixture.test.ts";
-import { attachmentName, KubeletPaths, uniqueVolumeName } from "../../src/node/index.ts";
+import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
+import { serveCsiTap, type CsiTap } from "./csi-tap.ts";
 import { startAttacherStandIn, startProvisionerStandIn } from "./stand-ins.ts";
 
 const NAMESPACE_ENV = "CSIKIT_INTEG_IN_MOUNT_NS";
@@ -87,7 +90,8 @@ interface VirtualNode {
   root: string;
   paths: KubeletPaths;
   agent: RunningNode;
-  pluginPath: string;
+  /** The recording tap in front of the node plugin: what the node registered and calls. */
+  tap: CsiTap;
   registration: Awaited<ReturnType<typeof serveRegistration>>;
 }
 
@@ -157,10 +161,12 @@ async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<voi
         labels: { [ZONE_KEY]: spec.zone },
       });
       cleanup(() => agent.stop());
+      const tap = await serveCsiTap({ endpoint: join(base, `${spec.name}-tap.sock`), target: plugin.path });
+      cleanup(() => tap.close());
       const registration = await serveRegistration(t, {
         rootDir: root,
         driverName: DRIVER,
-        endpoint: plugin.path,
+        endpoint: tap.path,
       });
       cleanup(() => registration.server.close());
       nodes.push({
@@ -169,7 +175,7 @@ async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<voi
         root,
         paths: new KubeletPaths(root),
         agent,
-        pluginPath: plugin.path,
+        tap,
         registration,
       });
     }
@@ -386,6 +392,15 @@ async function runAndTearDown(
     LONG,
   );
   if (options.block) assert.deepEqual(loopsUnder(node.root), [], "no loop device left");
+  if (MOUNTS) assertOnceEach(node, handle);
+}
+
+/** Each of stage, publish, unpublish and unstage reached the driver exactly once for `handle`. */
+function assertOnceEach(node: VirtualNode, handle: string): void {
+  for (const method of ["NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"]) {
+    const calls = node.tap.callsOf(method).filter((call) => call.request.volumeId === handle);
+    assert.equal(calls.length, 1, `${method} of ${handle} on ${node.name} called ${calls.length} times`);
+  }
 }
 
 const SUITE_TIMEOUT = 600_000;
@@ -412,7 +427,7 @@ if (isRoot && hasUnshare && !inNamespace) {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     assert.equal(code, 0, output);
-    assert.match(output, /pass 6/, output);
+    assert.match(output, /pass 7/, output);
     assert.match(output, /skipped 0/, output);
   });
 } else {
@@ -455,7 +470,7 @@ if (isRoot && hasUnshare && !inNamespace) {
         const again = await serveRegistration(t, {
           rootDir: b.root,
           driverName: DRIVER,
-          endpoint: b.pluginPath,
+          endpoint: b.tap.path,
         });
         try {
           await waitFor(
@@ -666,6 +681,90 @@ if (isRoot && hasUnshare && !inNamespace) {
           "one PV",
         );
         assert.deepEqual(await mountPointsUnder(node.root), []);
+        if (MOUNTS) assertOnceEach(node, handle);
+      }),
+  );
+
+  test(
+    "secrets and pod info: NodeStage gets the stage secret, NodePublish the publish secret and the pod-info keys (podInfoOnMount)",
+    { timeout: SUITE_TIMEOUT },
+    (t) =>
+      withCluster(t, async (c) => {
+        for (const [name, value] of [
+          ["stage-secret", "st4ge-v4lue"],
+          ["publish-secret", "publ1sh-v4lue"],
+        ] as const)
+          await c.client.create(GVR.secrets, {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name, namespace: NS },
+            data: { password: Buffer.from(value).toString("base64") },
+          });
+        const created = await c.csi.controller.createVolume({
+          name: "secret-vol",
+          capacityRange: { requiredBytes: "1048576" },
+          volumeCapabilities: [{ mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" } }],
+          accessibilityRequirements: { requisite: [{ segments: { [TOPOLOGY_KEY_NODE]: "node-a" } }] },
+        });
+        const handle = created.volume?.volumeId ?? "";
+        await c.client.create<PersistentVolume>(GVR.persistentVolumes, {
+          apiVersion: "v1",
+          kind: "PersistentVolume",
+          metadata: { name: "pv-secret" },
+          spec: {
+            capacity: { storage: "1Mi" },
+            accessModes: ["ReadWriteOnce"],
+            persistentVolumeReclaimPolicy: "Retain",
+            storageClassName: "",
+            volumeMode: "Filesystem",
+            csi: {
+              driver: DRIVER,
+              volumeHandle: handle,
+              volumeAttributes: created.volume?.volumeContext ?? {},
+              nodeStageSecretRef: { name: "stage-secret", namespace: NS },
+              nodePublishSecretRef: { name: "publish-secret", namespace: NS },
+            },
+            nodeAffinity: {
+              required: {
+                nodeSelectorTerms: [
+                  { matchExpressions: [{ key: TOPOLOGY_KEY_NODE, operator: "In", values: ["node-a"] }] },
+                ],
+              },
+            },
+          },
+        });
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("secret", ""));
+        await boundClaim(c.client, "secret");
+        const app = podWithClaim("secret-pod", "secret");
+        const createdPod = await c.client.create<Pod>(GVR.pods, {
+          ...app,
+          spec: { ...app.spec!, serviceAccountName: "app-sa" },
+        });
+        const node = nodeOf(c, await scheduledNode(c.client, "secret-pod"));
+        assert.equal(node.name, "node-a");
+        const stage = await waitFor(
+          "NodeStageVolume called",
+          () => node.tap.callsOf("NodeStageVolume").find((call) => call.request.volumeId === handle),
+          LONG,
+        );
+        assert.deepEqual(stage.request.secrets, { password: "st4ge-v4lue" });
+        if (!MOUNTS) {
+          t.diagnostic(`NodePublishVolume part skipped (staging needs mounts): ${NO_MOUNTS}`);
+          return;
+        }
+        const publish = await waitFor(
+          "NodePublishVolume called",
+          () => node.tap.callsOf("NodePublishVolume").find((call) => call.request.volumeId === handle),
+          LONG,
+        );
+        assert.deepEqual(publish.request.secrets, { password: "publ1sh-v4lue" });
+        const context = publish.request.volumeContext as Record<string, string>;
+        assert.equal(context[POD_INFO_KEYS.podName], "secret-pod");
+        assert.equal(context[POD_INFO_KEYS.podNamespace], NS);
+        assert.equal(context[POD_INFO_KEYS.podUID], createdPod.metadata?.uid);
+        assert.equal(context[POD_INFO_KEYS.serviceAccountName], "app-sa");
+        assert.equal(context[POD_INFO_KEYS.ephemeral], "false");
+        await runAndTearDown(t, c, "secret-pod", "pv-secret", node);
       }),
   );
 }
