@@ -42,7 +42,6 @@ import {
   runNode,
   serveRegistration,
   waitFor,
-  type RunningNode,
 } from "../../src/node/fixture.test.ts";
 import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
 import { serveCsiTap, type CsiTap } from "./csi-tap.ts";
@@ -63,6 +62,7 @@ const NODES = [
 ] as const;
 /** Generous: the machine is shared and loaded. */
 const LONG = 90_000;
+const CLI = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
 async function mountPointsUnder(dir: string): Promise<string[]> {
   const text = await readFile("/proc/self/mountinfo", "utf8");
@@ -89,7 +89,10 @@ interface VirtualNode {
   zone: string;
   root: string;
   paths: KubeletPaths;
-  agent: RunningNode;
+  /** Stops the agent (gracefully in-process, SIGKILL for a child process); idempotent. */
+  stopAgent(): Promise<void>;
+  /** Starts the agent again after stopAgent. */
+  startAgent(): Promise<void>;
   /** The recording tap in front of the node plugin: what the node registered and calls. */
   tap: CsiTap;
   registration: Awaited<ReturnType<typeof serveRegistration>>;
@@ -111,7 +114,11 @@ interface Cluster {
  * (stand-ins, controllers, node agents, drivers, mounts, loop devices, API server, temp dir)
  * whether the scenario passed or not.
  */
-async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<void>): Promise<void> {
+async function withCluster(
+  t: TestContext,
+  scenario: (c: Cluster) => Promise<void>,
+  options: { childAgentOn?: string } = {},
+): Promise<void> {
   const base = await mkdtemp(join(tmpdir(), "csikit-integ-"));
   const cleanups: (() => Promise<void>)[] = [];
   const cleanup = (fn: () => Promise<unknown>): void => {
@@ -155,12 +162,32 @@ async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<voi
         shutdownGraceMs: 1000,
       });
       cleanup(() => plugin.close());
-      const agent = await runNode(t, client, {
-        nodeName: spec.name,
-        rootDir: root,
-        labels: { [ZONE_KEY]: spec.zone },
-      });
-      cleanup(() => agent.stop());
+      // One agent may run as a `csikit node` child process, so a scenario can kill -9 it.
+      let agent: { stop(): Promise<void> } | undefined;
+      const startAgent = async (): Promise<void> => {
+        assert.equal(agent, undefined, `agent of ${spec.name} already running`);
+        if (options.childAgentOn === spec.name) {
+          agent = startAgentProcess(t, {
+            kubeconfig: api.kubeconfigPath,
+            nodeName: spec.name,
+            root,
+            zone: spec.zone,
+          });
+        } else {
+          agent = await runNode(t, client, {
+            nodeName: spec.name,
+            rootDir: root,
+            labels: { [ZONE_KEY]: spec.zone },
+          });
+        }
+      };
+      const stopAgent = async (): Promise<void> => {
+        const current = agent;
+        agent = undefined;
+        await current?.stop();
+      };
+      await startAgent();
+      cleanup(stopAgent);
       const tap = await serveCsiTap({ endpoint: join(base, `${spec.name}-tap.sock`), target: plugin.path });
       cleanup(() => tap.close());
       const registration = await serveRegistration(t, {
@@ -174,7 +201,8 @@ async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<voi
         zone: spec.zone,
         root,
         paths: new KubeletPaths(root),
-        agent,
+        stopAgent,
+        startAgent,
         tap,
         registration,
       });
@@ -215,6 +243,36 @@ async function withCluster(t: TestContext, scenario: (c: Cluster) => Promise<voi
       }
     }
   }
+}
+
+/** `csikit node` as a child process; stop() kills it with SIGKILL and waits for it to exit. */
+function startAgentProcess(
+  t: TestContext,
+  options: { kubeconfig: string; nodeName: string; root: string; zone: string },
+): { stop(): Promise<void> } {
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      "node",
+      `--node-name=${options.nodeName}`,
+      `--root-dir=${options.root}`,
+      `--kubeconfig=${options.kubeconfig}`,
+      `--node-labels=${ZONE_KEY}=${options.zone}`,
+      "--plugin-rescan-interval=500ms",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+      if (stderr.includes("failed")) t.diagnostic(`csikit node ${options.nodeName}: ${stderr.slice(-2000)}`);
+    },
+  };
 }
 
 async function orUndefined<T>(get: Promise<T>): Promise<T | undefined> {
@@ -427,7 +485,7 @@ if (isRoot && hasUnshare && !inNamespace) {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     assert.equal(code, 0, output);
-    assert.match(output, /pass 7/, output);
+    assert.match(output, /pass 8/, output);
     assert.match(output, /skipped 0/, output);
   });
 } else {
@@ -467,6 +525,12 @@ if (isRoot && hasUnshare && !inNamespace) {
           LONG,
         );
         assert.equal((await driverEntry(c.client, a.name))?.nodeID, a.name, "node-a untouched");
+        const nodeB = await c.client.get<Node>(GVR.nodes, b.name);
+        assert.equal(
+          nodeB.metadata?.labels?.[TOPOLOGY_KEY_NODE],
+          b.name,
+          "topology labels stay, as the kubelet leaves them",
+        );
         const again = await serveRegistration(t, {
           rootDir: b.root,
           driverName: DRIVER,
@@ -766,5 +830,112 @@ if (isRoot && hasUnshare && !inNamespace) {
         assert.equal(context[POD_INFO_KEYS.ephemeral], "false");
         await runAndTearDown(t, c, "secret-pod", "pv-secret", node);
       }),
+  );
+
+  test(
+    "node agent killed with -9 mid-publish and restarted: reconstruction tears down the deleted pod, finishes the other, detaches, mounts nothing twice",
+    { timeout: SUITE_TIMEOUT },
+    (t) =>
+      withCluster(
+        t,
+        async (c) => {
+          const node = nodeOf(c, "node-b");
+          await c.client.create(
+            GVR.storageClasses,
+            storageClass("zone-b", {
+              allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE_KEY, values: ["zone-b"] }] }],
+            }),
+          );
+          const volumes: Record<string, { pv: string; handle: string; va: string }> = {};
+          for (const name of ["ka", "kb"]) {
+            await c.client.create(GVR.persistentVolumeClaims, newClaim(name, "zone-b"));
+            const pvName = (await boundClaim(c.client, name)).spec?.volumeName ?? "";
+            const handle =
+              (await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName)).spec?.csi?.volumeHandle ??
+              "";
+            volumes[name] = { pv: pvName, handle, va: attachmentName(handle, DRIVER, node.name) };
+          }
+          const ka = volumes.ka!;
+          const kb = volumes.kb!;
+          const attached = (va: string) => async () =>
+            (await orUndefined(c.client.get<VolumeAttachment>(GVR.volumeAttachments, va)))?.status?.attached;
+          await c.client.create(GVR.pods, podWithClaim("pod-ka", "ka"));
+          assert.equal(await scheduledNode(c.client, "pod-ka"), node.name);
+          await waitFor("ka attached", attached(ka.va), LONG);
+          if (MOUNTS) await waitFor("pod-ka Running", () => podRunning(c.client, NS, "pod-ka"), LONG);
+          const podKb = await c.client.create<Pod>(GVR.pods, podWithClaim("pod-kb", "kb"));
+          assert.equal(await scheduledNode(c.client, "pod-kb"), node.name);
+          await waitFor("kb attached", attached(kb.va), LONG);
+          if (MOUNTS) {
+            // Mid-operation: the node writes vol_data.json just before NodePublishVolume.
+            const volData = join(node.paths.podVolumeDir(podKb.metadata?.uid ?? "", kb.pv), "vol_data.json");
+            await waitFor("pod-kb publish started", () => readFile(volData).then(() => true), LONG);
+          }
+          await node.stopAgent();
+
+          // While the agent is down pod-ka is deleted: only the restarted agent can finish that.
+          await c.client.delete(GVR.pods, "pod-ka", { namespace: NS });
+          await node.startAgent();
+          await waitFor(
+            "pod-ka deletion finished",
+            async () => (await getPod(c.client, NS, "pod-ka")) === undefined,
+            LONG,
+          );
+          await waitFor(
+            "ka detached",
+            async () => (await orUndefined(c.client.get(GVR.volumeAttachments, ka.va))) === undefined,
+            LONG,
+          );
+          if (MOUNTS) {
+            await waitFor("pod-kb Running", () => podRunning(c.client, NS, "pod-kb"), LONG);
+            const uid = podKb.metadata?.uid ?? "";
+            const expected = [
+              node.paths.stagingTarget(DRIVER, kb.handle),
+              node.paths.publishTarget(uid, kb.pv),
+            ];
+            await waitFor(
+              "only kb mounted, once each",
+              async () =>
+                JSON.stringify((await mountPointsUnder(node.root)).sort()) ===
+                JSON.stringify(expected.sort()),
+              LONG,
+            );
+            const stagedKa = node.tap
+              .callsOf("NodeStageVolume")
+              .filter((call) => call.request.volumeId === ka.handle);
+            assert.equal(stagedKa.length, 1, "ka staged once");
+          } else {
+            t.diagnostic(`stage/publish/Running part skipped: ${NO_MOUNTS}`);
+          }
+          assert.ok((await attached(kb.va)()) === true, "kb stays attached");
+          await c.client.delete(GVR.pods, "pod-kb", { namespace: NS });
+          await waitFor(
+            "pod-kb gone",
+            async () => (await getPod(c.client, NS, "pod-kb")) === undefined,
+            LONG,
+          );
+          await waitFor(
+            "nothing mounted",
+            async () => (await mountPointsUnder(node.root)).length === 0,
+            LONG,
+          );
+          await waitFor(
+            "node volume lists empty, nothing attached",
+            async () => {
+              const status = (await c.client.get<Node>(GVR.nodes, node.name)).status;
+              const vas = await c.client.list<VolumeAttachment>(GVR.volumeAttachments);
+              return (
+                (status?.volumesInUse ?? []).length === 0 &&
+                (status?.volumesAttached ?? []).length === 0 &&
+                vas.items.length === 0
+              );
+            },
+            LONG,
+          );
+          assert.equal(c.attacher.published.get(ka.va), 1, "ka published once");
+          assert.equal(c.attacher.published.get(kb.va), 1, "kb published once");
+        },
+        { childAgentOn: "node-b" },
+      ),
   );
 }
