@@ -62,8 +62,9 @@ async function nodeIdOf(client: KubeClient, nodeName: string, driver: string): P
 
 /**
  * Stand-in external-attacher: for VolumeAttachments of `driver`, adds the attacher finalizer,
- * calls ControllerPublishVolume and sets status.attached with the publish context; on deletion
- * calls ControllerUnpublishVolume and removes the finalizer. `published` counts publishes per
+ * calls ControllerPublishVolume (when the driver has PUBLISH_UNPUBLISH_VOLUME) and sets
+ * status.attached with the publish context; on deletion calls ControllerUnpublishVolume and
+ * removes the finalizer. `published` counts publishes per
  * VolumeAttachment name (a second publish of an attached one would show a duplicate).
  */
 export function startAttacherStandIn(options: {
@@ -74,7 +75,10 @@ export function startAttacherStandIn(options: {
   const { client, csi, driver } = options;
   const finalizer = attacherFinalizer(driver);
   const published = new Map<string, number>();
+  let canPublish: boolean | undefined;
   const standIn = loop(async () => {
+    // As the attacher: without PUBLISH_UNPUBLISH_VOLUME, attaching is only recording it.
+    canPublish ??= (await csi.controllerCapabilities()).has("PUBLISH_UNPUBLISH_VOLUME");
     const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
     for (const va of list.items) {
       if (va.spec.attacher !== driver) continue;
@@ -83,11 +87,13 @@ export function startAttacherStandIn(options: {
       const finalizers = va.metadata?.finalizers ?? [];
       if (va.metadata?.deletionTimestamp) {
         if (!finalizers.includes(finalizer)) continue;
-        const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
-        await csi.controller.controllerUnpublishVolume({
-          volumeId: pv.spec?.csi?.volumeHandle ?? "",
-          nodeId: await nodeIdOf(client, va.spec.nodeName, driver),
-        });
+        if (canPublish) {
+          const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+          await csi.controller.controllerUnpublishVolume({
+            volumeId: pv.spec?.csi?.volumeHandle ?? "",
+            nodeId: await nodeIdOf(client, va.spec.nodeName, driver),
+          });
+        }
         await client.patch(GVR.volumeAttachments, name, {
           metadata: {
             finalizers: finalizers.filter((f) => f !== finalizer),
@@ -101,6 +107,15 @@ export function startAttacherStandIn(options: {
         await client.patch(GVR.volumeAttachments, name, {
           metadata: { finalizers: [...finalizers, finalizer], resourceVersion: va.metadata?.resourceVersion },
         });
+      }
+      if (!canPublish) {
+        await client.patch(
+          GVR.volumeAttachments,
+          name,
+          { status: { attached: true } },
+          { subresource: "status" },
+        );
+        continue;
       }
       const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
       const block = pv.spec?.volumeMode === "Block";

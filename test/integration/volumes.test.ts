@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import {
   ANNOTATIONS,
   GVR,
+  attacherFinalizer,
   type CSINode,
   type Node,
   type PersistentVolume,
@@ -385,6 +386,24 @@ async function runAndTearDown(
   );
   assert.equal(va.spec.source.persistentVolumeName, pvName);
   assert.equal(va.spec.nodeName, node.name);
+  assert.ok(
+    va.metadata?.finalizers?.includes(attacherFinalizer(DRIVER)),
+    "attacher finalizer on the attachment",
+  );
+  const stage = await waitFor(
+    "NodeStageVolume called",
+    () => node.tap.callsOf("NodeStageVolume").find((call) => call.request.volumeId === handle),
+    LONG,
+  );
+  assert.deepEqual(
+    stage.request.publishContext,
+    va.status?.attachmentMetadata ?? {},
+    "the attachment's metadata reaches NodeStage as publish_context",
+  );
+  assert.equal(
+    stage.request.stagingTargetPath,
+    options.block ? node.paths.blockStagingTarget(pvName) : node.paths.stagingTarget(DRIVER, handle),
+  );
   const unique = uniqueVolumeName(DRIVER, handle);
   if (MOUNTS) {
     const running = await waitFor(`pod ${podName} Running`, () => podRunning(c.client, NS, podName), LONG);
