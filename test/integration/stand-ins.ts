@@ -160,7 +160,7 @@ async function segmentsOf(client: KubeClient, driver: string, nodeNames?: string
   return out;
 }
 
-/** Whether `segments` (plus the node's labels) satisfy the class's allowedTopologies. */
+/** Whether a node with these labels satisfies the class's allowedTopologies (none: every node). */
 function allowed(labels: Record<string, string>, klass: StorageClass): boolean {
   const terms = klass.allowedTopologies ?? [];
   if (terms.length === 0) return true;
