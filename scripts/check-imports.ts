@@ -1,6 +1,8 @@
 // Import-rule and cycle check (run by `npm test`): layers point one way (DESIGN.md), other
 // folders are reached only through their index.ts, and no module cycle exists. Default-deny:
-// a top-level folder not listed here may import nothing but base.
+// a top-level folder not listed here may import nothing but base. npm packages are layered
+// too: each folder may import only the packages listed for it, each declared in package.json
+// "dependencies"; createRequire (a way around both) only where recorded below, with why.
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
@@ -48,6 +50,46 @@ const ALLOWED: Record<string, readonly string[]> = {
   ],
 };
 
+/** npm packages each top-level folder may import (node: builtins are always allowed). */
+const PACKAGES: Record<string, readonly string[]> = {
+  csi: ["@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"],
+  kube: ["@kubernetes/client-node", "prom-client", "undici"],
+  apiserver: [
+    "@kubernetes/client-node",
+    "@marcbachmann/cel-js",
+    "@peculiar/x509",
+    "re2js",
+    "reflect-metadata",
+    "yaml",
+  ],
+  sanity: ["yaml"],
+  // Components register their own metrics (kubelet_volume_stats_*, csistoragecapacities_*).
+  controllers: ["prom-client"],
+  node: ["prom-client"],
+  sidecars: ["prom-client"],
+};
+
+/** Modules allowed to call createRequire, and why (everything else is refused). */
+const CREATE_REQUIRE: Record<string, string> = {
+  "csi/proto-fingerprint.ts":
+    "locates protobufjs's bundled google/protobuf descriptors on disk (used by scripts/spec-fingerprint.ts only)",
+  "apiserver/resources/builtin-docs.ts":
+    "reads @kubernetes/client-node's generated model files for upstream field descriptions: a deliberate reach into that package's internals, to be replaced by a vendored copy of the descriptions",
+};
+
+const DECLARED = new Set(
+  Object.keys(
+    (JSON.parse(readFileSync(resolve(SRC, "..", "package.json"), "utf8")) as { dependencies?: object })
+      .dependencies ?? {},
+  ),
+);
+
+/** The package a bare specifier names: "@scope/name" or "name". */
+function packageOf(spec: string): string {
+  const parts = spec.split("/");
+  return spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
+}
+
 /** Sub-folders that are components of their own: siblings reach each other through index.ts too. */
 const COMPONENT_PARENTS = new Set(["controllers", "sidecars", "drivers", "node"]);
 
@@ -83,8 +125,19 @@ for (const file of files) {
   const fromUnit = unitOf(file);
   const fromTop = fromUnit.split("/")[0]!;
   const edges: string[] = [];
-  for (const spec of importsOf(readFileSync(file, "utf8"))) {
-    if (!spec.startsWith(".")) continue;
+  const source = readFileSync(file, "utf8");
+  const name = relative(SRC, file).split(sep).join("/");
+  if (/\bcreateRequire\(/.test(source) && !(name in CREATE_REQUIRE))
+    problems.push(`${name}: createRequire is not allowed here (record it in CREATE_REQUIRE with why)`);
+  for (const spec of importsOf(source)) {
+    if (spec.startsWith("node:")) continue;
+    if (!spec.startsWith(".")) {
+      const pkg = packageOf(spec);
+      if (!DECLARED.has(pkg)) problems.push(`${name}: imports ${pkg}, which package.json does not declare`);
+      else if (!(PACKAGES[fromTop] ?? []).includes(pkg))
+        problems.push(`${name}: layer ${fromTop} may not import the npm package ${pkg}`);
+      continue;
+    }
     const target = resolve(dirname(file), spec);
     const rel = relative(SRC, target);
     if (rel.startsWith("..")) {

@@ -7,7 +7,22 @@ export type * from "./coordination.ts";
 export type * from "./apiextensions.ts";
 export * from "./gvr.ts";
 export * from "./contract.ts";
-export * from "./quantity.ts";
+// Quantities live in src/base (the one implementation, also for byte flags in components that
+// may not import api); api re-exports them as part of the object model.
+export {
+  addQuantities,
+  canonicalQuantity,
+  compareQuantities,
+  formatQuantity,
+  parseQuantity,
+  quantityFromValue,
+  quantityMilliValue,
+  quantityValue,
+  subtractQuantities,
+  tryParseQuantity,
+  type Quantity,
+  type QuantityFormat,
+} from "../base/index.ts";
 export * from "./validation.ts";
 export * from "./labels.ts";
 export * from "./fields.ts";

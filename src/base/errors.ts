@@ -35,6 +35,11 @@ export class AbortedError extends CsikitError {
   }
 }
 
+/** The one object type guard: a non-null, non-array object whose keys can be read. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 export function isError(value: unknown): value is Error {
   return value instanceof Error;
 }

@@ -5,7 +5,7 @@
 // type accumulate. Parsing stops at `--` or the first positional word, as Go's flag package.
 // Unknown flags and bad values are a FlagError naming the flag.
 
-import { FlagError } from "./errors.ts";
+import { FlagError, ValidationError } from "./errors.ts";
 
 export type FlagType = "string" | "bool" | "int" | "float" | "duration" | "strings" | "map";
 
@@ -48,7 +48,8 @@ export function parseDuration(text: string): number {
   const input = text.trim();
   if (input === "0" || input === "+0" || input === "-0") return 0;
   const match = /^([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.exec(input);
-  if (!match) throw new Error(`invalid duration ${JSON.stringify(text)} (want e.g. 15s, 1m30s, 100ms)`);
+  if (!match)
+    throw new ValidationError(`invalid duration ${JSON.stringify(text)} (want e.g. 15s, 1m30s, 100ms)`);
   const sign = match[1] === "-" ? -1 : 1;
   let total = 0;
   for (const part of input.slice(match[1]!.length).matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {

@@ -1,4 +1,5 @@
-// The base layer: clock, backoff, abort helpers, coded errors, logger, Go-style flags.
+// The base layer: clock, backoff, abort helpers, coded errors, logger, Go-style flags and
+// klog's, Kubernetes quantities (the one parser, byte counts included).
 // Imports only node: builtins.
 export * from "./errors.ts";
 export * from "./clock.ts";
@@ -6,3 +7,5 @@ export * from "./backoff.ts";
 export * from "./abort.ts";
 export * from "./logger.ts";
 export * from "./flags.ts";
+export * from "./klog-flags.ts";
+export * from "./quantity.ts";

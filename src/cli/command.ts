@@ -8,6 +8,7 @@ import {
   LOGGING_FLAGS,
   Logger,
   formatHelp,
+  klogFlagWarnings,
   parseFlags,
   processSignal,
   type FlagSpecs,
@@ -71,6 +72,8 @@ export async function runCommand(command: Command, argv: readonly string[]): Pro
   }
   const logFormat: LogFormat = format;
   const logger = new Logger({ verbosity: flags.number("v"), format: logFormat });
+  // Commands that take klog's flags (upstream twins do) say which of them csikit ignores.
+  if ("logtostderr" in specs) for (const warning of klogFlagWarnings(flags)) logger.warn(warning);
   try {
     return await command.run({ flags, logger, signal: processSignal(), stdout: process.stdout });
   } catch (error) {

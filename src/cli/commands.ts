@@ -1,17 +1,45 @@
-// The list of subcommands, in the order `csikit --help` shows them.
-import { apiserverCommand } from "./apiserver.ts";
+// The list of subcommands, in the order `csikit --help` shows them. Each is loaded only when it
+// runs (a dynamic import), so a process pays for its own dependencies alone: `csikit hostpath`
+// never loads @kubernetes/client-node or the API server. `summary` is the one line the command
+// list shows without loading anything; it must equal the loaded command's own summary.
 import type { Command } from "./command.ts";
-import { controllersCommand } from "./controllers.ts";
-import { hostpathCommand } from "./hostpath.ts";
-import { nodeCommand } from "./node.ts";
-import { sanityCommand } from "./sanity.ts";
-import { startCommand } from "./start.ts";
 
-export const commands: readonly Command[] = [
-  apiserverCommand,
-  controllersCommand,
-  hostpathCommand,
-  nodeCommand,
-  sanityCommand,
-  startCommand,
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+export const commands: readonly CommandEntry[] = [
+  {
+    name: "apiserver",
+    summary: "Run the embedded Kubernetes-compatible API server (HTTPS, SQLite state)",
+    load: async () => (await import("./apiserver.ts")).apiserverCommand,
+  },
+  {
+    name: "controllers",
+    summary:
+      "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",
+    load: async () => (await import("./controllers.ts")).controllersCommand,
+  },
+  {
+    name: "hostpath",
+    summary: "Run the hostpath reference CSI driver (controller and/or node service) on a Unix socket",
+    load: async () => (await import("./hostpath.ts")).hostpathCommand,
+  },
+  {
+    name: "node",
+    summary: "Run a virtual node: the kubelet's volume role (plugin registration, CSINode, stage/publish)",
+    load: async () => (await import("./node.ts")).nodeCommand,
+  },
+  {
+    name: "sanity",
+    summary: "Run the CSI conformance suite against a driver's socket",
+    load: async () => (await import("./sanity.ts")).sanityCommand,
+  },
+  {
+    name: "start",
+    summary: "Start the hostpath driver and run the sanity suite against it (what `npm start` does)",
+    load: async () => (await import("./start.ts")).startCommand,
+  },
 ];

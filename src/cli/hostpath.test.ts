@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FlagError, Flags, LOGGING_FLAGS, parseFlags } from "../base/index.ts";
-import { hostpathCommand, hostpathOptions, parseCapacity } from "./hostpath.ts";
+import { FlagError, Flags, KLOG_FLAGS, LOGGING_FLAGS, klogFlagWarnings, parseFlags } from "../base/index.ts";
+import { hostpathCommand, hostpathOptions, ignoredFlagWarnings, parseCapacity } from "./hostpath.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,9 +10,123 @@ import { CsiClient } from "../csi/index.ts";
 
 const MAIN = join(import.meta.dirname, "main.ts");
 
-function options(argv: string[]): ReturnType<typeof hostpathOptions> {
-  return hostpathOptions(new Flags(parseFlags({ ...LOGGING_FLAGS, ...hostpathCommand.flags }, argv)));
+function flags(argv: readonly string[]): Flags {
+  return new Flags(parseFlags({ ...LOGGING_FLAGS, ...hostpathCommand.flags }, argv));
 }
+
+function options(argv: string[]): ReturnType<typeof hostpathOptions> {
+  return hostpathOptions(flags(argv));
+}
+
+/**
+ * Every flag of upstream hostpathplugin v1.16.1 (cmd/hostpathplugin/main.go) and of klog, in
+ * upstream's single-dash form, each set to a non-default value of its type.
+ */
+const UPSTREAM_ARGV: readonly string[] = [
+  "-accepted-mutable-parameter-names=iops,throughput",
+  "-attach-limit=7",
+  "-capacity=slow=1Gi",
+  "-check-volume-lifecycle=true",
+  "-disable-controller-expansion=true",
+  "-disable-node-expansion=true",
+  "-drivername=hostpath.csi.k8s.io",
+  "-enable-attach=true",
+  "-enable-controller-modify-volume=true",
+  "-enable-snapshot-metadata=true",
+  "-enable-topology=false",
+  "-enable-volume-expansion=true",
+  "-endpoint=unix:///csi/csi.sock",
+  "-ephemeral=false",
+  "-max-volume-size=1073741824",
+  "-max-volume-size-node=536870912",
+  "-maxvolumespernode=9",
+  "-node-expand-required=true",
+  "-nodeid=node-1",
+  "-proxy-endpoint=",
+  "-snapshot-metadata-block-type=VARIABLE_LENGTH",
+  "-statedir=/csi-data-dir",
+  "-v=5",
+  "-logtostderr=true",
+  "-alsologtostderr=false",
+  "-log_dir=/tmp",
+  "-log_file=/tmp/hostpath.log",
+  "-log_file_max_size=100",
+  "-stderrthreshold=INFO",
+  "-vmodule=",
+  "-add_dir_header=false",
+  "-skip_headers=false",
+  "-skip_log_headers=false",
+  "-one_output=false",
+  "-log_backtrace_at=:0",
+];
+
+test("hostpath accepts every upstream hostpathplugin v1.16.1 flag and klog's, with upstream's meaning", () => {
+  const names = UPSTREAM_ARGV.map((arg) => arg.slice(1, arg.indexOf("=")));
+  for (const name of names) {
+    assert.ok(
+      name in hostpathCommand.flags || name in LOGGING_FLAGS,
+      `-${name} is not a flag of csikit hostpath`,
+    );
+  }
+  for (const name of Object.keys(KLOG_FLAGS)) assert.ok(names.includes(name), `-${name} tested`);
+  const parsed = flags(UPSTREAM_ARGV);
+  const got = hostpathOptions(parsed);
+  assert.deepEqual(got.acceptedMutableParameterNames, ["iops", "throughput"]);
+  assert.equal(got.attachLimit, 7);
+  assert.deepEqual(got.capacity, { slow: 1024 ** 3 });
+  assert.equal(got.disableControllerExpansion, true);
+  assert.equal(got.disableNodeExpansion, true);
+  assert.equal(got.enableControllerModifyVolume, true);
+  assert.equal(got.enableSnapshotMetadata, true);
+  assert.equal(got.snapshotMetadataBlockType, "VARIABLE_LENGTH");
+  assert.equal(got.enableTopology, false);
+  assert.equal(got.enableVolumeExpansion, true);
+  assert.equal(got.maxVolumeSize, 1024 ** 3);
+  assert.equal(got.maxVolumeSizeNode, 512 * 1024 ** 2);
+  assert.equal(got.maxVolumesPerNode, 9);
+  assert.equal(got.stateDir, "/csi-data-dir");
+  // Everything above is honoured or has no effect under -logtostderr=true, as in klog.
+  assert.deepEqual([...ignoredFlagWarnings(parsed), ...klogFlagWarnings(parsed)], []);
+  // -node-expand-required is the deprecated name of -enable-volume-expansion.
+  assert.equal(options(["-nodeid=n", "-node-expand-required=false"]).enableVolumeExpansion, false);
+  assert.throws(
+    () => options(["-nodeid=n", "-snapshot-metadata-block-type=SOMETIMES"]),
+    /-snapshot-metadata-block-type: want FIXED_LENGTH or VARIABLE_LENGTH/,
+  );
+  // Spellings upstream never had are not accepted as if they were upstream's.
+  assert.throws(
+    () => options(["-nodeid=n", "-maxvolumesize=1Gi"]),
+    /flag provided but not defined: -maxvolumesize/,
+  );
+});
+
+test("hostpath: upstream flags csikit cannot honour are accepted with a one-line warning saying why", () => {
+  const parsed = flags([
+    "-nodeid=n",
+    "-proxy-endpoint=unix:///tmp/mock.sock",
+    "-check-volume-lifecycle=false",
+    "-logtostderr=false",
+    "-log_dir=/var/log",
+    "-vmodule=controller=5",
+  ]);
+  assert.deepEqual(ignoredFlagWarnings(parsed), [
+    "-proxy-endpoint is ignored: csikit embeds no Kubernetes e2e mock driver to proxy to; serving the hostpath driver",
+    "-check-volume-lifecycle=false is ignored: csikit always enforces the volume lifecycle (see docs/hostpath.md)",
+  ]);
+  assert.deepEqual(klogFlagWarnings(parsed), [
+    "-logtostderr=false is ignored: csikit always logs to standard error, never to files",
+    "-log_dir is ignored: csikit writes no log files",
+    "-vmodule is ignored: csikit has one verbosity per process (-v)",
+  ]);
+});
+
+test("hostpath: ModifyVolume is off by default and then accepts every key, as upstream", () => {
+  const defaults = options(["--nodeid=n1"]);
+  assert.equal(defaults.enableControllerModifyVolume, false);
+  assert.deepEqual(defaults.acceptedMutableParameterNames, []);
+  assert.match(hostpathCommand.flags["allowed-path-roots"]?.help ?? "", /csikit's own/);
+  assert.equal(hostpathCommand.flags["allowed-path-roots"]?.default, "/var/lib/kubelet");
+});
 
 test("hostpath flags: csikit defaults (two differ from upstream, and the help says so), quantities, upstream spellings", () => {
   const defaults = options(["--nodeid=n1"]);
@@ -62,7 +176,7 @@ test("hostpath flags: missing node id and bad quantities name the flag", () => {
   assert.throws(() => options(["--nodeid=n", "--max-volume-size=-1"]), /-max-volume-size/);
 });
 
-test("csikit hostpath: serves, survives kill -9 with its state, stops cleanly on SIGTERM", async (t) => {
+test("csikit hostpath: started with every upstream flag, serves, survives kill -9 with its state, stops cleanly on SIGTERM", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "hostpath-cli-"));
   const socket = join(dir, "csi.sock");
   const children: ChildProcess[] = [];
@@ -79,6 +193,9 @@ test("csikit hostpath: serves, survives kill -9 with its state, stops cleanly on
       [
         MAIN,
         "hostpath",
+        // An upstream DaemonSet's argument list starts it (capacity left out: the volume below
+        // has no kind); the later flags point it at this test's dirs.
+        ...UPSTREAM_ARGV.filter((arg) => !arg.startsWith("-capacity")),
         "--nodeid=cli-node",
         `--endpoint=unix://${socket}`,
         `--state-dir=${join(dir, "state")}`,

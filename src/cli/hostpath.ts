@@ -1,15 +1,15 @@
-// `csikit hostpath`: the reference CSI driver. Flags follow upstream csi-driver-host-path
-// (its no-dash spellings --statedir, --maxvolumespernode, --maxvolumesize are accepted too);
-// where a default differs from upstream's (--endpoint, --enable-attach) the help says so;
-// this file only turns them into options for startHostpathDriver.
+// `csikit hostpath`: the reference CSI driver. It accepts every flag of upstream
+// csi-driver-host-path v1.16's hostpathplugin (and klog's) with upstream's type, default and
+// meaning; the two it cannot honour (--proxy-endpoint, --check-volume-lifecycle=false) are
+// accepted with a warning. csikit's own flags and spellings say so in their help; defaults that
+// differ from upstream (--endpoint, --enable-attach) are listed in docs/hostpath.md.
+// This file only turns flags into options for startHostpathDriver.
 
-import { FlagError, type Flags } from "../base/index.ts";
+import { FlagError, KLOG_FLAGS, parseByteQuantity, type Flags } from "../base/index.ts";
 import {
   DEFAULT_ALLOWED_PATH_ROOTS,
   DEFAULT_DRIVER_NAME,
   DEFAULT_ENDPOINT,
-  DEFAULT_MUTABLE_PARAMETERS,
-  parseQuantity,
   startHostpathDriver,
   type HostpathServerOptions,
 } from "../drivers/index.ts";
@@ -18,11 +18,9 @@ import { csikitVersion, type Command } from "./command.ts";
 function bytes(text: string, flag: string): number {
   let value: bigint;
   try {
-    value = parseQuantity(text);
+    value = parseByteQuantity(text, `invalid value for flag -${flag}`);
   } catch (error) {
-    throw new FlagError(
-      `invalid value ${JSON.stringify(text)} for flag -${flag}: ${error instanceof Error ? error.message : ""}`,
-    );
+    throw new FlagError(error instanceof Error ? error.message : String(error));
   }
   if (value > BigInt(Number.MAX_SAFE_INTEGER))
     throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -${flag}: larger than 8Pi`);
@@ -44,6 +42,27 @@ function pick(flags: Flags, name: string, alias: string): string {
   return flags.isSet(alias) && !flags.isSet(name) ? flags.string(alias) : flags.string(name);
 }
 
+/** What csikit cannot do of the upstream flags that were set: one line each, for the log. */
+export function ignoredFlagWarnings(flags: Flags): string[] {
+  const warnings: string[] = [];
+  if (flags.string("proxy-endpoint") !== "")
+    warnings.push(
+      "-proxy-endpoint is ignored: csikit embeds no Kubernetes e2e mock driver to proxy to; serving the hostpath driver",
+    );
+  if (flags.isSet("check-volume-lifecycle") && !flags.bool("check-volume-lifecycle"))
+    warnings.push(
+      "-check-volume-lifecycle=false is ignored: csikit always enforces the volume lifecycle (see docs/hostpath.md)",
+    );
+  return warnings;
+}
+
+function blockType(text: string): "FIXED_LENGTH" | "VARIABLE_LENGTH" {
+  if (text === "FIXED_LENGTH" || text === "VARIABLE_LENGTH") return text;
+  throw new FlagError(
+    `invalid value ${JSON.stringify(text)} for flag -snapshot-metadata-block-type: want FIXED_LENGTH or VARIABLE_LENGTH`,
+  );
+}
+
 export function hostpathOptions(flags: Flags): HostpathServerOptions {
   const nodeId = flags.string("nodeid");
   if (nodeId === "") throw new FlagError("flag -nodeid is required");
@@ -51,6 +70,11 @@ export function hostpathOptions(flags: Flags): HostpathServerOptions {
     flags.isSet("maxvolumespernode") && !flags.isSet("max-volumes-per-node")
       ? flags.number("maxvolumespernode")
       : flags.number("max-volumes-per-node");
+  // -node-expand-required is upstream's deprecated spelling of -enable-volume-expansion.
+  const expansion =
+    flags.isSet("node-expand-required") && !flags.isSet("enable-volume-expansion")
+      ? flags.bool("node-expand-required")
+      : flags.bool("enable-volume-expansion");
   return {
     endpoint: flags.string("endpoint"),
     nodeId,
@@ -59,13 +83,21 @@ export function hostpathOptions(flags: Flags): HostpathServerOptions {
     stateDir: pick(flags, "state-dir", "statedir"),
     maxVolumesPerNode: maxPerNode,
     capacity: parseCapacity(flags.strings("capacity")),
-    maxVolumeSize: bytes(pick(flags, "max-volume-size", "maxvolumesize"), "max-volume-size"),
+    maxVolumeSize: bytes(flags.string("max-volume-size"), "max-volume-size"),
+    maxVolumeSizeNode: bytes(flags.string("max-volume-size-node"), "max-volume-size-node"),
+    attachLimit: flags.number("attach-limit"),
     enableTopology: flags.bool("enable-topology"),
     ephemeral: flags.bool("ephemeral"),
     nodeService: flags.bool("node-service"),
     controllerService: flags.bool("controller-service"),
     enableAttach: flags.bool("enable-attach"),
+    enableVolumeExpansion: expansion,
+    disableControllerExpansion: flags.bool("disable-controller-expansion"),
+    disableNodeExpansion: flags.bool("disable-node-expansion"),
+    enableControllerModifyVolume: flags.bool("enable-controller-modify-volume"),
     acceptedMutableParameterNames: flags.strings("accepted-mutable-parameter-names"),
+    enableSnapshotMetadata: flags.bool("enable-snapshot-metadata"),
+    snapshotMetadataBlockType: blockType(flags.string("snapshot-metadata-block-type")),
     allowedPathRoots: flags.strings("allowed-path-roots"),
   };
 }
@@ -97,13 +129,21 @@ export const hostpathCommand: Command = {
       default: "/csi-data-dir",
       help: "Directory for volume data and driver state.",
     },
-    statedir: { type: "string", default: "/csi-data-dir", help: "Upstream spelling of --state-dir." },
+    statedir: {
+      type: "string",
+      default: "/csi-data-dir",
+      help: "Upstream's name of --state-dir (--state-dir is csikit's own spelling).",
+    },
     "max-volumes-per-node": {
       type: "int",
       default: "0",
-      help: "Volumes one node may have published; 0 = unlimited.",
+      help: "csikit's own spelling of upstream's --maxvolumespernode.",
     },
-    maxvolumespernode: { type: "int", default: "0", help: "Upstream spelling of --max-volumes-per-node." },
+    maxvolumespernode: {
+      type: "int",
+      default: "0",
+      help: "Limit of volumes per node: NodeGetInfo max_volumes_per_node, and ControllerPublishVolume answers RESOURCE_EXHAUSTED past it; 0 = unlimited.",
+    },
     capacity: {
       type: "strings",
       help: "Capacity per topology segment: <kind>=<quantity> (kind = StorageClass parameter 'kind') or a bare quantity for volumes without kind, e.g. 1Gi, fast=100Gi; repeatable. Unset = unlimited.",
@@ -111,9 +151,63 @@ export const hostpathCommand: Command = {
     "max-volume-size": {
       type: "string",
       default: "1Ti",
-      help: "Largest volume, as a quantity (e.g. 1Ti, 100Mi).",
+      help: "Largest volume in bytes (inclusive); larger requests are OUT_OF_RANGE. Upstream takes an int64 of bytes; csikit also takes a quantity (e.g. 1Ti, 100Mi).",
     },
-    maxvolumesize: { type: "string", default: "1Ti", help: "Upstream spelling of --max-volume-size." },
+    "max-volume-size-node": {
+      type: "string",
+      default: "0",
+      help: "Largest size NodeExpandVolume accepts, in bytes or as a quantity; 0 = --max-volume-size.",
+    },
+    "attach-limit": {
+      type: "int",
+      default: "0",
+      help: "Volumes ControllerPublishVolume attaches to one node before answering RESOURCE_EXHAUSTED; 0 = no limit.",
+    },
+    "check-volume-lifecycle": {
+      type: "bool",
+      default: "false",
+      help: "Upstream: turn lifecycle violations into errors instead of warnings. csikit always enforces the lifecycle; setting it false logs that it is ignored.",
+    },
+    "enable-volume-expansion": {
+      type: "bool",
+      default: "true",
+      help: "Offer volume expansion (controller EXPAND_VOLUME with the ONLINE plugin capability, node EXPAND_VOLUME).",
+    },
+    "node-expand-required": {
+      type: "bool",
+      default: "true",
+      help: "Same as --enable-volume-expansion (upstream keeps it as a deprecated name).",
+      deprecated: "use --enable-volume-expansion; this flag sets the same thing.",
+    },
+    "disable-controller-expansion": {
+      type: "bool",
+      default: "false",
+      help: "Withhold controller-side expansion (ControllerExpandVolume is UNIMPLEMENTED).",
+    },
+    "disable-node-expansion": {
+      type: "bool",
+      default: "false",
+      help: "Withhold node-side expansion (NodeExpandVolume is UNIMPLEMENTED).",
+    },
+    "enable-controller-modify-volume": {
+      type: "bool",
+      default: "false",
+      help: "Offer MODIFY_VOLUME (ControllerModifyVolume).",
+    },
+    "enable-snapshot-metadata": {
+      type: "bool",
+      default: "false",
+      help: "Serve the SnapshotMetadata service (allocated and changed blocks of block-volume snapshots, streamed).",
+    },
+    "snapshot-metadata-block-type": {
+      type: "string",
+      default: "FIXED_LENGTH",
+      help: "Block metadata type of SnapshotMetadata answers: FIXED_LENGTH or VARIABLE_LENGTH.",
+    },
+    "proxy-endpoint": {
+      type: "string",
+      help: "Upstream: proxy to the Kubernetes e2e embedded mock driver instead of serving. csikit cannot; a non-empty value logs that it is ignored.",
+    },
     "enable-topology": {
       type: "bool",
       default: "true",
@@ -137,16 +231,17 @@ export const hostpathCommand: Command = {
     },
     "accepted-mutable-parameter-names": {
       type: "strings",
-      default: DEFAULT_MUTABLE_PARAMETERS.join(","),
-      help: "Keys ControllerModifyVolume (and CreateVolume mutable_parameters) accept; others are INVALID_ARGUMENT.",
+      help: "Keys ControllerModifyVolume (and CreateVolume mutable_parameters) accept; others are INVALID_ARGUMENT. Unset = every key, as upstream.",
     },
     "allowed-path-roots": {
       type: "strings",
       default: DEFAULT_ALLOWED_PATH_ROOTS.join(","),
-      help: "Absolute directories that target, staging and volume paths must lie strictly inside (symlinks resolved at start); others are INVALID_ARGUMENT. Comma list or repeatable. Upstream has no such check.",
+      help: "csikit's own: absolute directories that target, staging and volume paths must lie strictly inside (no symlink may lead out); others are INVALID_ARGUMENT naming this flag. Default the kubelet's root; add the dirs a test suite uses (e.g. csikit sanity's --mount-dir parent). Comma list or repeatable. Upstream has no such check (docs/hostpath.md).",
     },
+    ...KLOG_FLAGS,
   },
   async run({ flags, logger, signal }) {
+    for (const warning of ignoredFlagWarnings(flags)) logger.warn(warning);
     await startHostpathDriver({ ...hostpathOptions(flags), logger }, signal);
     return 0;
   },

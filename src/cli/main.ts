@@ -1,10 +1,10 @@
 // The csikit command: `csikit <subcommand> [flags]`. One file per subcommand; this file only
 // dispatches.
 
-import { csikitVersion, runCommand, type Command } from "./command.ts";
-import { commands } from "./commands.ts";
+import { csikitVersion, runCommand } from "./command.ts";
+import { commands, type CommandEntry } from "./commands.ts";
 
-function usage(list: readonly Command[]): string {
+function usage(list: readonly CommandEntry[]): string {
   const width = Math.max(...list.map((c) => c.name.length));
   const lines = ["Usage: csikit <command> [flags]", "", "Commands:"];
   for (const command of list) lines.push(`  ${command.name.padEnd(width)}  ${command.summary}`);
@@ -22,12 +22,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`csikit ${csikitVersion()}\n`);
     return 0;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) {
     process.stderr.write(`csikit: unknown command ${JSON.stringify(name)}\n\n${usage(commands)}`);
     return 2;
   }
-  return runCommand(command, rest);
+  // Only now is the command (and what it depends on) loaded.
+  return runCommand(await entry.load(), rest);
 }
 
 process.exitCode = await main(process.argv.slice(2));

@@ -82,6 +82,7 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
     nodeId: "cli-node",
     stateDir: join(dir, "state"),
     allowedPathRoots: [dir],
+    enableControllerModifyVolume: true,
   });
   t.after(() => driver.close());
   const file = join(dir, "mutable.yaml");
@@ -201,3 +202,60 @@ test(
     assert.match(run.stdout, /\(skipped: needs mount privilege: /);
   },
 );
+
+test("a csi-sanity command line runs unchanged, path commands included", async (t) => {
+  const dir = await tempDir(t);
+  const driver = await serveHostpathDriver({
+    endpoint: join(dir, "csi.sock"),
+    nodeId: "cli-node",
+    stateDir: join(dir, "state"),
+    allowedPathRoots: [dir],
+  });
+  t.after(() => driver.close());
+  // Path commands as a remote node's would be: each logs its call, then acts on the path.
+  const log = join(dir, "commands.log");
+  const script = async (name: string, body: string): Promise<string> => {
+    const path = join(dir, name);
+    await writeFile(path, `#!/bin/sh\necho "${name} $1" >> '${log}'\n${body}\n`);
+    await chmod(path, 0o755);
+    return path;
+  };
+  const create = await script("create", 'mkdir -p "$1" && echo "$1"');
+  const remove = await script("remove", 'rm -rf "$1"');
+  const check = await script(
+    "check",
+    'if [ -d "$1" ]; then echo directory; elif [ -f "$1" ]; then echo file; elif [ -e "$1" ]; then echo other; else echo not_found; fi',
+  );
+  const junit = join(dir, "junit.xml");
+  const run = await csikit([
+    "sanity",
+    `-csi.endpoint=unix://${driver.path}`,
+    `-csi.mountdir=${join(dir, "mnt")}`,
+    `-csi.stagingdir=${join(dir, "stg")}`,
+    "-csi.testvolumesize=4194304",
+    "-csi.testvolumeaccesstype=mount",
+    `-csi.createmountpathcmd=${create}`,
+    `-csi.createstagingpathcmd=${create}`,
+    `-csi.removemountpathcmd=${remove}`,
+    `-csi.removestagingpathcmd=${remove}`,
+    `-csi.checkpathcmd=${check}`,
+    "-csi.createpathcmdtimeout=10",
+    "-csi.removepathcmdtimeout=10s",
+    "-ginkgo.focus=^Node Node(Publish|Unpublish)Volume ",
+    `-ginkgo.junit-report=${junit}`,
+  ]);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const [, passed] = SUMMARY.exec(run.stdout) ?? [];
+  assert.ok(Number(passed) > 0, run.stdout);
+  assert.match(await readFile(junit, "utf8"), /<testsuites name="csikit sanity"/);
+  const calls = await readFile(log, "utf8");
+  assert.match(calls, new RegExp(`^create ${join(dir, "mnt")}/`, "m"));
+  assert.match(calls, new RegExp(`^remove ${join(dir, "mnt")}/`, "m"));
+  const bad = await csikit([
+    "sanity",
+    `-csi.endpoint=unix://${driver.path}`,
+    "-csi.testvolumeaccesstype=tape",
+  ]);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /-csi.testvolumeaccesstype: want mount or block/);
+});

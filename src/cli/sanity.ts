@@ -4,7 +4,7 @@
 // streams the text report to stdout and writes JUnit XML when asked.
 
 import { writeFile } from "node:fs/promises";
-import { FlagError, ValidationError, type Flags } from "../base/index.ts";
+import { FlagError, ValidationError, parseDuration, type FlagSpecs, type Flags } from "../base/index.ts";
 import {
   DEFAULT_TEST_VOLUME_SIZE,
   formatJUnit,
@@ -19,8 +19,103 @@ import {
 } from "../sanity/index.ts";
 import type { Command, CommandContext } from "./command.ts";
 
-function regex(flags: Flags, name: string): RegExp | undefined {
+/**
+ * csi-sanity v5.4.0's flags (and Ginkgo's) that mean the same as one of csikit's: the value of
+ * whichever was given is used (csikit's own wins when both are), so an existing CI line
+ * switches by changing the binary name. docs/sanity.md maps every one.
+ */
+export const CSI_SANITY_ALIASES: Readonly<Record<string, string>> = {
+  "csi.endpoint": "endpoint",
+  "csi.controllerendpoint": "controller-endpoint",
+  "csi.mountdir": "target-dir",
+  "csi.stagingdir": "staging-dir",
+  "csi.testvolumesize": "test-volume-size",
+  "csi.testvolumeexpandsize": "test-volume-expand-size",
+  "csi.testvolumeparameters": "parameters",
+  "csi.testvolumemutableparameters": "mutable-parameters",
+  "csi.secrets": "secrets",
+  "csi.junitfile": "junit",
+  "ginkgo.focus": "focus",
+  "ginkgo.skip": "skip",
+  "ginkgo.junit-report": "junit",
+};
+
+/** csi-sanity flags with no csikit twin: the path commands, snapshot parameters and the rest. */
+const CSI_SANITY_ONLY: FlagSpecs = {
+  "csi.testsnapshotparameters": {
+    type: "string",
+    help: "csi-sanity: YAML/JSON file of parameters passed to every CreateSnapshot.",
+  },
+  "csi.testvolumeaccesstype": {
+    type: "string",
+    default: "mount",
+    help: "csi-sanity: access type of its generic test volumes (mount or block). csikit's suite tests each access type the driver offers, so this only validates the value.",
+  },
+  "csi.testnodevolumeattachlimit": {
+    type: "bool",
+    default: "false",
+    help: "csi-sanity: also test the node's max_volumes_per_node. csikit's suite always checks NodeGetInfo's limit; accepted for compatibility.",
+  },
+  "csi.createmountpathcmd": {
+    type: "string",
+    help: "Program that creates a target path (the path is its one argument; it prints the path to use): the node runs elsewhere.",
+  },
+  "csi.createstagingpathcmd": {
+    type: "string",
+    help: "Program that creates a staging path (argument and output as -csi.createmountpathcmd).",
+  },
+  "csi.removemountpathcmd": {
+    type: "string",
+    help: "Program that removes a target path (its one argument).",
+  },
+  "csi.removestagingpathcmd": {
+    type: "string",
+    help: "Program that removes a staging path (its one argument).",
+  },
+  "csi.checkpathcmd": {
+    type: "string",
+    help: "Program that checks a path (its one argument) and prints file, directory, not_found or other.",
+  },
+  "csi.createpathcmdtimeout": {
+    type: "string",
+    default: "10s",
+    help: "Timeout of the create commands: a duration, or whole seconds as csi-sanity takes them.",
+  },
+  "csi.removepathcmdtimeout": {
+    type: "string",
+    default: "10s",
+    help: "Timeout of the remove commands: a duration or whole seconds.",
+  },
+  "csi.checkpathcmdtimeout": {
+    type: "string",
+    default: "10s",
+    help: "Timeout of the check command: a duration or whole seconds.",
+  },
+};
+
+/** A flag's value, from csikit's name or else from the csi-sanity alias that was set. */
+function given(flags: Flags, name: string): string {
+  if (flags.isSet(name)) return flags.string(name);
+  for (const [alias, target] of Object.entries(CSI_SANITY_ALIASES))
+    if (target === name && flags.isSet(alias)) return flags.string(alias);
+  return flags.string(name);
+}
+
+function seconds(flags: Flags, name: string): number {
   const text = flags.string(name);
+  try {
+    const ms = /^\d+$/.test(text) ? Number(text) * 1000 : parseDuration(text);
+    if (ms > 0) return ms;
+  } catch {
+    // Reported below with the flag's name.
+  }
+  throw new FlagError(
+    `invalid value ${JSON.stringify(text)} for flag -${name}: want a positive duration or seconds`,
+  );
+}
+
+function regex(flags: Flags, name: string): RegExp | undefined {
+  const text = given(flags, name);
   if (text === "") return undefined;
   try {
     return new RegExp(text);
@@ -32,7 +127,7 @@ function regex(flags: Flags, name: string): RegExp | undefined {
 }
 
 function bytes(flags: Flags, name: string): number | undefined {
-  const text = flags.string(name);
+  const text = given(flags, name);
   if (text === "") return undefined;
   try {
     return parseByteQuantity(text, `flag -${name}`);
@@ -44,19 +139,19 @@ function bytes(flags: Flags, name: string): number | undefined {
 
 /** Turns the flags into options; files named by flags are read here, errors name the flag. */
 export async function sanityOptions(flags: Flags): Promise<SanityOptions> {
-  const endpoint = flags.string("endpoint");
-  if (endpoint === "") throw new FlagError("flag -endpoint is required");
+  const endpoint = given(flags, "endpoint");
+  if (endpoint === "") throw new FlagError("flag -endpoint is required (csi-sanity: -csi.endpoint)");
   const options: SanityOptions = {
     endpoint,
     testVolumeSize: bytes(flags, "test-volume-size") ?? DEFAULT_TEST_VOLUME_SIZE,
     callTimeoutMs: flags.number("timeout"),
     testTimeoutMs: flags.number("test-timeout"),
   };
-  const controllerEndpoint = flags.string("controller-endpoint");
+  const controllerEndpoint = given(flags, "controller-endpoint");
   if (controllerEndpoint !== "") options.controllerEndpoint = controllerEndpoint;
-  const stagingDir = flags.string("staging-dir");
+  const stagingDir = given(flags, "staging-dir");
   if (stagingDir !== "") options.stagingDir = stagingDir;
-  const targetDir = flags.string("target-dir");
+  const targetDir = given(flags, "target-dir");
   if (targetDir !== "") options.targetDir = targetDir;
   const expand = bytes(flags, "test-volume-expand-size");
   if (expand !== undefined) options.testVolumeExpandSize = expand;
@@ -64,12 +159,34 @@ export async function sanityOptions(flags: Flags): Promise<SanityOptions> {
   if (focus) options.focus = focus;
   const skip = regex(flags, "skip");
   if (skip) options.skip = skip;
+  const accessType = flags.string("csi.testvolumeaccesstype");
+  if (accessType !== "mount" && accessType !== "block")
+    throw new FlagError(
+      `invalid value ${JSON.stringify(accessType)} for flag -csi.testvolumeaccesstype: want mount or block`,
+    );
+  const commands = {
+    createMountPathCmd: flags.string("csi.createmountpathcmd"),
+    createStagingPathCmd: flags.string("csi.createstagingpathcmd"),
+    removeMountPathCmd: flags.string("csi.removemountpathcmd"),
+    removeStagingPathCmd: flags.string("csi.removestagingpathcmd"),
+    checkPathCmd: flags.string("csi.checkpathcmd"),
+  };
+  if (Object.values(commands).some((command) => command !== ""))
+    options.pathCommands = {
+      ...Object.fromEntries(Object.entries(commands).filter(([, command]) => command !== "")),
+      createTimeoutMs: seconds(flags, "csi.createpathcmdtimeout"),
+      removeTimeoutMs: seconds(flags, "csi.removepathcmdtimeout"),
+      checkTimeoutMs: seconds(flags, "csi.checkpathcmdtimeout"),
+    };
   try {
-    if (flags.string("secrets") !== "") options.secrets = await loadSecretsFile(flags.string("secrets"));
-    if (flags.string("parameters") !== "")
-      options.parameters = await loadParametersFile(flags.string("parameters"));
-    if (flags.string("mutable-parameters") !== "")
-      options.mutableParameters = await loadParametersFile(flags.string("mutable-parameters"));
+    const secrets = given(flags, "secrets");
+    if (secrets !== "") options.secrets = await loadSecretsFile(secrets);
+    const parameters = given(flags, "parameters");
+    if (parameters !== "") options.parameters = await loadParametersFile(parameters);
+    const mutable = given(flags, "mutable-parameters");
+    if (mutable !== "") options.mutableParameters = await loadParametersFile(mutable);
+    const snapshot = flags.string("csi.testsnapshotparameters");
+    if (snapshot !== "") options.snapshotParameters = await loadParametersFile(snapshot);
   } catch (error) {
     if (error instanceof ValidationError) throw new FlagError(error.message);
     throw error;
@@ -152,10 +269,17 @@ export const sanityCommand: Command = {
     junit: { type: "string", help: "Write a JUnit XML report to this file." },
     timeout: { type: "duration", default: "30s", help: "Deadline of each CSI call." },
     "test-timeout": { type: "duration", default: "2m", help: "Deadline of each test, cleanup excluded." },
+    ...CSI_SANITY_ONLY,
   },
   async run(context) {
     const options = await sanityOptions(context.flags);
-    const report = await runAndReport(options, context, context.flags.string("junit"));
+    const report = await runAndReport(options, context, given(context.flags, "junit"));
     return report.failed > 0 ? 1 : 0;
   },
 };
+
+// Each alias takes its twin's type (csi-sanity's sizes are plain byte counts, which are quantities).
+for (const [alias, target] of Object.entries(CSI_SANITY_ALIASES)) {
+  const spec = sanityCommand.flags[target];
+  if (spec) sanityCommand.flags[alias] = { type: spec.type, help: `csi-sanity's name for --${target}.` };
+}

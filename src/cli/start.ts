@@ -65,6 +65,10 @@ export const startCommand: Command = {
         nodeId: "csikit-node",
         stateDir: join(stateDir, "hostpath"),
         allowedPathRoots: [scratch],
+        // The suite's ModifyVolume and SnapshotMetadata tests run too (upstream's defaults leave
+        // both off).
+        enableControllerModifyVolume: true,
+        enableSnapshotMetadata: true,
         logger: context.logger,
       },
       signal,

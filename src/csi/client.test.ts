@@ -124,8 +124,13 @@ test("per-call deadlines give DEADLINE_EXCEEDED and abort the handler; a signal 
   await eventually(() => started.includes("cancelled"), "the call to reach the handler");
   controller.abort();
   codeIs(GrpcStatus.CANCELLED)(await outcome);
-  await eventually(() => aborted.length === 2, "both handlers to see their signal abort");
-  assert.deepEqual(aborted.sort(), ["cancelled", "slow"]);
+  // The 20ms deadline may pass before the "slow" call even reaches the server (under load it
+  // does): what must hold is that every handler that started sees its signal abort.
+  await eventually(
+    () => aborted.includes("cancelled") && started.every((id) => aborted.includes(id)),
+    "every started handler to see its signal abort",
+  );
+  assert.deepEqual([...aborted].sort(), [...started].sort());
 });
 
 test("onCall observes every finished unary call with its method path, status code and duration", async (t) => {

@@ -8,7 +8,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { MethodDefinition } from "@grpc/proto-loader";
 import type { Clock, Logger } from "../base/index.ts";
-import { realClock, silentLogger } from "../base/index.ts";
+import { CsikitError, realClock, silentLogger } from "../base/index.ts";
 import { grpcTarget, parseEndpoint } from "./endpoint.ts";
 import { CsiError, GrpcStatus } from "./errors.ts";
 import { serviceDefinition } from "./loader.ts";
@@ -157,7 +157,8 @@ export class CsiClient {
     const methods: Record<string, UntypedMethod> = {};
     for (const [name, method] of Object.entries(spec.methods)) {
       const wire = definition[method.name];
-      if (!wire) throw new Error(`${method.path} is missing from the loaded protos`);
+      if (!wire)
+        throw new CsikitError("CSIKIT_ERR_PROTO", `${method.path} is missing from the loaded protos`);
       methods[name] = method.responseStream
         ? this.#streamMethod(method, wire)
         : this.#unaryMethod(method, wire);

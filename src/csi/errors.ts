@@ -3,6 +3,7 @@
 // INTERNAL with a generic message, so stack traces and internal details never reach a client.
 
 import { status } from "@grpc/grpc-js";
+import { errorCode, errorMessage, isRecord } from "../base/index.ts";
 
 export { status as GrpcStatus } from "@grpc/grpc-js";
 
@@ -25,6 +26,12 @@ export function statusName(code: number): string {
 
 /** The numeric gRPC status of a client-side failure (ServiceError, CsiError), if it has one. */
 export function grpcCode(error: unknown): number | undefined {
-  if (typeof error !== "object" || error === null || !("code" in error)) return undefined;
-  return typeof error.code === "number" ? error.code : undefined;
+  const code = errorCode(error);
+  return typeof code === "number" ? code : undefined;
+}
+
+/** The status message of a failed call (the `details` of a grpc-js error), else its message. */
+export function grpcDetails(error: unknown): string {
+  if (isRecord(error) && typeof error.details === "string") return error.details;
+  return errorMessage(error);
 }

@@ -2,7 +2,7 @@
 // plugin-registration protos, driver-server scaffolding over Unix sockets, a typed client,
 // request validation and per-volume locks, and the csi_secret-driven log sanitizer.
 export * from "./types.ts";
-export { CsiError, GrpcStatus, grpcCode, statusName } from "./errors.ts";
+export { CsiError, GrpcStatus, grpcCode, grpcDetails, statusName } from "./errors.ts";
 export { parseEndpoint } from "./endpoint.ts";
 export { serveCsi, type CsiServer, type CsiServerOptions } from "./server.ts";
 export { CsiClient, type CallObserver, type CsiClientOptions, type WaitForReadyOptions } from "./client.ts";

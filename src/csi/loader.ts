@@ -2,6 +2,7 @@
 // types describe (camelCase fields, int64 as decimal strings so values above 2^53 stay exact,
 // enums as names, defaults filled in, the oneof discriminator). Loaded once, on first use.
 
+import { CsikitError } from "../base/index.ts";
 import type { PackageDefinition, ServiceDefinition } from "@grpc/proto-loader";
 import { loadSync } from "@grpc/proto-loader";
 import { join } from "node:path";
@@ -33,7 +34,7 @@ export function packageDefinition(): PackageDefinition {
 export function serviceDefinition(fullName: string): ServiceDefinition {
   const definition = packageDefinition()[fullName];
   if (definition === undefined || "format" in definition) {
-    throw new Error(`${fullName} is not a service in the CSI protos`);
+    throw new CsikitError("CSIKIT_ERR_PROTO", `${fullName} is not a service in the CSI protos`);
   }
   return definition;
 }

@@ -9,6 +9,7 @@
 // csi.proto against it, so the check needs no copy of the spec at test time. Used by that test
 // and that script only; nothing at runtime imports it.
 
+import { CsikitError } from "../base/index.ts";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import protobuf from "protobufjs";
@@ -64,7 +65,8 @@ export function loadOurRoot(): protobuf.Root {
 /** The spec's proto: every ```protobuf block of the spec's Markdown, in order, resolved. */
 export function parseSpecRoot(markdown: string): protobuf.Root {
   const blocks = [...markdown.matchAll(/```protobuf\n([\s\S]*?)```/g)].map((match) => match[1] ?? "");
-  if (blocks.length === 0) throw new Error("the spec text has no ```protobuf blocks");
+  if (blocks.length === 0)
+    throw new CsikitError("CSIKIT_ERR_PROTO", "the spec text has no ```protobuf blocks");
   const root = new protobuf.Root();
   resolverFor(root, PROTO_DIR);
   const parsed = protobuf.parse(blocks.join("\n"), root, { keepCase: true });
@@ -82,7 +84,8 @@ export function parseSpecRoot(markdown: string): protobuf.Root {
 /** The fingerprint of `pkg` ("csi.v1") in `root`; keys and lists are sorted. */
 export function fingerprint(root: protobuf.Root, pkg: string): ProtoFingerprint {
   const namespace = root.lookup(pkg);
-  if (!(namespace instanceof protobuf.Namespace)) throw new Error(`package ${pkg} is not in the protos`);
+  if (!(namespace instanceof protobuf.Namespace))
+    throw new CsikitError("CSIKIT_ERR_PROTO", `package ${pkg} is not in the protos`);
   const out: ProtoFingerprint = {
     package: pkg,
     messages: {},

@@ -57,9 +57,10 @@ function track(promise: Promise<void>): { settled: () => boolean; result: Promis
   return { settled: () => settled, result };
 }
 
-/** Polls `condition` every 10ms, at most 500 times. */
+/** Polls `condition` every 10ms for at most 30s (grpc-js reconnects on its own real-time backoff). */
 async function eventually(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
     if (condition()) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

@@ -21,7 +21,7 @@
 import { connectivityState } from "@grpc/grpc-js";
 import type { Clock, Logger } from "../base/index.ts";
 import { childController, errorMessage } from "../base/index.ts";
-import { CsiError, GrpcStatus, grpcCode, statusName } from "./errors.ts";
+import { CsiError, GrpcStatus, grpcCode, grpcDetails, statusName } from "./errors.ts";
 import type { ProbeResponse } from "./types.ts";
 
 /** Time between two Probe calls: csi-lib-utils' probeInterval. */
@@ -29,6 +29,9 @@ export const PROBE_INTERVAL_MS = 1000;
 
 /** How often a connection that is still not up is reported: Connect's connectionLoggingInterval. */
 export const CONNECT_WARNING_INTERVAL_MS = 10_000;
+
+/** Longest wait for a connectivity state change before the state is looked at again. */
+export const STATE_RECHECK_MS = 1000;
 
 /** The part of a grpc-js channel waitForReady needs: its connectivity state. */
 export interface ConnectivityChannel {
@@ -128,7 +131,7 @@ async function probeOnce(
     if (code === undefined) throw error;
     throw new CsiError(
       code,
-      `CSI driver at ${options.path} failed Probe with ${statusName(code)}: ${details(error)}`,
+      `CSI driver at ${options.path} failed Probe with ${statusName(code)}: ${grpcDetails(error)}`,
       {
         cause: error,
       },
@@ -185,19 +188,8 @@ function stateChange(
       resolve();
     };
     signal.addEventListener("abort", done, { once: true });
-    // No deadline: nothing keeps the event loop alive, and close() ends the wait (SHUTDOWN).
-    channel.watchConnectivityState(from, Infinity, done);
+    // Bounded: a state change the watcher missed (or a channel that sits in one state) cannot
+    // stall the wait; the caller looks at the state again after at most STATE_RECHECK_MS.
+    channel.watchConnectivityState(from, Date.now() + STATE_RECHECK_MS, done);
   });
-}
-
-function details(error: unknown): string {
-  if (
-    typeof error === "object" &&
-    error !== null &&
-    "details" in error &&
-    typeof error.details === "string"
-  ) {
-    return error.details;
-  }
-  return errorMessage(error);
 }

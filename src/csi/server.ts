@@ -275,7 +275,10 @@ function streamHandler(binding: HandlerBinding): grpc.handleServerStreamingCall<
       if (typeof binding.handler !== "function") throw unimplemented(binding.method);
       const stream: unknown = Reflect.apply(binding.handler, binding.owner, [call.request, context]);
       if (!isAsyncIterable(stream))
-        throw new Error(`${binding.method.name} handler did not return an async iterable`);
+        throw new CsikitError(
+          "CSIKIT_ERR_INTERNAL",
+          `${binding.method.name} handler did not return an async iterable`,
+        );
       for await (const message of stream) {
         if (context.signal.aborted) break;
         trace.message(message);

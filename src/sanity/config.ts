@@ -3,6 +3,8 @@
 // and CreateVolume parameters (a flat string map) — plus byte quantities ("10Mi", "1Gi").
 // Secret values are never put into error messages.
 
+import { parseByteQuantity as parseByteQuantityBig } from "../base/index.ts";
+import type { PathCommands } from "./paths.ts";
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { ValidationError } from "../base/index.ts";
@@ -72,6 +74,10 @@ export interface SanityOptions {
    * `mutable_parameters` tests. Default none: those tests are skipped saying so.
    */
   mutableParameters?: Record<string, string>;
+  /** Parameters for every CreateSnapshot (csi-sanity's -csi.testsnapshotparameters). Default none. */
+  snapshotParameters?: Record<string, string>;
+  /** csi-sanity's path commands (a node that runs elsewhere); unset steps run locally. */
+  pathCommands?: PathCommands;
   /** Run only tests whose full name (`Service Group name`) matches. */
   focus?: RegExp;
   /** Skip tests whose full name matches. */
@@ -89,32 +95,12 @@ export const DEFAULT_TEST_VOLUME_SIZE = 10 * 1024 * 1024;
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_TEST_TIMEOUT_MS = 120_000;
 
-const QUANTITY_SUFFIXES: Record<string, number> = {
-  "": 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-};
-
-/** Parses a byte count: plain digits or a Kubernetes quantity ("10Mi", "1.5Gi", "100M"). */
+/** A positive byte count that fits a JS number, parsed by src/api's one byte-quantity parser. */
 export function parseByteQuantity(text: string, what: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)\s*$/.exec(text);
-  if (!match) {
-    throw new ValidationError(
-      `${what}: ${JSON.stringify(text)} is not a byte quantity (e.g. 10485760, 10Mi, 1Gi)`,
-    );
-  }
-  const bytes = Math.ceil(Number(match[1]) * QUANTITY_SUFFIXES[match[2]!]!);
-  if (!Number.isSafeInteger(bytes) || bytes <= 0)
+  const bytes = parseByteQuantityBig(text, what);
+  if (bytes <= 0n || bytes > BigInt(Number.MAX_SAFE_INTEGER))
     throw new ValidationError(`${what}: ${text} is out of range`);
-  return bytes;
+  return Number(bytes);
 }
 
 async function readStructured(path: string, what: string): Promise<unknown> {

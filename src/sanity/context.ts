@@ -6,8 +6,8 @@
 // NodePublish, the node may not mount (e.g. not root); the test ends skipped with the driver's
 // reason and the runner skips later mounting tests with the same reason.
 
+import type { PathOps } from "./paths.ts";
 import { randomBytes } from "node:crypto";
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus } from "../csi/index.ts";
 import type { CsiClient } from "../csi/index.ts";
@@ -37,6 +37,10 @@ export interface SanitySettings {
   parameters: Record<string, string>;
   /** Empty when none were given. */
   mutableParameters: Record<string, string>;
+  /** Parameters for every CreateSnapshot; empty when none were given. */
+  snapshotParameters: Record<string, string>;
+  /** How staging and target paths are made, removed and inspected (paths.ts). */
+  paths: PathOps;
 }
 
 /** State shared by all tests of one run. */
@@ -67,6 +71,8 @@ export class TestContext {
   readonly controller: CsiClient["controller"];
   readonly node: CsiClient["node"];
   readonly group: CsiClient["groupController"];
+  /** The SnapshotMetadata service, on the controller endpoint. */
+  readonly metadata: CsiClient["snapshotMetadata"];
   readonly caps: Capabilities;
   readonly settings: SanitySettings;
   readonly secrets: SanitySecrets;
@@ -89,6 +95,7 @@ export class TestContext {
     this.controller = env.controller.controller;
     this.node = env.node.node;
     this.group = env.controller.groupController;
+    this.metadata = env.controller.snapshotMetadata;
     this.caps = env.caps;
     this.settings = env.settings;
     this.secrets = env.settings.secrets;
@@ -164,7 +171,7 @@ export class TestContext {
         name,
         sourceVolumeId,
         secrets: this.secrets.CreateSnapshotSecret ?? {},
-        parameters: {},
+        parameters: { ...this.settings.snapshotParameters },
       }),
       `CreateSnapshot ${name}`,
     );
@@ -203,19 +210,23 @@ export class TestContext {
 
   /** A fresh, existing staging directory (the CO creates it, per the spec). */
   async makeStagingPath(): Promise<string> {
-    const path = join(this.settings.stagingDir, randomBytes(6).toString("hex"));
-    await mkdir(path, { recursive: true });
-    this.resources.path(path);
+    const path = await this.settings.paths.create(
+      join(this.settings.stagingDir, randomBytes(6).toString("hex")),
+      "staging",
+    );
+    this.resources.path(path, "staging");
     return path;
   }
 
   /** A fresh target path whose parent exists; the driver creates the target itself. */
   async makeTargetPath(): Promise<string> {
-    const parent = join(this.settings.targetDir, randomBytes(6).toString("hex"));
-    await mkdir(parent, { recursive: true });
-    this.resources.path(parent);
+    const parent = await this.settings.paths.create(
+      join(this.settings.targetDir, randomBytes(6).toString("hex")),
+      "target",
+    );
+    this.resources.path(parent, "target");
     const target = join(parent, "target");
-    this.resources.path(target);
+    this.resources.path(target, "target");
     return target;
   }
 
@@ -225,8 +236,9 @@ export class TestContext {
    */
   async makeExistingTargetPath(): Promise<string> {
     const target = await this.makeTargetPath();
-    await mkdir(target);
-    return target;
+    const made = await this.settings.paths.create(target, "target");
+    this.resources.path(made, "target");
+    return made;
   }
 
   /** ControllerPublishVolume to this node when the driver has that step; returns publish_context. */

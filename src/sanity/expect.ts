@@ -1,12 +1,13 @@
 // Assertions for sanity tests. Failures throw SanityAssertion with a message a driver author can
 // act on: which call, what the spec wants, what the driver answered.
 
-import { errorCode } from "../base/index.ts";
+import { CsikitError } from "../base/index.ts";
+import { grpcCode, grpcDetails } from "../csi/index.ts";
 import { GrpcStatus } from "../csi/index.ts";
 
-export class SanityAssertion extends Error {
+export class SanityAssertion extends CsikitError {
   constructor(message: string) {
-    super(message);
+    super("CSIKIT_ERR_SANITY_ASSERTION", message);
     this.name = "SanityAssertion";
   }
 }
@@ -21,24 +22,8 @@ export function codeName(code: number): string {
   return CODE_NAMES.get(code) ?? `code ${code}`;
 }
 
-/** The gRPC status code of a failed call, or undefined for anything else. */
-export function grpcCode(error: unknown): number | undefined {
-  const code = errorCode(error);
-  return typeof code === "number" ? code : undefined;
-}
-
-/** The status message of a failed call (the `details` of a grpc-js error). */
-export function grpcDetails(error: unknown): string {
-  if (
-    typeof error === "object" &&
-    error !== null &&
-    "details" in error &&
-    typeof error.details === "string"
-  ) {
-    return error.details;
-  }
-  return error instanceof Error ? error.message : String(error);
-}
+// One grpcCode and grpcDetails, csi's; re-exported so the tests keep importing them from here.
+export { grpcCode, grpcDetails } from "../csi/index.ts";
 
 export function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new SanityAssertion(message);

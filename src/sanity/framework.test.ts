@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { setTimeout as delay } from "node:timers/promises";
 import { join } from "node:path";
 import { test, type TestContext as NodeTestContext } from "node:test";
 import { CsiError, GrpcStatus, serveCsi } from "../csi/index.ts";
@@ -23,6 +22,9 @@ interface FakeDriver {
 }
 
 /** A CSI server with the given controller capabilities whose node may not mount. */
+/** Released when the test that creates a "slow-" volume times out. */
+const slowRelease = Promise.withResolvers<void>();
+
 async function fakeDriver(
   t: NodeTestContext,
   controllerCaps: ControllerServiceCapability_RPC_Type[],
@@ -43,8 +45,9 @@ async function fakeDriver(
         capabilities: controllerCaps.map((type) => ({ rpc: { type } })),
       }),
       createVolume: async (request) => {
-        // A slow driver: the call outlives a short test deadline.
-        if (request.name.startsWith("slow-")) await delay(300);
+        // A slow driver: the call is held until the test that made it has timed out (explicit
+        // synchronization, not a delay that must outlast the deadline).
+        if (request.name.startsWith("slow-")) await slowRelease.promise;
         calls.push(`CreateVolume ${request.name}`);
         return { volume: { volumeId: `vol-${++next}`, capacityBytes: "1048576" } };
       },
@@ -230,6 +233,7 @@ test("what a call in flight at the deadline creates is still cleaned up", async 
   const driver = await fakeDriver(t, ["CREATE_DELETE_VOLUME"]);
   const tests = describe("Controller", "Slow", {}, ({ it }) => {
     it("creates slowly", async (t) => {
+      t.signal.addEventListener("abort", () => slowRelease.resolve(), { once: true });
       await t.createVolume({ name: "slow-volume" });
     });
   });

@@ -6,6 +6,7 @@
 // Invariants: test order in the catalogue is the run and report order; a test's full name
 // (`<service> <group> <name>`) is what --focus/--skip match against and is unique.
 
+import { CsikitError } from "../base/index.ts";
 import type { TestContext } from "./context.ts";
 import type { Requirement, ServiceName } from "./gates.ts";
 
@@ -20,12 +21,18 @@ export interface SanityTest {
   requires: readonly Requirement[];
   /** The test mounts for real: skipped with the driver's reason once it says it may not mount. */
   mounts: boolean;
+  /**
+   * The test looks at the node's paths itself (mountinfo, file contents): skipped when path
+   * commands say the node runs elsewhere.
+   */
+  inspectsNode: boolean;
   run(t: TestContext): Promise<void>;
 }
 
 export interface TestOptions {
   requires?: readonly Requirement[];
   mounts?: boolean;
+  inspectsNode?: boolean;
 }
 
 export type TestBody = (t: TestContext) => Promise<void>;
@@ -51,13 +58,15 @@ export function describe(
   const it = (name: string, second: TestOptions | TestBody, third?: TestBody): void => {
     const own: TestOptions = typeof second === "function" ? {} : second;
     const body = typeof second === "function" ? second : third;
-    if (!body) throw new Error(`sanity test ${JSON.stringify(name)} has no body`);
+    if (!body)
+      throw new CsikitError("CSIKIT_ERR_SANITY_CATALOGUE", `sanity test ${JSON.stringify(name)} has no body`);
     tests.push({
       service,
       group,
       name,
       requires: [...(options.requires ?? []), ...(own.requires ?? [])],
       mounts: own.mounts ?? options.mounts ?? false,
+      inspectsNode: own.inspectsNode ?? options.inspectsNode ?? false,
       run: body,
     });
   };

@@ -1,6 +1,8 @@
 // Gates and outcomes shared by the test model and the context: capability requirements and how
 // they are checked, and the errors a test throws to end as skipped.
 
+import { CsikitError } from "../base/index.ts";
+
 export type ServiceName = "Identity" | "Controller" | "Node" | "GroupController";
 
 /** Which capability list a requirement names: plugin (Identity), controller, node or group controller. */
@@ -37,7 +39,11 @@ export function capabilityGate(requires: readonly Requirement[], caps: Capabilit
     const colon = body.indexOf(":");
     const scope = body.slice(0, colon);
     const name = body.slice(colon + 1);
-    if (!isScope(scope)) throw new Error(`sanity: bad capability requirement ${JSON.stringify(requirement)}`);
+    if (!isScope(scope))
+      throw new CsikitError(
+        "CSIKIT_ERR_SANITY_CATALOGUE",
+        `sanity: bad capability requirement ${JSON.stringify(requirement)}`,
+      );
     const has = caps[scope].has(name);
     if (!negated && !has) return `driver lacks ${SCOPE_WORDS[scope]} capability ${name}`;
     if (negated && has) return `driver has ${SCOPE_WORDS[scope]} capability ${name}`;
@@ -50,9 +56,9 @@ function isScope(value: string): value is CapabilityScope {
 }
 
 /** Thrown inside a test to end it as skipped with `reason`. */
-export class SkipTest extends Error {
+export class SkipTest extends CsikitError {
   constructor(reason: string) {
-    super(reason);
+    super("CSIKIT_ERR_SANITY_SKIP", reason);
     this.name = "SkipTest";
   }
 }

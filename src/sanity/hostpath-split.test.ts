@@ -35,6 +35,8 @@ async function splitDriver(
     vendorVersion: "0.0.0-test",
     // The suite's staging and target dirs are made under `dir`.
     allowedPathRoots: [dir],
+    enableControllerModifyVolume: true,
+    enableSnapshotMetadata: true,
   };
   const controller = await serveHostpathDriver({
     ...common,
@@ -103,7 +105,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       for (const r of report.results.filter((result) => result.outcome === "skipped")) {
         assert.match(
           r.reason ?? "",
-          /^driver (lacks|has) (plugin|controller|node|group controller) capability [A-Z_]+$/,
+          /^(driver (lacks|has) (plugin|controller|node|group controller) capability [A-Z_]+|needs mount privilege: .+)$/,
         );
       }
       assert.ok(
@@ -111,7 +113,10 @@ if (isRoot && hasUnshare && !inNamespace) {
         `Controller tests ran against --controller-endpoint: ${passed.Controller}`,
       );
       assert.ok(passed.GroupController >= 10, `GroupController tests ran: ${passed.GroupController}`);
-      assert.ok(passed.Node >= 30, `Node tests ran against --endpoint: ${passed.Node}`);
+      // Without mount privilege the mounting Node tests skip (for that reason, checked above); the
+      // rest must still have run against --endpoint.
+      const minimumNode = isRoot ? 30 : 10;
+      assert.ok(passed.Node >= minimumNode, `Node tests ran against --endpoint: ${passed.Node}`);
       if (isRoot) {
         const lifecycle = report.results.filter((r) => r.group === "Lifecycle" && r.outcome === "passed");
         assert.ok(lifecycle.length > 0, "as root the mounting lifecycle tests ran across both endpoints");

@@ -45,6 +45,8 @@ if (isRoot && hasUnshare && !inNamespace) {
       stateDir: join(dir, "state"),
       vendorVersion: "0.0.0-test",
       allowedPathRoots: [dir],
+      enableControllerModifyVolume: true,
+      enableSnapshotMetadata: true,
     });
     t.after(() => driver.close());
     const lines: string[] = [];
@@ -76,6 +78,9 @@ if (isRoot && hasUnshare && !inNamespace) {
       const mountSkips = report.results.filter((r) => r.reason?.startsWith("needs mount privilege"));
       assert.equal(mountSkips.length, 0, `as root nothing may skip for mount privilege:\n${text}`);
     }
+    const metadata = report.results.filter((r) => r.group.startsWith("GetMetadata"));
+    assert.ok(metadata.length >= 8, "the SnapshotMetadata tests are in the catalogue");
+    for (const r of metadata) assert.equal(r.outcome, "passed", `${r.group}: ${r.name} ${r.reason ?? ""}`);
     assert.deepEqual(report.warnings, []);
   });
 }

@@ -8,7 +8,7 @@
 // dependent of it still exists. Directories are removed without recursion, so a path that is
 // still a mount point is reported, never emptied.
 
-import { lstat, rmdir, unlink } from "node:fs/promises";
+import type { PathKind, PathOps } from "./paths.ts";
 import { errorCode, errorMessage } from "../base/index.ts";
 import { GrpcStatus } from "../csi/index.ts";
 import type { CsiClient } from "../csi/index.ts";
@@ -41,13 +41,14 @@ export interface ResourceTrackerOptions {
   node: CsiClient;
   controller: CsiClient;
   secrets: SanitySecrets;
+  paths: PathOps;
 }
 
 export class ResourceTracker {
   readonly #options: ResourceTrackerOptions;
   #entries: Entry[] = [];
   /** Directories made for the test, removed last, deepest (newest) first. */
-  #paths: string[] = [];
+  #paths: { path: string; kind: PathKind }[] = [];
 
   constructor(options: ResourceTrackerOptions) {
     this.#options = options;
@@ -72,8 +73,8 @@ export class ResourceTracker {
     this.#add({ kind: "groupSnapshot", groupSnapshotId, snapshotIds });
   }
   /** A path (file or directory) the suite made or the driver may have left: removed non-recursively. */
-  path(path: string): void {
-    if (!this.#paths.includes(path)) this.#paths.push(path);
+  path(path: string, kind: PathKind): void {
+    if (!this.#paths.some((p) => p.path === path)) this.#paths.push({ path, kind });
   }
 
   /** The test undid something itself: stop tracking it. */
@@ -108,9 +109,12 @@ export class ResourceTracker {
       }
     }
     this.#entries = [];
-    for (const path of this.#paths.reverse()) {
-      const problem = await removeQuietly(path);
-      if (problem) problems.push(problem);
+    for (const { path, kind } of this.#paths.reverse()) {
+      try {
+        await this.#options.paths.remove(path, kind);
+      } catch (error) {
+        problems.push(`cleanup left ${path} behind: ${errorMessage(error)}`);
+      }
     }
     this.#paths = [];
     return problems;
@@ -199,16 +203,4 @@ function describe(entry: Entry): string {
 /** NOT_FOUND while undoing means there is nothing left to undo. */
 function isGone(error: unknown): boolean {
   return errorCode(error) === GrpcStatus.NOT_FOUND;
-}
-
-async function removeQuietly(path: string): Promise<string | undefined> {
-  try {
-    const stat = await lstat(path);
-    if (stat.isDirectory()) await rmdir(path);
-    else await unlink(path);
-    return undefined;
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") return undefined;
-    return `cleanup left ${path} behind: ${errorMessage(error)}`;
-  }
 }

@@ -9,6 +9,7 @@
 // controller endpoint and node capabilities from --endpoint; a node endpoint without the Node
 // service (UNIMPLEMENTED) skips the Node tests with that reason instead of failing setup.
 
+import { pathOps } from "./paths.ts";
 import { mkdtemp, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
@@ -77,6 +78,8 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
         secrets: options.secrets ?? {},
         parameters: options.parameters ?? {},
         mutableParameters: options.mutableParameters ?? {},
+        snapshotParameters: options.snapshotParameters ?? {},
+        paths: pathOps(options.pathCommands),
       };
       const env: SanityEnvironment = {
         node,
@@ -201,7 +204,10 @@ async function runOne(options: {
   const gate =
     capabilityGate(test.requires, env.caps) ??
     (test.service === "Node" ? env.nodeUnavailable : undefined) ??
-    (test.mounts ? env.mountUnavailable : undefined);
+    (test.mounts ? env.mountUnavailable : undefined) ??
+    (test.inspectsNode && env.settings.paths.remote
+      ? "inspects the node's paths itself, and path commands say the node runs elsewhere"
+      : undefined);
   if (gate !== undefined) return { ...base, outcome: "skipped", reason: gate, durationMs: 0 };
 
   const started = performance.now();
@@ -214,6 +220,7 @@ async function runOne(options: {
     node: env.node,
     controller: env.controller,
     secrets: env.settings.secrets,
+    paths: env.settings.paths,
   });
   const t = new TestContext({ env, mounts: test.mounts, resources, signal: abort.signal });
   // Both branches settle to a value, so the losing side of the race never rejects unhandled.

@@ -745,3 +745,67 @@ test("crash during group snapshot create and delete: retry finishes the create; 
   ) as PersistedState;
   assert.deepEqual([Object.keys(state.groupSnapshots), Object.keys(state.snapshots)], [[], []]);
 });
+
+test("upstream defaults: ModifyVolume off until enabled, then every key; expansion sides can be withheld", async (t) => {
+  const upstream = await startTestDriver(t, {
+    enableControllerModifyVolume: false,
+    acceptedMutableParameterNames: [],
+  });
+  const volume = (
+    await upstream.client.controller.createVolume({ name: "u", volumeCapabilities: [MOUNT_RW] })
+  ).volume!;
+  assert.ok(!((await served(upstream.client)).controller as string[]).includes("MODIFY_VOLUME"));
+  const message = await rejectsWith(
+    upstream.client.controller.controllerModifyVolume({
+      volumeId: volume.volumeId,
+      mutableParameters: { iops: "1" },
+    }),
+    GrpcStatus.UNIMPLEMENTED,
+  );
+  assert.match(message, /--enable-controller-modify-volume/);
+
+  const open = await startTestDriver(t, {
+    enableControllerModifyVolume: true,
+    acceptedMutableParameterNames: [],
+  });
+  const any = (
+    await open.client.controller.createVolume({
+      name: "any",
+      volumeCapabilities: [MOUNT_RW],
+      mutableParameters: { color: "red" },
+    })
+  ).volume!;
+  await open.client.controller.controllerModifyVolume({
+    volumeId: any.volumeId,
+    mutableParameters: { color: "blue", anything: "goes" },
+  });
+
+  const noController = await startTestDriver(t, { disableControllerExpansion: true });
+  const caps = await served(noController.client);
+  assert.ok(!(caps.controller as string[]).includes("EXPAND_VOLUME"));
+  assert.ok(!(caps.plugin as string[]).includes("expansion:ONLINE"));
+  assert.ok((caps.node as string[]).includes("EXPAND_VOLUME"));
+  const noNode = await startTestDriver(t, { disableNodeExpansion: true });
+  assert.ok(!((await served(noNode.client)).node as string[]).includes("EXPAND_VOLUME"));
+  await rejectsWith(
+    noNode.client.node.nodeExpandVolume({ volumeId: "vol-1", volumePath: "/x" }),
+    GrpcStatus.UNIMPLEMENTED,
+  );
+  const none = await served((await startTestDriver(t, { enableVolumeExpansion: false })).client);
+  assert.ok(!(none.controller as string[]).includes("EXPAND_VOLUME"));
+  assert.ok(!(none.node as string[]).includes("EXPAND_VOLUME"));
+});
+
+test("--attach-limit: ControllerPublishVolume past the limit on one node is RESOURCE_EXHAUSTED", async (t) => {
+  const { client } = await startTestDriver(t, { attachLimit: 1 });
+  const ids: string[] = [];
+  for (const name of ["a1", "a2"])
+    ids.push(
+      (await client.controller.createVolume({ name, volumeCapabilities: [MOUNT_RW] })).volume!.volumeId,
+    );
+  const publish = (volumeId: string) =>
+    client.controller.controllerPublishVolume({ volumeId, nodeId: "node-1", volumeCapability: MOUNT_RW });
+  await publish(ids[0]!);
+  const message = await rejectsWith(publish(ids[1]!), GrpcStatus.RESOURCE_EXHAUSTED);
+  assert.match(message, /--attach-limit/);
+});

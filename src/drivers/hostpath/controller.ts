@@ -63,12 +63,12 @@ export function controllerCapabilities(config: HostpathConfig): ControllerServic
     "LIST_SNAPSHOTS",
     "GET_SNAPSHOT",
     "CLONE_VOLUME",
-    "EXPAND_VOLUME",
     "VOLUME_CONDITION",
     "GET_VOLUME",
     "SINGLE_NODE_MULTI_WRITER",
-    "MODIFY_VOLUME",
   ];
+  if (config.controllerExpansion) list.push("EXPAND_VOLUME");
+  if (config.enableControllerModifyVolume) list.push("MODIFY_VOLUME");
   if (config.enableAttach) list.push("PUBLISH_UNPUBLISH_VOLUME", "PUBLISH_READONLY");
   return list;
 }
@@ -350,15 +350,22 @@ function checkMutableParameters(
   parameters: Record<string, string>,
   field: string,
 ): void {
-  const unknown = Object.keys(parameters).filter((k) => !context.config.acceptedMutableParameterNames.has(k));
+  const accepted = context.config.acceptedMutableParameterNames;
+  // No list: every key is mutable, as upstream without --accepted-mutable-parameter-names.
+  if (accepted.size === 0) return;
+  const unknown = Object.keys(parameters).filter((k) => !accepted.has(k));
   if (unknown.length > 0)
     throw invalid(
-      `${field} has unsupported keys ${unknown.join(", ")} (accepted: ${[...context.config.acceptedMutableParameterNames].join(", ") || "none"})`,
+      `${field} has unsupported keys ${unknown.join(", ")} (accepted: ${[...accepted].join(", ")}; flag --accepted-mutable-parameter-names)`,
     );
 }
 
 function knownNode(context: ControllerContext, nodeId: string): boolean {
   return nodeId === context.config.nodeId || context.store.current.knownNodes.includes(nodeId);
+}
+
+function requireOffered(offered: boolean, method: string, flag: string): void {
+  if (!offered) throw new CsiError(GrpcStatus.UNIMPLEMENTED, `${method} is not offered (${flag})`);
 }
 
 function requireAttach(context: ControllerContext, method: string): void {
@@ -445,6 +452,11 @@ export function controllerHandlers(context: ControllerContext): Partial<Controll
             `volume ${id} is already published to node ${others.join(", ")} and the access mode is single-node`,
           );
         await context.store.update((draft) => {
+          if (config.attachLimit > 0 && publishedCount(draft, nodeId) >= config.attachLimit)
+            throw new CsiError(
+              GrpcStatus.RESOURCE_EXHAUSTED,
+              `node ${nodeId} already has the maximum of ${config.attachLimit} volumes attached (flag --attach-limit)`,
+            );
           if (config.maxVolumesPerNode > 0 && publishedCount(draft, nodeId) >= config.maxVolumesPerNode)
             throw new CsiError(
               GrpcStatus.RESOURCE_EXHAUSTED,
@@ -546,6 +558,11 @@ export function controllerHandlers(context: ControllerContext): Partial<Controll
     },
 
     async controllerExpandVolume(request) {
+      requireOffered(
+        config.controllerExpansion,
+        "ControllerExpandVolume",
+        "flags --enable-volume-expansion, --disable-controller-expansion",
+      );
       const id = required(request.volumeId, "volume_id");
       if (!request.capacityRange) throw invalid("capacity_range is required");
       const range = sizeRange(request.capacityRange);
@@ -585,6 +602,11 @@ export function controllerHandlers(context: ControllerContext): Partial<Controll
     },
 
     async controllerModifyVolume(request) {
+      requireOffered(
+        config.enableControllerModifyVolume,
+        "ControllerModifyVolume",
+        "flag --enable-controller-modify-volume",
+      );
       const id = required(request.volumeId, "volume_id");
       if (Object.keys(request.mutableParameters).length === 0)
         throw invalid("mutable_parameters is required");

@@ -18,6 +18,7 @@ export const EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral";
 export const DEFAULT_MAX_VOLUME_SIZE = 1024 ** 4;
 /** Size of a volume created without a capacity range: small, and always satisfiable. */
 export const DEFAULT_VOLUME_SIZE = 1024 * 1024;
+/** Example mutable parameter keys (tests and `csikit start` use them; the driver accepts any by default). */
 export const DEFAULT_MUTABLE_PARAMETERS: readonly string[] = ["iops", "throughput"];
 /** Where staging and target paths live on a real node: the kubelet's root directory. */
 export const DEFAULT_ALLOWED_PATH_ROOTS: readonly string[] = ["/var/lib/kubelet"];
@@ -55,8 +56,27 @@ export interface HostpathOptions {
    * inside (absolute; symlinks are resolved when the server starts). Default ["/var/lib/kubelet"].
    */
   allowedPathRoots?: readonly string[];
-  /** Keys ControllerModifyVolume accepts. Default ["iops", "throughput"]. */
+  /**
+   * Keys ControllerModifyVolume (and CreateVolume mutable_parameters) accept. Default empty:
+   * every key, as upstream; a non-empty list is csikit's stricter mode.
+   */
   acceptedMutableParameterNames?: readonly string[];
+  /** Offer MODIFY_VOLUME (ControllerModifyVolume). Default false, as upstream. */
+  enableControllerModifyVolume?: boolean;
+  /** Offer volume expansion (controller and node side). Default true, as upstream. */
+  enableVolumeExpansion?: boolean;
+  /** Withhold controller-side expansion (EXPAND_VOLUME, the ONLINE plugin capability). Default false. */
+  disableControllerExpansion?: boolean;
+  /** Withhold node-side expansion (node EXPAND_VOLUME). Default false. */
+  disableNodeExpansion?: boolean;
+  /** Largest size NodeExpandVolume accepts in bytes; 0 = maxVolumeSize (upstream's default). */
+  maxVolumeSizeNode?: number;
+  /** Volumes ControllerPublishVolume attaches to one node before RESOURCE_EXHAUSTED; 0 = no limit. */
+  attachLimit?: number;
+  /** Serve the SnapshotMetadata service (GetMetadataAllocated/Delta). Default false, as upstream. */
+  enableSnapshotMetadata?: boolean;
+  /** Block metadata type the SnapshotMetadata service answers with. Default FIXED_LENGTH. */
+  snapshotMetadataBlockType?: "FIXED_LENGTH" | "VARIABLE_LENGTH";
   /** Default silent. */
   logger?: Logger;
   /** Wall clock in ms, for snapshot creation times. Default Date.now. */
@@ -101,7 +121,17 @@ export class HostpathConfig {
   readonly nodeService: boolean;
   readonly controllerService: boolean;
   readonly enableAttach: boolean;
+  /** Empty = every key is accepted. */
   readonly acceptedMutableParameterNames: ReadonlySet<string>;
+  readonly enableControllerModifyVolume: boolean;
+  /** Controller side of expansion offered (enable and not disabled). */
+  readonly controllerExpansion: boolean;
+  /** Node side of expansion offered (enable and not disabled). */
+  readonly nodeExpansion: boolean;
+  readonly maxVolumeSizeNode: number;
+  readonly attachLimit: number;
+  readonly enableSnapshotMetadata: boolean;
+  readonly snapshotMetadataBlockType: "FIXED_LENGTH" | "VARIABLE_LENGTH";
   /** Normalized, absolute; not yet symlink-resolved (that is I/O, done by the server). */
   readonly allowedPathRoots: readonly string[];
   readonly logger: Logger;
@@ -136,9 +166,23 @@ export class HostpathConfig {
     if (!this.nodeService && !this.controllerService)
       throw new ValidationError("at least one of --node-service and --controller-service must be true");
     this.enableAttach = options.enableAttach ?? true;
-    this.acceptedMutableParameterNames = new Set(
-      options.acceptedMutableParameterNames ?? DEFAULT_MUTABLE_PARAMETERS,
-    );
+    this.acceptedMutableParameterNames = new Set(options.acceptedMutableParameterNames ?? []);
+    this.enableControllerModifyVolume = options.enableControllerModifyVolume ?? false;
+    const expansion = options.enableVolumeExpansion ?? true;
+    this.controllerExpansion = expansion && !(options.disableControllerExpansion ?? false);
+    this.nodeExpansion = expansion && !(options.disableNodeExpansion ?? false);
+    this.maxVolumeSizeNode =
+      nonNegativeInteger(options.maxVolumeSizeNode ?? 0, "max volume size on the node") || this.maxVolumeSize;
+    this.attachLimit = nonNegativeInteger(options.attachLimit ?? 0, "attach limit");
+    this.enableSnapshotMetadata = options.enableSnapshotMetadata ?? false;
+    this.snapshotMetadataBlockType = options.snapshotMetadataBlockType ?? "FIXED_LENGTH";
+    if (
+      this.snapshotMetadataBlockType !== "FIXED_LENGTH" &&
+      this.snapshotMetadataBlockType !== "VARIABLE_LENGTH"
+    )
+      throw new ValidationError(
+        `snapshot metadata block type ${JSON.stringify(this.snapshotMetadataBlockType)} is invalid (flag --snapshot-metadata-block-type): want FIXED_LENGTH or VARIABLE_LENGTH`,
+      );
     this.allowedPathRoots = allowedRoots(options.allowedPathRoots ?? DEFAULT_ALLOWED_PATH_ROOTS);
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;

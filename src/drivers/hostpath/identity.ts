@@ -16,7 +16,10 @@ export function identityHandlers(config: HostpathConfig, ready: () => boolean): 
         if (config.enableTopology)
           capabilities.push({ service: { type: "VOLUME_ACCESSIBILITY_CONSTRAINTS" } });
         // ONLINE as upstream: a published volume may grow (block via losetup -c on the node).
-        capabilities.push({ volumeExpansion: { type: "ONLINE" } });
+        if (config.controllerExpansion) capabilities.push({ volumeExpansion: { type: "ONLINE" } });
+        // Served beside the controller, which owns the snapshots.
+        if (config.enableSnapshotMetadata)
+          capabilities.push({ service: { type: "SNAPSHOT_METADATA_SERVICE" } });
       }
       return Promise.resolve({ capabilities });
     },

@@ -14,4 +14,3 @@ export {
   EPHEMERAL_CONTEXT_KEY,
   type HostpathOptions,
 } from "./driver.ts";
-export { parseQuantity } from "./quantity.ts";

@@ -5,7 +5,7 @@
 
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import { isErrno } from "../../base/index.ts";
+import { CsikitError, isErrno } from "../../base/index.ts";
 
 /** Reads and parses `file`; undefined when it does not exist. */
 export async function readJsonFile(file: string): Promise<unknown> {
@@ -19,9 +19,13 @@ export async function readJsonFile(file: string): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new Error(`state file ${file} is not valid JSON: ${error instanceof Error ? error.message : ""}`, {
-      cause: error,
-    });
+    throw new CsikitError(
+      "CSIKIT_ERR_HOSTPATH_STATE",
+      `state file ${file} is not valid JSON: ${error instanceof Error ? error.message : ""}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

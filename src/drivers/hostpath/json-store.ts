@@ -4,6 +4,7 @@
 // other update; the copy becomes current only after it is durably on disk, and updates are
 // applied one at a time in call order.
 
+import { CsikitError } from "../../base/index.ts";
 import { readJsonFile, writeJsonFile } from "./json-file.ts";
 
 export interface JsonStoreOptions<T> {
@@ -34,7 +35,8 @@ export class JsonStore<T> {
 
   /** The committed document. Treat it as read-only. */
   get current(): T {
-    if (this.#current === undefined) throw new Error(`state ${this.file} used before load()`);
+    if (this.#current === undefined)
+      throw new CsikitError("CSIKIT_ERR_INTERNAL", `state ${this.file} used before load()`);
     return this.#current;
   }
 

@@ -6,7 +6,7 @@
 
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, open, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, rename, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus } from "../../csi/index.ts";
 import { nodeFileName } from "./ids.ts";
@@ -446,4 +446,98 @@ test("crash during inline ephemeral create and delete: retry finishes the create
   } finally {
     await unmountUnder(driver.dir);
   }
+});
+
+/** Everything that exists under `dir` (recursively), as relative paths. */
+async function entriesUnder(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true }).catch(() => [])).sort();
+}
+
+test("traversal corpus: no file, directory or mount appears outside the allowed roots", async (t) => {
+  const driver = await startTestDriver(t);
+  t.after(() => unmountUnder(driver.dir));
+  const { client, dir: root } = driver;
+  const outside = join(scratch, "outside");
+  await mkdir(outside, { recursive: true });
+  const volumeId = (await client.controller.createVolume({ name: "walk", volumeCapabilities: [MOUNT_RW] }))
+    .volume!.volumeId;
+  const staging = join(root, "staging");
+  await client.node.nodeStageVolume({ volumeId, stagingTargetPath: staging, volumeCapability: MOUNT_RW });
+  await mkdir(join(root, "a"));
+  await mkdir(join(root, "inside"));
+  await symlink(outside, join(root, "abs")); // absolute symlink out
+  await symlink(outside, join(root, "a", "deep")); // a symlink one level further down
+  await symlink("../".repeat(12) + outside.slice(1), join(root, "rel")); // relative, climbing out
+  await symlink(outside, join(root, "final")); // a symlink as the final component
+  await symlink(join(root, "inside"), join(root, "in-final")); // final symlink, even pointing inside
+  const corpus = [
+    join(root, "..", "outside-x"),
+    `${root}/a/../../x`,
+    join(root, "abs", "x"),
+    join(root, "a", "deep", "x"),
+    join(root, "rel", "x"),
+    join(root, "final"),
+    join(root, "in-final"),
+    root,
+  ];
+  for (const target of corpus) {
+    const publish = rejectsWith(
+      client.node.nodePublishVolume({
+        volumeId,
+        stagingTargetPath: staging,
+        targetPath: target,
+        volumeCapability: MOUNT_RW,
+      }),
+      GrpcStatus.INVALID_ARGUMENT,
+    );
+    assert.match(await publish, new RegExp(`target_path "${target.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`));
+    // Staging under the same path: refused wherever the parent leads out (under the root
+    // itself and under a link that stays inside, staging is legitimately inside).
+    if (target === root || target.endsWith("in-final")) continue;
+    const stage = join(target, "staging-x");
+    await rejectsWith(
+      client.node.nodeStageVolume({ volumeId, stagingTargetPath: stage, volumeCapability: MOUNT_RW }),
+      GrpcStatus.INVALID_ARGUMENT,
+    );
+  }
+  // A symlink inside the roots that stays inside is followed for the parent (its real path is
+  // checked), and the mount lands at the real place.
+  const viaLink = join(root, "in-final", "pod");
+  await client.node.nodePublishVolume({
+    volumeId,
+    stagingTargetPath: staging,
+    targetPath: viaLink,
+    volumeCapability: MOUNT_RW,
+  });
+  assert.ok((await mountsUnder(root)).includes(join(root, "inside", "pod")));
+  await client.node.nodeUnpublishVolume({ volumeId, targetPath: viaLink });
+  assert.deepEqual(await entriesUnder(outside), [], "nothing was created outside the roots");
+  assert.deepEqual(await mountsUnder(outside), [], "nothing was mounted outside the roots");
+
+  // A parent swapped for a symlink out between the check and the mount, many times: the call
+  // may succeed (inside, where the held directory now lives) or fail, never act outside.
+  for (let i = 0; i < 40; i++) {
+    const parent = join(root, `race-${i}`);
+    await mkdir(parent);
+    const target = join(parent, "pod");
+    const call = client.node
+      .nodePublishVolume({
+        volumeId,
+        stagingTargetPath: staging,
+        targetPath: target,
+        volumeCapability: MOUNT_RW,
+      })
+      .then(
+        () => "ok",
+        (error: unknown) => String(error),
+      );
+    const swapped = join(root, `swap-${i}`);
+    await symlink(outside, swapped);
+    await rename(parent, join(root, `moved-${i}`));
+    await rename(swapped, parent);
+    await call;
+    assert.deepEqual(await entriesUnder(outside), [], `round ${i}: nothing created outside`);
+    assert.deepEqual(await mountsUnder(outside), [], `round ${i}: nothing mounted outside`);
+  }
+  await unmountUnder(root);
 });

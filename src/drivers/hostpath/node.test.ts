@@ -66,7 +66,7 @@ test("node service with real mounts in a private mount namespace", { skip: NEEDS
     { HOSTPATH_TEST_DIR: dir, TMPDIR: dir },
   );
   assert.equal(code, 0, output);
-  assert.match(output, /pass 9/);
+  assert.match(output, /pass 10/);
 });
 
 test(

@@ -11,6 +11,7 @@
 // things created or removed outside the state dir are the given path itself (never parents).
 // Where the process may not mount, these calls answer FAILED_PRECONDITION saying why.
 
+import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, rm, rmdir, statfs, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { isErrno, errorMessage } from "../../base/index.ts";
@@ -29,7 +30,8 @@ import { isLoopBind, mountAtPath, mountStateOf, type MountState } from "./node-m
 import { pathProblem } from "./paths.ts";
 import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
 import type { AccessType, NodeStateData, VolumeSource } from "./state.ts";
-import { attachLoop, bindMount, detachLoops, loopDevicesOf, refreshLoops, unmount } from "./system.ts";
+import { attachLoop, bindMountOnto, detachLoops, loopDevicesOf, refreshLoops, unmount } from "./system.ts";
+import { openBeneath, openFinal, type Beneath } from "./beneath.ts";
 
 export interface NodeContext {
   config: HostpathConfig;
@@ -43,13 +45,17 @@ export interface NodeContext {
   mountProblem: () => Promise<string | undefined>;
 }
 
-export const NODE_CAPABILITIES: readonly NodeServiceCapability_RPC_Type[] = [
-  "STAGE_UNSTAGE_VOLUME",
-  "GET_VOLUME_STATS",
-  "EXPAND_VOLUME",
-  "VOLUME_CONDITION",
-  "SINGLE_NODE_MULTI_WRITER",
-];
+/** The node capabilities this driver implements (NodeGetCapabilities lists them). */
+export function nodeCapabilities(config: HostpathConfig): NodeServiceCapability_RPC_Type[] {
+  const list: NodeServiceCapability_RPC_Type[] = [
+    "STAGE_UNSTAGE_VOLUME",
+    "GET_VOLUME_STATS",
+    "VOLUME_CONDITION",
+    "SINGLE_NODE_MULTI_WRITER",
+  ];
+  if (config.nodeExpansion) list.push("EXPAND_VOLUME");
+  return list;
+}
 
 interface NodeVolume {
   id: string;
@@ -67,6 +73,53 @@ function checkPath(context: NodeContext, value: string, field: string): string {
   });
   if (problem) throw invalid(`${field} ${JSON.stringify(value)} ${problem}`);
   return value;
+}
+
+/**
+ * checkPath, then resolve-beneath (beneath.ts): where the path really is must also lie inside
+ * the roots. The caller closes the result.
+ */
+async function resolvePath(context: NodeContext, value: string, field: string): Promise<Beneath> {
+  checkPath(context, value, field);
+  const result = await openBeneath(value, {
+    stateDir: context.config.stateDir,
+    allowedRoots: context.allowedRoots,
+  });
+  if (typeof result === "string") throw invalid(`${field} ${JSON.stringify(value)} ${result}`);
+  return result;
+}
+
+/** Runs `body` with `value` resolved beneath the roots; the held directory is closed after. */
+async function withPath<T>(
+  context: NodeContext,
+  value: string,
+  field: string,
+  body: (path: Beneath) => Promise<T>,
+): Promise<T> {
+  const path = await resolvePath(context, value, field);
+  try {
+    return await body(path);
+  } finally {
+    await path.close();
+  }
+}
+
+/** Bind-mounts onto exactly the checked final component of `target` (see system.ts). */
+async function mountOnto(source: string | Beneath, target: Beneath, readonly: boolean): Promise<void> {
+  const targetHandle = await openFinal(target);
+  const sourceHandle =
+    typeof source === "string"
+      ? source
+      : await openFinal(source).catch(async (error: unknown) => {
+          await targetHandle.close();
+          throw error;
+        });
+  try {
+    await bindMountOnto(sourceHandle, targetHandle, { readonly, reopen: () => openFinal(target) });
+  } finally {
+    await targetHandle.close();
+    if (typeof sourceHandle !== "string") await sourceHandle.close();
+  }
 }
 
 async function requireMountPrivilege(context: NodeContext): Promise<void> {
@@ -103,48 +156,49 @@ async function findVolume(context: NodeContext, id: string): Promise<NodeVolume>
 }
 
 /** Creates `path` as a directory (not its parents); an existing directory is fine. */
-async function ensureDirectory(path: string, field: string): Promise<void> {
+async function ensureDirectory(path: Beneath, field: string): Promise<void> {
+  if (path.missing) throw invalid(`the parent directory of ${field} ${path.real} does not exist`);
   try {
-    await mkdir(path, { mode: 0o750 });
+    await mkdir(path.at, { mode: 0o750 });
   } catch (error) {
     if (isErrno(error, "EEXIST")) {
-      if ((await lstat(path)).isDirectory()) return;
-      throw invalid(`${field} ${path} exists and is not a directory`);
+      if ((await lstat(path.at)).isDirectory()) return;
+      throw invalid(`${field} ${path.real} exists and is not a directory`);
     }
-    if (isErrno(error, "ENOENT")) throw invalid(`the parent directory of ${field} ${path} does not exist`);
     throw error;
   }
 }
 
 /** Creates `path` as an empty file (not its parents) to bind a device onto; an empty dir is replaced. */
-async function ensureFile(path: string, field: string): Promise<void> {
+async function ensureFile(path: Beneath, field: string): Promise<void> {
+  if (path.missing) throw invalid(`the parent directory of ${field} ${path.real} does not exist`);
   try {
-    const info = await lstat(path);
+    const info = await lstat(path.at);
     if (info.isFile()) return;
-    if (info.isDirectory() && (await readdir(path)).length === 0) await rmdir(path);
-    else throw invalid(`${field} ${path} exists and is neither a file nor an empty directory`);
+    if (info.isDirectory() && (await readdir(path.at)).length === 0) await rmdir(path.at);
+    else throw invalid(`${field} ${path.real} exists and is neither a file nor an empty directory`);
   } catch (error) {
     if (!isErrno(error, "ENOENT")) throw error;
   }
-  try {
-    const handle = await open(path, "a", 0o640);
-    await handle.close();
-  } catch (error) {
-    if (isErrno(error, "ENOENT")) throw invalid(`the parent directory of ${field} ${path} does not exist`);
-    throw error;
-  }
+  // O_NOFOLLOW: a symlink put in its place meanwhile is an error, never followed.
+  const handle = await open(path.at, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o640);
+  await handle.close();
 }
 
 /** Removes the file or empty directory the driver created at a target; content is never deleted. */
-async function removeMountPoint(context: NodeContext, path: string): Promise<void> {
+async function removeMountPoint(context: NodeContext, path: Beneath): Promise<void> {
+  if (path.missing) return;
   try {
-    const info = await lstat(path);
-    if (info.isDirectory()) await rmdir(path);
-    else if (info.isFile() && info.size === 0) await unlink(path);
+    const info = await lstat(path.at);
+    if (info.isDirectory()) await rmdir(path.at);
+    else if (info.isFile() && info.size === 0) await unlink(path.at);
   } catch (error) {
     if (isErrno(error, "ENOENT")) return;
     if (isErrno(error, "ENOTEMPTY") || isErrno(error, "EBUSY")) {
-      context.config.logger.warn("left a mount point in place", { path, reason: errorMessage(error) });
+      context.config.logger.warn("left a mount point in place", {
+        path: path.real,
+        reason: errorMessage(error),
+      });
       return;
     }
     throw error;
@@ -160,85 +214,105 @@ function conflict(field: string, path: string, why: string): CsiError {
   return new CsiError(GrpcStatus.ALREADY_EXISTS, `${field} ${path} already has ${why}`);
 }
 
-async function stageVolume(context: NodeContext, volume: NodeVolume, staging: string): Promise<void> {
+async function stageVolume(context: NodeContext, volume: NodeVolume, staging: Beneath): Promise<void> {
   if (volume.accessType === "mount") {
-    const state = await mountStateOf(staging, volume.dataPath);
+    const state = await mountStateOf(staging.real, volume.dataPath);
     if (state.kind === "ours") return;
-    if (state.kind === "other") throw conflict("staging_target_path", staging, "another mount");
+    if (state.kind === "other") throw conflict("staging_target_path", staging.real, "another mount");
     await ensureDirectory(staging, "staging_target_path");
-    await bindMount(volume.dataPath, staging, { readonly: false });
+    await mountOnto(volume.dataPath, staging, false);
     return;
   }
   await ensureDirectory(staging, "staging_target_path");
   const device = await attachLoop(volume.dataPath);
-  const file = join(staging, volume.id);
-  const state = await mountStateOf(file, device);
-  if (state.kind === "ours") return;
-  if (state.kind === "other") throw conflict("staging_target_path", file, "another mount");
-  await ensureFile(file, "staging_target_path");
-  await bindMount(device, file, { readonly: false });
+  const file = await staging.child(volume.id);
+  try {
+    const state = await mountStateOf(file.real, device);
+    if (state.kind === "ours") return;
+    if (state.kind === "other") throw conflict("staging_target_path", file.real, "another mount");
+    await ensureFile(file, "staging_target_path");
+    await mountOnto(device, file, false);
+  } finally {
+    await file.close();
+  }
 }
 
-async function unstageVolume(context: NodeContext, volume: NodeVolume, staging: string): Promise<void> {
+async function unstageVolume(context: NodeContext, volume: NodeVolume, staging: Beneath): Promise<void> {
   if (volume.accessType === "mount") {
-    const state = await mountStateOf(staging, volume.dataPath);
+    const state = await mountStateOf(staging.real, volume.dataPath);
     if (state.kind === "other")
       throw new CsiError(
         GrpcStatus.FAILED_PRECONDITION,
-        `staging_target_path ${staging} holds a mount of other data; not touching it`,
+        `staging_target_path ${staging.real} holds a mount of other data; not touching it`,
       );
-    if (state.kind === "ours") await unmountAll(staging);
+    if (state.kind === "ours") await unmountAll(staging.real);
     return;
   }
-  const file = join(staging, volume.id);
-  await unmountAll(file);
-  await removeMountPoint(context, file);
+  const file = await staging.child(volume.id);
+  try {
+    await unmountAll(file.real);
+    await removeMountPoint(context, file);
+  } finally {
+    await file.close();
+  }
   await detachLoops(volume.dataPath);
 }
 
 async function publishVolume(
-  context: NodeContext,
   volume: NodeVolume,
-  request: NodePublishVolumeRequest,
+  readonly: boolean,
+  staging: Beneath,
+  target: Beneath,
 ): Promise<void> {
-  const target = request.targetPath;
-  const readonly = request.readonly;
-  const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
   if (volume.accessType === "mount") {
-    const staged = await mountStateOf(staging, volume.dataPath);
+    const staged = await mountStateOf(staging.real, volume.dataPath);
     if (staged.kind !== "ours")
       throw new CsiError(
         GrpcStatus.FAILED_PRECONDITION,
-        `volume ${volume.id} is not staged at staging_target_path ${staging}`,
+        `volume ${volume.id} is not staged at staging_target_path ${staging.real}`,
       );
-    const state = await mountStateOf(target, volume.dataPath);
+    const state = await mountStateOf(target.real, volume.dataPath);
     if (state.kind === "ours") {
       if (state.entry.options.includes("ro") !== readonly)
-        throw conflict("target_path", target, `this volume mounted with readonly=${!readonly}`);
+        throw conflict("target_path", target.real, `this volume mounted with readonly=${!readonly}`);
       return;
     }
-    if (state.kind === "other") throw conflict("target_path", target, "another mount");
+    if (state.kind === "other") throw conflict("target_path", target.real, "another mount");
     await ensureDirectory(target, "target_path");
-    await bindMount(staging, target, { readonly });
+    await mountOnto(staging, target, readonly);
     return;
   }
-  const stagedFile = join(staging, volume.id);
-  const stagedMount = await mountAtPath(stagedFile);
+  const stagedFile = await staging.child(volume.id);
+  try {
+    await publishBlock(volume, readonly, staging, stagedFile, target);
+  } finally {
+    await stagedFile.close();
+  }
+}
+
+async function publishBlock(
+  volume: NodeVolume,
+  readonly: boolean,
+  staging: Beneath,
+  stagedFile: Beneath,
+  target: Beneath,
+): Promise<void> {
+  const stagedMount = await mountAtPath(stagedFile.real);
   const device = stagedMount ? `/dev/${stagedMount.root.slice(1)}` : undefined;
   if (!stagedMount || !device || !isLoopBind(stagedMount, device) || !/^\/dev\/loop\d+$/.test(device))
     throw new CsiError(
       GrpcStatus.FAILED_PRECONDITION,
-      `volume ${volume.id} is not staged at staging_target_path ${staging}`,
+      `volume ${volume.id} is not staged at staging_target_path ${staging.real}`,
     );
-  const state = await mountStateOf(target, device);
+  const state = await mountStateOf(target.real, device);
   if (state.kind === "ours") {
     if (state.entry.options.includes("ro") !== readonly)
-      throw conflict("target_path", target, `this volume mounted with readonly=${!readonly}`);
+      throw conflict("target_path", target.real, `this volume mounted with readonly=${!readonly}`);
     return;
   }
-  if (state.kind === "other") throw conflict("target_path", target, "another mount");
+  if (state.kind === "other") throw conflict("target_path", target.real, "another mount");
   await ensureFile(target, "target_path");
-  await bindMount(device, target, { readonly });
+  await mountOnto(device, target, readonly);
 }
 
 /**
@@ -260,7 +334,8 @@ async function volumeMountAt(volume: NodeVolume, path: string): Promise<MountSta
  * Unmounts this volume's mounts stacked at `target` (bounded) and removes the mount point only
  * once nothing is mounted there. A mount of other data on top is refused untouched.
  */
-async function unpublishVolume(context: NodeContext, volume: NodeVolume, target: string): Promise<void> {
+async function unpublishVolume(context: NodeContext, volume: NodeVolume, path: Beneath): Promise<void> {
+  const target = path.real;
   const state = await volumeMountAt(volume, target);
   if (state.kind === "other")
     throw new CsiError(
@@ -274,7 +349,7 @@ async function unpublishVolume(context: NodeContext, volume: NodeVolume, target:
     });
     return;
   }
-  await removeMountPoint(context, target);
+  await removeMountPoint(context, path);
 }
 
 function isEphemeralRequest(context: NodeContext, request: NodePublishVolumeRequest): boolean {
@@ -282,7 +357,11 @@ function isEphemeralRequest(context: NodeContext, request: NodePublishVolumeRequ
   return flag === "true" || (flag === undefined && context.config.ephemeral);
 }
 
-async function publishEphemeral(context: NodeContext, request: NodePublishVolumeRequest): Promise<void> {
+async function publishEphemeral(
+  context: NodeContext,
+  request: NodePublishVolumeRequest,
+  path: Beneath,
+): Promise<void> {
   const id = request.volumeId;
   const target = request.targetPath;
   if (capabilityAccessType(request.volumeCapability, "volume_capability") !== "mount")
@@ -297,11 +376,11 @@ async function publishEphemeral(context: NodeContext, request: NodePublishVolume
     });
   const dataPath = context.layout.ephemeralPath(dirName);
   await mkdir(dataPath, { recursive: true, mode: 0o777 });
-  const state = await mountStateOf(target, dataPath);
-  if (state.kind === "other") throw conflict("target_path", target, "another mount");
+  const state = await mountStateOf(path.real, dataPath);
+  if (state.kind === "other") throw conflict("target_path", path.real, "another mount");
   if (state.kind === "none") {
-    await ensureDirectory(target, "target_path");
-    await bindMount(dataPath, target, { readonly: request.readonly });
+    await ensureDirectory(path, "target_path");
+    await mountOnto(dataPath, path, request.readonly);
   }
   if (context.store.current.ephemeral[id]?.phase !== "ready")
     await context.store.update((draft) => {
@@ -320,9 +399,11 @@ export async function finishEphemeralDelete(context: NodeContext, id: string): P
       if (r) r.phase = "deleting";
     });
   const dataPath = context.layout.ephemeralPath(record.dirName);
-  const state = await mountStateOf(record.targetPath, dataPath).catch(() => ({ kind: "none" as const }));
-  if (state.kind === "ours") await unmountAll(record.targetPath);
-  if (state.kind !== "other") await removeMountPoint(context, record.targetPath);
+  await withPath(context, record.targetPath, "target_path", async (path) => {
+    const state = await mountStateOf(path.real, dataPath).catch(() => ({ kind: "none" as const }));
+    if (state.kind === "ours") await unmountAll(path.real);
+    if (state.kind !== "other") await removeMountPoint(context, path);
+  });
   await rm(dataPath, { recursive: true, force: true });
   await context.store.update((draft) => {
     delete draft.ephemeral[id];
@@ -386,7 +467,7 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
   const { config } = context;
   return {
     nodeGetCapabilities: () =>
-      Promise.resolve({ capabilities: NODE_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
+      Promise.resolve({ capabilities: nodeCapabilities(config).map((type) => ({ rpc: { type } })) }),
 
     nodeGetInfo: () =>
       Promise.resolve({
@@ -406,7 +487,9 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
           `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
         );
       await requireMountPrivilege(context);
-      await context.locks.run([`node-volume:${id}`], () => stageVolume(context, volume, staging));
+      await context.locks.run([`node-volume:${id}`], () =>
+        withPath(context, staging, "staging_target_path", (path) => stageVolume(context, volume, path)),
+      );
       return {};
     },
 
@@ -416,15 +499,22 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
       const volume = await findVolume(context, id);
       // Nothing staged there is success (spec: MUST answer OK), also for a plugin that could
       // never have mounted it; reading mountinfo needs no privilege.
-      const stagedAt = volume.accessType === "mount" ? staging : join(staging, volume.id);
+      const unstage = (): Promise<void> =>
+        withPath(context, staging, "staging_target_path", (path) => unstageVolume(context, volume, path));
+      const stagedAt = await withPath(context, staging, "staging_target_path", async (path) => {
+        if (volume.accessType === "mount") return path.real;
+        const file = await path.child(volume.id);
+        await file.close();
+        return file.real;
+      });
       if (!(await mountAtPath(stagedAt))) {
         if (volume.accessType === "block" && (await mayMount(context))) {
-          await context.locks.run([`node-volume:${id}`], () => unstageVolume(context, volume, staging));
+          await context.locks.run([`node-volume:${id}`], unstage);
         }
         return {};
       }
       await requireMountPrivilege(context);
-      await context.locks.run([`node-volume:${id}`], () => unstageVolume(context, volume, staging));
+      await context.locks.run([`node-volume:${id}`], unstage);
       return {};
     },
 
@@ -435,7 +525,9 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
       if (isEphemeralRequest(context, request)) {
         await requireMountPrivilege(context);
         await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
-          publishEphemeral(context, request),
+          withPath(context, request.targetPath, "target_path", (path) =>
+            publishEphemeral(context, request, path),
+          ),
         );
         return {};
       }
@@ -451,8 +543,13 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
           `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
         );
       await requireMountPrivilege(context);
+      checkPath(context, request.stagingTargetPath, "staging_target_path");
       await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
-        publishVolume(context, volume, request),
+        withPath(context, request.stagingTargetPath, "staging_target_path", (staging) =>
+          withPath(context, request.targetPath, "target_path", (target) =>
+            publishVolume(volume, request.readonly, staging, target),
+          ),
+        ),
       );
       return {};
     },
@@ -469,21 +566,26 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
         return {};
       }
       // Nothing published there is success (spec: MUST answer OK) without mount privilege.
-      if (!(await mountAtPath(target))) {
-        await removeMountPoint(context, target);
-        return {};
-      }
+      const published = await withPath(context, target, "target_path", async (path) => {
+        if (await mountAtPath(path.real)) return true;
+        await removeMountPoint(context, path);
+        return false;
+      });
+      if (!published) return {};
       await requireMountPrivilege(context);
       await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
-        unpublishVolume(context, volume, target),
+        withPath(context, target, "target_path", (path) => unpublishVolume(context, volume, path)),
       );
       return {};
     },
 
     async nodeGetVolumeStats(request) {
       const id = required(request.volumeId, "volume_id");
-      const path = checkPath(context, request.volumePath, "volume_path");
+      required(request.volumePath, "volume_path");
+      // The volume first: an unknown id is NOT_FOUND whatever the path (csi-sanity asks with
+      // volume_path "some/path" and expects NOT_FOUND).
       const volume = await findVolume(context, id);
+      const path = checkPath(context, request.volumePath, "volume_path");
       await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
       const problem = await dataProblem(volume.dataPath, volume.accessType);
       const usage =
@@ -497,7 +599,15 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
     },
 
     async nodeExpandVolume(request) {
+      if (!config.nodeExpansion)
+        throw new CsiError(
+          GrpcStatus.UNIMPLEMENTED,
+          "NodeExpandVolume is not offered (flags --enable-volume-expansion, --disable-node-expansion)",
+        );
       const id = required(request.volumeId, "volume_id");
+      required(request.volumePath, "volume_path");
+      // Unknown id before the path checks, as NodeGetVolumeStats.
+      const volume = await findVolume(context, id);
       const path = checkPath(context, request.volumePath, "volume_path");
       const candidates = [{ path, field: "volume_path" }];
       if (request.stagingTargetPath !== "")
@@ -507,8 +617,12 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
         });
       const range = sizeRange(request.capacityRange);
       if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
-      const volume = await findVolume(context, id);
       await requireVolumeAt(volume, candidates);
+      if (range.required > config.maxVolumeSizeNode)
+        throw new CsiError(
+          GrpcStatus.OUT_OF_RANGE,
+          `capacity_range.required_bytes ${range.required} exceeds the maximum volume size on the node ${config.maxVolumeSizeNode} (flag --max-volume-size-node)`,
+        );
       if (range.required > volume.sizeBytes)
         throw new CsiError(
           GrpcStatus.OUT_OF_RANGE,

@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathProblem, isInside, resolveRoots } from "./paths.ts";
 import { HostpathConfig } from "./driver.ts";
-import { parseQuantity } from "./quantity.ts";
 import { ephemeralDirName, isSnapshotId, isVolumeId, newSnapshotId, newVolumeId } from "./ids.ts";
 
 test("paths: hostile and sloppy paths are refused with a reason", () => {
@@ -36,18 +35,6 @@ test("paths: hostile and sloppy paths are refused with a reason", () => {
   }
   assert.equal(isInside("/a/b", "/a/"), true);
   assert.equal(isInside("/ab", "/a"), false);
-});
-
-test("quantity: binary, decimal and plain byte counts", () => {
-  assert.equal(parseQuantity("1Gi"), 1n << 30n);
-  assert.equal(parseQuantity("100Mi"), 100n << 20n);
-  assert.equal(parseQuantity("5G"), 5_000_000_000n);
-  assert.equal(parseQuantity("1024"), 1024n);
-  assert.equal(parseQuantity("1.5Ki"), 1536n);
-  assert.equal(parseQuantity("1e3"), 1000n);
-  assert.equal(parseQuantity("0.5"), 1n);
-  for (const bad of ["", "1GB", "-1Gi", "Gi", "1 Gi x", "9Ei"])
-    assert.throws(() => parseQuantity(bad), /quantity/);
 });
 
 test("ids: generated IDs validate; anything else does not", () => {

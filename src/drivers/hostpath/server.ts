@@ -17,6 +17,7 @@ import { identityHandlers } from "./identity.ts";
 import { finishEphemeralDelete, nodeHandlers, type NodeContext } from "./node.ts";
 import { Locks } from "./requests.ts";
 import { finishSnapshotDelete } from "./snapshots.ts";
+import { snapshotMetadataHandlers } from "./snapshot-metadata.ts";
 import { controllerStore, fileVolumeSource, memoryVolumeSource, nodeStore } from "./state.ts";
 import { mountProblem } from "./system.ts";
 import { claimControllerState } from "./owner.ts";
@@ -113,6 +114,9 @@ export async function serveHostpathDriver(
         ? {
             controller: controllerHandlers(controllerContext),
             groupController: groupControllerHandlers(controllerContext),
+            ...(config.enableSnapshotMetadata
+              ? { snapshotMetadata: snapshotMetadataHandlers(controllerContext) }
+              : {}),
           }
         : {}),
       ...(nodeContext ? { node: nodeHandlers(nodeContext) } : {}),

@@ -12,6 +12,7 @@
 //
 // Lookups that fail throw CsiError with the gRPC code the CSI spec asks for.
 
+import { CsikitError, isRecord } from "../../base/index.ts";
 import { CsiError, GrpcStatus } from "../../csi/index.ts";
 import { JsonStore } from "./json-store.ts";
 import { join } from "node:path";
@@ -85,35 +86,38 @@ export interface NodeStateData {
   ephemeral: Record<string, EphemeralRecord>;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 // The files are written only by this driver: the shape checks guard against a wrong or
 // foreign file, not against a hand-edited one.
 function isControllerState(value: unknown): value is ControllerStateData {
   return (
-    isObject(value) &&
+    isRecord(value) &&
     value.version === 1 &&
-    isObject(value.volumes) &&
-    isObject(value.snapshots) &&
-    isObject(value.groupSnapshots) &&
+    isRecord(value.volumes) &&
+    isRecord(value.snapshots) &&
+    isRecord(value.groupSnapshots) &&
     Array.isArray(value.knownNodes)
   );
 }
 
 function isNodeState(value: unknown): value is NodeStateData {
-  return isObject(value) && value.version === 1 && isObject(value.ephemeral);
+  return isRecord(value) && value.version === 1 && isRecord(value.ephemeral);
 }
 
 function validateControllerState(value: unknown, file: string): ControllerStateData {
   if (!isControllerState(value))
-    throw new Error(`state file ${file} is not a hostpath controller state (version 1)`);
+    throw new CsikitError(
+      "CSIKIT_ERR_HOSTPATH_STATE",
+      `state file ${file} is not a hostpath controller state (version 1)`,
+    );
   return value;
 }
 
 function validateNodeState(value: unknown, file: string): NodeStateData {
-  if (!isNodeState(value)) throw new Error(`state file ${file} is not a hostpath node state (version 1)`);
+  if (!isNodeState(value))
+    throw new CsikitError(
+      "CSIKIT_ERR_HOSTPATH_STATE",
+      `state file ${file} is not a hostpath node state (version 1)`,
+    );
   return value;
 }
 

@@ -3,7 +3,9 @@
 // (never a shell), `--` before paths where the tool accepts it, and a bounded output buffer.
 // Failures become Errors carrying the tool's stderr so a user can act on them.
 
-import { execFile } from "node:child_process";
+import { CsikitError } from "../../base/index.ts";
+import { execFile, spawn } from "node:child_process";
+import type { FileHandle } from "node:fs/promises";
 import { mkdtemp, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -19,11 +21,11 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-export class CommandError extends Error {
+export class CommandError extends CsikitError {
   readonly exitCode: number | undefined;
   readonly stderr: string;
   constructor(message: string, exitCode: number | undefined, stderr: string) {
-    super(message);
+    super("CSIKIT_ERR_COMMAND", message);
     this.name = "CommandError";
     this.exitCode = exitCode;
     this.stderr = stderr;
@@ -53,6 +55,67 @@ export function run(file: string, args: readonly string[], options: RunOptions =
       },
     );
   });
+}
+
+/**
+ * Runs `file args...` with `fds` inherited as the child's fds 3, 4, ...: the child names them
+ * /proc/self/fd/3, ... so it acts on exactly the files this process holds open.
+ */
+function runWithFds(file: string, args: readonly string[], fds: readonly number[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, [...args], {
+      env: { ...process.env, PATH: TOOL_PATH },
+      stdio: ["ignore", "pipe", "pipe", ...fds],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", (error) => reject(new CommandError(`${file}: ${error.message}`, undefined, "")));
+    child.once("close", (code) => {
+      if (code === 0) resolve(stdout);
+      else
+        reject(
+          new CommandError(
+            `${file} ${args.join(" ")}: ${stderr.trim() || `exit ${code}`}`,
+            code ?? undefined,
+            stderr,
+          ),
+        );
+    });
+  });
+}
+
+/**
+ * Bind-mounts `source` (a path of the driver's own, or a held handle) onto the held handle
+ * `target`: mount(8) gets /proc/self/fd/N with --no-canonicalize, so no path is looked up
+ * again and no symlink swapped in meanwhile can redirect the mount. Read-only needs a remount
+ * of the new mount, named by `reopen` (a handle of what is now mounted there).
+ */
+export async function bindMountOnto(
+  source: string | FileHandle,
+  target: FileHandle,
+  options: { readonly: boolean; reopen: () => Promise<FileHandle> },
+): Promise<void> {
+  const fds = typeof source === "string" ? [target.fd] : [target.fd, source.fd];
+  const sourceArg = typeof source === "string" ? source : "/proc/self/fd/4";
+  await runWithFds("mount", ["--no-canonicalize", "--bind", "--", sourceArg, "/proc/self/fd/3"], fds);
+  if (!options.readonly) return;
+  const mounted = await options.reopen();
+  try {
+    await runWithFds(
+      "mount",
+      ["--no-canonicalize", "-o", "remount,bind,ro", "--", "/proc/self/fd/3"],
+      [mounted.fd],
+    );
+  } catch (error) {
+    await runWithFds("umount", ["--no-canonicalize", "--", "/proc/self/fd/3"], [mounted.fd]).catch(
+      () => undefined,
+    );
+    throw error;
+  } finally {
+    await mounted.close();
+  }
 }
 
 /** Bind-mounts `source` onto `target`; read-only needs a second remount, as the kernel wants. */
@@ -93,7 +156,8 @@ export async function attachLoop(file: string): Promise<string> {
   if (existing[0] !== undefined) return existing[0];
   const out = await run("losetup", ["--find", "--show", "--", file]);
   const device = out.trim();
-  if (!/^\/dev\/loop\d+$/.test(device)) throw new Error(`losetup printed an unexpected device ${device}`);
+  if (!/^\/dev\/loop\d+$/.test(device))
+    throw new CsikitError("CSIKIT_ERR_HOSTPATH_SYSTEM", `losetup printed an unexpected device ${device}`);
   return device;
 }
 

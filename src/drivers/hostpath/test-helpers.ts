@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CsiClient, grpcCode } from "../../csi/index.ts";
 import { serveHostpathDriver, type HostpathServer, type HostpathServerOptions } from "./server.ts";
+import { DEFAULT_MUTABLE_PARAMETERS } from "./driver.ts";
 
 export interface TestDriver {
   client: CsiClient;
@@ -34,6 +35,9 @@ export async function startTestDriver(
       shutdownGraceMs: 1000,
       // Tests stage and publish under their own temp dir, never under /var/lib/kubelet.
       allowedPathRoots: [dir],
+      // ModifyVolume on, in csikit's strict mode (the upstream defaults have a test of their own).
+      enableControllerModifyVolume: true,
+      acceptedMutableParameterNames: DEFAULT_MUTABLE_PARAMETERS,
       ...options,
       ...extra,
     });

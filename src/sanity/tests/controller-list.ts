@@ -4,7 +4,7 @@
 import { GrpcStatus } from "../../csi/index.ts";
 import type { ListVolumesResponse_Entry } from "../../csi/index.ts";
 import type { TestContext } from "../context.ts";
-import { check, expectCode, expectOk, firstRepeat, int64 } from "../expect.ts";
+import { SanityAssertion, check, expectCode, expectOk, firstRepeat, int64 } from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 
@@ -30,7 +30,7 @@ export async function listAllVolumes(t: TestContext, maxEntries = 0): Promise<Li
     if (response.nextToken === "") return entries;
     token = response.nextToken;
   }
-  throw new Error(`ListVolumes: still a next_token after ${MAX_PAGES} pages`);
+  throw new SanityAssertion(`ListVolumes: still a next_token after ${MAX_PAGES} pages`);
 }
 
 const ids = (entries: readonly ListVolumesResponse_Entry[]): string[] =>

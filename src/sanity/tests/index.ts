@@ -8,6 +8,7 @@ import { groupControllerTests } from "./group-controller.ts";
 import { identityTests } from "./identity.ts";
 import { nodeLifecycleTests } from "./node-lifecycle.ts";
 import { nodeTests } from "./node.ts";
+import { snapshotMetadataTests } from "./snapshot-metadata.ts";
 import { snapshotTests } from "./snapshots.ts";
 
 /** Every test of the suite; a fresh list per call. */
@@ -18,6 +19,7 @@ export function catalogue(): SanityTest[] {
     ...controllerListTests(),
     ...controllerPublishTests(),
     ...snapshotTests(),
+    ...snapshotMetadataTests(),
     ...nodeTests(),
     ...nodeLifecycleTests(),
     ...groupControllerTests(),

@@ -8,7 +8,16 @@ import { join } from "node:path";
 import { errorCode } from "../../base/index.ts";
 import { GrpcStatus } from "../../csi/index.ts";
 import type { PublishedVolume, TestContext } from "../context.ts";
-import { callFailure, check, expectCode, expectOk, grpcCode, grpcDetails, int64 } from "../expect.ts";
+import {
+  SanityAssertion,
+  callFailure,
+  check,
+  expectCode,
+  expectOk,
+  grpcCode,
+  grpcDetails,
+  int64,
+} from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 import type { Volume, VolumeCapability } from "../types.ts";
@@ -18,6 +27,7 @@ const { INVALID_ARGUMENT, NOT_FOUND } = GrpcStatus;
 const LIFECYCLE = {
   requires: ["plugin:CONTROLLER_SERVICE", "controller:CREATE_DELETE_VOLUME"],
   mounts: true,
+  inspectsNode: true,
 } as const;
 
 /** True when `path` is a mount point in this process's mount namespace. */
@@ -45,7 +55,7 @@ async function checkMarker(dir: string, what: string): Promise<void> {
   try {
     text = await readFile(join(dir, "sanity-marker"), "utf8");
   } catch (error) {
-    throw new Error(`${what}: the file written before is gone (${errorCode(error) ?? "error"})`);
+    throw new SanityAssertion(`${what}: the file written before is gone (${errorCode(error) ?? "error"})`);
   }
   check(text === MARKER, `${what}: the file written before has other content`);
 }
@@ -168,7 +178,7 @@ export function nodeLifecycleTests(): SanityTest[] {
           );
           return;
         }
-        throw new Error(`read-only target ${target}: a write succeeded`);
+        throw new SanityAssertion(`read-only target ${target}: a write succeeded`);
       });
       it("data survives unpublish and publish again", async (t) => {
         const volume = await t.createVolume();
@@ -228,6 +238,13 @@ export function nodeLifecycleTests(): SanityTest[] {
           t.node.nodeGetVolumeStats(statsRequest("sanity-no-such-volume", await t.makeExistingTargetPath())),
           NOT_FOUND,
           "NodeGetVolumeStats of an unknown volume",
+        );
+      });
+      it('fails with NOT_FOUND for an unknown volume at volume_path "some/path" (as csi-sanity asks)', async (t) => {
+        await expectCode(
+          t.node.nodeGetVolumeStats(statsRequest("sanity-no-such-volume", "some/path")),
+          NOT_FOUND,
+          'NodeGetVolumeStats of an unknown volume at "some/path"',
         );
       });
       it("fails with NOT_FOUND for a path the volume is not published at", LIFECYCLE, async (t) => {
@@ -319,6 +336,13 @@ export function nodeLifecycleTests(): SanityTest[] {
           expand(t, "sanity-no-such-volume", await t.makeExistingTargetPath()),
           NOT_FOUND,
           "NodeExpandVolume of an unknown volume",
+        );
+      });
+      it('fails with NOT_FOUND for an unknown volume at volume_path "some/path" (as csi-sanity asks)', async (t) => {
+        await expectCode(
+          expand(t, "sanity-no-such-volume", "some/path"),
+          NOT_FOUND,
+          'NodeExpandVolume of an unknown volume at "some/path"',
         );
       });
       it(

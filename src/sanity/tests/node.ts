@@ -1,7 +1,6 @@
 // Node service, arguments and bookkeeping: NodeGetCapabilities, NodeGetInfo, and the required
 // fields, NOT_FOUND cases and idempotency of NodeStage/Unstage/Publish/Unpublish.
 
-import { existsSync } from "node:fs";
 import { GrpcStatus } from "../../csi/index.ts";
 import type { TestContext } from "../context.ts";
 import { check, expectCode, expectOk, int64 } from "../expect.ts";
@@ -325,7 +324,7 @@ export function nodeTests(): SanityTest[] {
           }
           t.resources.forget("nodePublish", volumeId, setup.targetPath);
           check(
-            !existsSync(setup.targetPath),
+            (await t.settings.paths.check(setup.targetPath)) === "not_found",
             `NodeUnpublishVolume left ${setup.targetPath} behind (the SP MUST delete it)`,
           );
         },

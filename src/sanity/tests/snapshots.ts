@@ -4,7 +4,7 @@
 import { GrpcStatus } from "../../csi/index.ts";
 import type { ListSnapshotsRequestInput, ListSnapshotsResponse_Entry } from "../../csi/index.ts";
 import type { TestContext } from "../context.ts";
-import { check, checkCode, expectCode, expectOk, firstRepeat, int64 } from "../expect.ts";
+import { SanityAssertion, check, checkCode, expectCode, expectOk, firstRepeat, int64 } from "../expect.ts";
 import { describe } from "../framework.ts";
 import type { SanityTest } from "../framework.ts";
 
@@ -45,7 +45,7 @@ async function listAllSnapshots(
     if (response.nextToken === "") return entries;
     token = response.nextToken;
   }
-  throw new Error(`ListSnapshots: still a next_token after ${MAX_PAGES} pages`);
+  throw new SanityAssertion(`ListSnapshots: still a next_token after ${MAX_PAGES} pages`);
 }
 
 const snapshotIds = (entries: readonly ListSnapshotsResponse_Entry[]): string[] =>

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   canonicalQuantity,
   compareQuantities,
+  parseByteQuantity,
   parseQuantity,
   quantityFromValue,
   quantityMilliValue,
@@ -93,4 +94,19 @@ test("values beyond 2^53 stay exact", () => {
   assert.equal(canonicalQuantity("1Ei"), "1Ei");
   assert.equal(quantityValue(q), 2n ** 60n);
   assert.equal(canonicalQuantity("9007199254740993"), "9007199254740993");
+});
+
+test("parseByteQuantity: the one byte parser for flags and config (binary, decimal, plain, exponent)", () => {
+  assert.equal(parseByteQuantity("1Gi", "size"), 1n << 30n);
+  assert.equal(parseByteQuantity("100Mi", "size"), 100n << 20n);
+  assert.equal(parseByteQuantity("5G", "size"), 5_000_000_000n);
+  assert.equal(parseByteQuantity("1024", "size"), 1024n);
+  assert.equal(parseByteQuantity("1.5Ki", "size"), 1536n);
+  assert.equal(parseByteQuantity("1e3", "size"), 1000n);
+  assert.equal(parseByteQuantity("0.5", "size"), 1n);
+  assert.equal(parseByteQuantity(" 10Mi ", "size"), 10n << 20n);
+  for (const bad of ["", "1GB", "Gi", "1 Gi x"])
+    assert.throws(() => parseByteQuantity(bad, "--capacity"), /--capacity: .* is not a byte quantity/);
+  assert.throws(() => parseByteQuantity("-1Gi", "--capacity"), /negative/);
+  assert.throws(() => parseByteQuantity("9Ei", "--capacity"), /out of range/);
 });

@@ -4,7 +4,7 @@
 // The format (DecimalSI "1k", BinarySI "1Ki", DecimalExponent "1e3") is remembered from the
 // input and drives the canonical output, e.g. "1.5Gi" → "1536Mi", "0.5" → "500m", "1000" → "1k".
 
-import { ValidationError } from "../base/index.ts";
+import { ValidationError } from "./errors.ts";
 
 export type QuantityFormat = "DecimalSI" | "BinarySI" | "DecimalExponent";
 
@@ -172,4 +172,27 @@ export function addQuantities(a: Quantity, b: Quantity): Quantity {
 
 export function subtractQuantities(a: Quantity, b: Quantity): Quantity {
   return Object.freeze({ nanos: a.nanos - b.nanos, format: a.format });
+}
+
+const MAX_INT64 = (1n << 63n) - 1n;
+
+/**
+ * A byte count from a quantity ("10Mi", "1.5Gi", "100M", "1e9", or plain digits): the one parser
+ * for byte flags and config files (hostpath's --capacity and sizes, sanity's volume sizes).
+ * Whole bytes, rounded up as Value(); negative or beyond int64 is a ValidationError naming `what`.
+ */
+export function parseByteQuantity(text: string, what: string): bigint {
+  let quantity: Quantity;
+  try {
+    quantity = parseQuantity(text.trim());
+  } catch (error) {
+    throw new ValidationError(
+      `${what}: ${JSON.stringify(text)} is not a byte quantity (e.g. 10485760, 10Mi, 1Gi): ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  if (quantity.nanos < 0n)
+    throw new ValidationError(`${what}: ${JSON.stringify(text)} is not a byte quantity: it is negative`);
+  const bytes = quantityValue(quantity);
+  if (bytes > MAX_INT64) throw new ValidationError(`${what}: ${text} is out of range (beyond int64)`);
+  return bytes;
 }

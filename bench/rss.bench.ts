@@ -1,0 +1,150 @@
+// `npm run bench:rss`: the memory each csikit subcommand costs as a process, because a node
+// DaemonSet pays it once per node. Each row starts `csikit <command>` as a child process, waits
+// until it is up (hostpath: Probe answers; apiserver: /readyz answers), lets it idle, and reads
+// VmRSS from /proc/<pid>/status; hostpath is measured again after 1,000 volumes were created.
+// `csikit sanity` is measured by its peak (VmHWM) over a focused run against the driver, as it
+// is a batch process. Targets (issue 10): processes that speak only CSI ≤ 64 MiB idle, with a
+// Kubernetes client ≤ 100 MiB. Nothing here asserts.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { CsiClient } from "../src/csi/index.ts";
+
+const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+const IDLE_MS = 2000;
+const VOLUMES = 1000;
+const IN_FLIGHT = 32;
+
+interface Row {
+  command: string;
+  when: string;
+  rssMiB: number;
+  target: string;
+}
+
+async function status(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
+  const text = await readFile(`/proc/${pid}/status`, "utf8");
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text);
+  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(match[1]) / 1024;
+}
+
+function start(args: string[]): ChildProcess {
+  return spawn(process.execPath, [MAIN, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+async function hostpathRows(dir: string): Promise<Row[]> {
+  const socket = join(dir, "hostpath.sock");
+  const child = start([
+    "hostpath",
+    "--nodeid=bench-node",
+    `--endpoint=unix://${socket}`,
+    `--state-dir=${join(dir, "hostpath")}`,
+  ]);
+  const client = CsiClient.connect(`unix://${socket}`, { timeoutMs: 60_000 });
+  try {
+    await client.waitForReady({ timeoutMs: 60_000 });
+    await sleep(IDLE_MS);
+    const idle = await status(child.pid!, "VmRSS");
+    const capability = { mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" as const } };
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < VOLUMES) {
+        const i = next++;
+        await client.controller.createVolume({
+          name: `rss-${i}`,
+          volumeCapabilities: [capability],
+          capacityRange: { requiredBytes: 4096 },
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+    await sleep(IDLE_MS);
+    const loaded = await status(child.pid!, "VmRSS");
+    return [
+      { command: "hostpath", when: "idle after start-up", rssMiB: idle, target: "≤ 64" },
+      { command: "hostpath", when: `idle with ${VOLUMES} volumes`, rssMiB: loaded, target: "≤ 64" },
+    ];
+  } finally {
+    client.close();
+    await stop(child);
+  }
+}
+
+async function sanityRow(dir: string): Promise<Row> {
+  const socket = join(dir, "sanity-driver.sock");
+  const driver = start([
+    "hostpath",
+    "--nodeid=bench-node",
+    `--endpoint=unix://${socket}`,
+    `--state-dir=${join(dir, "sanity-state")}`,
+    `--allowed-path-roots=${dir}`,
+  ]);
+  const client = CsiClient.connect(`unix://${socket}`, { timeoutMs: 60_000 });
+  try {
+    await client.waitForReady({ timeoutMs: 60_000 });
+    const sanity = start([
+      "sanity",
+      `--endpoint=unix://${socket}`,
+      `--target-dir=${join(dir, "target")}`,
+      `--staging-dir=${join(dir, "staging")}`,
+      "--focus=^(Identity|Controller CreateVolume) ",
+    ]);
+    let peak = 0;
+    const exited = new Promise((resolve) => sanity.once("exit", resolve));
+    const sample = async (): Promise<void> => {
+      while (sanity.exitCode === null && sanity.signalCode === null) {
+        peak = Math.max(peak, await status(sanity.pid!, "VmHWM").catch(() => peak));
+        await sleep(50);
+      }
+    };
+    await Promise.all([sample(), exited]);
+    return { command: "sanity", when: "peak over a focused run", rssMiB: peak, target: "≤ 64" };
+  } finally {
+    client.close();
+    await stop(driver);
+  }
+}
+
+async function apiserverRow(dir: string): Promise<Row> {
+  const child = start(["apiserver", "--port=0", `--state-dir=${join(dir, "apiserver")}`]);
+  try {
+    // Up once its log says it serves (stderr), bounded.
+    const deadline = Date.now() + 60_000;
+    let log = "";
+    child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
+    while (!/serving|listening/i.test(log) && Date.now() < deadline) await sleep(100);
+    await sleep(IDLE_MS);
+    return {
+      command: "apiserver",
+      when: "idle after start-up",
+      rssMiB: await status(child.pid!, "VmRSS"),
+      target: "(API server)",
+    };
+  } finally {
+    await stop(child);
+  }
+}
+
+const dir = await mkdtemp(join(tmpdir(), "csikit-bench-rss-"));
+try {
+  const rows = [...(await hostpathRows(dir)), await sanityRow(dir), await apiserverRow(dir)];
+  console.log(`csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores)\n`);
+  console.log("| command | when | RSS MiB | target MiB |");
+  console.log("|---|---|---|---|");
+  for (const row of rows)
+    console.log(`| ${row.command} | ${row.when} | ${row.rssMiB.toFixed(1)} | ${row.target} |`);
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
