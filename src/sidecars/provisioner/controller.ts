@@ -18,6 +18,7 @@ import {
   type PersistentVolumeClaim,
   type StorageClass,
   type OwnerReference,
+  type VolumeAttachment,
 } from "../../api/index.ts";
 import { CsikitError, realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
 import { CsiClient } from "../../csi/index.ts";
@@ -194,6 +195,8 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   const needsClusterTopology = driver.topology && !nd.enabled;
   const csiNodes = needsClusterTopology ? factory.informer<CSINode>(GVR.csiNodes) : undefined;
   const nodes = needsClusterTopology ? factory.informer<Node>(GVR.nodes) : undefined;
+  // Upstream lists VolumeAttachments too: a PV still attached somewhere is not deleted.
+  const attachments = factory.informer<VolumeAttachment>(GVR.volumeAttachments);
   const events = new EventRecorder({ client, component: "csi-provisioner", logger, clock });
   const view = clusterView({
     client,
@@ -202,6 +205,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     classes,
     ...(csiNodes ? { csiNodes } : {}),
     ...(nodes ? { nodes } : {}),
+    volumeAttachments: attachments,
     ...(nd.enabled ? { localNodes: localTopologyView(driver, nd.nodeName) } : {}),
   });
   const ctx: ProvisionerContext = {
@@ -263,7 +267,21 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     }
   };
   volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
-  const informers = [claims, volumes, classes, ...(csiNodes ? [csiNodes] : []), ...(nodes ? [nodes] : [])];
+  // A detach finishing is what a delete held by an attachment waits for.
+  attachments.addEventHandler({
+    onDelete: (object) => {
+      const pvName = deletedObject(object).spec?.source?.persistentVolumeName;
+      if (pvName) volumeQueue.add(pvName);
+    },
+  });
+  const informers = [
+    claims,
+    volumes,
+    classes,
+    attachments,
+    ...(csiNodes ? [csiNodes] : []),
+    ...(nodes ? [nodes] : []),
+  ];
   // Started before the factory: it requests its informers synchronously.
   const capacityRun = capacity
     ? startCapacityController(

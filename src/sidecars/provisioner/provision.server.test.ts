@@ -105,6 +105,35 @@ test("Delete: released volume deleted in the driver, PV removed; Retain: left al
   assert.equal(stillKept?.metadata?.deletionTimestamp, undefined);
 });
 
+test("Delete waits while a VolumeAttachment still references the PV (VolumeFailedDelete), then deletes", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir);
+  await createClass(cluster, "sc", HOSTPATH, { reclaimPolicy: "Delete" });
+  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const claim = await createClaim(cluster, "attached", HOSTPATH);
+  const pv = await waitForVolume(cluster, claim);
+  const pvName = pv.metadata.name!;
+  await bind(cluster, claim, pv);
+  await cluster.client.create(GVR.volumeAttachments, {
+    metadata: { name: "csi-still-attached" },
+    spec: { attacher: HOSTPATH, nodeName: "node-7", source: { persistentVolumeName: pvName } },
+  });
+  await release(cluster, claim, pvName);
+  const refusal = await waitFor("VolumeFailedDelete naming the node", async () =>
+    (await events(cluster)).find(
+      (event) =>
+        event.reason === "VolumeFailedDelete" &&
+        event.message === `persistentvolume ${pvName} is still attached to node node-7`,
+    ),
+  );
+  assert.equal(refusal.involvedObject?.name, pvName);
+  assert.equal((await hostpathVolumeIds(driver.path)).length, 1, "DeleteVolume not called while attached");
+  assert.ok(await getVolume(cluster, pvName));
+  await cluster.client.delete(GVR.volumeAttachments, "csi-still-attached");
+  await waitFor("PV deleted once detached", async () => (await getVolume(cluster, pvName)) === undefined);
+  assert.deepEqual(await hostpathVolumeIds(driver.path), []);
+});
+
 test("HonorPVReclaimPolicy: deleting a PV first still deletes the volume, then the finalizer goes", async (t) => {
   const cluster = await startCluster(t);
   const driver = await startHostpath(t, cluster.dir);

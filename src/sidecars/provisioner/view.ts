@@ -10,6 +10,7 @@ import type {
   Secret,
   StorageClass,
   VolumeAttributesClass,
+  VolumeAttachment,
 } from "../../api/index.ts";
 import { GVR } from "../../api/index.ts";
 import { isNotFound, type KubeClient, type KubeObject, type SharedInformer } from "../../kube/index.ts";
@@ -61,6 +62,8 @@ export interface ClusterView {
   snapshotContent(name: string, signal?: AbortSignal): Promise<VolumeSnapshotContent | undefined>;
   volumeAttributesClass(name: string, signal?: AbortSignal): Promise<VolumeAttributesClass | undefined>;
   referenceGrants(namespace: string, signal?: AbortSignal): Promise<ReferenceGrant[]>;
+  /** A VolumeAttachment whose source is this PV, if any (a volume still attached is not deleted). */
+  attachmentOf(pvName: string): VolumeAttachment | undefined;
 }
 
 async function getOrUndefined<T>(fetch: () => Promise<T>): Promise<T | undefined> {
@@ -79,6 +82,7 @@ export function clusterView(parts: {
   classes: SharedInformer<StorageClass>;
   csiNodes?: SharedInformer<CSINode>;
   nodes?: SharedInformer<Node>;
+  volumeAttachments?: SharedInformer<VolumeAttachment>;
   /** Node deployment: the local node as the only source of topology. */
   localNodes?: { csiNodes: CSINode[]; nodes: Node[] };
 }): ClusterView {
@@ -103,5 +107,9 @@ export function clusterView(parts: {
       );
       return list?.items ?? [];
     },
+    attachmentOf: (pvName) =>
+      parts.volumeAttachments?.store
+        .list()
+        .find((attachment) => attachment.spec?.source?.persistentVolumeName === pvName),
   };
 }

@@ -4,12 +4,13 @@
 // secret (from the PV's deletion-secret annotations; when they are absent, re-resolved from the
 // StorageClass with only ${pv.name}), then deletes the PV and removes its finalizer. Retain:
 // the volume is left alone (and a leftover finalizer removed). Failures record
-// VolumeFailedDelete and retry with backoff. Every step is idempotent (DeleteVolume of a gone
+// VolumeFailedDelete and retry with backoff — as does a PV some VolumeAttachment still names
+// (upstream's "is still attached to node"; its deletion re-queues the PV). Every step is idempotent (DeleteVolume of a gone
 // volume succeeds), so a crash anywhere just repeats the steps.
 // In node deployment only PVs whose nodeAffinity admits the local topology are handled.
 
 import { ANNOTATIONS, FINALIZERS, GVR, type PersistentVolume } from "../../api/index.ts";
-import { errorMessage } from "../../base/index.ts";
+import { CsikitError, errorMessage } from "../../base/index.ts";
 import { isNotFound, objectReference, type ReconcileContext } from "../../kube/index.ts";
 import type { ProvisionerContext } from "./context.ts";
 import { formatCsiError } from "./errors.ts";
@@ -64,6 +65,13 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
   const alreadyDeleted = ctx.state.deletedVolumes.get(name) === uid;
   if (!alreadyDeleted)
     try {
+      // As upstream's Delete: never DeleteVolume a volume some node still has attached.
+      const attachment = ctx.view.attachmentOf(name);
+      if (attachment)
+        throw new CsikitError(
+          "CSIKIT_ERR_VOLUME_ATTACHED",
+          `persistentvolume ${name} is still attached to node ${attachment.spec?.nodeName ?? ""}`,
+        );
       const secrets = await readSecret(ctx.view, deletionSecretRef(ctx, pv), rc.signal);
       await ctx.csi.controller.deleteVolume(
         { volumeId: pv.spec.csi.volumeHandle, secrets },
