@@ -141,6 +141,19 @@ test("HonorPVReclaimPolicy: deleting a PV first still deletes the volume, then t
   runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
   const claim = await createClaim(cluster, "c", HOSTPATH);
   const pv = await waitForVolume(cluster, claim);
+  // Provisioning has fully finished (its last claim write done), and the claim names the PV
+  // (as a binder's first step does; the PV stays Available), so a claim event after the PV
+  // vanished cannot rightly provision the claim again.
+  await waitFor(
+    "in-flight mark removed",
+    async () => !(await getClaim(cluster, "c"))?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER),
+  );
+  await cluster.client.patch(
+    GVR.persistentVolumeClaims,
+    "c",
+    { spec: { volumeName: pv.metadata.name! } },
+    { namespace: "default", type: "merge" },
+  );
   // The PV is deleted while Available (never bound): the finalizer keeps it until DeleteVolume.
   await cluster.client.delete(GVR.persistentVolumes, pv.metadata.name!);
   await waitFor("PV gone", async () => (await getVolume(cluster, pv.metadata.name!)) === undefined);
