@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { GVR, type CSINode, type CSIStorageCapacity, type Node } from "../../api/index.ts";
 import { DEFAULT_DRIVER_NAME, TOPOLOGY_KEY_NODE, serveHostpathDriver } from "../../drivers/hostpath/index.ts";
-import { createClass, runProvisioner, startCluster, tempDir, waitFor } from "./fixture.test.ts";
+import { createClass, defer, runProvisioner, startCluster, tempDir, waitFor } from "./fixture.test.ts";
 
 const MiB = 1024 * 1024;
 
@@ -21,7 +21,7 @@ async function hostpathWithTopology(t: Parameters<typeof tempDir>[0], dir: strin
     capacity: { fast: 100 * MiB },
     enableTopology: true,
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   return socket;
 }
 

@@ -3,7 +3,8 @@
 // socket (`csikit hostpath`'s server, or a scripted stub where failures must be injected), the
 // provisioner started in-process from real command-line flags, and helpers that play the PV
 // controller's part (storage-provisioner annotation, binding, release) and the kubelet's
-// (CSINode, Node labels). Everything is torn down through t.after, also on failure.
+// (CSINode, Node labels). Everything is torn down through `defer`, also on failure, last
+// registered first, so a temp dir goes only after the servers writing into it have stopped.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -40,9 +41,37 @@ import { PROVISIONER_FLAGS, provisionerOptionsFromFlags, startProvisioner } from
 export const HOSTPATH = "hostpath.csi.k8s.io";
 export const STUB = "stub.csi.csikit.io";
 
+const cleanups = new WeakMap<TestContext, (() => unknown)[]>();
+
+/**
+ * Registers a cleanup that runs after the test in reverse order of registration (as Go's
+ * t.Cleanup; node:test runs t.after hooks first-registered first). Every cleanup runs even
+ * when one fails; the first failure is reported.
+ */
+export function defer(t: TestContext, cleanup: () => unknown): void {
+  let stack = cleanups.get(t);
+  if (!stack) {
+    const list: (() => unknown)[] = [];
+    cleanups.set(t, list);
+    stack = list;
+    t.after(async () => {
+      const failures: unknown[] = [];
+      for (const run of list.reverse()) {
+        try {
+          await run();
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+      if (failures.length > 0) throw new AggregateError(failures, "test cleanup failed");
+    });
+  }
+  stack.push(cleanup);
+}
+
 export async function tempDir(t: TestContext, prefix = "csikit-prov-"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -68,7 +97,7 @@ export async function startCluster(t: TestContext): Promise<Cluster> {
     qps: 1000,
     burst: 1000,
   });
-  t.after(async () => {
+  defer(t, async () => {
     client.close();
     controller.abort();
     await server.stopped;
@@ -91,7 +120,7 @@ export async function startHostpath(
     allowedPathRoots: [dir],
     shutdownGraceMs: 100,
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   return driver;
 }
 
@@ -181,7 +210,7 @@ export async function startStub(
       },
     },
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return Object.assign(stub, { server });
 }
 
@@ -229,7 +258,7 @@ export function runProvisioner(
     controller.signal,
   );
   running.done.catch(() => undefined);
-  t.after(() => running.stop());
+  defer(t, () => running.stop());
   return running;
 }
 
