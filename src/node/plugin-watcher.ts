@@ -100,12 +100,17 @@ export class PluginWatcher {
     }
     for (const [path, identity] of this.#known) {
       if (found.get(path) === identity) continue;
-      this.#known.delete(path);
-      await handler
-        .removed(path, signal)
-        .catch((error: unknown) =>
-          logger.error("plugin deregistration failed", { path, err: errorMessage(error) }),
-        );
+      try {
+        await handler.removed(path, signal);
+        this.#known.delete(path);
+      } catch (error) {
+        // Still known, so the next scan (an fs event or the periodic rescan) tries again: a
+        // failed CSINode write must not leave a gone driver registered for good.
+        logger.error("plugin deregistration failed, retrying at the next scan", {
+          path,
+          err: errorMessage(error),
+        });
+      }
     }
     for (const [path, identity] of found) {
       if (this.#known.has(path) || signal.aborted) continue;
