@@ -3,37 +3,14 @@
 // (a non-final error leaves the mount uncertain: it may still happen in the driver).
 
 import { errorMessage } from "../base/index.ts";
-import { grpcCode } from "../csi/index.ts";
-
-const GO_CODE_NAMES = [
-  "OK",
-  "Canceled",
-  "Unknown",
-  "InvalidArgument",
-  "DeadlineExceeded",
-  "NotFound",
-  "AlreadyExists",
-  "PermissionDenied",
-  "ResourceExhausted",
-  "FailedPrecondition",
-  "Aborted",
-  "OutOfRange",
-  "Unimplemented",
-  "Internal",
-  "Unavailable",
-  "DataLoss",
-  "Unauthenticated",
-];
+import { grpcCode, grpcDetails } from "../csi/index.ts";
+import { grpcCodeName } from "../kube/index.ts";
 
 /** "rpc error: code = X desc = ..." for gRPC failures; the plain message otherwise. */
 export function describeError(error: unknown): string {
   const code = grpcCode(error);
   if (code === undefined || code === 0) return errorMessage(error);
-  const details =
-    typeof error === "object" && error !== null && "details" in error && typeof error.details === "string"
-      ? error.details
-      : errorMessage(error);
-  return `rpc error: code = ${GO_CODE_NAMES[code] ?? `Code(${code})`} desc = ${details}`;
+  return `rpc error: code = ${grpcCodeName(code)} desc = ${grpcDetails(error)}`;
 }
 
 /** Codes after which the operation may still complete in the driver (kubelet's isFinalError false). */
