@@ -176,10 +176,10 @@ export class ServiceAccountTokens {
     const fields = record(ref);
     const kind = typeof fields.kind === "string" ? fields.kind : "";
     const keyOf = Object.hasOwn(BINDABLE, kind) ? BINDABLE[kind] : undefined;
-    const apiVersion = fields.apiVersion ?? "v1";
+    const apiVersion = typeof fields.apiVersion === "string" ? fields.apiVersion : "v1";
     if (!keyOf || apiVersion !== "v1")
       throw badRequest(
-        `cannot bind token for serviceaccount ${JSON.stringify(account)} to object of kind ${JSON.stringify(`${String(apiVersion)}, Kind=${kind}`)}`,
+        `cannot bind token for serviceaccount ${JSON.stringify(account)} to object of kind ${JSON.stringify(`${apiVersion}, Kind=${kind}`)}`,
       );
     const objectName = typeof fields.name === "string" ? fields.name : "";
     if (objectName === "")
