@@ -175,7 +175,9 @@ export class Reconciler {
   ): void {
     const { actual, executor, plugin, drivers, informers, context } = this.#o;
     const { spec } = volume;
-    const attachment = informers.attachments.store.get(attachmentName(spec.handle, spec.driver, context.nodeName));
+    const attachment = informers.attachments.store.get(
+      attachmentName(spec.handle, spec.driver, context.nodeName),
+    );
     const publishContext = attachment?.status?.attachmentMetadata ?? {};
     executor.run(
       `pod:${volume.key}`,
