@@ -87,3 +87,25 @@ test("sets and strings extensions", () => {
     "self.?missing.orValue(7) == 7",
   ]);
 });
+
+test("format library: named formats validate to none or the validator's errors", () => {
+  allHold(
+    [
+      '!format.dns1123Label().validate("my-name").hasValue()',
+      'format.dns1123Label().validate("My_Name").hasValue()',
+      'format.dns1035Label().validate("1abc").value().size() == 1',
+      'format.dns1035Label().validate("1abc").value()[0].startsWith("a DNS-1035 label must consist of")',
+      '!format.dns1123LabelPrefix().validate("prefix-").hasValue()',
+      '!format.named("qualifiedName").value().validate("example.com/name").hasValue()',
+      '!format.named("no-such-format").hasValue()',
+      'format.labelValue().validate("-bad-").hasValue()',
+      '!format.uuid().validate("123e4567-e89b-12d3-a456-426614174000").hasValue()',
+      'format.date().validate("2024-02-30").hasValue() && !format.date().validate("2024-02-29").hasValue()',
+      '!format.datetime().validate("2024-02-29T10:00:00Z").hasValue() && format.datetime().validate("yesterday").hasValue()',
+      '!format.uri().validate("https://example.com/x").hasValue() && format.uri().validate("x y").hasValue()',
+      '!format.byte().validate("aGVsbG8=").hasValue() && format.byte().validate("***").hasValue()',
+      "!format.dns1123Subdomain().validate(self.name).hasValue()",
+    ],
+    { name: "web.example.com" },
+  );
+});

@@ -13,13 +13,18 @@
 //   as upstream;
 // - sets (cel-go ext): `sets.contains`, `sets.equivalent`, `sets.intersects`;
 // - strings (cel-go ext, version 2) beyond what cel-js has: `charAt`, `replace` (with and without
-//   a count), `strings.quote`.
+//   a count), `strings.quote`;
+// - format: `format.<name>()` and `format.named(name)` (optional), `.validate(s)` answering
+//   optional.none() when valid and the list of errors otherwise, for upstream's names
+//   (dns1123Label, dns1123Subdomain, dns1035Label, qualifiedName, the three *Prefix forms,
+//   labelValue, uri, uuid, byte, date, datetime) with the messages of apimachinery's validators.
 // Namespaced functions (`sets.contains`, `ip.isCanonical`, `strings.quote`) are receiver
 // functions on a constant of a library type, which is how cel-js can spell them.
 // Errors read as upstream's (for example "invalid quantity", "cannot convert value to integer").
 
 import { isIP as nodeIsIP } from "node:net";
-import type { Environment } from "@marcbachmann/cel-js";
+import { Optional, type Environment } from "@marcbachmann/cel-js";
+import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from "../../api/index.ts";
 import {
   addQuantities,
   compareQuantities,
@@ -237,10 +242,67 @@ function cidrContainsIP(cidr: KubeCIDR, ip: KubeIP): boolean {
   return ip.family === cidr.ip.family && inPrefix(ip, cidr.ip.value, cidr.length);
 }
 
+const DNS1035_MESSAGE =
+  "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+function isDNS1035Label(value: string): string[] {
+  const errors: string[] = [];
+  if (value.length > 63) errors.push("must be no more than 63 characters");
+  if (!/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(value)) errors.push(DNS1035_MESSAGE);
+  return errors;
+}
+
+/** apimachinery's prefix forms: a trailing dash is allowed (a generateName prefix). */
+const asPrefix =
+  (validate: (value: string) => string[]) =>
+  (value: string): string[] =>
+    validate(value.endsWith("-") ? `${value.slice(0, -1)}a` : value);
+
+const FORMATS: Readonly<Record<string, (value: string) => string[]>> = {
+  dns1123Label: isDNS1123Label,
+  dns1123Subdomain: isDNS1123Subdomain,
+  dns1035Label: isDNS1035Label,
+  qualifiedName: isQualifiedName,
+  dns1123LabelPrefix: asPrefix(isDNS1123Label),
+  dns1123SubdomainPrefix: asPrefix(isDNS1123Subdomain),
+  dns1035LabelPrefix: asPrefix(isDNS1035Label),
+  labelValue: isValidLabelValue,
+  uri: (value) => (parseRequestURI(value) === undefined ? ["invalid URI"] : []),
+  uuid: (value) =>
+    /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i.test(value)
+      ? []
+      : ["does not match the UUID format"],
+  byte: (value) =>
+    /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(value) ? [] : ["invalid base64"],
+  date: (value) => (isDate(value) ? [] : ["invalid date"]),
+  datetime: (value) =>
+    /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(value) &&
+    isDate(value.slice(0, 10)) &&
+    !Number.isNaN(Date.parse(value))
+      ? []
+      : ["invalid datetime"],
+};
+
+function isDate(value: string): boolean {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+class NamedFormat {
+  readonly name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+}
+
 /** Receivers of the namespaced functions. */
 class SetsLibrary {}
 class StringsLibrary {}
 class IPLibrary {}
+class FormatLibrary {}
 
 function sameElement(a: unknown, b: unknown): boolean {
   if (typeof a === "object" && a !== null)
@@ -281,6 +343,21 @@ function replaceN(text: string, from: string, to: string, count: bigint): string
 
 /** Registers the libraries above on `environment` and returns it. */
 export function withKubernetesLibraries(environment: Environment): Environment {
+  return withFormatNames(registerLibraries(environment));
+}
+
+/** `format.dns1123Label()` and its siblings: one receiver function per format name. */
+function withFormatNames(environment: Environment): Environment {
+  let out = environment;
+  for (const name of Object.keys(FORMATS))
+    out = out.registerFunction(
+      `csikit.FormatLibrary.${name}(): kubernetes.NamedFormat`,
+      () => new NamedFormat(name),
+    );
+  return out;
+}
+
+function registerLibraries(environment: Environment): Environment {
   return (
     environment
       .registerType("kubernetes.Quantity", KubeQuantity)
@@ -293,6 +370,9 @@ export function withKubernetesLibraries(environment: Environment): Environment {
       .registerConstant("sets", "csikit.SetsLibrary", new SetsLibrary())
       .registerConstant("strings", "csikit.StringsLibrary", new StringsLibrary())
       .registerConstant("ip", "csikit.IPLibrary", new IPLibrary())
+      .registerType("kubernetes.NamedFormat", NamedFormat)
+      .registerType("csikit.FormatLibrary", FormatLibrary)
+      .registerConstant("format", "csikit.FormatLibrary", new FormatLibrary())
       // quantity
       .registerFunction("quantity(string): kubernetes.Quantity", quantityOf)
       .registerFunction("isQuantity(string): bool", (text: string) => tryParseQuantity(text) !== undefined)
@@ -435,6 +515,18 @@ export function withKubernetesLibraries(environment: Environment): Environment {
       .registerFunction("string.replace(string, string, int): string", replaceN)
       .registerFunction("csikit.StringsLibrary.quote(string): string", (_lib: StringsLibrary, text: string) =>
         JSON.stringify(text),
+      )
+      .registerFunction(
+        "csikit.FormatLibrary.named(string): optional<kubernetes.NamedFormat>",
+        (_lib: FormatLibrary, name: string) =>
+          Object.hasOwn(FORMATS, name) ? Optional.of(new NamedFormat(name)) : Optional.none(),
+      )
+      .registerFunction(
+        "kubernetes.NamedFormat.validate(string): optional<list<string>>",
+        (format: NamedFormat, value: string) => {
+          const errors = FORMATS[format.name]?.(value) ?? [];
+          return errors.length === 0 ? Optional.none() : Optional.of(errors);
+        },
       )
   );
 }
