@@ -285,14 +285,14 @@ async function createVolume(
   } catch (error) {
     // A create interrupted by a crash whose source is gone now can never finish: drop its
     // intent so it stops reserving capacity, then report why.
-    const stale = volumeByName(context.store.current, name);
+    const stale = volumeByName(context.store, name);
     if (stale?.phase === "creating")
       await context.locks.run([`name:${name}`], () => finishVolumeDelete(context, stale));
     throw error;
   }
   const lockKeys = [`name:${name}`, ...(firstSource.lockKey ? [firstSource.lockKey] : [])];
   return context.locks.run(lockKeys, async () => {
-    const existing = volumeByName(context.store.current, name);
+    const existing = volumeByName(context.store, name);
     if (existing?.phase === "deleting") await finishVolumeDelete(context, existing);
     else if (existing) {
       checkCompatible(existing, request, { range, accessType, source: firstSource.source });
@@ -308,7 +308,7 @@ async function createVolume(
     const candidates = candidateNodes(context.config, request.accessibilityRequirements);
     const id = newVolumeId();
     const record = await context.store.update((draft) => {
-      const nodeId = placeVolume(context, draft, { candidates, kind, size });
+      const nodeId = placeVolume(context, context.store.latest, { candidates, kind, size });
       if (nodeId !== context.config.nodeId && !draft.knownNodes.includes(nodeId))
         draft.knownNodes.push(nodeId);
       const volume: VolumeRecord = {
@@ -452,12 +452,15 @@ export function controllerHandlers(context: ControllerContext): Partial<Controll
             `volume ${id} is already published to node ${others.join(", ")} and the access mode is single-node`,
           );
         await context.store.update((draft) => {
-          if (config.attachLimit > 0 && publishedCount(draft, nodeId) >= config.attachLimit)
+          if (config.attachLimit > 0 && publishedCount(context.store.latest, nodeId) >= config.attachLimit)
             throw new CsiError(
               GrpcStatus.RESOURCE_EXHAUSTED,
               `node ${nodeId} already has the maximum of ${config.attachLimit} volumes attached (flag --attach-limit)`,
             );
-          if (config.maxVolumesPerNode > 0 && publishedCount(draft, nodeId) >= config.maxVolumesPerNode)
+          if (
+            config.maxVolumesPerNode > 0 &&
+            publishedCount(context.store.latest, nodeId) >= config.maxVolumesPerNode
+          )
             throw new CsiError(
               GrpcStatus.RESOURCE_EXHAUSTED,
               `node ${nodeId} already has the maximum of ${config.maxVolumesPerNode} volumes published (flag --max-volumes-per-node)`,
@@ -584,7 +587,7 @@ export function controllerHandlers(context: ControllerContext): Partial<Controll
         if (target > volume.sizeBytes) {
           await context.store.update((draft) => {
             const grow = target - volume.sizeBytes;
-            if (!hasRoom(context, draft, volume.nodeId, volume.kind, grow))
+            if (!hasRoom(context, context.store.latest, volume.nodeId, volume.kind, grow))
               throw new CsiError(
                 GrpcStatus.OUT_OF_RANGE,
                 `not enough capacity of kind ${JSON.stringify(volume.kind)} on node ${volume.nodeId} to grow volume ${id} to ${target} bytes`,

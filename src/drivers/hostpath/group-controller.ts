@@ -82,7 +82,7 @@ export function groupControllerHandlers(context: ControllerContext): GroupContro
       if (new Set(sources).size !== sources.length) throw invalid("source_volume_ids has duplicates");
       const lockKeys = [`group-name:${name}`, ...sources.map((id) => `volume:${id}`)];
       return context.locks.run(lockKeys, async () => {
-        const existing = groupSnapshotByName(context.store.current, name);
+        const existing = groupSnapshotByName(context.store, name);
         if (existing) {
           if (!sameSet(existing.sourceVolumeIds, sources))
             throw new CsiError(

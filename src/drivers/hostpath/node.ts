@@ -25,11 +25,11 @@ import {
 import { EPHEMERAL_CONTEXT_KEY, type HostpathConfig } from "./driver.ts";
 import { dataProblem, type DataLayout } from "./data.ts";
 import { ephemeralDirName, isVolumeId } from "./ids.ts";
-import type { JsonStore } from "./json-store.ts";
+
 import { isLoopBind, mountAtPath, mountStateOf, type MountState } from "./node-mounts.ts";
 import { pathProblem } from "./paths.ts";
 import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
-import type { AccessType, NodeStateData, VolumeSource } from "./state.ts";
+import type { AccessType, NodeStore, VolumeSource } from "./state.ts";
 import { attachLoop, bindMountOnto, detachLoops, loopDevicesOf, refreshLoops, unmount } from "./system.ts";
 import { openBeneath, openFinal, type Beneath } from "./beneath.ts";
 
@@ -37,7 +37,7 @@ export interface NodeContext {
   config: HostpathConfig;
   layout: DataLayout;
   volumes: VolumeSource;
-  store: JsonStore<NodeStateData>;
+  store: NodeStore;
   locks: Locks;
   /** --allowed-path-roots, each as given and symlink-resolved (paths.ts resolveRoots). */
   allowedRoots: readonly string[];

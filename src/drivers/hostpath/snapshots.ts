@@ -74,7 +74,7 @@ export function snapshotHandlers(context: ControllerContext): Partial<Controller
       const name = withinStringLimit(required(request.name, "name"), "name");
       const sourceId = required(request.sourceVolumeId, "source_volume_id");
       return context.locks.run([`snapshot-name:${name}`, `volume:${sourceId}`], async () => {
-        const existing = snapshotByName(context.store.current, name);
+        const existing = snapshotByName(context.store, name);
         if (existing) {
           if (existing.sourceVolumeId !== sourceId)
             throw new CsiError(
