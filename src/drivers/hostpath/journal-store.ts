@@ -56,9 +56,18 @@ export interface JournalStoreOptions<T> {
   indexes?: Partial<Record<keyof T & string, (record: never) => string | undefined>>;
 }
 
+export interface UpdateOptions {
+  /**
+   * Directories to fsync before the change is written (a rename the change depends on). They
+   * are fsynced once per batch however many updates name them.
+   */
+  syncDirs?: readonly string[];
+}
+
 interface Pending {
   seq: number;
   line: string;
+  syncDirs: readonly string[];
   changes: Change[];
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -148,11 +157,11 @@ export class JournalStore<T extends object> {
    * Applies `mutate` to a draft of the latest document and resolves with its result once the
    * change is durable. If `mutate` throws, nothing changes and the error propagates.
    */
-  update<R>(mutate: (draft: T) => R): Promise<R> {
+  update<R>(mutate: (draft: T) => R, options: UpdateOptions = {}): Promise<R> {
     if (this.#closed) return Promise.reject(closedError(this.file));
     if (this.#broken !== undefined) return Promise.reject(this.#broken);
     try {
-      return this.#update(mutate);
+      return this.#update(mutate, options.syncDirs ?? []);
     } catch (error) {
       return Promise.reject(
         error instanceof Error ? error : new CsikitError("CSIKIT_ERR_INTERNAL", errorMessage(error)),
@@ -160,7 +169,7 @@ export class JournalStore<T extends object> {
     }
   }
 
-  #update<R>(mutate: (draft: T) => R): Promise<R> {
+  #update<R>(mutate: (draft: T) => R, syncDirs: readonly string[]): Promise<R> {
     const latest = this.latest as Doc;
     const overlays = new Map<string, Map<string, unknown>>();
     const draft: Doc = {};
@@ -186,7 +195,10 @@ export class JournalStore<T extends object> {
     for (const [field, value] of Object.entries(draft))
       if (!this.#collections.has(field) && JSON.stringify(value) !== JSON.stringify(latest[field]))
         changes.push([field, null, value]);
-    if (changes.length === 0) return this.#whenDurable(this.#seq).then(() => result);
+    if (changes.length === 0)
+      return Promise.all(syncDirs.map(fsyncDir))
+        .then(() => this.#whenDurable(this.#seq))
+        .then(() => result);
     for (const change of changes) if (change.length === 3) deepFreeze(change[2]);
     applyChanges(latest, changes, this.#collections);
     const seq = ++this.#seq;
@@ -194,6 +206,7 @@ export class JournalStore<T extends object> {
       this.#queue.push({
         seq,
         line: JSON.stringify({ q: seq, c: changes }) + "\n",
+        syncDirs,
         changes,
         resolve: () => resolve(result),
         reject,
@@ -233,7 +246,7 @@ export class JournalStore<T extends object> {
     if (seq <= this.#durableSeq) return Promise.resolve();
     return new Promise((resolve, reject) => {
       // A marker with no line: resolved in order, with the batch that makes `seq` durable.
-      this.#queue.push({ seq, line: "", changes: [], resolve, reject });
+      this.#queue.push({ seq, line: "", syncDirs: [], changes: [], resolve, reject });
       this.#kick();
     });
   }
@@ -251,6 +264,8 @@ export class JournalStore<T extends object> {
       const batch = this.#queue.splice(0);
       const text = batch.map((entry) => entry.line).join("");
       try {
+        const dirs = new Set(batch.flatMap((entry) => entry.syncDirs));
+        await Promise.all([...dirs].map(fsyncDir));
         if (text.length > 0) {
           const handle = this.#handle;
           if (!handle) throw closedError(this.file);
