@@ -129,7 +129,7 @@ export async function scaleReport(): Promise<string> {
     const lines = [
       `csikit hostpath as its own process, one grpc-js client; ${cpus().length} cores, load ${load} at start; state dir ${stateDir} on ${await filesystemOf(dir)}`,
       "",
-      "| operation | load | result |",
+      "| operation | concurrency | result |",
       "|---|---|---|",
       await sequentialPairs(client),
     ];
