@@ -270,7 +270,9 @@ export class JournalStore<T extends object> {
           const handle = this.#handle;
           if (!handle) throw closedError(this.file);
           const bytes = Buffer.from(text, "utf8");
-          await handle.write(bytes);
+          // A short write (rare on a regular file) continues where it stopped.
+          for (let at = 0; at < bytes.length;)
+            at += (await handle.write(bytes, at, bytes.length - at)).bytesWritten;
           await handle.datasync();
           this.#durableBytes += bytes.length;
           this.commits++;
