@@ -1,7 +1,7 @@
 // `npm run bench:csi`: CSI round trips against the hostpath driver over a Unix socket — Probe,
 // CreateVolume+DeleteVolume pairs, and NodePublish+NodeUnpublish pairs when the process may
 // mount — printed as a table of ops/s and p50/p99 latency. Iterations are bounded so the run
-// ends well within a minute. As root it re-executes itself in a private mount namespace, so no
+// ends well within a minute; then the scale part (csi-scale.ts: 10,000 volumes, 32 in flight). As root it re-executes itself in a private mount namespace, so no
 // mount can outlive it. Nothing here asserts on timings.
 
 import { spawnSync } from "node:child_process";
@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { CsiClient } from "../src/csi/index.ts";
 import type { VolumeCapabilityInput } from "../src/csi/index.ts";
 import { serveHostpathDriver } from "../src/drivers/index.ts";
+import { scaleReport } from "./csi-scale.ts";
 
 const NAMESPACE_ENV = "CSIKIT_BENCH_IN_MOUNT_NS";
 const PROBES = 2000;
@@ -175,6 +176,7 @@ async function main(): Promise<number> {
     `CSI round trips against hostpath over a Unix socket (sequential, after ${WARMUP} warm-up calls each)\n\n`,
   );
   process.stdout.write(table(rows, notes));
+  process.stdout.write(`\nScale (issue 10 §4)\n\n${await scaleReport()}`);
   return 0;
 }
 

@@ -3,13 +3,12 @@
 
 import type { DataLayout } from "./data.ts";
 import type { HostpathConfig } from "./driver.ts";
-import type { JsonStore } from "./json-store.ts";
 import type { Locks } from "./requests.ts";
-import type { ControllerStateData } from "./state.ts";
+import type { ControllerStore } from "./state.ts";
 
 export interface ControllerContext {
   config: HostpathConfig;
   layout: DataLayout;
-  store: JsonStore<ControllerStateData>;
+  store: ControllerStore;
   locks: Locks;
 }

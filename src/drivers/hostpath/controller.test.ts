@@ -740,6 +740,8 @@ test("crash during group snapshot create and delete: retry finishes the create; 
     groupSnapshotId: group.groupSnapshotId,
     snapshotIds: members,
   });
+  // The persisted state (snapshot + journal) no longer has them.
+  await driver.server.close();
   const state = JSON.parse(
     await readFile(join(driver.stateDir, "controller.json"), "utf8"),
   ) as PersistedState;

@@ -9,6 +9,26 @@
 // requirements become "known nodes" (persisted), which ControllerPublish accepts; any other
 // node ID is NOT_FOUND. Published node IDs are recorded per volume.
 
+import type {
+  ControllerExpandVolumeRequest,
+  ControllerExpandVolumeResponseInput,
+  ControllerGetVolumeRequest,
+  ControllerGetVolumeResponseInput,
+  ControllerModifyVolumeRequest,
+  ControllerModifyVolumeResponseInput,
+  ControllerPublishVolumeRequest,
+  ControllerPublishVolumeResponseInput,
+  ControllerUnpublishVolumeRequest,
+  ControllerUnpublishVolumeResponseInput,
+  DeleteVolumeRequest,
+  DeleteVolumeResponseInput,
+  GetCapacityRequest,
+  GetCapacityResponseInput,
+  ListVolumesRequest,
+  ListVolumesResponseInput,
+  ValidateVolumeCapabilitiesRequest,
+  ValidateVolumeCapabilitiesResponseInput,
+} from "../../csi/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -26,6 +46,7 @@ import {
   TOPOLOGY_KEY_NODE,
   type HostpathConfig,
 } from "./driver.ts";
+import { dirname } from "node:path";
 import { createVolumeData, dataProblem, growFile, removeData, type VolumeContent } from "./data.ts";
 import { isVolumeId, newVolumeId } from "./ids.ts";
 import {
@@ -244,17 +265,24 @@ async function populate(
   content: VolumeContent,
   signal: AbortSignal,
 ): Promise<void> {
+  const path = context.layout.volumePath(volume.id, volume.accessType);
+  // The rename into place is made durable with the "ready" record: one fsync of the volumes
+  // dir per batch of concurrent creates instead of one per volume.
   await createVolumeData({
-    path: context.layout.volumePath(volume.id, volume.accessType),
+    path,
     accessType: volume.accessType,
     sizeBytes: volume.sizeBytes,
     content,
     signal,
+    syncParent: false,
   });
-  await context.store.update((draft) => {
-    const record = draft.volumes[volume.id];
-    if (record) record.phase = "ready";
-  });
+  await context.store.update(
+    (draft) => {
+      const record = draft.volumes[volume.id];
+      if (record) record.phase = "ready";
+    },
+    { syncDirs: [dirname(path)] },
+  );
 }
 
 /** Finishes deleting a volume whose record exists (re-entrant). */
@@ -285,14 +313,14 @@ async function createVolume(
   } catch (error) {
     // A create interrupted by a crash whose source is gone now can never finish: drop its
     // intent so it stops reserving capacity, then report why.
-    const stale = volumeByName(context.store.current, name);
+    const stale = volumeByName(context.store, name);
     if (stale?.phase === "creating")
       await context.locks.run([`name:${name}`], () => finishVolumeDelete(context, stale));
     throw error;
   }
   const lockKeys = [`name:${name}`, ...(firstSource.lockKey ? [firstSource.lockKey] : [])];
   return context.locks.run(lockKeys, async () => {
-    const existing = volumeByName(context.store.current, name);
+    const existing = volumeByName(context.store, name);
     if (existing?.phase === "deleting") await finishVolumeDelete(context, existing);
     else if (existing) {
       checkCompatible(existing, request, { range, accessType, source: firstSource.source });
@@ -308,7 +336,7 @@ async function createVolume(
     const candidates = candidateNodes(context.config, request.accessibilityRequirements);
     const id = newVolumeId();
     const record = await context.store.update((draft) => {
-      const nodeId = placeVolume(context, draft, { candidates, kind, size });
+      const nodeId = placeVolume(context, context.store.latest, { candidates, kind, size });
       if (nodeId !== context.config.nodeId && !draft.knownNodes.includes(nodeId))
         draft.knownNodes.push(nodeId);
       const volume: VolumeRecord = {
@@ -397,231 +425,273 @@ function lookupVolume(context: ControllerContext, id: string): VolumeRecord {
 
 export type { ControllerContext };
 
+async function deleteVolume(
+  context: ControllerContext,
+  request: DeleteVolumeRequest,
+): Promise<DeleteVolumeResponseInput> {
+  const { config } = context;
+  const id = required(request.volumeId, "volume_id");
+  if (!isVolumeId(id)) return {};
+  return context.locks.run([`volume:${id}`], async () => {
+    const volume = context.store.current.volumes[id];
+    if (!volume) return {};
+    const nodes = Object.keys(volume.published);
+    if (nodes.length > 0)
+      throw new CsiError(
+        GrpcStatus.FAILED_PRECONDITION,
+        `volume ${id} is still published to node(s) ${nodes.join(", ")}`,
+      );
+    await finishVolumeDelete(context, volume);
+    config.logger.info(4, "deleted volume", { volumeId: id });
+    return {};
+  });
+}
+
+async function controllerPublishVolume(
+  context: ControllerContext,
+  request: ControllerPublishVolumeRequest,
+): Promise<ControllerPublishVolumeResponseInput> {
+  const { config } = context;
+  requireAttach(context, "ControllerPublishVolume");
+  const id = required(request.volumeId, "volume_id");
+  const nodeId = required(request.nodeId, "node_id");
+  const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
+  const volume = lookupVolume(context, id);
+  if (!knownNode(context, nodeId)) throw notFound("node", nodeId);
+  if (volume.accessType !== accessType)
+    throw invalid(
+      `volume_capability asks for ${accessType} access but volume ${id} is a ${volume.accessType} volume`,
+    );
+  return context.locks.run([`volume:${id}`], async () => {
+    const current = requireVolume(context.store.current, id);
+    const existing = current.published[nodeId];
+    if (existing) {
+      if (existing.readonly !== request.readonly)
+        throw new CsiError(
+          GrpcStatus.ALREADY_EXISTS,
+          `volume ${id} is already published to node ${nodeId} with readonly=${existing.readonly}`,
+        );
+      return { publishContext: {} };
+    }
+    const others = Object.keys(current.published);
+    if (others.length > 0 && !isMultiNode(request.volumeCapability))
+      throw new CsiError(
+        GrpcStatus.FAILED_PRECONDITION,
+        `volume ${id} is already published to node ${others.join(", ")} and the access mode is single-node`,
+      );
+    await context.store.update((draft) => {
+      if (config.attachLimit > 0 && publishedCount(context.store.latest, nodeId) >= config.attachLimit)
+        throw new CsiError(
+          GrpcStatus.RESOURCE_EXHAUSTED,
+          `node ${nodeId} already has the maximum of ${config.attachLimit} volumes attached (flag --attach-limit)`,
+        );
+      if (
+        config.maxVolumesPerNode > 0 &&
+        publishedCount(context.store.latest, nodeId) >= config.maxVolumesPerNode
+      )
+        throw new CsiError(
+          GrpcStatus.RESOURCE_EXHAUSTED,
+          `node ${nodeId} already has the maximum of ${config.maxVolumesPerNode} volumes published (flag --max-volumes-per-node)`,
+        );
+      const record = draft.volumes[id];
+      if (record) record.published[nodeId] = { readonly: request.readonly };
+    });
+    return { publishContext: {} };
+  });
+}
+
+async function controllerUnpublishVolume(
+  context: ControllerContext,
+  request: ControllerUnpublishVolumeRequest,
+): Promise<ControllerUnpublishVolumeResponseInput> {
+  requireAttach(context, "ControllerUnpublishVolume");
+  const id = required(request.volumeId, "volume_id");
+  // An unknown volume or node cannot be published there: it is already unpublished.
+  if (!isVolumeId(id)) return {};
+  return context.locks.run([`volume:${id}`], async () => {
+    const volume = context.store.current.volumes[id];
+    if (!volume) return {};
+    const nodes = request.nodeId === "" ? Object.keys(volume.published) : [request.nodeId];
+    if (!nodes.some((n) => Object.hasOwn(volume.published, n))) return {};
+    await context.store.update((draft) => {
+      const record = draft.volumes[id];
+      for (const node of nodes) if (record) delete record.published[node];
+    });
+    return {};
+  });
+}
+
+async function validateVolumeCapabilities(
+  context: ControllerContext,
+  request: ValidateVolumeCapabilitiesRequest,
+): Promise<ValidateVolumeCapabilitiesResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  const accessType = capabilitiesAccessType(request.volumeCapabilities, "volume_capabilities");
+  const volume = lookupVolume(context, id);
+  if (accessType !== volume.accessType)
+    return {
+      confirmed: null,
+      message: `volume ${id} is a ${volume.accessType} volume, not ${accessType}`,
+    };
+  if (Object.keys(request.parameters).length > 0 && !sameRecord(request.parameters, volume.parameters))
+    return { confirmed: null, message: `parameters differ from those volume ${id} was created with` };
+  return {
+    confirmed: {
+      volumeContext: request.volumeContext,
+      volumeCapabilities: request.volumeCapabilities,
+      parameters: request.parameters,
+      mutableParameters: request.mutableParameters,
+    },
+    message: "",
+  };
+}
+
+async function listVolumes(
+  context: ControllerContext,
+  request: ListVolumesRequest,
+): Promise<ListVolumesResponseInput> {
+  const state = context.store.current;
+  const ready = Object.values(state.volumes).filter((v) => v.phase === "ready");
+  const { ids, nextToken } = page(
+    ready.map((v) => v.id),
+    { token: request.startingToken, maxEntries: request.maxEntries, isId: isVolumeId },
+  );
+  const entries = [];
+  for (const id of ids) {
+    const volume = state.volumes[id]!;
+    entries.push({ volume: volumeMessage(context, volume), status: await volumeStatus(context, volume) });
+  }
+  return { entries, nextToken };
+}
+
+async function controllerGetVolume(
+  context: ControllerContext,
+  request: ControllerGetVolumeRequest,
+): Promise<ControllerGetVolumeResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  const volume = lookupVolume(context, id);
+  return { volume: volumeMessage(context, volume), status: await volumeStatus(context, volume) };
+}
+
+async function getCapacity(
+  context: ControllerContext,
+  request: GetCapacityRequest,
+): Promise<GetCapacityResponseInput> {
+  const { config } = context;
+  // Capabilities do not change capacity, and upstream hostpath ignores them: the
+  // external-provisioner's capacity tracking sends one mount capability with access mode
+  // UNKNOWN, which a check for a set mode would refuse.
+  const kind = request.parameters[STORAGE_KIND_PARAMETER] ?? "";
+  let node = config.nodeId;
+  const segments = request.accessibleTopology?.segments ?? {};
+  if (config.enableTopology && Object.keys(segments).length > 0) {
+    const named = segments[TOPOLOGY_KEY_NODE];
+    node =
+      named !== undefined && Object.keys(segments).length === 1 && knownNode(context, named) ? named : "";
+  }
+  let available: number;
+  if (node === "") available = 0;
+  else if (config.capacity.size === 0) available = config.maxVolumeSize;
+  else
+    available = Math.max(
+      0,
+      (config.capacity.get(kind) ?? 0) - allocatedBytes(context.store.current, node, kind),
+    );
+  return {
+    availableCapacity: String(available),
+    maximumVolumeSize: { value: String(Math.min(available, config.maxVolumeSize)) },
+    minimumVolumeSize: { value: "0" },
+  };
+}
+
+async function controllerExpandVolume(
+  context: ControllerContext,
+  request: ControllerExpandVolumeRequest,
+): Promise<ControllerExpandVolumeResponseInput> {
+  const { config } = context;
+  requireOffered(
+    config.controllerExpansion,
+    "ControllerExpandVolume",
+    "flags --enable-volume-expansion, --disable-controller-expansion",
+  );
+  const id = required(request.volumeId, "volume_id");
+  if (!request.capacityRange) throw invalid("capacity_range is required");
+  const range = sizeRange(request.capacityRange);
+  if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
+  lookupVolume(context, id);
+  if (range.required > config.maxVolumeSize)
+    throw new CsiError(
+      GrpcStatus.OUT_OF_RANGE,
+      `capacity_range.required_bytes ${range.required} exceeds the maximum volume size ${config.maxVolumeSize}`,
+    );
+  return context.locks.run([`volume:${id}`], async () => {
+    const volume = requireVolume(context.store.current, id);
+    if (range.limit > 0 && range.limit < volume.sizeBytes)
+      throw new CsiError(
+        GrpcStatus.OUT_OF_RANGE,
+        `capacity_range.limit_bytes ${range.limit} is below the current size ${volume.sizeBytes}; volumes cannot shrink`,
+      );
+    const target = Math.max(volume.sizeBytes, range.required);
+    if (target > volume.sizeBytes) {
+      await context.store.update((draft) => {
+        const grow = target - volume.sizeBytes;
+        if (!hasRoom(context, context.store.latest, volume.nodeId, volume.kind, grow))
+          throw new CsiError(
+            GrpcStatus.OUT_OF_RANGE,
+            `not enough capacity of kind ${JSON.stringify(volume.kind)} on node ${volume.nodeId} to grow volume ${id} to ${target} bytes`,
+          );
+        const record = draft.volumes[id];
+        if (record) record.sizeBytes = target;
+      });
+      // After the record: a crash here leaves the file smaller, and a retry grows it.
+      if (volume.accessType === "block") await growFile(context.layout.volumePath(id, "block"), target);
+    } else if (volume.accessType === "block") {
+      await growFile(context.layout.volumePath(id, "block"), target);
+    }
+    return { capacityBytes: String(target), nodeExpansionRequired: true };
+  });
+}
+
+async function controllerModifyVolume(
+  context: ControllerContext,
+  request: ControllerModifyVolumeRequest,
+): Promise<ControllerModifyVolumeResponseInput> {
+  const { config } = context;
+  requireOffered(
+    config.enableControllerModifyVolume,
+    "ControllerModifyVolume",
+    "flag --enable-controller-modify-volume",
+  );
+  const id = required(request.volumeId, "volume_id");
+  if (Object.keys(request.mutableParameters).length === 0) throw invalid("mutable_parameters is required");
+  checkMutableParameters(context, request.mutableParameters, "mutable_parameters");
+  lookupVolume(context, id);
+  return context.locks.run([`volume:${id}`], async () => {
+    await context.store.update((draft) => {
+      const record = draft.volumes[id];
+      if (!record || record.phase !== "ready") throw notFound("volume", id);
+      Object.assign(record.mutableParameters, request.mutableParameters);
+    });
+    return {};
+  });
+}
+
+/** The service as grpc-js serves it: each RPC is one function above, readable and testable alone. */
 export function controllerHandlers(context: ControllerContext): Partial<ControllerService> {
   const { config } = context;
   return {
     controllerGetCapabilities: () =>
       Promise.resolve({ capabilities: controllerCapabilities(config).map((type) => ({ rpc: { type } })) }),
-
     createVolume: (request, call) => createVolume(context, request, call.signal),
-
-    async deleteVolume(request) {
-      const id = required(request.volumeId, "volume_id");
-      if (!isVolumeId(id)) return {};
-      return context.locks.run([`volume:${id}`], async () => {
-        const volume = context.store.current.volumes[id];
-        if (!volume) return {};
-        const nodes = Object.keys(volume.published);
-        if (nodes.length > 0)
-          throw new CsiError(
-            GrpcStatus.FAILED_PRECONDITION,
-            `volume ${id} is still published to node(s) ${nodes.join(", ")}`,
-          );
-        await finishVolumeDelete(context, volume);
-        config.logger.info(4, "deleted volume", { volumeId: id });
-        return {};
-      });
-    },
-
-    async controllerPublishVolume(request) {
-      requireAttach(context, "ControllerPublishVolume");
-      const id = required(request.volumeId, "volume_id");
-      const nodeId = required(request.nodeId, "node_id");
-      const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
-      const volume = lookupVolume(context, id);
-      if (!knownNode(context, nodeId)) throw notFound("node", nodeId);
-      if (volume.accessType !== accessType)
-        throw invalid(
-          `volume_capability asks for ${accessType} access but volume ${id} is a ${volume.accessType} volume`,
-        );
-      return context.locks.run([`volume:${id}`], async () => {
-        const current = requireVolume(context.store.current, id);
-        const existing = current.published[nodeId];
-        if (existing) {
-          if (existing.readonly !== request.readonly)
-            throw new CsiError(
-              GrpcStatus.ALREADY_EXISTS,
-              `volume ${id} is already published to node ${nodeId} with readonly=${existing.readonly}`,
-            );
-          return { publishContext: {} };
-        }
-        const others = Object.keys(current.published);
-        if (others.length > 0 && !isMultiNode(request.volumeCapability))
-          throw new CsiError(
-            GrpcStatus.FAILED_PRECONDITION,
-            `volume ${id} is already published to node ${others.join(", ")} and the access mode is single-node`,
-          );
-        await context.store.update((draft) => {
-          if (config.attachLimit > 0 && publishedCount(draft, nodeId) >= config.attachLimit)
-            throw new CsiError(
-              GrpcStatus.RESOURCE_EXHAUSTED,
-              `node ${nodeId} already has the maximum of ${config.attachLimit} volumes attached (flag --attach-limit)`,
-            );
-          if (config.maxVolumesPerNode > 0 && publishedCount(draft, nodeId) >= config.maxVolumesPerNode)
-            throw new CsiError(
-              GrpcStatus.RESOURCE_EXHAUSTED,
-              `node ${nodeId} already has the maximum of ${config.maxVolumesPerNode} volumes published (flag --max-volumes-per-node)`,
-            );
-          const record = draft.volumes[id];
-          if (record) record.published[nodeId] = { readonly: request.readonly };
-        });
-        return { publishContext: {} };
-      });
-    },
-
-    async controllerUnpublishVolume(request) {
-      requireAttach(context, "ControllerUnpublishVolume");
-      const id = required(request.volumeId, "volume_id");
-      // An unknown volume or node cannot be published there: it is already unpublished.
-      if (!isVolumeId(id)) return {};
-      return context.locks.run([`volume:${id}`], async () => {
-        const volume = context.store.current.volumes[id];
-        if (!volume) return {};
-        const nodes = request.nodeId === "" ? Object.keys(volume.published) : [request.nodeId];
-        if (!nodes.some((n) => Object.hasOwn(volume.published, n))) return {};
-        await context.store.update((draft) => {
-          const record = draft.volumes[id];
-          for (const node of nodes) if (record) delete record.published[node];
-        });
-        return {};
-      });
-    },
-
-    async validateVolumeCapabilities(request) {
-      const id = required(request.volumeId, "volume_id");
-      const accessType = capabilitiesAccessType(request.volumeCapabilities, "volume_capabilities");
-      const volume = lookupVolume(context, id);
-      if (accessType !== volume.accessType)
-        return {
-          confirmed: null,
-          message: `volume ${id} is a ${volume.accessType} volume, not ${accessType}`,
-        };
-      if (Object.keys(request.parameters).length > 0 && !sameRecord(request.parameters, volume.parameters))
-        return { confirmed: null, message: `parameters differ from those volume ${id} was created with` };
-      return {
-        confirmed: {
-          volumeContext: request.volumeContext,
-          volumeCapabilities: request.volumeCapabilities,
-          parameters: request.parameters,
-          mutableParameters: request.mutableParameters,
-        },
-        message: "",
-      };
-    },
-
-    async listVolumes(request) {
-      const state = context.store.current;
-      const ready = Object.values(state.volumes).filter((v) => v.phase === "ready");
-      const { ids, nextToken } = page(
-        ready.map((v) => v.id),
-        { token: request.startingToken, maxEntries: request.maxEntries, isId: isVolumeId },
-      );
-      const entries = [];
-      for (const id of ids) {
-        const volume = state.volumes[id]!;
-        entries.push({ volume: volumeMessage(context, volume), status: await volumeStatus(context, volume) });
-      }
-      return { entries, nextToken };
-    },
-
-    async controllerGetVolume(request) {
-      const id = required(request.volumeId, "volume_id");
-      const volume = lookupVolume(context, id);
-      return { volume: volumeMessage(context, volume), status: await volumeStatus(context, volume) };
-    },
-
-    async getCapacity(request) {
-      // Capabilities do not change capacity, and upstream hostpath ignores them: the
-      // external-provisioner's capacity tracking sends one mount capability with access mode
-      // UNKNOWN, which a check for a set mode would refuse.
-      const kind = request.parameters[STORAGE_KIND_PARAMETER] ?? "";
-      let node = config.nodeId;
-      const segments = request.accessibleTopology?.segments ?? {};
-      if (config.enableTopology && Object.keys(segments).length > 0) {
-        const named = segments[TOPOLOGY_KEY_NODE];
-        node =
-          named !== undefined && Object.keys(segments).length === 1 && knownNode(context, named) ? named : "";
-      }
-      let available: number;
-      if (node === "") available = 0;
-      else if (config.capacity.size === 0) available = config.maxVolumeSize;
-      else
-        available = Math.max(
-          0,
-          (config.capacity.get(kind) ?? 0) - allocatedBytes(context.store.current, node, kind),
-        );
-      return {
-        availableCapacity: String(available),
-        maximumVolumeSize: { value: String(Math.min(available, config.maxVolumeSize)) },
-        minimumVolumeSize: { value: "0" },
-      };
-    },
-
-    async controllerExpandVolume(request) {
-      requireOffered(
-        config.controllerExpansion,
-        "ControllerExpandVolume",
-        "flags --enable-volume-expansion, --disable-controller-expansion",
-      );
-      const id = required(request.volumeId, "volume_id");
-      if (!request.capacityRange) throw invalid("capacity_range is required");
-      const range = sizeRange(request.capacityRange);
-      if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
-      lookupVolume(context, id);
-      if (range.required > config.maxVolumeSize)
-        throw new CsiError(
-          GrpcStatus.OUT_OF_RANGE,
-          `capacity_range.required_bytes ${range.required} exceeds the maximum volume size ${config.maxVolumeSize}`,
-        );
-      return context.locks.run([`volume:${id}`], async () => {
-        const volume = requireVolume(context.store.current, id);
-        if (range.limit > 0 && range.limit < volume.sizeBytes)
-          throw new CsiError(
-            GrpcStatus.OUT_OF_RANGE,
-            `capacity_range.limit_bytes ${range.limit} is below the current size ${volume.sizeBytes}; volumes cannot shrink`,
-          );
-        const target = Math.max(volume.sizeBytes, range.required);
-        if (target > volume.sizeBytes) {
-          await context.store.update((draft) => {
-            const grow = target - volume.sizeBytes;
-            if (!hasRoom(context, draft, volume.nodeId, volume.kind, grow))
-              throw new CsiError(
-                GrpcStatus.OUT_OF_RANGE,
-                `not enough capacity of kind ${JSON.stringify(volume.kind)} on node ${volume.nodeId} to grow volume ${id} to ${target} bytes`,
-              );
-            const record = draft.volumes[id];
-            if (record) record.sizeBytes = target;
-          });
-          // After the record: a crash here leaves the file smaller, and a retry grows it.
-          if (volume.accessType === "block") await growFile(context.layout.volumePath(id, "block"), target);
-        } else if (volume.accessType === "block") {
-          await growFile(context.layout.volumePath(id, "block"), target);
-        }
-        return { capacityBytes: String(target), nodeExpansionRequired: true };
-      });
-    },
-
-    async controllerModifyVolume(request) {
-      requireOffered(
-        config.enableControllerModifyVolume,
-        "ControllerModifyVolume",
-        "flag --enable-controller-modify-volume",
-      );
-      const id = required(request.volumeId, "volume_id");
-      if (Object.keys(request.mutableParameters).length === 0)
-        throw invalid("mutable_parameters is required");
-      checkMutableParameters(context, request.mutableParameters, "mutable_parameters");
-      lookupVolume(context, id);
-      return context.locks.run([`volume:${id}`], async () => {
-        await context.store.update((draft) => {
-          const record = draft.volumes[id];
-          if (!record || record.phase !== "ready") throw notFound("volume", id);
-          Object.assign(record.mutableParameters, request.mutableParameters);
-        });
-        return {};
-      });
-    },
-
+    deleteVolume: (request) => deleteVolume(context, request),
+    controllerPublishVolume: (request) => controllerPublishVolume(context, request),
+    controllerUnpublishVolume: (request) => controllerUnpublishVolume(context, request),
+    validateVolumeCapabilities: (request) => validateVolumeCapabilities(context, request),
+    listVolumes: (request) => listVolumes(context, request),
+    controllerGetVolume: (request) => controllerGetVolume(context, request),
+    getCapacity: (request) => getCapacity(context, request),
+    controllerExpandVolume: (request) => controllerExpandVolume(context, request),
+    controllerModifyVolume: (request) => controllerModifyVolume(context, request),
     ...snapshotHandlers(context),
   };
 }

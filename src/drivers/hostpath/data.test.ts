@@ -11,7 +11,6 @@ import {
   growFile,
   removeData,
 } from "./data.ts";
-import { JsonStore } from "./json-store.ts";
 
 async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "hostpath-data-"));
@@ -78,36 +77,4 @@ test("data: block volumes are sparse files; copies grow but never shrink; a cras
   await growFile(clone, 9 << 20);
   assert.equal((await stat(clone)).size, 9 << 20);
   assert.equal(await dataProblem(clone, "mount"), "data directory is not a directory");
-});
-
-test("json store: updates persist atomically, a throwing mutator writes nothing, a stale temp is ignored", async (t) => {
-  const dir = await tempDir(t);
-  const file = join(dir, "state.json");
-  const make = (): JsonStore<{ n: number }> =>
-    new JsonStore({
-      file,
-      empty: () => ({ n: 0 }),
-      validate: (value, name) => {
-        if (typeof value !== "object" || value === null || !("n" in value) || typeof value.n !== "number")
-          throw new Error(`bad ${name}`);
-        return { n: value.n };
-      },
-    });
-  const store = make();
-  assert.deepEqual(await store.load(), { n: 0 });
-  await Promise.all([1, 2, 3].map(() => store.update((d) => void (d.n += 1))));
-  assert.equal(store.current.n, 3);
-  await assert.rejects(
-    store.update((d) => {
-      d.n = 100;
-      throw new Error("refused");
-    }),
-    /refused/,
-  );
-  assert.equal(store.current.n, 3);
-  await writeFile(`${file}.tmp`, "{ torn");
-  const reloaded = make();
-  assert.deepEqual(await reloaded.load(), { n: 3 });
-  await writeFile(file, "[]");
-  await assert.rejects(make().load(), /bad/);
 });

@@ -49,6 +49,11 @@ export interface CreateVolumeDataOptions {
   sizeBytes: number;
   content: VolumeContent;
   signal?: AbortSignal;
+  /**
+   * false: the caller makes the rename durable (fsyncs the parent dir, e.g. batched with the
+   * state change that records the volume ready). Default true.
+   */
+  syncParent?: boolean;
 }
 
 /** Builds a volume's data at `path` (re-entrant; see header). */
@@ -56,6 +61,14 @@ export async function createVolumeData(options: CreateVolumeDataOptions): Promis
   const { path, accessType, sizeBytes, content } = options;
   const temp = `${path}.tmp`;
   const run = options.signal ? { signal: options.signal } : {};
+  if (accessType === "mount" && content.type === "empty") {
+    // The common case costs two syscalls and a rename: the leftover and parent checks run
+    // only when mkdir says they are needed.
+    await freshDirectory(temp);
+    await renameOver(temp, path);
+    if (options.syncParent !== false) await fsyncDir(dirname(path));
+    return;
+  }
   await rm(temp, { recursive: true, force: true });
   await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
   if (accessType === "block") {
@@ -73,9 +86,31 @@ export async function createVolumeData(options: CreateVolumeDataOptions): Promis
     if (content.type === "snapshot") await untarInto(content.path, temp, run);
     else if (content.type === "volume") await copyDirectoryContents(content.path, temp, run);
   }
-  await rm(path, { recursive: true, force: true });
-  await rename(temp, path);
-  await fsyncDir(dirname(path));
+  await renameOver(temp, path);
+  if (options.syncParent !== false) await fsyncDir(dirname(path));
+}
+
+/** Creates the empty directory `path`, replacing a crashed attempt's leftover, parents as needed. */
+async function freshDirectory(path: string): Promise<void> {
+  try {
+    await mkdir(path, { mode: 0o777 });
+  } catch (error) {
+    if (isErrno(error, "EEXIST")) await rm(path, { recursive: true, force: true });
+    else if (isErrno(error, "ENOENT")) await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    else throw error;
+    await mkdir(path, { mode: 0o777 });
+  }
+}
+
+/** Renames `from` to `to`, removing whatever an interrupted earlier attempt left at `to`. */
+async function renameOver(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (error) {
+    if (!["ENOTEMPTY", "EEXIST", "EISDIR", "ENOTDIR"].some((code) => isErrno(error, code))) throw error;
+    await rm(to, { recursive: true, force: true });
+    await rename(from, to);
+  }
 }
 
 /** Copies a volume's data into a snapshot file (tar for directories, sparse copy for block). */

@@ -1,4 +1,4 @@
-// Crash-safe JSON persistence: a write goes to `<file>.tmp`, is fsynced, renamed over the file,
+// Crash-safe JSON files (the state snapshots): a write goes to `<file>.tmp`, is fsynced, renamed over the file,
 // and the directory is fsynced, so after a crash (kill -9, power loss) the file holds either
 // the previous or the new content, never a torn mix. A leftover `.tmp` from a crash is
 // ignored and overwritten by the next write.
@@ -29,20 +29,22 @@ export async function readJsonFile(file: string): Promise<unknown> {
   }
 }
 
-/** Atomically replaces `file` with `value` as JSON (temp + fsync + rename + fsync dir). */
-export async function writeJsonFile(file: string, value: unknown): Promise<void> {
+/** Atomically replaces `file` with `value` as JSON (temp + fsync + rename + fsync dir); its size. */
+export async function writeJsonFile(file: string, value: unknown): Promise<number> {
   const dir = dirname(file);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const temp = `${file}.tmp`;
+  const text = JSON.stringify(value, null, 1) + "\n";
   const handle = await open(temp, "w", 0o600);
   try {
-    await handle.writeFile(JSON.stringify(value, null, 1) + "\n", "utf8");
+    await handle.writeFile(text, "utf8");
     await handle.sync();
   } finally {
     await handle.close();
   }
   await rename(temp, file);
   await fsyncDir(dir);
+  return Buffer.byteLength(text);
 }
 
 /** fsyncs a directory so a rename or unlink inside it is durable. */

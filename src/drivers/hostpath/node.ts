@@ -11,6 +11,19 @@
 // things created or removed outside the state dir are the given path itself (never parents).
 // Where the process may not mount, these calls answer FAILED_PRECONDITION saying why.
 
+import type {
+  NodeExpandVolumeRequest,
+  NodeExpandVolumeResponseInput,
+  NodeGetVolumeStatsRequest,
+  NodeGetVolumeStatsResponseInput,
+  NodePublishVolumeResponseInput,
+  NodeStageVolumeRequest,
+  NodeStageVolumeResponseInput,
+  NodeUnpublishVolumeRequest,
+  NodeUnpublishVolumeResponseInput,
+  NodeUnstageVolumeRequest,
+  NodeUnstageVolumeResponseInput,
+} from "../../csi/index.ts";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, rm, rmdir, statfs, unlink } from "node:fs/promises";
 import { join } from "node:path";
@@ -25,11 +38,11 @@ import {
 import { EPHEMERAL_CONTEXT_KEY, type HostpathConfig } from "./driver.ts";
 import { dataProblem, type DataLayout } from "./data.ts";
 import { ephemeralDirName, isVolumeId } from "./ids.ts";
-import type { JsonStore } from "./json-store.ts";
+
 import { isLoopBind, mountAtPath, mountStateOf, type MountState } from "./node-mounts.ts";
 import { pathProblem } from "./paths.ts";
 import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
-import type { AccessType, NodeStateData, VolumeSource } from "./state.ts";
+import type { AccessType, NodeStore, VolumeSource } from "./state.ts";
 import { attachLoop, bindMountOnto, detachLoops, loopDevicesOf, refreshLoops, unmount } from "./system.ts";
 import { openBeneath, openFinal, type Beneath } from "./beneath.ts";
 
@@ -37,7 +50,7 @@ export interface NodeContext {
   config: HostpathConfig;
   layout: DataLayout;
   volumes: VolumeSource;
-  store: JsonStore<NodeStateData>;
+  store: NodeStore;
   locks: Locks;
   /** --allowed-path-roots, each as given and symlink-resolved (paths.ts resolveRoots). */
   allowedRoots: readonly string[];
@@ -463,176 +476,201 @@ async function requireVolumeAt(
   );
 }
 
+async function nodeStageVolume(
+  context: NodeContext,
+  request: NodeStageVolumeRequest,
+): Promise<NodeStageVolumeResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
+  const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
+  const volume = await findVolume(context, id);
+  if (volume.accessType !== accessType)
+    throw new CsiError(
+      GrpcStatus.FAILED_PRECONDITION,
+      `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
+    );
+  await requireMountPrivilege(context);
+  await context.locks.run([`node-volume:${id}`], () =>
+    withPath(context, staging, "staging_target_path", (path) => stageVolume(context, volume, path)),
+  );
+  return {};
+}
+
+async function nodeUnstageVolume(
+  context: NodeContext,
+  request: NodeUnstageVolumeRequest,
+): Promise<NodeUnstageVolumeResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
+  const volume = await findVolume(context, id);
+  // Nothing staged there is success (spec: MUST answer OK), also for a plugin that could
+  // never have mounted it; reading mountinfo needs no privilege.
+  const unstage = (): Promise<void> =>
+    withPath(context, staging, "staging_target_path", (path) => unstageVolume(context, volume, path));
+  const stagedAt = await withPath(context, staging, "staging_target_path", async (path) => {
+    if (volume.accessType === "mount") return path.real;
+    const file = await path.child(volume.id);
+    await file.close();
+    return file.real;
+  });
+  if (!(await mountAtPath(stagedAt))) {
+    if (volume.accessType === "block" && (await mayMount(context))) {
+      await context.locks.run([`node-volume:${id}`], unstage);
+    }
+    return {};
+  }
+  await requireMountPrivilege(context);
+  await context.locks.run([`node-volume:${id}`], unstage);
+  return {};
+}
+
+async function nodePublishVolume(
+  context: NodeContext,
+  request: NodePublishVolumeRequest,
+): Promise<NodePublishVolumeResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  checkPath(context, request.targetPath, "target_path");
+  const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
+  if (isEphemeralRequest(context, request)) {
+    await requireMountPrivilege(context);
+    await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
+      withPath(context, request.targetPath, "target_path", (path) =>
+        publishEphemeral(context, request, path),
+      ),
+    );
+    return {};
+  }
+  if (request.stagingTargetPath === "")
+    throw new CsiError(
+      GrpcStatus.FAILED_PRECONDITION,
+      "staging_target_path is required: this plugin has STAGE_UNSTAGE_VOLUME",
+    );
+  const volume = await findVolume(context, id);
+  if (volume.accessType !== accessType)
+    throw new CsiError(
+      GrpcStatus.FAILED_PRECONDITION,
+      `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
+    );
+  await requireMountPrivilege(context);
+  checkPath(context, request.stagingTargetPath, "staging_target_path");
+  await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
+    withPath(context, request.stagingTargetPath, "staging_target_path", (staging) =>
+      withPath(context, request.targetPath, "target_path", (target) =>
+        publishVolume(volume, request.readonly, staging, target),
+      ),
+    ),
+  );
+  return {};
+}
+
+async function nodeUnpublishVolume(
+  context: NodeContext,
+  request: NodeUnpublishVolumeRequest,
+): Promise<NodeUnpublishVolumeResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  const target = checkPath(context, request.targetPath, "target_path");
+  const volume = await findVolume(context, id);
+  if (volume.ephemeral) {
+    await requireMountPrivilege(context);
+    await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
+      finishEphemeralDelete(context, id),
+    );
+    return {};
+  }
+  // Nothing published there is success (spec: MUST answer OK) without mount privilege.
+  const published = await withPath(context, target, "target_path", async (path) => {
+    if (await mountAtPath(path.real)) return true;
+    await removeMountPoint(context, path);
+    return false;
+  });
+  if (!published) return {};
+  await requireMountPrivilege(context);
+  await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
+    withPath(context, target, "target_path", (path) => unpublishVolume(context, volume, path)),
+  );
+  return {};
+}
+
+async function nodeGetVolumeStats(
+  context: NodeContext,
+  request: NodeGetVolumeStatsRequest,
+): Promise<NodeGetVolumeStatsResponseInput> {
+  const id = required(request.volumeId, "volume_id");
+  required(request.volumePath, "volume_path");
+  // The volume first: an unknown id is NOT_FOUND whatever the path (csi-sanity asks with
+  // volume_path "some/path" and expects NOT_FOUND).
+  const volume = await findVolume(context, id);
+  const path = checkPath(context, request.volumePath, "volume_path");
+  await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
+  const problem = await dataProblem(volume.dataPath, volume.accessType);
+  const usage =
+    volume.accessType === "block"
+      ? [{ unit: "BYTES" as const, total: String(volume.sizeBytes), available: "0", used: "0" }]
+      : await usageOf(path);
+  return {
+    usage,
+    volumeCondition: { abnormal: problem !== undefined, message: problem ?? "volume is healthy" },
+  };
+}
+
+async function nodeExpandVolume(
+  context: NodeContext,
+  request: NodeExpandVolumeRequest,
+): Promise<NodeExpandVolumeResponseInput> {
+  const { config } = context;
+  if (!config.nodeExpansion)
+    throw new CsiError(
+      GrpcStatus.UNIMPLEMENTED,
+      "NodeExpandVolume is not offered (flags --enable-volume-expansion, --disable-node-expansion)",
+    );
+  const id = required(request.volumeId, "volume_id");
+  required(request.volumePath, "volume_path");
+  // Unknown id before the path checks, as NodeGetVolumeStats.
+  const volume = await findVolume(context, id);
+  const path = checkPath(context, request.volumePath, "volume_path");
+  const candidates = [{ path, field: "volume_path" }];
+  if (request.stagingTargetPath !== "")
+    candidates.push({
+      path: checkPath(context, request.stagingTargetPath, "staging_target_path"),
+      field: "staging_target_path",
+    });
+  const range = sizeRange(request.capacityRange);
+  if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
+  await requireVolumeAt(volume, candidates);
+  if (range.required > config.maxVolumeSizeNode)
+    throw new CsiError(
+      GrpcStatus.OUT_OF_RANGE,
+      `capacity_range.required_bytes ${range.required} exceeds the maximum volume size on the node ${config.maxVolumeSizeNode} (flag --max-volume-size-node)`,
+    );
+  if (range.required > volume.sizeBytes)
+    throw new CsiError(
+      GrpcStatus.OUT_OF_RANGE,
+      `capacity_range.required_bytes ${range.required} is larger than volume ${id} (${volume.sizeBytes} bytes): expand it with ControllerExpandVolume first`,
+    );
+  if (volume.accessType === "block") {
+    await requireMountPrivilege(context);
+    await context.locks.run([`node-volume:${id}`], () => refreshLoops(volume.dataPath));
+  }
+  return { capacityBytes: String(volume.sizeBytes) };
+}
+
+/** The service as grpc-js serves it: each RPC is one function above, readable and testable alone. */
 export function nodeHandlers(context: NodeContext): Partial<NodeService> {
   const { config } = context;
   return {
     nodeGetCapabilities: () =>
       Promise.resolve({ capabilities: nodeCapabilities(config).map((type) => ({ rpc: { type } })) }),
-
     nodeGetInfo: () =>
       Promise.resolve({
         nodeId: config.nodeId,
         maxVolumesPerNode: String(config.maxVolumesPerNode),
         accessibleTopology: config.topologyOf(config.nodeId)[0] ?? null,
       }),
-
-    async nodeStageVolume(request) {
-      const id = required(request.volumeId, "volume_id");
-      const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
-      const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
-      const volume = await findVolume(context, id);
-      if (volume.accessType !== accessType)
-        throw new CsiError(
-          GrpcStatus.FAILED_PRECONDITION,
-          `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
-        );
-      await requireMountPrivilege(context);
-      await context.locks.run([`node-volume:${id}`], () =>
-        withPath(context, staging, "staging_target_path", (path) => stageVolume(context, volume, path)),
-      );
-      return {};
-    },
-
-    async nodeUnstageVolume(request) {
-      const id = required(request.volumeId, "volume_id");
-      const staging = checkPath(context, request.stagingTargetPath, "staging_target_path");
-      const volume = await findVolume(context, id);
-      // Nothing staged there is success (spec: MUST answer OK), also for a plugin that could
-      // never have mounted it; reading mountinfo needs no privilege.
-      const unstage = (): Promise<void> =>
-        withPath(context, staging, "staging_target_path", (path) => unstageVolume(context, volume, path));
-      const stagedAt = await withPath(context, staging, "staging_target_path", async (path) => {
-        if (volume.accessType === "mount") return path.real;
-        const file = await path.child(volume.id);
-        await file.close();
-        return file.real;
-      });
-      if (!(await mountAtPath(stagedAt))) {
-        if (volume.accessType === "block" && (await mayMount(context))) {
-          await context.locks.run([`node-volume:${id}`], unstage);
-        }
-        return {};
-      }
-      await requireMountPrivilege(context);
-      await context.locks.run([`node-volume:${id}`], unstage);
-      return {};
-    },
-
-    async nodePublishVolume(request) {
-      const id = required(request.volumeId, "volume_id");
-      checkPath(context, request.targetPath, "target_path");
-      const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
-      if (isEphemeralRequest(context, request)) {
-        await requireMountPrivilege(context);
-        await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
-          withPath(context, request.targetPath, "target_path", (path) =>
-            publishEphemeral(context, request, path),
-          ),
-        );
-        return {};
-      }
-      if (request.stagingTargetPath === "")
-        throw new CsiError(
-          GrpcStatus.FAILED_PRECONDITION,
-          "staging_target_path is required: this plugin has STAGE_UNSTAGE_VOLUME",
-        );
-      const volume = await findVolume(context, id);
-      if (volume.accessType !== accessType)
-        throw new CsiError(
-          GrpcStatus.FAILED_PRECONDITION,
-          `volume ${id} is a ${volume.accessType} volume; ${accessType} access is not supported`,
-        );
-      await requireMountPrivilege(context);
-      checkPath(context, request.stagingTargetPath, "staging_target_path");
-      await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
-        withPath(context, request.stagingTargetPath, "staging_target_path", (staging) =>
-          withPath(context, request.targetPath, "target_path", (target) =>
-            publishVolume(volume, request.readonly, staging, target),
-          ),
-        ),
-      );
-      return {};
-    },
-
-    async nodeUnpublishVolume(request) {
-      const id = required(request.volumeId, "volume_id");
-      const target = checkPath(context, request.targetPath, "target_path");
-      const volume = await findVolume(context, id);
-      if (volume.ephemeral) {
-        await requireMountPrivilege(context);
-        await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
-          finishEphemeralDelete(context, id),
-        );
-        return {};
-      }
-      // Nothing published there is success (spec: MUST answer OK) without mount privilege.
-      const published = await withPath(context, target, "target_path", async (path) => {
-        if (await mountAtPath(path.real)) return true;
-        await removeMountPoint(context, path);
-        return false;
-      });
-      if (!published) return {};
-      await requireMountPrivilege(context);
-      await context.locks.run([`node-volume:${id}`, `target:${target}`], () =>
-        withPath(context, target, "target_path", (path) => unpublishVolume(context, volume, path)),
-      );
-      return {};
-    },
-
-    async nodeGetVolumeStats(request) {
-      const id = required(request.volumeId, "volume_id");
-      required(request.volumePath, "volume_path");
-      // The volume first: an unknown id is NOT_FOUND whatever the path (csi-sanity asks with
-      // volume_path "some/path" and expects NOT_FOUND).
-      const volume = await findVolume(context, id);
-      const path = checkPath(context, request.volumePath, "volume_path");
-      await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
-      const problem = await dataProblem(volume.dataPath, volume.accessType);
-      const usage =
-        volume.accessType === "block"
-          ? [{ unit: "BYTES" as const, total: String(volume.sizeBytes), available: "0", used: "0" }]
-          : await usageOf(path);
-      return {
-        usage,
-        volumeCondition: { abnormal: problem !== undefined, message: problem ?? "volume is healthy" },
-      };
-    },
-
-    async nodeExpandVolume(request) {
-      if (!config.nodeExpansion)
-        throw new CsiError(
-          GrpcStatus.UNIMPLEMENTED,
-          "NodeExpandVolume is not offered (flags --enable-volume-expansion, --disable-node-expansion)",
-        );
-      const id = required(request.volumeId, "volume_id");
-      required(request.volumePath, "volume_path");
-      // Unknown id before the path checks, as NodeGetVolumeStats.
-      const volume = await findVolume(context, id);
-      const path = checkPath(context, request.volumePath, "volume_path");
-      const candidates = [{ path, field: "volume_path" }];
-      if (request.stagingTargetPath !== "")
-        candidates.push({
-          path: checkPath(context, request.stagingTargetPath, "staging_target_path"),
-          field: "staging_target_path",
-        });
-      const range = sizeRange(request.capacityRange);
-      if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
-      await requireVolumeAt(volume, candidates);
-      if (range.required > config.maxVolumeSizeNode)
-        throw new CsiError(
-          GrpcStatus.OUT_OF_RANGE,
-          `capacity_range.required_bytes ${range.required} exceeds the maximum volume size on the node ${config.maxVolumeSizeNode} (flag --max-volume-size-node)`,
-        );
-      if (range.required > volume.sizeBytes)
-        throw new CsiError(
-          GrpcStatus.OUT_OF_RANGE,
-          `capacity_range.required_bytes ${range.required} is larger than volume ${id} (${volume.sizeBytes} bytes): expand it with ControllerExpandVolume first`,
-        );
-      if (volume.accessType === "block") {
-        await requireMountPrivilege(context);
-        await context.locks.run([`node-volume:${id}`], () => refreshLoops(volume.dataPath));
-      }
-      return { capacityBytes: String(volume.sizeBytes) };
-    },
+    nodeStageVolume: (request) => nodeStageVolume(context, request),
+    nodeUnstageVolume: (request) => nodeUnstageVolume(context, request),
+    nodePublishVolume: (request) => nodePublishVolume(context, request),
+    nodeUnpublishVolume: (request) => nodeUnpublishVolume(context, request),
+    nodeGetVolumeStats: (request) => nodeGetVolumeStats(context, request),
+    nodeExpandVolume: (request) => nodeExpandVolume(context, request),
   };
 }

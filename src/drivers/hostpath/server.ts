@@ -2,9 +2,9 @@
 // serves Identity plus Controller and GroupController (controller service) and/or Node (node
 // service) on one Unix socket until the signal aborts.
 //
-// One state dir per controller instance: controller.json has a single writer. Node instances
-// (one per node ID) may share the dir with it: each writes only its own node-<hash>.json and
-// reads controller.json, which is always replaced atomically.
+// One state dir per controller instance: controller.json/.journal have a single writer. Node
+// instances (one per node ID) may share the dir with it: each writes only its own
+// node-<hash>.json/.journal and reads the controller's files without taking them over.
 
 import { mkdir } from "node:fs/promises";
 import { serveCsi, type CsiServer } from "../../csi/index.ts";
@@ -51,21 +51,28 @@ async function repairController(context: ControllerContext): Promise<void> {
 
 async function controllerSide(
   config: HostpathConfig,
-  parts: { layout: DataLayout; locks: Locks },
+  parts: { layout: DataLayout; locks: Locks; stores: Array<{ close(): Promise<void> }> },
 ): Promise<ControllerContext> {
   const store = controllerStore(config.stateDir);
   await store.load();
-  const context = { config, store, ...parts };
+  parts.stores.push(store);
+  const context = { config, store, layout: parts.layout, locks: parts.locks };
   await repairController(context);
+  await store.compact();
   return context;
 }
 
 async function nodeSide(
   config: HostpathConfig,
-  parts: { layout: DataLayout; controllerContext: ControllerContext | undefined },
+  parts: {
+    layout: DataLayout;
+    controllerContext: ControllerContext | undefined;
+    stores: Array<{ close(): Promise<void> }>;
+  },
 ): Promise<NodeContext> {
   const store = nodeStore(config.stateDir, config.nodeId);
   await store.load();
+  parts.stores.push(store);
   let probe: Promise<string | undefined> | undefined;
   const context: NodeContext = {
     config,
@@ -82,6 +89,7 @@ async function nodeSide(
   for (const record of Object.values(store.current.ephemeral))
     if (record.phase === "deleting" && !(await context.mountProblem()))
       await finishEphemeralDelete(context, record.volumeId);
+  await store.compact();
   return context;
 }
 
@@ -100,12 +108,16 @@ export async function serveHostpathDriver(
     ? await claimControllerState(config.stateDir)
     : (): Promise<void> => Promise.resolve();
   let server: CsiServer;
+  const stores: Array<{ close(): Promise<void> }> = [];
+  const closeStores = async (): Promise<void> => {
+    for (const store of stores.splice(0)) await store.close();
+  };
   try {
     const controllerContext = config.controllerService
-      ? await controllerSide(config, { layout, locks })
+      ? await controllerSide(config, { layout, locks, stores })
       : undefined;
     const nodeContext = config.nodeService
-      ? await nodeSide(config, { layout, controllerContext })
+      ? await nodeSide(config, { layout, controllerContext, stores })
       : undefined;
     server = await serveCsi({
       endpoint: options.endpoint ?? DEFAULT_ENDPOINT,
@@ -125,6 +137,7 @@ export async function serveHostpathDriver(
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
     });
   } catch (error) {
+    await closeStores();
     await release();
     throw error;
   }
@@ -135,7 +148,9 @@ export async function serveHostpathDriver(
     stateDir: config.stateDir,
   });
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= server.close().then(release));
+  // The stores close after the last call finished (they compact their journals) and before
+  // the state dir is released to a successor.
+  const close = (): Promise<void> => (closing ??= server.close().then(closeStores).then(release));
   signal?.addEventListener("abort", () => void close(), { once: true });
   return { path: server.path, config, close };
 }

@@ -12,7 +12,11 @@ import {
   CsiError,
   GrpcStatus,
   type BlockMetadataInput,
+  type CallContext,
+  type GetMetadataAllocatedRequest,
   type GetMetadataAllocatedResponseInput,
+  type GetMetadataDeltaRequest,
+  type GetMetadataDeltaResponseInput,
   type SnapshotMetadataService,
 } from "../../csi/index.ts";
 import type { ControllerContext } from "./controller-context.ts";
@@ -125,54 +129,69 @@ async function openSnapshot(context: ControllerContext, snapshot: SnapshotRecord
   return open(context.layout.snapshotPath(snapshot.id, "block"), "r");
 }
 
-export function snapshotMetadataHandlers(context: ControllerContext): SnapshotMetadataService {
+/** SnapshotMetadata.GetMetadataAllocated: the blocks of a block snapshot that hold data. */
+async function* getMetadataAllocated(
+  context: ControllerContext,
+  request: GetMetadataAllocatedRequest,
+  call: CallContext,
+): AsyncIterable<GetMetadataAllocatedResponseInput> {
   const type = context.config.snapshotMetadataBlockType;
-  return {
-    async *getMetadataAllocated(request, call) {
-      const id = required(request.snapshotId, "snapshot_id");
-      const snapshot = blockSnapshot(context, id, "snapshot_id");
-      const capacity = snapshot.sizeBytes;
-      const start = startingOffset(request.startingOffset, capacity);
-      const limit = maxResults(request.maxResults);
-      const file = await openSnapshot(context, snapshot);
-      try {
-        const allocated = blocks([file], start, capacity, ([view]) => !isAllZero(view!), call.signal);
-        yield* messages(allocated, { type, capacity, limit });
-      } finally {
-        await file.close();
-      }
-    },
+  const id = required(request.snapshotId, "snapshot_id");
+  const snapshot = blockSnapshot(context, id, "snapshot_id");
+  const capacity = snapshot.sizeBytes;
+  const start = startingOffset(request.startingOffset, capacity);
+  const limit = maxResults(request.maxResults);
+  const file = await openSnapshot(context, snapshot);
+  try {
+    const allocated = blocks([file], start, capacity, ([view]) => !isAllZero(view!), call.signal);
+    yield* messages(allocated, { type, capacity, limit });
+  } finally {
+    await file.close();
+  }
+}
 
-    async *getMetadataDelta(request, call) {
-      const baseId = required(request.baseSnapshotId, "base_snapshot_id");
-      const targetId = required(request.targetSnapshotId, "target_snapshot_id");
-      const base = blockSnapshot(context, baseId, "base_snapshot_id");
-      const target = blockSnapshot(context, targetId, "target_snapshot_id");
-      if (base.sourceVolumeId !== target.sourceVolumeId)
-        throw invalid(
-          `base_snapshot_id ${baseId} and target_snapshot_id ${targetId} are snapshots of different volumes`,
-        );
-      const capacity = target.sizeBytes;
-      const start = startingOffset(request.startingOffset, capacity);
-      const limit = maxResults(request.maxResults);
-      const baseFile = await openSnapshot(context, base);
-      try {
-        const targetFile = await openSnapshot(context, target);
-        try {
-          const changed = blocks(
-            [baseFile, targetFile],
-            start,
-            capacity,
-            ([a, b]) => !a!.equals(b!),
-            call.signal,
-          );
-          yield* messages(changed, { type, capacity, limit });
-        } finally {
-          await targetFile.close();
-        }
-      } finally {
-        await baseFile.close();
-      }
-    },
+/** SnapshotMetadata.GetMetadataDelta: the blocks that differ between two snapshots of a volume. */
+async function* getMetadataDelta(
+  context: ControllerContext,
+  request: GetMetadataDeltaRequest,
+  call: CallContext,
+): AsyncIterable<GetMetadataDeltaResponseInput> {
+  const type = context.config.snapshotMetadataBlockType;
+  const baseId = required(request.baseSnapshotId, "base_snapshot_id");
+  const targetId = required(request.targetSnapshotId, "target_snapshot_id");
+  const base = blockSnapshot(context, baseId, "base_snapshot_id");
+  const target = blockSnapshot(context, targetId, "target_snapshot_id");
+  if (base.sourceVolumeId !== target.sourceVolumeId)
+    throw invalid(
+      `base_snapshot_id ${baseId} and target_snapshot_id ${targetId} are snapshots of different volumes`,
+    );
+  const capacity = target.sizeBytes;
+  const start = startingOffset(request.startingOffset, capacity);
+  const limit = maxResults(request.maxResults);
+  const baseFile = await openSnapshot(context, base);
+  try {
+    const targetFile = await openSnapshot(context, target);
+    try {
+      const changed = blocks(
+        [baseFile, targetFile],
+        start,
+        capacity,
+        ([a, b]) => !a!.equals(b!),
+        call.signal,
+      );
+      yield* messages(changed, { type, capacity, limit });
+    } finally {
+      await targetFile.close();
+    }
+  } finally {
+    await baseFile.close();
+  }
+}
+
+/** The service as grpc-js serves it: each RPC is one function above. */
+export function snapshotMetadataHandlers(context: ControllerContext): SnapshotMetadataService {
+  return {
+    getMetadataAllocated: (request, call) => getMetadataAllocated(context, request, call),
+    getMetadataDelta: (request, call) => getMetadataDelta(context, request, call),
   };
 }

@@ -3,6 +3,17 @@
 // so volumes and snapshots can be deleted in any order. Group-snapshot members carry their
 // group's ID and can only be deleted with the group.
 
+import type {
+  CreateSnapshotRequest,
+  CreateSnapshotResponseInput,
+  DeleteSnapshotRequest,
+  DeleteSnapshotResponseInput,
+  GetSnapshotRequest,
+  GetSnapshotResponseInput,
+  ListSnapshotsRequest,
+  ListSnapshotsResponseInput,
+  CallContext,
+} from "../../csi/index.ts";
 import { CsiError, GrpcStatus, type ControllerService, type SnapshotInput } from "../../csi/index.ts";
 import type { ControllerContext } from "./controller-context.ts";
 import { createSnapshotData, removeData } from "./data.ts";
@@ -68,97 +79,112 @@ export async function finishSnapshotDelete(
   });
 }
 
+async function createSnapshot(
+  context: ControllerContext,
+  request: CreateSnapshotRequest,
+  call: CallContext,
+): Promise<CreateSnapshotResponseInput> {
+  const name = withinStringLimit(required(request.name, "name"), "name");
+  const sourceId = required(request.sourceVolumeId, "source_volume_id");
+  return context.locks.run([`snapshot-name:${name}`, `volume:${sourceId}`], async () => {
+    const existing = snapshotByName(context.store, name);
+    if (existing) {
+      if (existing.sourceVolumeId !== sourceId)
+        throw new CsiError(
+          GrpcStatus.ALREADY_EXISTS,
+          `snapshot ${JSON.stringify(name)} already exists for source volume ${existing.sourceVolumeId}`,
+        );
+      if (existing.phase === "deleting") await finishSnapshotDelete(context, [existing]);
+      else {
+        if (existing.phase === "creating")
+          await finishSnapshotCreate(context, [existing], call.signal).catch(async (error: unknown) => {
+            await finishSnapshotDelete(context, [existing]);
+            throw error;
+          });
+        return { snapshot: snapshotMessage(requireSnapshot(context.store.current, existing.id)) };
+      }
+    }
+    if (!isVolumeId(sourceId))
+      throw new CsiError(GrpcStatus.NOT_FOUND, `source volume ${JSON.stringify(sourceId)} does not exist`);
+    const volume = requireVolume(context.store.current, sourceId);
+    const snapshot: SnapshotRecord = {
+      id: newSnapshotId(),
+      name,
+      sourceVolumeId: sourceId,
+      sizeBytes: volume.sizeBytes,
+      accessType: volume.accessType,
+      creationTime: nowTimestamp(context.config.now()),
+      phase: "creating",
+    };
+    await context.store.update((draft) => {
+      draft.snapshots[snapshot.id] = snapshot;
+    });
+    try {
+      await finishSnapshotCreate(context, [snapshot], call.signal);
+    } catch (error) {
+      await finishSnapshotDelete(context, [snapshot]).catch(() => undefined);
+      throw error;
+    }
+    context.config.logger.info(4, "created snapshot", {
+      snapshotId: snapshot.id,
+      sourceVolumeId: sourceId,
+    });
+    return { snapshot: snapshotMessage(requireSnapshot(context.store.current, snapshot.id)) };
+  });
+}
+
+async function deleteSnapshot(
+  context: ControllerContext,
+  request: DeleteSnapshotRequest,
+): Promise<DeleteSnapshotResponseInput> {
+  const id = required(request.snapshotId, "snapshot_id");
+  if (!isSnapshotId(id)) return {};
+  return context.locks.run([`snapshot:${id}`], async () => {
+    const snapshot = context.store.current.snapshots[id];
+    if (!snapshot) return {};
+    if (
+      snapshot.groupSnapshotId !== undefined &&
+      context.store.current.groupSnapshots[snapshot.groupSnapshotId]
+    )
+      throw invalid(
+        `snapshot ${id} is part of group snapshot ${snapshot.groupSnapshotId}; delete the group instead`,
+      );
+    await finishSnapshotDelete(context, [snapshot]);
+    return {};
+  });
+}
+
+async function listSnapshots(
+  context: ControllerContext,
+  request: ListSnapshotsRequest,
+): Promise<ListSnapshotsResponseInput> {
+  const state = context.store.current;
+  let ready = Object.values(state.snapshots).filter((s) => s.phase === "ready");
+  if (request.snapshotId !== "") ready = ready.filter((s) => s.id === request.snapshotId);
+  if (request.sourceVolumeId !== "") ready = ready.filter((s) => s.sourceVolumeId === request.sourceVolumeId);
+  const { ids, nextToken } = page(
+    ready.map((s) => s.id),
+    { token: request.startingToken, maxEntries: request.maxEntries, isId: isSnapshotId },
+  );
+  return { entries: ids.map((id) => ({ snapshot: snapshotMessage(state.snapshots[id]!) })), nextToken };
+}
+
+async function getSnapshot(
+  context: ControllerContext,
+  request: GetSnapshotRequest,
+): Promise<GetSnapshotResponseInput> {
+  const id = required(request.snapshotId, "snapshot_id");
+  if (!isSnapshotId(id))
+    throw new CsiError(GrpcStatus.NOT_FOUND, `snapshot ${JSON.stringify(id)} does not exist`);
+  return { snapshot: snapshotMessage(requireSnapshot(context.store.current, id)) };
+}
+
+/** The service as grpc-js serves it: each RPC is one function above, readable and testable alone. */
 export function snapshotHandlers(context: ControllerContext): Partial<ControllerService> {
   return {
-    async createSnapshot(request, call) {
-      const name = withinStringLimit(required(request.name, "name"), "name");
-      const sourceId = required(request.sourceVolumeId, "source_volume_id");
-      return context.locks.run([`snapshot-name:${name}`, `volume:${sourceId}`], async () => {
-        const existing = snapshotByName(context.store.current, name);
-        if (existing) {
-          if (existing.sourceVolumeId !== sourceId)
-            throw new CsiError(
-              GrpcStatus.ALREADY_EXISTS,
-              `snapshot ${JSON.stringify(name)} already exists for source volume ${existing.sourceVolumeId}`,
-            );
-          if (existing.phase === "deleting") await finishSnapshotDelete(context, [existing]);
-          else {
-            if (existing.phase === "creating")
-              await finishSnapshotCreate(context, [existing], call.signal).catch(async (error: unknown) => {
-                await finishSnapshotDelete(context, [existing]);
-                throw error;
-              });
-            return { snapshot: snapshotMessage(requireSnapshot(context.store.current, existing.id)) };
-          }
-        }
-        if (!isVolumeId(sourceId))
-          throw new CsiError(
-            GrpcStatus.NOT_FOUND,
-            `source volume ${JSON.stringify(sourceId)} does not exist`,
-          );
-        const volume = requireVolume(context.store.current, sourceId);
-        const snapshot: SnapshotRecord = {
-          id: newSnapshotId(),
-          name,
-          sourceVolumeId: sourceId,
-          sizeBytes: volume.sizeBytes,
-          accessType: volume.accessType,
-          creationTime: nowTimestamp(context.config.now()),
-          phase: "creating",
-        };
-        await context.store.update((draft) => {
-          draft.snapshots[snapshot.id] = snapshot;
-        });
-        try {
-          await finishSnapshotCreate(context, [snapshot], call.signal);
-        } catch (error) {
-          await finishSnapshotDelete(context, [snapshot]).catch(() => undefined);
-          throw error;
-        }
-        context.config.logger.info(4, "created snapshot", {
-          snapshotId: snapshot.id,
-          sourceVolumeId: sourceId,
-        });
-        return { snapshot: snapshotMessage(requireSnapshot(context.store.current, snapshot.id)) };
-      });
-    },
-
-    async deleteSnapshot(request) {
-      const id = required(request.snapshotId, "snapshot_id");
-      if (!isSnapshotId(id)) return {};
-      return context.locks.run([`snapshot:${id}`], async () => {
-        const snapshot = context.store.current.snapshots[id];
-        if (!snapshot) return {};
-        if (
-          snapshot.groupSnapshotId !== undefined &&
-          context.store.current.groupSnapshots[snapshot.groupSnapshotId]
-        )
-          throw invalid(
-            `snapshot ${id} is part of group snapshot ${snapshot.groupSnapshotId}; delete the group instead`,
-          );
-        await finishSnapshotDelete(context, [snapshot]);
-        return {};
-      });
-    },
-
-    async listSnapshots(request) {
-      const state = context.store.current;
-      let ready = Object.values(state.snapshots).filter((s) => s.phase === "ready");
-      if (request.snapshotId !== "") ready = ready.filter((s) => s.id === request.snapshotId);
-      if (request.sourceVolumeId !== "")
-        ready = ready.filter((s) => s.sourceVolumeId === request.sourceVolumeId);
-      const { ids, nextToken } = page(
-        ready.map((s) => s.id),
-        { token: request.startingToken, maxEntries: request.maxEntries, isId: isSnapshotId },
-      );
-      return { entries: ids.map((id) => ({ snapshot: snapshotMessage(state.snapshots[id]!) })), nextToken };
-    },
-
-    async getSnapshot(request) {
-      const id = required(request.snapshotId, "snapshot_id");
-      if (!isSnapshotId(id))
-        throw new CsiError(GrpcStatus.NOT_FOUND, `snapshot ${JSON.stringify(id)} does not exist`);
-      return { snapshot: snapshotMessage(requireSnapshot(context.store.current, id)) };
-    },
+    createSnapshot: (request, call) => createSnapshot(context, request, call),
+    deleteSnapshot: (request) => deleteSnapshot(context, request),
+    listSnapshots: (request) => listSnapshots(context, request),
+    getSnapshot: (request) => getSnapshot(context, request),
   };
 }

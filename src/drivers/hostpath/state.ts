@@ -1,8 +1,13 @@
 // The driver's persistent state: what volumes, snapshots and group snapshots exist, where each
 // volume was published, and (per node) which inline ephemeral volumes exist. The controller
-// document lives in `<state-dir>/controller.json` and is written only by the instance that
-// runs the controller service; each node instance writes only `<state-dir>/node-<hash>.json`.
-// A node-only instance reads the controller document fresh (it is replaced atomically).
+// document lives in `<state-dir>/controller.json` + `controller.journal` (journal-store.ts) and
+// is written only by the instance that runs the controller service; each node instance writes
+// only `<state-dir>/node-<hash>.json` + `.journal`. A node-only instance reads the controller
+// document fresh (snapshot + journal, without taking ownership).
+//
+// Versions: 1 is the whole-file JSON of csikit before the journal; it is read as is (no journal
+// existed) and rewritten as version 2 at the first start, so upgrading keeps every volume.
+// Version 2 needs its journal, so an older csikit refuses it instead of losing changes.
 //
 // Crash safety (kill -9 between any two steps): every multi-step operation first records its
 // intent (`phase: "creating"` / `"deleting"`), then acts on disk, then commits
@@ -14,7 +19,7 @@
 
 import { CsikitError, isRecord } from "../../base/index.ts";
 import { CsiError, GrpcStatus } from "../../csi/index.ts";
-import { JsonStore } from "./json-store.ts";
+import { JournalStore, readJournaled } from "./journal-store.ts";
 import { join } from "node:path";
 import { nodeFileName } from "./ids.ts";
 
@@ -65,8 +70,10 @@ export interface GroupSnapshotRecord {
   phase: Phase;
 }
 
+export const STATE_VERSION = 2;
+
 export interface ControllerStateData {
-  version: 1;
+  version: typeof STATE_VERSION;
   volumes: Record<string, VolumeRecord>;
   snapshots: Record<string, SnapshotRecord>;
   groupSnapshots: Record<string, GroupSnapshotRecord>;
@@ -82,16 +89,20 @@ export interface EphemeralRecord {
 }
 
 export interface NodeStateData {
-  version: 1;
+  version: typeof STATE_VERSION;
   ephemeral: Record<string, EphemeralRecord>;
 }
 
 // The files are written only by this driver: the shape checks guard against a wrong or
 // foreign file, not against a hand-edited one.
+function knownVersion(value: Record<string, unknown>): boolean {
+  return value.version === 1 || value.version === STATE_VERSION;
+}
+
 function isControllerState(value: unknown): value is ControllerStateData {
   return (
     isRecord(value) &&
-    value.version === 1 &&
+    knownVersion(value) &&
     isRecord(value.volumes) &&
     isRecord(value.snapshots) &&
     isRecord(value.groupSnapshots) &&
@@ -100,57 +111,81 @@ function isControllerState(value: unknown): value is ControllerStateData {
 }
 
 function isNodeState(value: unknown): value is NodeStateData {
-  return isRecord(value) && value.version === 1 && isRecord(value.ephemeral);
+  return isRecord(value) && knownVersion(value) && isRecord(value.ephemeral);
 }
 
 function validateControllerState(value: unknown, file: string): ControllerStateData {
   if (!isControllerState(value))
     throw new CsikitError(
       "CSIKIT_ERR_HOSTPATH_STATE",
-      `state file ${file} is not a hostpath controller state (version 1)`,
+      `state file ${file} is not a hostpath controller state (version 1 or ${STATE_VERSION})`,
     );
-  return value;
+  return { ...value, version: STATE_VERSION };
 }
 
 function validateNodeState(value: unknown, file: string): NodeStateData {
   if (!isNodeState(value))
     throw new CsikitError(
       "CSIKIT_ERR_HOSTPATH_STATE",
-      `state file ${file} is not a hostpath node state (version 1)`,
+      `state file ${file} is not a hostpath node state (version 1 or ${STATE_VERSION})`,
     );
-  return value;
+  return { ...value, version: STATE_VERSION };
 }
 
-export function controllerStore(stateDir: string): JsonStore<ControllerStateData> {
-  return new JsonStore<ControllerStateData>({
+export type ControllerStore = JournalStore<ControllerStateData>;
+export type NodeStore = JournalStore<NodeStateData>;
+
+const CONTROLLER_OPTIONS = {
+  version: STATE_VERSION,
+  empty: (): ControllerStateData => ({
+    version: STATE_VERSION,
+    volumes: {},
+    snapshots: {},
+    groupSnapshots: {},
+    knownNodes: [],
+  }),
+  validate: validateControllerState,
+  collections: ["volumes", "snapshots", "groupSnapshots"] as const,
+  indexes: {
+    volumes: (volume: VolumeRecord) => volume.name,
+    // Group members carry their group's name space: only lone snapshots are found by name.
+    snapshots: (snapshot: SnapshotRecord) =>
+      snapshot.groupSnapshotId === undefined ? snapshot.name : undefined,
+    groupSnapshots: (group: GroupSnapshotRecord) => group.name,
+  },
+};
+
+export function controllerStore(stateDir: string): ControllerStore {
+  return new JournalStore<ControllerStateData>({
     file: join(stateDir, "controller.json"),
-    empty: () => ({ version: 1, volumes: {}, snapshots: {}, groupSnapshots: {}, knownNodes: [] }),
-    validate: validateControllerState,
+    ...CONTROLLER_OPTIONS,
   });
 }
 
-export function nodeStore(stateDir: string, nodeId: string): JsonStore<NodeStateData> {
-  return new JsonStore<NodeStateData>({
+export function nodeStore(stateDir: string, nodeId: string): NodeStore {
+  return new JournalStore<NodeStateData>({
     file: join(stateDir, `node-${nodeFileName(nodeId)}.json`),
-    empty: () => ({ version: 1, ephemeral: {} }),
+    version: STATE_VERSION,
+    empty: () => ({ version: STATE_VERSION, ephemeral: {} }),
     validate: validateNodeState,
+    collections: ["ephemeral"],
   });
 }
 
-/** Read access to volumes for the node service: in-memory when co-located, else the file. */
+/** Read access to volumes for the node service: in-memory when co-located, else the files. */
 export interface VolumeSource {
   volume(id: string): Promise<VolumeRecord | undefined>;
 }
 
-export function memoryVolumeSource(store: JsonStore<ControllerStateData>): VolumeSource {
+export function memoryVolumeSource(store: ControllerStore): VolumeSource {
   return { volume: (id) => Promise.resolve(liveVolume(store.current, id)) };
 }
 
 export function fileVolumeSource(stateDir: string): VolumeSource {
   return {
     async volume(id) {
-      const store = controllerStore(stateDir);
-      return liveVolume(await store.load(), id);
+      const { doc } = await readJournaled({ file: join(stateDir, "controller.json"), ...CONTROLLER_OPTIONS });
+      return liveVolume(doc, id);
     },
   };
 }
@@ -175,19 +210,17 @@ export function requireSnapshot(state: ControllerStateData, id: string): Snapsho
   return snapshot;
 }
 
-export function volumeByName(state: ControllerStateData, name: string): VolumeRecord | undefined {
-  return Object.values(state.volumes).find((v) => v.name === name);
+// Name lookups go through the store's index: a create costs the same with 10 or 10,000 volumes.
+export function volumeByName(store: ControllerStore, name: string): VolumeRecord | undefined {
+  return store.lookup("volumes", name);
 }
 
-export function snapshotByName(state: ControllerStateData, name: string): SnapshotRecord | undefined {
-  return Object.values(state.snapshots).find((s) => s.name === name && s.groupSnapshotId === undefined);
+export function snapshotByName(store: ControllerStore, name: string): SnapshotRecord | undefined {
+  return store.lookup("snapshots", name);
 }
 
-export function groupSnapshotByName(
-  state: ControllerStateData,
-  name: string,
-): GroupSnapshotRecord | undefined {
-  return Object.values(state.groupSnapshots).find((g) => g.name === name);
+export function groupSnapshotByName(store: ControllerStore, name: string): GroupSnapshotRecord | undefined {
+  return store.lookup("groupSnapshots", name);
 }
 
 /** Bytes allocated on `nodeId` to volumes of `kind` (creating ones included: they are reserved). */
