@@ -8,3 +8,4 @@ export * from "./topology.ts";
 export * from "./plugins/index.ts";
 export * from "./translator.ts";
 export * from "./features.ts";
+export * from "./manifests.ts";
