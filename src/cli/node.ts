@@ -4,6 +4,7 @@
 // --volume-stats-agg-period); this file only turns them into options for startNode.
 
 import { FlagError, type Flags } from "../base/index.ts";
+import { featureGatesHelp, parseFeatureGatesFlag, type FeatureGates } from "../migration/index.ts";
 import type { NodeOptions } from "../node/index.ts";
 import type { Command } from "./command.ts";
 
@@ -14,6 +15,15 @@ function positive(flags: Flags, name: string): number {
   const value = flags.number(name);
   if (!(value > 0)) throw new FlagError(`invalid value for flag -${name}: want a positive value`);
   return value;
+}
+
+/** --feature-gates resolved against the migration gates the kubelet has at 1.32. */
+export function featureGates(flags: Flags): FeatureGates {
+  try {
+    return parseFeatureGatesFlag(flags.map("feature-gates"));
+  } catch (error) {
+    throw new FlagError(`flag -feature-gates: ${(error as Error).message}`);
+  }
 }
 
 export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
@@ -34,6 +44,7 @@ export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
     pluginRescanIntervalMs: positive(flags, "plugin-rescan-interval"),
     ...(httpEndpoint !== "" ? { httpEndpoint } : {}),
     metricsPath: flags.string("metrics-path"),
+    featureGates: featureGates(flags),
   };
 }
 
@@ -48,6 +59,10 @@ export const nodeCommand: Command = {
     "published (no containers run). A hostpath node plugin serving this node needs <root-dir> in its " +
     "--allowed-path-roots.",
   flags: {
+    "feature-gates": {
+      type: "map",
+      help: `A set of key=value pairs that describe feature gates for alpha/experimental features. Options are: ${featureGatesHelp()}.`,
+    },
     "node-name": {
       type: "string",
       help: "Name of the Node object (required unless --hostname-override is given).",

@@ -81,6 +81,21 @@ export function resolveFeatureGates(
   return Object.freeze(gates);
 }
 
+/** `--feature-gates` as parsed by a `map` flag (Name → "true"/"false"), resolved. */
+export function parseFeatureGatesFlag(
+  raw: Readonly<Record<string, string>>,
+  known: Readonly<Record<string, FeatureGateSpec>> = MIGRATION_FEATURE_GATES,
+): FeatureGates {
+  const requested: Record<string, boolean> = {};
+  for (const [name, text] of Object.entries(raw)) {
+    const lower = text.toLowerCase();
+    if (lower !== "true" && lower !== "false")
+      throw new TranslationError(`invalid value of ${name}=${text}, want true or false`);
+    requested[name] = lower === "true";
+  }
+  return resolveFeatureGates(requested, known);
+}
+
 /** The `Name=true|false (STAGE - default=…)` list a --feature-gates help text shows. */
 export function featureGatesHelp(
   known: Readonly<Record<string, FeatureGateSpec>> = MIGRATION_FEATURE_GATES,
@@ -120,6 +135,22 @@ export function migratedPlugins(gates: FeatureGates): string[] {
 }
 
 export const MIGRATED_PLUGINS_ANNOTATION = ANNOTATIONS.migratedPlugins.key;
+
+/**
+ * Sets (or, with no plugins, removes) the CSINode's migrated-plugins annotation, as the
+ * kubelet's nodeinfomanager does on every CSINode write. Returns whether it changed anything.
+ */
+export function setMigratedPluginsAnnotation(csiNode: CSINode, plugins: readonly string[]): boolean {
+  const annotations = csiNode.metadata?.annotations ?? {};
+  const want = [...plugins].sort().join(",");
+  const have = annotations[MIGRATED_PLUGINS_ANNOTATION];
+  if (want === "" ? have === undefined : have === want) return false;
+  const next = { ...annotations };
+  if (want === "") delete next[MIGRATED_PLUGINS_ANNOTATION];
+  else next[MIGRATED_PLUGINS_ANNOTATION] = want;
+  csiNode.metadata = { ...csiNode.metadata, annotations: next };
+  return true;
+}
 
 /** The plugins a CSINode's `storage.alpha.kubernetes.io/migrated-plugins` annotation lists. */
 export function migratedPluginsOnNode(csiNode: CSINode | undefined): Set<string> {
