@@ -4,9 +4,9 @@
 // --volume-stats-agg-period); this file only turns them into options for startNode.
 
 import { FlagError, type Flags } from "../base/index.ts";
-import { featureGatesHelp, parseFeatureGatesFlag, type FeatureGates } from "../migration/index.ts";
 import type { NodeOptions } from "../node/index.ts";
 import type { Command } from "./command.ts";
+import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 
 /** The kubelet's --root-dir default (startNode's too). */
 const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
@@ -15,15 +15,6 @@ function positive(flags: Flags, name: string): number {
   const value = flags.number(name);
   if (!(value > 0)) throw new FlagError(`invalid value for flag -${name}: want a positive value`);
   return value;
-}
-
-/** --feature-gates resolved against the migration gates the kubelet has at 1.32. */
-export function featureGates(flags: Flags): FeatureGates {
-  try {
-    return parseFeatureGatesFlag(flags.map("feature-gates"));
-  } catch (error) {
-    throw new FlagError(`flag -feature-gates: ${(error as Error).message}`);
-  }
 }
 
 export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
@@ -59,10 +50,7 @@ export const nodeCommand: Command = {
     "published (no containers run). A hostpath node plugin serving this node needs <root-dir> in its " +
     "--allowed-path-roots.",
   flags: {
-    "feature-gates": {
-      type: "map",
-      help: `A set of key=value pairs that describe feature gates for alpha/experimental features. Options are: ${featureGatesHelp()}.`,
-    },
+    "feature-gates": FEATURE_GATES_FLAG,
     "node-name": {
       type: "string",
       help: "Name of the Node object (required unless --hostname-override is given).",
