@@ -28,6 +28,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./hostpath.ts")).hostpathCommand,
   },
   {
+    name: "migrate",
+    summary:
+      "Translate in-tree volume objects in manifests to their CSI form (or back), as CSI migration does",
+    load: async () => (await import("./migrate.ts")).migrateCommand,
+  },
+  {
     name: "node",
     summary: "Run a virtual node: the kubelet's volume role (plugin registration, CSINode, stage/publish)",
     load: async () => (await import("./node.ts")).nodeCommand,

@@ -6,6 +6,7 @@ import { FlagError } from "../base/index.ts";
 import { CONTROLLER_LOOPS, runControllers, validateControllerNames } from "../controllers/index.ts";
 import { kubeClientFromOptions } from "../kube/index.ts";
 import type { Command } from "./command.ts";
+import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 
 function loopList(): string {
   return CONTROLLER_LOOPS.map((loop) => [loop.name, ...(loop.aliases ?? [])].join(" / ")).join(", ");
@@ -20,6 +21,7 @@ export const controllersCommand: Command = {
     "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +
     `names and flags. Loops (name / accepted aliases): ${loopList()}.`,
   flags: {
+    "feature-gates": FEATURE_GATES_FLAG,
     kubeconfig: {
       type: "string",
       help: "Path to a kubeconfig file with authorization and master location information.",
@@ -145,6 +147,7 @@ export const controllersCommand: Command = {
           knobs: {
             pvClaimBinderSyncPeriodMs: flags.number("pvclaimbinder-sync-period"),
             concurrentGcSyncs: gcWorkers,
+            featureGates: featureGates(flags),
           },
           onStart: (names) => logger.info(0, "controllers started", { controllers: names }),
         },

@@ -6,6 +6,7 @@
 import { FlagError, type Flags } from "../base/index.ts";
 import type { NodeOptions } from "../node/index.ts";
 import type { Command } from "./command.ts";
+import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 
 /** The kubelet's --root-dir default (startNode's too). */
 const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
@@ -35,6 +36,7 @@ export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
     pluginRescanIntervalMs: positive(flags, "plugin-rescan-interval"),
     ...(httpEndpoint !== "" ? { httpEndpoint } : {}),
     metricsPath: flags.string("metrics-path"),
+    featureGates: featureGates(flags),
   };
 }
 
@@ -49,6 +51,7 @@ export const nodeCommand: Command = {
     "published (no containers run). A hostpath node plugin serving this node needs <root-dir> in its " +
     "--allowed-path-roots.",
   flags: {
+    "feature-gates": FEATURE_GATES_FLAG,
     "node-name": {
       type: "string",
       help: "Name of the Node object (required unless --hostname-override is given).",

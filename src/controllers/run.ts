@@ -12,6 +12,7 @@
 //   with LeadershipLostError after the loops stopped (the CLI exits non-zero, as KCM does).
 // - When one loop fails, the others are stopped and the failure is reported.
 
+import type { FeatureGates } from "../migration/index.ts";
 import { childController, errorMessage, silentLogger, type Logger } from "../base/index.ts";
 import { InformerFactory, runWithLeaderElection, type KubeClient } from "../kube/index.ts";
 import { startAttachDetachController } from "./attachdetach/index.ts";
@@ -36,6 +37,8 @@ export interface ControllerContext {
 export interface ControllerKnobs {
   /** --pvclaimbinder-sync-period. Default 15000 ms. */
   pvClaimBinderSyncPeriodMs?: number;
+  /** Resolved --feature-gates (CSI migration's, src/migration). Default: Kubernetes 1.32's. */
+  featureGates?: FeatureGates;
   /** --concurrent-gc-syncs. Default 20. */
   concurrentGcSyncs?: number;
   /** How long a detach waits for an unresponsive node to unmount (KCM: a fixed 6 minutes). Default 360000 ms. */
@@ -65,6 +68,7 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
           ...(knobs.pvClaimBinderSyncPeriodMs !== undefined
             ? { syncPeriodMs: knobs.pvClaimBinderSyncPeriodMs }
             : {}),
+          ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
         },
         signal,
       ),

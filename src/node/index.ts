@@ -15,6 +15,7 @@ import {
   type Pod,
   type VolumeAttachment,
 } from "../api/index.ts";
+import { migratedPlugins, resolveFeatureGates } from "../migration/index.ts";
 import { ActualState } from "./actual-state.ts";
 import { CsiVolumePlugin } from "./csi-volume.ts";
 import { DriverRegistry } from "./drivers.ts";
@@ -61,7 +62,11 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       kubeletVersion: "v1.33.0-csikit",
     });
     const node = await nodeStatus.register(inner.signal);
-    const nodeInfo = new NodeInfoManager(context, nodeStatus);
+    const nodeInfo = new NodeInfoManager(
+      context,
+      nodeStatus,
+      migratedPlugins(options.featureGates ?? resolveFeatureGates({})),
+    );
     await nodeInfo.initializeCSINode(node.metadata?.uid ?? "", inner.signal);
     running.push(nodeStatus.runLease(options.leaseRenewIntervalMs ?? 10_000, inner.signal));
     running.push(nodeStatus.runHeartbeat(options.nodeStatusReportFrequencyMs ?? 300_000, inner.signal));

@@ -5,6 +5,7 @@
 // annotation key; topology labels stay, as the kubelet leaves them.
 
 import { ANNOTATIONS, GVR, type CSINode, type CSINodeDriver, type Node } from "../api/index.ts";
+import { setMigratedPluginsAnnotation } from "../migration/index.ts";
 import { CsikitError } from "../base/index.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../kube/index.ts";
 import type { NodeStatusManager } from "./node-status.ts";
@@ -24,27 +25,30 @@ export interface DriverNodeInfo {
 export class NodeInfoManager {
   readonly #context: NodeContext;
   readonly #status: NodeStatusManager;
+  /** In-tree plugins migrated on this node: the CSINode's migrated-plugins annotation. */
+  readonly #migratedPlugins: readonly string[];
 
-  constructor(context: NodeContext, status: NodeStatusManager) {
+  constructor(context: NodeContext, status: NodeStatusManager, migratedPlugins: readonly string[] = []) {
     this.#context = context;
     this.#status = status;
+    this.#migratedPlugins = migratedPlugins;
   }
 
   /** Creates the CSINode (no drivers, owner: the Node) unless it exists; fixes a missing owner. */
   async initializeCSINode(nodeUID: string, signal: AbortSignal): Promise<void> {
     const { client, nodeName } = this.#context;
     const ownerReferences = [{ apiVersion: "v1", kind: "Node", name: nodeName, uid: nodeUID }];
+    const fresh: CSINode = {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "CSINode",
+      metadata: { name: nodeName, ownerReferences },
+      spec: { drivers: [] },
+    };
+    // The annotation is there from the start: controllers must not see this node's CSINode
+    // without it and conclude the node runs in-tree plugins (the seed's ADC–kubelet sync).
+    setMigratedPluginsAnnotation(fresh, this.#migratedPlugins);
     try {
-      await client.create<CSINode>(
-        GVR.csiNodes,
-        {
-          apiVersion: "storage.k8s.io/v1",
-          kind: "CSINode",
-          metadata: { name: nodeName, ownerReferences },
-          spec: { drivers: [] },
-        },
-        signal,
-      );
+      await client.create<CSINode>(GVR.csiNodes, fresh, signal);
     } catch (error) {
       if (!isAlreadyExists(error)) throw error;
       await this.#mutateCSINode((csiNode) => {
@@ -150,7 +154,9 @@ export class NodeInfoManager {
         continue;
       }
       const copy = structuredClone(current);
-      if (!change(copy)) return;
+      const changed = change(copy);
+      // Every CSINode write also brings the migrated-plugins annotation up to date.
+      if (!setMigratedPluginsAnnotation(copy, this.#migratedPlugins) && !changed) return;
       try {
         await client.update(GVR.csiNodes, copy, {}, signal);
         return;

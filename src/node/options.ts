@@ -3,6 +3,7 @@
 
 import type { Clock, Logger } from "../base/index.ts";
 import type { EventRecorder, KubeClient } from "../kube/index.ts";
+import type { FeatureGates } from "../migration/index.ts";
 import type { KubeletPaths } from "./paths.ts";
 
 export interface NodeOptions {
@@ -45,6 +46,8 @@ export interface NodeOptions {
   httpEndpoint?: string;
   /** Default "/metrics". */
   metricsPath?: string;
+  /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
+  featureGates?: FeatureGates;
   /** Called once the node is registered and serving (tests, `csikit up`). */
   onReady?: (info: { metricsUrl?: string }) => void;
   clock?: Clock;

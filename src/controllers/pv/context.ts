@@ -6,6 +6,7 @@ import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass }
 import type { EventRecorder, KubeClient, Store } from "../../kube/index.ts";
 import type { Logger } from "../../base/index.ts";
 import type { LatestObjects } from "../common/index.ts";
+import type { FeatureGates } from "../../migration/index.ts";
 
 export { POD_CLAIM_INDEX } from "../common/index.ts";
 
@@ -19,6 +20,8 @@ export interface PvSyncContext {
   classes: Store<StorageClass>;
   pods: Store<Pod>;
   nodes: Store<Node>;
+  /** CSI migration gates (kube-controller-manager's --feature-gates). */
+  featureGates: FeatureGates;
   enqueueClaim(key: string): void;
   enqueueVolume(name: string): void;
   now(): number;

@@ -9,6 +9,7 @@
 // StorageClass, and an unbound volume turning Available, enqueue the Pending claims of that
 // class.
 
+import { resolveFeatureGates, type FeatureGates } from "../../migration/index.ts";
 import {
   GVR,
   type Node,
@@ -45,6 +46,8 @@ export interface PersistentVolumeControllerOptions {
   logger?: Logger;
   /** --pvclaimbinder-sync-period. Default 15000 ms. */
   syncPeriodMs?: number;
+  /** Resolved --feature-gates (CSI migration's). Default: Kubernetes 1.32's defaults. */
+  featureGates?: FeatureGates;
   /** Events go here; default a recorder of this controller's own, started and flushed by it. */
   recorder?: EventRecorder;
   /** Per-item retry backoff start. Default 5 ms, as client-go's DefaultControllerRateLimiter. */
@@ -133,6 +136,7 @@ export async function startPersistentVolumeController(
     new EventRecorder({ client: options.client, component: PV_CONTROLLER_COMPONENT, logger, clock });
   const recorderRun = ownRecorder ? recorder.start(signal) : Promise.resolve();
 
+  const featureGates = options.featureGates ?? resolveFeatureGates({});
   const context = (reconcileSignal: AbortSignal, reconcileLogger: Logger): PvSyncContext => ({
     client: options.client,
     recorder,
@@ -143,6 +147,7 @@ export async function startPersistentVolumeController(
     classes: classInformer.store,
     pods: podInformer.store,
     nodes: nodeInformer.store,
+    featureGates,
     enqueueClaim: (key) => claimQueue.add(key),
     enqueueVolume: (name) => volumeQueue.add(name),
     now: () => clock.now(),

@@ -24,10 +24,12 @@ import { POD_CLAIM_INDEX } from "./context.ts";
 import { claimClass, findBestMatchForClaim, isVolumeBoundToClaim } from "./match.ts";
 import { bind, claimEvent, updateClaim, updateClaimStatus, updateClaimStatusWithEvent } from "./writes.ts";
 import { checkVolumeSatisfiesClaim } from "./satisfy.ts";
+import { claimMigrationAnnotations, migratedProvisioner } from "./migration.ts";
 
 const SELECTED_NODE = ANNOTATIONS.selectedNode.key;
 const STORAGE_PROVISIONER = ANNOTATIONS.storageProvisioner.key;
 const BETA_STORAGE_PROVISIONER = ANNOTATIONS.betaStorageProvisioner.key;
+const MIGRATED_TO = ANNOTATIONS.migratedTo.key;
 
 export function claimClassObject(ctx: PvSyncContext, claim: PersistentVolumeClaim): StorageClass | undefined {
   const name = claimClass(claim);
@@ -39,7 +41,8 @@ export function isDelayBinding(ctx: PvSyncContext, claim: PersistentVolumeClaim)
   return claimClassObject(ctx, claim)?.volumeBindingMode === "WaitForFirstConsumer";
 }
 
-export async function syncClaim(ctx: PvSyncContext, claim: PersistentVolumeClaim): Promise<void> {
+export async function syncClaim(ctx: PvSyncContext, original: PersistentVolumeClaim): Promise<void> {
+  const claim = await updateClaimMigrationAnnotations(ctx, original);
   if (claim.metadata?.annotations?.[ANNOTATIONS.bindCompleted.key] === undefined)
     await syncUnboundClaim(ctx, claim);
   else await syncBoundClaim(ctx, claim);
@@ -147,6 +150,18 @@ async function syncUnboundClaim(ctx: PvSyncContext, claim: PersistentVolumeClaim
   }
 }
 
+/** Sets or removes migrated-to first, as upstream's syncClaim does, and goes on with the result. */
+async function updateClaimMigrationAnnotations(
+  ctx: PvSyncContext,
+  claim: PersistentVolumeClaim,
+): Promise<PersistentVolumeClaim> {
+  const annotations = claimMigrationAnnotations(ctx.featureGates, claim.metadata?.annotations);
+  if (annotations === undefined) return claim;
+  const next = structuredClone(claim);
+  next.metadata = { ...next.metadata, annotations: { ...annotations } };
+  return updateClaim(ctx, next);
+}
+
 async function syncBoundClaim(ctx: PvSyncContext, claim: PersistentVolumeClaim): Promise<void> {
   const volumeName = claim.spec?.volumeName ?? "";
   if (volumeName === "") {
@@ -205,7 +220,9 @@ async function provisionClaim(ctx: PvSyncContext, claim: PersistentVolumeClaim):
     );
     return;
   }
-  const provisioner = storageClass.provisioner;
+  // A migrated in-tree class is provisioned by its CSI driver (the seed's PV controller section).
+  const migratedTo = migratedProvisioner(ctx.featureGates, storageClass.provisioner);
+  const provisioner = migratedTo ?? storageClass.provisioner;
   if (provisioner.startsWith("kubernetes.io/")) {
     // An in-tree plugin name (e.g. kubernetes.io/no-provisioner): nothing here can provision it.
     claimEvent(
@@ -218,16 +235,21 @@ async function provisionClaim(ctx: PvSyncContext, claim: PersistentVolumeClaim):
     return;
   }
   let current = claim;
-  if (claim.metadata?.annotations?.[STORAGE_PROVISIONER] !== provisioner) {
+  const annotations = claim.metadata?.annotations ?? {};
+  if (
+    annotations[STORAGE_PROVISIONER] !== provisioner ||
+    annotations[BETA_STORAGE_PROVISIONER] !== provisioner ||
+    annotations[MIGRATED_TO] !== migratedTo
+  ) {
     const next = structuredClone(claim);
-    next.metadata = {
-      ...next.metadata,
-      annotations: {
-        ...next.metadata?.annotations,
-        [BETA_STORAGE_PROVISIONER]: provisioner,
-        [STORAGE_PROVISIONER]: provisioner,
-      },
+    const nextAnnotations: Record<string, string> = {
+      ...annotations,
+      [BETA_STORAGE_PROVISIONER]: provisioner,
+      [STORAGE_PROVISIONER]: provisioner,
     };
+    if (migratedTo !== undefined) nextAnnotations[MIGRATED_TO] = migratedTo;
+    else delete nextAnnotations[MIGRATED_TO];
+    next.metadata = { ...next.metadata, annotations: nextAnnotations };
     try {
       current = await updateClaim(ctx, next);
     } catch (error) {

@@ -18,8 +18,10 @@ import {
 import type { PvSyncContext } from "./context.ts";
 import { volumeModeMismatch } from "./match.ts";
 import { getClaimLive } from "./sync-claim.ts";
+import { volumeMigrationAnnotations } from "./migration.ts";
 import {
   claimEvent,
+  updateVolume,
   unbindVolume,
   updateVolumePhase,
   updateVolumePhaseWithEvent,
@@ -42,7 +44,20 @@ async function referencedClaim(
   return claim;
 }
 
-export async function syncVolume(ctx: PvSyncContext, volume: PersistentVolume): Promise<void> {
+/** Sets or removes migrated-to first, as upstream's syncVolume does, and goes on with the result. */
+async function updateVolumeMigrationAnnotations(
+  ctx: PvSyncContext,
+  volume: PersistentVolume,
+): Promise<PersistentVolume> {
+  const annotations = volumeMigrationAnnotations(ctx.featureGates, volume.metadata?.annotations);
+  if (annotations === undefined) return volume;
+  const next = structuredClone(volume);
+  next.metadata = { ...next.metadata, annotations: { ...annotations } };
+  return updateVolume(ctx, next);
+}
+
+export async function syncVolume(ctx: PvSyncContext, original: PersistentVolume): Promise<void> {
+  const volume = await updateVolumeMigrationAnnotations(ctx, original);
   const ref = volume.spec?.claimRef;
   if (!ref) {
     // OBSERVATION: volume unbound.
@@ -129,7 +144,14 @@ async function reclaimVolume(ctx: PvSyncContext, volume: PersistentVolume): Prom
     });
   } else if (policy === "Delete") {
     const provisionedBy = volume.metadata?.annotations?.[PROVISIONED_BY] ?? "";
-    if (provisionedBy !== "" && !provisionedBy.startsWith("kubernetes.io/")) {
+    const migratedTo = volume.metadata?.annotations?.[ANNOTATIONS.migratedTo.key];
+    if (migratedTo !== undefined) {
+      // A migrated in-tree volume: its CSI driver's external provisioner deletes it.
+      ctx.logger.info(3, "volume is migrated to CSI, its external deleter deletes it", {
+        volume: volume.metadata?.name,
+        driver: migratedTo,
+      });
+    } else if (provisionedBy !== "" && !provisionedBy.startsWith("kubernetes.io/")) {
       ctx.logger.info(3, "external deleter for volume requested, ignoring", {
         volume: volume.metadata?.name,
         provisioner: provisionedBy,

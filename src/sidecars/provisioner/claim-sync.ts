@@ -52,6 +52,13 @@ import { volumeName } from "./names.ts";
 import { tryToOwnClaim } from "./node-deployment.ts";
 import { SELECTED_NODE, prepareProvision, readSecret, type PreparedProvision } from "./request.ts";
 import { buildVolume } from "./volume.ts";
+import {
+  classForDriver,
+  inTreeVolume,
+  isMigratedClass,
+  isOurClaimProvisioner,
+  migratedFromPlugin,
+} from "./migration.ts";
 
 const CLAIM_TYPE = { kind: "PersistentVolumeClaim", apiVersion: "v1" };
 
@@ -105,7 +112,7 @@ export async function syncClaim(
     if (marked) await settleDeletedClaim(ctx, claim, rc);
     return;
   }
-  if (claimProvisioner(claim) !== ctx.driver.name) {
+  if (!isOurClaimProvisioner(ctx.driver.name, claimProvisioner(claim))) {
     // OBSERVATION: not ours (or no longer ours); a stale mark is settled like a deleted claim's.
     if (marked) await settleDeletedClaim(ctx, claim, rc);
     return;
@@ -125,10 +132,12 @@ export async function syncClaim(
   }
   if (isPopulatorClaim(claim)) return;
   const className = claim.spec?.storageClassName ?? "";
-  const storageClass = ctx.view.storageClass(className);
-  if (!storageClass)
+  const classObject = ctx.view.storageClass(className);
+  if (!classObject)
     throw new ProvisionError(`storageclass.storage.k8s.io ${JSON.stringify(className)} not found`);
-  if (storageClass.provisioner !== ctx.driver.name) return;
+  // Our own class, or (CSI migration) our in-tree plugin's class translated for the driver.
+  const storageClass = classForDriver(ctx.driver.name, classObject);
+  if (storageClass === undefined) return;
   const selectedNode = claim.metadata?.annotations?.[SELECTED_NODE] ?? "";
   const nd = ctx.options.nodeDeployment;
   if (storageClass.volumeBindingMode === "WaitForFirstConsumer") {
@@ -226,6 +235,10 @@ async function provisionClaim(
       prepared,
       volume,
     );
+    const inTreePlugin = migratedFromPlugin(ctx.driver.name);
+    // CSI migration: the PV keeps the in-tree shape its class's plugin would have given it.
+    if (inTreePlugin !== undefined && isMigratedClass(ctx.driver.name, ctx.view.storageClass(className)))
+      pv = inTreeVolume(pv, inTreePlugin);
   } catch (error) {
     // The driver made a volume we cannot use: delete it, keep the mark until that worked.
     await ctx.csi.controller.deleteVolume(
@@ -370,7 +383,8 @@ async function settleDeletedClaim(
     await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
     return;
   }
-  const storageClass = ctx.view.storageClass(claim.spec?.storageClassName ?? "");
+  const classObject = ctx.view.storageClass(claim.spec?.storageClassName ?? "");
+  const storageClass = classObject && classForDriver(ctx.driver.name, classObject);
   if (!storageClass) {
     rc.logger.warn(
       "cannot settle an in-flight volume: its StorageClass is gone; remove the finalizer by hand once the backend is checked",

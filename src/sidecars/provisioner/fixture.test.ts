@@ -108,7 +108,7 @@ export async function startCluster(t: TestContext): Promise<Cluster> {
 export async function startHostpath(
   t: TestContext,
   dir: string,
-  options: { nodeId?: string; node?: boolean; name?: string } = {},
+  options: { nodeId?: string; node?: boolean; name?: string; driverName?: string } = {},
 ): Promise<HostpathServer> {
   const name = options.name ?? "hostpath";
   const driver = await serveHostpathDriver({
@@ -119,6 +119,7 @@ export async function startHostpath(
     nodeService: options.node ?? false,
     allowedPathRoots: [dir],
     shutdownGraceMs: 100,
+    ...(options.driverName !== undefined && { driverName: options.driverName }),
   });
   defer(t, () => driver.close());
   return driver;

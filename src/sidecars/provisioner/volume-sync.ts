@@ -1,5 +1,5 @@
 // Deletion: the reconcile of one PV name. For PVs this provisioner made (`provisioned-by` = the
-// driver name) with reclaim policy Delete that are Released — or being deleted while carrying
+// driver name, or an in-tree PV migrated to the driver: see migration.ts) with reclaim policy Delete that are Released — or being deleted while carrying
 // the HonorPVReclaimPolicy finalizer and not Bound — it calls DeleteVolume with the provisioner
 // secret (from the PV's deletion-secret annotations; when they are absent, re-resolved from the
 // StorageClass with only ${pv.name}), then deletes the PV and removes its finalizer. Retain:
@@ -18,6 +18,7 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
 import { secretReference, type SecretRef } from "./parameters.ts";
 import { readSecret } from "./request.ts";
 import { affinityMatches } from "./topology.ts";
+import { deletionTarget } from "./migration.ts";
 
 const PV_TYPE = { kind: "PersistentVolume", apiVersion: "v1" };
 const FINALIZER = FINALIZERS.provisionerDeletion.key;
@@ -39,10 +40,12 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
     ctx.state.deletedVolumes.delete(name);
     return;
   }
-  if (pv.metadata?.annotations?.[ANNOTATIONS.provisionedBy.key] !== ctx.driver.name) return;
-  if (!pv.spec?.csi || pv.spec.csi.driver !== ctx.driver.name) return;
+  // Ours: provisioned by this driver, or (CSI migration) an in-tree PV migrated to it, in CSI form.
+  const target = deletionTarget(ctx.driver.name, pv);
+  const csi = target?.spec?.csi;
+  if (!pv.spec || target === undefined || csi === undefined) return;
   const nd = ctx.options.nodeDeployment;
-  if (nd.enabled && !affinityMatches(pv.spec.nodeAffinity, ctx.driver.localTopology)) return;
+  if (nd.enabled && !affinityMatches(target.spec?.nodeAffinity, ctx.driver.localTopology)) return;
   const finalizer = hasFinalizer(pv, FINALIZER);
   const deleting = pv.metadata?.deletionTimestamp !== undefined;
   if (pv.spec.persistentVolumeReclaimPolicy !== "Delete") {
@@ -74,7 +77,7 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
         );
       const secrets = await readSecret(ctx.view, deletionSecretRef(ctx, pv), rc.signal);
       await ctx.csi.controller.deleteVolume(
-        { volumeId: pv.spec.csi.volumeHandle, secrets },
+        { volumeId: csi.volumeHandle, secrets },
         { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
       );
     } catch (error) {
