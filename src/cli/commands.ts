@@ -44,6 +44,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./provisioner.ts")).provisionerCommand,
   },
   {
+    name: "resizer",
+    summary:
+      "Run the external-resizer sidecar: ControllerExpandVolume/ControllerModifyVolume for claims of one CSI driver",
+    load: async () => (await import("./resizer.ts")).resizerCommand,
+  },
+  {
     name: "sanity",
     summary: "Run the CSI conformance suite against a driver's socket",
     load: async () => (await import("./sanity.ts")).sanityCommand,

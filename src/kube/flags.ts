@@ -155,7 +155,8 @@ export function commonSidecarOptions(flags: Flags): CommonSidecarOptions {
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
-      labels: flags.map("leader-election-labels"),
+      // Absent from sidecars whose upstream lacks the flag (external-resizer v1.13).
+      labels: flags.parsed.values.has("leader-election-labels") ? flags.map("leader-election-labels") : {},
     },
     kubeApiQps: positive(flags, "kube-api-qps"),
     kubeApiBurst: positive(flags, "kube-api-burst"),

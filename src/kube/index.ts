@@ -17,3 +17,5 @@ export * from "./informer.ts";
 export * from "./leaderelection.ts";
 export * from "./events.ts";
 export * from "./controller.ts";
+export * from "./access-modes.ts";
+export * from "./merge-patch.ts";

@@ -18,7 +18,7 @@ import type {
   Pod,
   VolumeAttachment,
 } from "../api/index.ts";
-import { EVENT_REASONS, GVR, parseQuantity, quantityValue } from "../api/index.ts";
+import { EVENT_REASONS, parseQuantity, quantityValue } from "../api/index.ts";
 import { errorMessage } from "../base/index.ts";
 import { objectKey, type SharedInformer } from "../kube/index.ts";
 import { ActualState, type PublishedVolume } from "./actual-state.ts";
@@ -32,6 +32,12 @@ import {
   type DesiredState,
 } from "./desired-state.ts";
 import type { DriverRegistry } from "./drivers.ts";
+import {
+  markNodeExpansionFailed,
+  markNodeExpansionInProgress,
+  markResizeFinished,
+  resizePending,
+} from "./expansion.ts";
 import type { NodeStatusManager } from "./node-status.ts";
 import type { OperationExecutor } from "./operation-executor.ts";
 import type { NodeContext } from "./options.ts";
@@ -58,9 +64,6 @@ export interface ReconcilerOptions {
   /** Republish period of volumes whose CSIDriver has requiresRepublish. */
   syncFrequencyMs: number;
 }
-
-const FS_RESIZE_PENDING = "FileSystemResizePending";
-const NODE_RESIZE_PENDING = "NodeResizePending";
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;
@@ -420,13 +423,24 @@ export class Reconciler {
         async () => {
           const driver = drivers.require(published.driver);
           if (driver.nodeCapabilities.has("EXPAND_VOLUME")) {
-            await plugin.expand(
-              published,
-              volume.spec,
-              driver,
-              Number(quantityValue(parseQuantity(size))),
-              signal,
-            );
+            await markNodeExpansionInProgress(context, claim, signal);
+            try {
+              await plugin.expand(
+                published,
+                volume.spec,
+                driver,
+                Number(quantityValue(parseQuantity(size))),
+                signal,
+              );
+            } catch (error) {
+              // Recorded on the claim (NodeResizeError, NodeResizeInfeasible when final), then retried.
+              await markNodeExpansionFailed(context, claim, error, signal).catch((markError: unknown) =>
+                context.logger.warn("failed to record the node expansion failure", {
+                  err: errorMessage(markError),
+                }),
+              );
+              throw error;
+            }
           }
           await markResizeFinished(context, claim, size, signal);
           this.#expanded.add(done);
@@ -469,40 +483,6 @@ function uncertainPublished(volume: DesiredPodVolume, plugin: CsiVolumePlugin): 
     state: "uncertain",
     ...(spec.claim ? { claim: spec.claim } : {}),
   };
-}
-
-/** A PVC whose status says a filesystem resize waits for the node. */
-export function resizePending(claim: PersistentVolumeClaim): boolean {
-  if (claim.status?.allocatedResourceStatuses?.storage === NODE_RESIZE_PENDING) return true;
-  return (claim.status?.conditions ?? []).some((c) => c.type === FS_RESIZE_PENDING && c.status === "True");
-}
-
-/** The kubelet's MarkFSResizeFinished: capacity = PV size, resize conditions and status cleared. */
-async function markResizeFinished(
-  context: NodeContext,
-  claim: PersistentVolumeClaim,
-  size: string,
-  signal: AbortSignal,
-): Promise<void> {
-  const conditions = (claim.status?.conditions ?? []).filter(
-    (c) => c.type !== FS_RESIZE_PENDING && c.type !== "Resizing",
-  );
-  const statuses = { ...claim.status?.allocatedResourceStatuses };
-  const patch: Record<string, unknown> = {
-    capacity: { ...claim.status?.capacity, storage: size },
-    conditions: conditions.length > 0 ? conditions : null,
-  };
-  if ("storage" in statuses) patch.allocatedResourceStatuses = { storage: null };
-  await context.client.patch(
-    GVR.persistentVolumeClaims,
-    claim.metadata?.name ?? "",
-    { status: patch },
-    {
-      namespace: claim.metadata?.namespace ?? "",
-      subresource: "status",
-    },
-    signal,
-  );
 }
 
 /** Removes pods/<uid> when only empty dirs are left (a dir with a mount in it stays). */

@@ -12,7 +12,7 @@ import { csiAccessMode, supportsFsGroup } from "./csi-volume.ts";
 import { computeDesiredState, type VolumeSpec } from "./desired-state.ts";
 import { attachmentName, ephemeralVolumeHandle, KubeletPaths, uniqueVolumeName } from "./paths.ts";
 import { highestSupportedVersion } from "./registration.ts";
-import { resizePending } from "./reconciler.ts";
+import { resizePending } from "./expansion.ts";
 
 const hex = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -131,6 +131,20 @@ test("a claim is resize-pending by allocatedResourceStatuses or the FileSystemRe
     false,
   );
   assert.equal(resizePending(claim({})), false);
+  assert.equal(
+    resizePending(claim({ allocatedResourceStatuses: { storage: "NodeResizeInProgress" } })),
+    true,
+  );
+  assert.equal(
+    resizePending(
+      claim({
+        allocatedResourceStatuses: { storage: "NodeResizeInfeasible" },
+        conditions: [{ type: "FileSystemResizePending", status: "True" }],
+      }),
+    ),
+    false,
+    "an infeasible node step waits for the resizer",
+  );
 });
 
 test("desired state: bound CSI claims and inline volumes of active pods; problems in the kubelet's words", () => {

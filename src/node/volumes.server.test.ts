@@ -572,6 +572,65 @@ test("expansion pending on the node → NodeExpandVolume, then the claim's resiz
   assert.ok((await stat(String(expand.volumePath))).isDirectory());
 });
 
+test("NodeExpandVolume failing: NodeResizeError and, for an infeasible size, NodeResizeInfeasible; retried once fixed", async (t) => {
+  const { client, scripted } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"],
+    driverSpec: { attachRequired: false },
+  });
+  await boundClaim(client, NS, "nogrow", persistentVolume("pv-n", { driver: DRIVER, handle: "vol-n" }));
+  await client.create(
+    GVR.pods,
+    pod(NS, "nogrower", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "nogrow" } }],
+    }),
+  );
+  await waitFor("pod Running", () => podRunning(client, NS, "nogrower"));
+  const claimStatus = async () =>
+    (await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "nogrow", { namespace: NS })).status;
+  const pending = async () =>
+    client.patch(
+      GVR.persistentVolumeClaims,
+      "nogrow",
+      {
+        status: {
+          allocatedResourceStatuses: { storage: "NodeResizePending" },
+          conditions: [{ type: "FileSystemResizePending", status: "True" }],
+        },
+      },
+      { namespace: NS, subresource: "status" },
+    );
+  // A transient failure: the error condition, the status stays in progress, and it is retried.
+  scripted.failWith("NodeExpandVolume", GrpcStatus.UNAVAILABLE);
+  await client.patch(GVR.persistentVolumes, "pv-n", { spec: { capacity: { storage: "2Mi" } } });
+  await pending();
+  const transient = await waitFor("NodeResizeError", async () => {
+    const status = await claimStatus();
+    return status?.conditions?.some((c) => c.type === "NodeResizeError") ? status : undefined;
+  });
+  assert.equal(transient.allocatedResourceStatuses?.storage, "NodeResizeInProgress");
+  assert.match(
+    transient.conditions?.find((c) => c.type === "NodeResizeError")?.message ?? "",
+    /code = Unavailable/,
+  );
+  // An infeasible size: the node stops and waits for the resizer.
+  scripted.failWith("NodeExpandVolume", GrpcStatus.OUT_OF_RANGE);
+  const infeasible = await waitFor("NodeResizeInfeasible", async () => {
+    const status = await claimStatus();
+    return status?.allocatedResourceStatuses?.storage === "NodeResizeInfeasible" ? status : undefined;
+  });
+  assert.match(infeasible.conditions?.find((c) => c.type === "NodeResizeError")?.message ?? "", /OutOfRange/);
+  // The resizer resets the claim (NodeResizePending again): the next try succeeds.
+  scripted.failWith("NodeExpandVolume", undefined);
+  await pending();
+  const done = await waitFor("capacity 2Mi", async () => {
+    const status = await claimStatus();
+    return status?.capacity?.storage === "2Mi" ? status : undefined;
+  });
+  assert.equal(done.allocatedResourceStatuses?.storage, undefined);
+  assert.equal((done.conditions ?? []).length, 0, "NodeResizeError cleared with the resize");
+});
+
 test("a finished pod (Succeeded) has its volumes torn down but stays in the API", async (t) => {
   const { client, scripted, paths } = await setup(t, {
     capabilities: ["STAGE_UNSTAGE_VOLUME"],

@@ -45,6 +45,8 @@ import {
   waitFor,
 } from "../../src/node/fixture.test.ts";
 import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
+import { Flags, LOGGING_FLAGS, parseFlags } from "../../src/base/index.ts";
+import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../../src/sidecars/resizer/index.ts";
 import { serveCsiTap, type CsiTap } from "./csi-tap.ts";
 import { startAttacherStandIn, startProvisionerStandIn } from "./stand-ins.ts";
 
@@ -102,6 +104,9 @@ interface VirtualNode {
 interface Cluster {
   client: KubeClient;
   csi: CsiClient;
+  /** The API server's kubeconfig and the controller driver's socket, for sidecars run by a scenario. */
+  kubeconfig: string;
+  controllerSocket: string;
   nodes: VirtualNode[];
   attacher: ReturnType<typeof startAttacherStandIn>;
   provisioner: ReturnType<typeof startProvisionerStandIn>;
@@ -227,7 +232,17 @@ async function withCluster(
     cleanup(() => attacher.stop());
     const provisioner = startProvisionerStandIn({ client, csi, driver: DRIVER });
     cleanup(() => provisioner.stop());
-    const cluster: Cluster = { client, csi, nodes, attacher, provisioner, stopControllers, startControllers };
+    const cluster: Cluster = {
+      client,
+      csi,
+      kubeconfig: api.kubeconfigPath,
+      controllerSocket: controllerDriver.path,
+      nodes,
+      attacher,
+      provisioner,
+      stopControllers,
+      startControllers,
+    };
     try {
       await scenario(cluster);
     } catch (error) {
@@ -504,7 +519,7 @@ if (isRoot && hasUnshare && !inNamespace) {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     assert.equal(code, 0, output);
-    assert.match(output, /pass 8/, output);
+    assert.match(output, /pass 9/, output);
     assert.match(output, /skipped 0/, output);
   });
 } else {
@@ -608,6 +623,112 @@ if (isRoot && hasUnshare && !inNamespace) {
         await c.client.create(GVR.pods, podWithClaim("static-pod", "static"));
         assert.equal(await scheduledNode(c.client, "static-pod"), "node-b");
         await runAndTearDown(t, c, "static-pod", "pv-static", nodeOf(c, "node-b"));
+      }),
+  );
+
+  test(
+    "expansion with `csikit resizer`: online (NodeExpandVolume at the publish path), then offline (expanded at the next stage)",
+    { timeout: SUITE_TIMEOUT },
+    (t) =>
+      withCluster(t, async (c) => {
+        await c.client.create(GVR.storageClasses, storageClass("exp", { allowVolumeExpansion: true }));
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("grow", "exp"));
+        const claim = await boundClaim(c.client, "grow");
+        const pvName = claim.spec?.volumeName ?? "";
+        const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+        const handle = pv.spec?.csi?.volumeHandle ?? "";
+        const resizer = new AbortController();
+        const resizing = startResizer(
+          {
+            ...resizerOptionsFromFlags(
+              new Flags(
+                parseFlags({ ...LOGGING_FLAGS, ...RESIZER_FLAGS }, [
+                  `--csi-address=${c.controllerSocket}`,
+                  `--kubeconfig=${c.kubeconfig}`,
+                  "--kube-api-qps=1000",
+                  "--kube-api-burst=1000",
+                  "--retry-interval-start=100ms",
+                  "--retry-interval-max=2s",
+                ]),
+              ),
+            ),
+          },
+          resizer.signal,
+        );
+        t.after(async () => {
+          resizer.abort();
+          await resizing.catch(() => undefined);
+        });
+        const grow = (size: string) =>
+          c.client.patch(
+            GVR.persistentVolumeClaims,
+            "grow",
+            { spec: { resources: { requests: { storage: size } } } },
+            { namespace: NS },
+          );
+        const status = async () =>
+          (await c.client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow", { namespace: NS }))
+            .status;
+        await c.client.create(GVR.pods, podWithClaim("grow-pod", "grow"));
+        const node = nodeOf(c, await scheduledNode(c.client, "grow-pod"));
+        const expands = () =>
+          node.tap.callsOf("NodeExpandVolume").filter((call) => call.request.volumeId === handle);
+        if (!MOUNTS) {
+          // Unprivileged the pod never runs: the controller part alone.
+          t.diagnostic(`node expansion part skipped: ${NO_MOUNTS}`);
+          await grow("2Mi");
+          await waitFor(
+            "NodeResizePending",
+            async () => (await status())?.allocatedResourceStatuses?.storage === "NodeResizePending",
+            LONG,
+          );
+          const grown = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+          assert.equal(grown.spec?.capacity?.storage, "2Mi");
+          return;
+        }
+        const running = await waitFor("pod Running", () => podRunning(c.client, NS, "grow-pod"), LONG);
+        const uid = running.metadata?.uid ?? "";
+        // Online: the volume is published; the node expands it where it is mounted.
+        await grow("2Mi");
+        const online = await waitFor("NodeExpandVolume (online)", () => expands()[0], LONG);
+        assert.equal(online.request.volumePath, node.paths.publishTarget(uid, pvName));
+        assert.equal(online.request.stagingTargetPath, node.paths.stagingTarget(DRIVER, handle));
+        assert.deepEqual(online.request.capacityRange, {
+          requiredBytes: String(2 * 1024 * 1024),
+          limitBytes: "0",
+        });
+        const afterOnline = await waitFor(
+          "capacity 2Mi",
+          async () => {
+            const current = await status();
+            return current?.capacity?.storage === "2Mi" ? current : undefined;
+          },
+          LONG,
+        );
+        assert.equal(afterOnline.allocatedResourceStatuses?.storage, undefined);
+        assert.deepEqual(afterOnline.conditions ?? [], []);
+        // Offline: no pod, nothing mounted; the node step waits for the next stage.
+        await c.client.delete(GVR.pods, "grow-pod", { namespace: NS });
+        await waitFor("unmounted", async () => (await mountPointsUnder(node.root)).length === 0, LONG);
+        await grow("3Mi");
+        await waitFor(
+          "NodeResizePending while unpublished",
+          async () => (await status())?.allocatedResourceStatuses?.storage === "NodeResizePending",
+          LONG,
+        );
+        assert.equal(expands().length, 1, "no NodeExpandVolume while the volume is not staged");
+        const stagesBefore = node.tap.callsOf("NodeStageVolume").length;
+        await c.client.create(GVR.pods, podWithClaim("grow-pod-2", "grow"));
+        await waitFor("capacity 3Mi", async () => (await status())?.capacity?.storage === "3Mi", LONG);
+        assert.equal(expands().length, 2);
+        const newStage = node.tap.callsOf("NodeStageVolume")[stagesBefore];
+        assert.ok(newStage, "staged again for the new pod");
+        assert.ok(
+          node.tap.calls.indexOf(expands()[1]!) > node.tap.calls.indexOf(newStage),
+          "expanded after the new stage",
+        );
+        await c.client.delete(GVR.pods, "grow-pod-2", { namespace: NS });
+        await waitFor("unmounted", async () => (await mountPointsUnder(node.root)).length === 0, LONG);
       }),
   );
 

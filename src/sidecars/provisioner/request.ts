@@ -15,7 +15,7 @@ import {
   type StorageClass,
 } from "../../api/index.ts";
 import type { CreateVolumeRequestInput, VolumeCapabilityInput } from "../../csi/index.ts";
-import { AccessModeError, csiAccessMode } from "./access-modes.ts";
+import { AccessModeError, csiAccessMode } from "../../kube/index.ts";
 import { resolveDataSource, type ResolvedDataSource } from "./data-source.ts";
 import type { DriverInfo } from "./driver.ts";
 import { ProvisionError } from "./errors.ts";

@@ -2,8 +2,8 @@
 // (FACTS.md "Access-mode mapping"). Drivers advertising SINGLE_NODE_MULTI_WRITER get the
 // finer-grained single-node modes.
 
-import type { PersistentVolumeAccessMode } from "../../api/index.ts";
-import type { VolumeCapability_AccessMode_Mode } from "../../csi/index.ts";
+import type { PersistentVolumeAccessMode } from "../api/index.ts";
+import type { VolumeCapability_AccessMode_Mode } from "../csi/index.ts";
 
 export class AccessModeError extends Error {
   constructor(message: string) {

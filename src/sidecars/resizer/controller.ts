@@ -1,0 +1,225 @@
+// `startResizer(options, signal)`: the composition root of the resizer sidecar.
+//   1. connect to the driver, Probe until ready, GetPluginInfo and capabilities (any error is
+//      fatal: the promise rejects and the CLI exits non-zero, as upstream);
+//   2. the diagnostics endpoint (metrics incl. csi_sidecar_operations_seconds and workqueue_*,
+//      /healthz/leader-election);
+//   3. under leader election on the Lease `external-resizer-<sanitized driver>`, the resize
+//      controller (--workers workers) and, with the VolumeAttributesClass gate, the modify
+//      controller (--workers more), sharing one informer factory.
+// Resolves once everything has stopped after `signal` aborts (workers drained, lease released,
+// sockets closed); rejects with LeadershipLostError when the lease is lost.
+
+import { Registry, collectDefaultMetrics } from "prom-client";
+import {
+  GVR,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Pod,
+  type VolumeAttributesClass,
+} from "../../api/index.ts";
+import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import { CsiClient } from "../../csi/index.ts";
+import {
+  CsiOperationMetrics,
+  EventRecorder,
+  InformerFactory,
+  ItemExponentialRateLimiter,
+  LeaderElector,
+  WorkQueue,
+  WorkQueueMetrics,
+  deletedObject,
+  kubeClientFromOptions,
+  leaderElectionOptions,
+  leaseName,
+  objectKey,
+  runController,
+  runElected,
+  startHttpEndpoint,
+  type HttpEndpoint,
+  type KubeClient,
+} from "../../kube/index.ts";
+import { newResizerState, type ResizerContext } from "./context.ts";
+import { discoverResizerDriver, type ResizerDriverInfo } from "./driver.ts";
+import { syncExpansion } from "./expand.ts";
+import { claimKeysOfPod } from "./in-use.ts";
+import { syncModify } from "./modify.ts";
+import type { ResizerOptions } from "./options.ts";
+
+export async function startResizer(options: ResizerOptions, signal: AbortSignal): Promise<void> {
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? realClock;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const csiMetrics = new CsiOperationMetrics({ registry });
+  const csi = CsiClient.connect(options.csiAddress, {
+    logger,
+    timeoutMs: options.timeoutMs,
+    onCall: csiMetrics.observer(),
+  });
+  let client: KubeClient | undefined;
+  try {
+    const driver = await discoverResizerDriver(csi, { timeoutMs: options.timeoutMs, signal });
+    csiMetrics.setDriverName(driver.name);
+    logger.info(1, "driver ready", {
+      driver: driver.name,
+      controllerExpansion: driver.controllerExpansion,
+      online: driver.online,
+    });
+    client = kubeClientFromOptions({ ...options, userAgent: "csi-resizer", clock });
+    const kube = client;
+    const elector = options.leaderElection.enabled
+      ? new LeaderElector(
+          leaderElectionOptions(options.leaderElection, {
+            client: kubeClientFromOptions({ ...options, userAgent: "csi-resizer-leader-election", clock }),
+            leaseName: leaseName("resizer", driver.name),
+            logger,
+            clock,
+          }),
+        )
+      : undefined;
+    let endpoint: HttpEndpoint | undefined;
+    if (options.httpEndpoint !== "") {
+      endpoint = await startHttpEndpoint(
+        {
+          address: options.httpEndpoint,
+          metricsPath: options.metricsPath,
+          registry,
+          healthChecks: elector ? { "leader-election": elector.healthCheck() } : {},
+          routes: {},
+          logger,
+        },
+        signal,
+      );
+      options.onHttpEndpoint?.(endpoint.url);
+    }
+    const queueMetrics = new WorkQueueMetrics({ registry });
+    const work = (workSignal: AbortSignal): Promise<void> =>
+      runControllers({ options, driver, client: kube, csi, queueMetrics, logger, clock }, workSignal);
+    if (elector) await runElected(elector, work, signal);
+    else await work(signal);
+    await endpoint?.stopped;
+  } finally {
+    csi.close();
+    client?.close();
+  }
+}
+
+interface RunParts {
+  options: ResizerOptions;
+  driver: ResizerDriverInfo;
+  client: KubeClient;
+  csi: CsiClient;
+  queueMetrics: WorkQueueMetrics;
+  logger: Logger;
+  clock: Clock;
+}
+
+async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
+  const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
+  const factory = new InformerFactory({ client, clock, logger });
+  const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
+  const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
+  const pods = options.handleVolumeInUseError ? factory.informer<Pod>(GVR.pods) : undefined;
+  const modify = options.features.volumeAttributesClass;
+  const attributeClasses = modify
+    ? factory.informer<VolumeAttributesClass>(GVR.volumeAttributesClasses)
+    : undefined;
+  const events = new EventRecorder({ client, component: `external-resizer ${driver.name}`, logger, clock });
+  const ctx: ResizerContext = {
+    client,
+    csi,
+    driver,
+    options,
+    claims,
+    volumes,
+    pods,
+    attributeClasses,
+    events,
+    logger,
+    clock,
+    state: newResizerState(clock, options.retryIntervalMaxMs),
+  };
+  const queue = (name: string): WorkQueue<string> =>
+    new WorkQueue<string>({
+      name,
+      rateLimiter: new ItemExponentialRateLimiter<string>({
+        baseMs: options.retryIntervalStartMs,
+        maxMs: options.retryIntervalMaxMs,
+      }),
+      clock,
+      metrics: queueMetrics,
+    });
+  const resizeQueue = queue(`${driver.name}-pvc`);
+  const modifyQueue = queue(`${driver.name}-modify-pvc`);
+  const enqueueClaim = (claim: PersistentVolumeClaim): void => {
+    const key = objectKey(claim);
+    resizeQueue.add(key);
+    if (modify) modifyQueue.add(key);
+  };
+  claims.addEventHandler({ onAdd: enqueueClaim, onUpdate: (_old, claim) => enqueueClaim(claim) });
+  // A PV changing (capacity written, class recorded) re-checks its claim.
+  const onVolume = (pv: PersistentVolume): void => {
+    const ref = pv.spec?.claimRef;
+    if (ref?.namespace && ref.name) {
+      const claim = claims.store.get(`${ref.namespace}/${ref.name}`);
+      if (claim) enqueueClaim(claim);
+    }
+  };
+  volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
+  // A pod going away may free a claim whose expansion waits for it (in-use error).
+  pods?.addEventHandler({
+    onDelete: (object) => {
+      for (const key of claimKeysOfPod(deletedObject(object)))
+        if (ctx.state.inUseErrors.has(key)) resizeQueue.add(key);
+    },
+    onUpdate: (_old, pod) => {
+      const phase = pod.status?.phase;
+      if (phase !== "Succeeded" && phase !== "Failed") return;
+      for (const key of claimKeysOfPod(pod)) if (ctx.state.inUseErrors.has(key)) resizeQueue.add(key);
+    },
+  });
+  // A class appearing lets Pending modifications go on.
+  attributeClasses?.addEventHandler({
+    onAdd: (vac) => {
+      for (const claim of claims.store.list())
+        if (claim.spec?.volumeAttributesClassName === vac.metadata?.name) modifyQueue.add(objectKey(claim));
+    },
+  });
+  const informers = [
+    claims,
+    volumes,
+    ...(pods ? [pods] : []),
+    ...(attributeClasses ? [attributeClasses] : []),
+  ];
+  const running = [
+    factory.start(signal),
+    events.start(signal),
+    runController(
+      {
+        name: "resize",
+        informers,
+        queue: resizeQueue,
+        workers: options.workers,
+        logger,
+        reconcile: (key, rc) => syncExpansion(ctx, key, rc),
+      },
+      signal,
+    ),
+  ];
+  if (modify)
+    running.push(
+      runController(
+        {
+          name: "modify",
+          informers,
+          queue: modifyQueue,
+          workers: options.workers,
+          logger,
+          reconcile: (key, rc) => syncModify(ctx, key, rc),
+        },
+        signal,
+      ),
+    );
+  else modifyQueue.shutDown();
+  await Promise.all(running);
+}

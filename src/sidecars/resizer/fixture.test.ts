@@ -1,0 +1,258 @@
+// Test fixture for the resizer (no tests of its own; *.test.ts because only tests may import the
+// API server and the hostpath driver). It reuses the provisioner's fixture (the real embedded API
+// server, `csikit hostpath`'s server, LIFO `defer`, bounded `waitFor`) and adds: the resizer
+// started in-process from real command-line flags, a scripted CSI driver whose expansion and
+// modification can be failed or held (for failure, recovery, failover and restart cases), and
+// helpers that play the PV controller's part (a PV bound to a claim with a capacity).
+
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags, type Logger } from "../../base/index.ts";
+import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../../api/index.ts";
+import {
+  serveCsi,
+  type CallContext,
+  type ControllerExpandVolumeRequest,
+  type ControllerModifyVolumeRequest,
+  type CsiServer,
+} from "../../csi/index.ts";
+import { defer, getClaim, type Cluster } from "../provisioner/fixture.test.ts";
+import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "./index.ts";
+
+export {
+  CsiError,
+  GrpcStatus,
+  createClass,
+  defer,
+  events,
+  getClaim,
+  getVolume,
+  startCluster,
+  startHostpath,
+  tempDir,
+  untilCancelled,
+  waitFor,
+  type Cluster,
+} from "../provisioner/fixture.test.ts";
+
+export const STUB = "resize-stub.csi.csikit.io";
+
+export interface ResizeStub {
+  server: CsiServer;
+  /** Every ControllerExpandVolume request, in arrival order. */
+  expands: ControllerExpandVolumeRequest[];
+  modifies: ControllerModifyVolumeRequest[];
+  /** Backend size of each volume (bytes): grows only when an expansion succeeds. */
+  sizes: Map<string, number>;
+  /** Answer of ControllerExpandVolume. Default true. */
+  nodeExpansionRequired: boolean;
+  /** Runs before ControllerExpandVolume acts: throw a CsiError to fail, await to hold. */
+  onExpand: ((request: ControllerExpandVolumeRequest, context: CallContext) => Promise<void>) | undefined;
+  onModify: ((request: ControllerModifyVolumeRequest) => Promise<void>) | undefined;
+}
+
+/** A scripted controller driver: EXPAND_VOLUME (unless nodeOnly) and MODIFY_VOLUME, volumes in memory. */
+export async function startResizeStub(
+  t: TestContext,
+  dir: string,
+  options: { nodeOnly?: boolean; online?: boolean; name?: string } = {},
+): Promise<ResizeStub> {
+  const stub: Omit<ResizeStub, "server"> = {
+    expands: [],
+    modifies: [],
+    sizes: new Map(),
+    nodeExpansionRequired: true,
+    onExpand: undefined,
+    onModify: undefined,
+  };
+  const server = await serveCsi({
+    endpoint: join(dir, `${options.name ?? "resize-stub"}.sock`),
+    shutdownGraceMs: 100,
+    identity: {
+      probe: async () => ({ ready: { value: true } }),
+      getPluginInfo: async () => ({ name: STUB, vendorVersion: "1" }),
+      getPluginCapabilities: async () => ({
+        capabilities: [
+          { service: { type: "CONTROLLER_SERVICE" } },
+          { volumeExpansion: { type: options.online === false ? "OFFLINE" : "ONLINE" } },
+        ],
+      }),
+    },
+    controller: {
+      controllerGetCapabilities: async () => ({
+        capabilities: [
+          ...(options.nodeOnly ? [] : (["EXPAND_VOLUME"] as const)),
+          "MODIFY_VOLUME" as const,
+        ].map((type) => ({ rpc: { type } })),
+      }),
+      controllerExpandVolume: async (request, context) => {
+        stub.expands.push(request);
+        await stub.onExpand?.(request, context);
+        const required = Number(request.capacityRange?.requiredBytes ?? "0");
+        const size = Math.max(stub.sizes.get(request.volumeId) ?? 0, required);
+        stub.sizes.set(request.volumeId, size);
+        return { capacityBytes: size, nodeExpansionRequired: stub.nodeExpansionRequired };
+      },
+      controllerModifyVolume: async (request) => {
+        stub.modifies.push(request);
+        await stub.onModify?.(request);
+        return {};
+      },
+    },
+    node: {
+      nodeGetCapabilities: async () => ({ capabilities: [{ rpc: { type: "EXPAND_VOLUME" } }] }),
+    },
+  });
+  defer(t, () => server.close());
+  return Object.assign(stub, { server });
+}
+
+export function resizerFlags(argv: readonly string[]): Flags {
+  return new Flags(parseFlags({ ...LOGGING_FLAGS, ...RESIZER_FLAGS }, argv));
+}
+
+export interface RunningResizer {
+  stop(): Promise<void>;
+  done: Promise<void>;
+  logs: string[];
+  url?: string;
+}
+
+export function runResizer(
+  t: TestContext,
+  cluster: Cluster,
+  socket: string,
+  argv: readonly string[] = [],
+  extra: { logger?: Logger } = {},
+): RunningResizer {
+  const { logger, lines } = memoryLogger({ verbosity: 5 });
+  const options = resizerOptionsFromFlags(
+    resizerFlags([
+      `--csi-address=${socket}`,
+      `--kubeconfig=${cluster.kubeconfig}`,
+      "--kube-api-qps=1000",
+      "--kube-api-burst=1000",
+      "--retry-interval-start=100ms",
+      "--retry-interval-max=2s",
+      ...argv,
+    ]),
+  );
+  const controller = new AbortController();
+  const running: RunningResizer = {
+    logs: lines,
+    done: Promise.resolve(),
+    stop: async () => {
+      controller.abort();
+      await running.done.catch(() => undefined);
+    },
+  };
+  running.done = startResizer(
+    { ...options, logger: extra.logger ?? logger, onHttpEndpoint: (url) => (running.url = url) },
+    controller.signal,
+  );
+  running.done.catch(() => undefined);
+  defer(t, () => running.stop());
+  return running;
+}
+
+export interface BoundClaimOptions {
+  name: string;
+  driver: string;
+  handle: string;
+  /** PV capacity and claim status.capacity. Default "1Mi". */
+  size?: string;
+  namespace?: string;
+  volumeAttributesClassName?: string;
+  csi?: Partial<NonNullable<NonNullable<PersistentVolume["spec"]>["csi"]>>;
+  volumeMode?: "Filesystem" | "Block";
+}
+
+/** A claim and its PV as the PV controller leaves them after binding (both Bound). */
+export async function boundClaim(
+  cluster: Cluster,
+  options: BoundClaimOptions,
+): Promise<{ claim: PersistentVolumeClaim; pv: PersistentVolume }> {
+  const { client } = cluster;
+  const namespace = options.namespace ?? "default";
+  const size = options.size ?? "1Mi";
+  const pvName = `pv-${options.name}`;
+  const created = await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: options.name, namespace },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: size } },
+      storageClassName: "sc",
+      volumeName: pvName,
+      ...(options.volumeAttributesClassName
+        ? { volumeAttributesClassName: options.volumeAttributesClassName }
+        : {}),
+      ...(options.volumeMode ? { volumeMode: options.volumeMode } : {}),
+    },
+  });
+  const pv = await client.create<PersistentVolume>(GVR.persistentVolumes, {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name: pvName },
+    spec: {
+      capacity: { storage: size },
+      accessModes: ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Delete",
+      storageClassName: "sc",
+      ...(options.volumeMode ? { volumeMode: options.volumeMode } : {}),
+      claimRef: {
+        kind: "PersistentVolumeClaim",
+        apiVersion: "v1",
+        namespace,
+        name: options.name,
+        uid: created.metadata.uid!,
+      },
+      csi: { driver: options.driver, volumeHandle: options.handle, fsType: "ext4", ...options.csi },
+    },
+  });
+  await client.updateStatus(GVR.persistentVolumes, { ...pv, status: { phase: "Bound" } });
+  const bound: PersistentVolumeClaim = {
+    ...created,
+    status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: size } },
+  };
+  const claim = await client.updateStatus(GVR.persistentVolumeClaims, bound);
+  return { claim, pv };
+}
+
+/** The user edits the claim's request (kubectl edit / patch). */
+export async function setRequest(
+  cluster: Cluster,
+  name: string,
+  size: string,
+  namespace = "default",
+): Promise<void> {
+  await cluster.client.patch(
+    GVR.persistentVolumeClaims,
+    name,
+    { spec: { resources: { requests: { storage: size } } } },
+    { namespace },
+  );
+}
+
+export async function claimStatus(
+  cluster: Cluster,
+  name: string,
+): Promise<NonNullable<PersistentVolumeClaim["status"]>> {
+  return (await getClaim(cluster, name))?.status ?? {};
+}
+
+/** A running pod that uses the claim (what --handle-volume-inuse-error watches). */
+export async function podUsing(cluster: Cluster, name: string, claimName: string): Promise<Pod> {
+  return cluster.client.create<Pod>(GVR.pods, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
+    spec: {
+      containers: [{ name: "c", image: "busybox" }],
+      volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
+    },
+  });
+}
+
+export const MI = 1024 * 1024;
