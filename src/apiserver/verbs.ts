@@ -174,7 +174,9 @@ async function patch(call: VerbCall): Promise<RestResult> {
   const raw = await readBody(call.req);
   if (raw.length === 0) throw badRequest("the body of the request is empty; expected a patch");
   // Server-side apply bodies are YAML; patchObject refuses them with 415 before reading.
-  const body = contentType === "application/apply-patch+yaml" ? undefined : decodeJson(raw);
+  // Patches are JSON-bodied (apply YAML is parsed later); any other type, protobuf included,
+  // is left undecoded for patchObject's 415 listing the patch types, as upstream.
+  const body = contentType.endsWith("json") ? decodeJson(raw) : undefined;
   return patchObject(call.ctx, call.target, { contentType, body }, options);
 }
 
