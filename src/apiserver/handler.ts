@@ -288,6 +288,7 @@ async function handleResource(
   sendObject(res, result.code, result.body, format, {
     warnings: call.warnings,
     ...(result.encoded !== undefined ? { encoded: result.encoded } : {}),
+    ...(result.bytes !== undefined ? { bytes: result.bytes } : {}),
   });
 }
 

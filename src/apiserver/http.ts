@@ -158,6 +158,8 @@ export interface SendOptions {
   warnings?: readonly string[];
   /** The body already encoded as JSON text: sent as is instead of encoding `body`. */
   encoded?: string;
+  /** The body already encoded as protobuf (with protobuf negotiated): sent as is. */
+  bytes?: Buffer;
 }
 
 export function sendJson(
@@ -195,7 +197,7 @@ export function sendObject(
   const apiVersion = typeof record.apiVersion === "string" ? record.apiVersion : "";
   const kind = typeof record.kind === "string" ? record.kind : "";
   if (format === "protobuf" && protobufType(apiVersion, kind)) {
-    const bytes = encodeProtobufObject(record);
+    const bytes = options.bytes ?? encodeProtobufObject(record);
     writeBody(response, code, bytes, PROTOBUF_MEDIA_TYPE, options.warnings);
     return;
   }

@@ -62,42 +62,96 @@ function isRecord(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+// ---- per-type plans -----------------------------------------------------------------------------
+
+/** How one field maps, resolved once per message type (protobufjs's getters are not cheap). */
+interface FieldPlan {
+  name: string;
+  field: protobuf.Field;
+  shape: "inline" | "map" | "repeated" | "single";
+  /** The message type of the value, when it is a message. */
+  type: protobuf.Type | undefined;
+  /** The special JSON spelling of that message type, if any. */
+  special: string | undefined;
+  scalar: string;
+  keepEmpty: boolean;
+  dropZero: boolean;
+}
+
+const SPECIALS = new Set([
+  TIME,
+  MICRO_TIME,
+  FIELDS_V1,
+  QUANTITY,
+  INT_OR_STRING,
+  RAW_EXTENSION,
+  ...ITEM_LISTS,
+]);
+const plans = new WeakMap<protobuf.Type, FieldPlan[]>();
+
+function planOf(type: protobuf.Type): FieldPlan[] {
+  let plan = plans.get(type);
+  if (plan) return plan;
+  plan = type.fieldsArray.map((field) => {
+    const fullName = field.fullName.slice(1);
+    const resolved = field.resolvedType instanceof protobuf.Type ? field.resolvedType : undefined;
+    const special = resolved && SPECIALS.has(typeName(resolved)) ? typeName(resolved) : undefined;
+    return {
+      name: field.name,
+      field,
+      shape: isInline(field) ? "inline" : field.map ? "map" : field.repeated ? "repeated" : "single",
+      type: resolved,
+      special,
+      scalar: field.type,
+      keepEmpty: KEEP_EMPTY.has(fullName),
+      dropZero: DROP_ZERO.has(fullName),
+    };
+  });
+  plans.set(type, plan);
+  return plan;
+}
+
 // ---- JSON → protobuf message object (what protobufjs's Type.encode takes) ----------------------
 
 /** The protobufjs message object for a JSON object of `type`; fields protobuf lacks are dropped. */
 export function toMessage(type: protobuf.Type, json: unknown, path = ""): Json {
   if (!isRecord(json)) throw badRequest(`${path || "object"}: expected an object`);
   const out: Json = {};
-  for (const field of type.fieldsArray) {
-    if (isInline(field)) {
-      const inner = toMessage(field.resolvedType as protobuf.Type, json, path);
-      if (Object.keys(inner).length > 0) out[field.name] = inner;
+  for (const plan of planOf(type)) {
+    if (plan.shape === "inline") {
+      const inner = toMessage(plan.type!, json, path);
+      for (const _ in inner) {
+        out[plan.name] = inner;
+        break;
+      }
       continue;
     }
-    const value = json[field.name];
+    const value = json[plan.name];
     if (value === undefined || value === null) continue;
-    const at = path ? `${path}.${field.name}` : field.name;
-    if (field.map) {
+    const at = path ? `${path}.${plan.name}` : plan.name;
+    if (plan.shape === "map") {
       if (!isRecord(value)) throw badRequest(`${at}: expected an object`);
       const map: Json = {};
-      for (const [key, entry] of Object.entries(value)) {
-        if (entry !== null && entry !== undefined) map[key] = toValue(field, entry, `${at}[${key}]`);
+      for (const key in value) {
+        const entry = value[key];
+        if (entry !== null && entry !== undefined) map[key] = toValue(plan, entry, at);
       }
-      out[field.name] = map;
-    } else if (field.repeated) {
+      out[plan.name] = map;
+    } else if (plan.shape === "repeated") {
       if (!Array.isArray(value)) throw badRequest(`${at}: expected an array`);
-      out[field.name] = value.map((entry, i) => toValue(field, entry, `${at}[${i}]`));
+      const list: unknown[] = new Array(value.length);
+      for (let i = 0; i < value.length; i++) list[i] = toValue(plan, value[i], at);
+      out[plan.name] = list;
     } else {
-      out[field.name] = toValue(field, value, at);
+      out[plan.name] = toValue(plan, value, at);
     }
   }
   return out;
 }
 
-function toValue(field: protobuf.Field, value: unknown, at: string): unknown {
-  const resolved = field.resolvedType;
-  if (resolved instanceof protobuf.Type) return toSpecial(resolved, value, at);
-  switch (field.type) {
+function toValue(plan: FieldPlan, value: unknown, at: string): unknown {
+  if (plan.type) return plan.special ? toSpecial(plan.special, value, at) : toMessage(plan.type, value, at);
+  switch (plan.scalar) {
     case "string":
       if (typeof value !== "string") throw badRequest(`${at}: expected a string`);
       return value;
@@ -113,17 +167,17 @@ function toValue(field: protobuf.Field, value: unknown, at: string): unknown {
   }
 }
 
-function toSpecial(type: protobuf.Type, value: unknown, at: string): unknown {
-  switch (typeName(type)) {
+function toSpecial(special: string, value: unknown, at: string): unknown {
+  switch (special) {
     case TIME:
     case MICRO_TIME: {
       if (typeof value !== "string") throw badRequest(`${at}: expected an RFC 3339 time`);
       const ms = Date.parse(value);
       if (Number.isNaN(ms)) throw badRequest(`${at}: expected an RFC 3339 time, got "${value}"`);
       const seconds = Math.floor(ms / 1000);
+      if (special === TIME) return { seconds };
       const fraction = /\.(\d+)/.exec(value)?.[1] ?? "";
-      const nanos = Number((fraction + "000000000").slice(0, 9));
-      return typeName(type) === TIME ? { seconds } : { seconds, nanos };
+      return { seconds, nanos: Number((fraction + "000000000").slice(0, 9)) };
     }
     case QUANTITY:
       if (typeof value !== "string" && typeof value !== "number")
@@ -138,11 +192,9 @@ function toSpecial(type: protobuf.Type, value: unknown, at: string): unknown {
     case FIELDS_V1:
       return { Raw: Buffer.from(JSON.stringify(value)) };
     default:
-      if (ITEM_LISTS.has(typeName(type))) {
-        if (!Array.isArray(value)) throw badRequest(`${at}: expected an array`);
-        return { items: value.map((item) => String(item)) };
-      }
-      return toMessage(type, value, at);
+      // The named slice types.
+      if (!Array.isArray(value)) throw badRequest(`${at}: expected an array`);
+      return { items: value.map((item) => String(item)) };
   }
 }
 
@@ -151,39 +203,36 @@ function toSpecial(type: protobuf.Type, value: unknown, at: string): unknown {
 /** The JSON object of a decoded message of `type`. */
 export function fromMessage(type: protobuf.Type, message: object): Json {
   const out: Json = {};
-  for (const field of type.fieldsArray) {
+  for (const plan of planOf(type)) {
     // Fields absent from the wire are only on the message prototype (their defaults).
-    if (!Object.hasOwn(message, field.name)) continue;
-    const value: unknown = Reflect.get(message, field.name);
+    if (!Object.hasOwn(message, plan.name)) continue;
+    const value: unknown = Reflect.get(message, plan.name);
     if (value === undefined || value === null) continue;
-    if (isInline(field)) {
-      Object.assign(out, fromMessage(field.resolvedType as protobuf.Type, value as Json));
-      continue;
-    }
-    if (field.map) {
-      const entries = Object.entries(value as Json);
+    if (plan.shape === "inline") {
+      Object.assign(out, fromMessage(plan.type!, value));
+    } else if (plan.shape === "map") {
+      const entries = Object.entries(value);
       if (entries.length === 0) continue;
       const map: Json = {};
-      for (const [key, entry] of entries) map[key] = fromValue(field, entry, true);
-      out[field.name] = map;
-    } else if (field.repeated) {
+      for (const [key, entry] of entries) map[key] = fromValue(plan, entry, true);
+      out[plan.name] = map;
+    } else if (plan.shape === "repeated") {
       const list = value as unknown[];
       if (list.length === 0) continue;
-      out[field.name] = list.map((entry) => fromValue(field, entry, true));
+      out[plan.name] = list.map((entry) => fromValue(plan, entry, true));
     } else {
-      const name = field.fullName.slice(1);
-      const converted = fromValue(field, value, KEEP_EMPTY.has(name));
-      if (converted === undefined || (converted === 0 && DROP_ZERO.has(name))) continue;
-      out[field.name] = converted;
+      const converted = fromValue(plan, value, plan.keepEmpty);
+      if (converted === undefined || (converted === 0 && plan.dropZero)) continue;
+      out[plan.name] = converted;
     }
   }
   return out;
 }
 
-function fromValue(field: protobuf.Field, value: unknown, keepEmpty: boolean): unknown {
-  const resolved = field.resolvedType;
-  if (resolved instanceof protobuf.Type) return fromSpecial(resolved, value as Json);
-  switch (field.type) {
+function fromValue(plan: FieldPlan, value: unknown, keepEmpty: boolean): unknown {
+  if (plan.type)
+    return plan.special ? fromSpecial(plan.special, value as Json) : fromMessage(plan.type, value as Json);
+  switch (plan.scalar) {
     case "string":
       return value === "" && !keepEmpty ? undefined : value;
     case "bytes":
@@ -201,16 +250,16 @@ function toNumber(value: unknown): number {
   return Number(value);
 }
 
-function fromSpecial(type: protobuf.Type, message: Json): unknown {
-  switch (typeName(type)) {
+function fromSpecial(special: string, message: Json): unknown {
+  switch (special) {
     case TIME:
     case MICRO_TIME: {
+      if (!Object.hasOwn(message, "seconds") && !Object.hasOwn(message, "nanos")) return undefined;
       const seconds = toNumber(message.seconds ?? 0);
       const nanos = toNumber(message.nanos ?? 0);
-      if (!Object.hasOwn(message, "seconds") && !Object.hasOwn(message, "nanos")) return undefined;
       const base = new Date(seconds * 1000).toISOString().slice(0, 19);
       // Time keeps whole seconds (upstream's Time drops nanos on decode as JSON has none).
-      if (typeName(type) === TIME) return `${base}Z`;
+      if (special === TIME) return `${base}Z`;
       return `${base}.${String(Math.floor(nanos / 1000)).padStart(6, "0")}Z`;
     }
     case QUANTITY:
@@ -219,13 +268,12 @@ function fromSpecial(type: protobuf.Type, message: Json): unknown {
       return toNumber(message.type ?? 0) === 1 ? (message.strVal ?? "") : toNumber(message.intVal ?? 0);
     case RAW_EXTENSION:
     case FIELDS_V1: {
-      const raw = (typeName(type) === RAW_EXTENSION ? message.raw : message.Raw) as Uint8Array | undefined;
+      const raw = (special === RAW_EXTENSION ? message.raw : message.Raw) as Uint8Array | undefined;
       if (!raw || raw.length === 0) return undefined;
       return parseRaw(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
     }
     default:
-      if (ITEM_LISTS.has(typeName(type))) return [...((message.items as string[] | undefined) ?? [])];
-      return fromMessage(type, message);
+      return [...((message.items as string[] | undefined) ?? [])];
   }
 }
 

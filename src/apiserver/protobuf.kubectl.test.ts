@@ -106,7 +106,7 @@ function kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr
       ["--kubeconfig", kubeconfig, "--cache-dir", join(dir, "cache"), ...args],
       { timeout: 60_000 },
       (error, stdout, stderr) => {
-        if (error && typeof error.code !== "number") return reject(error);
+        if (error && typeof error.code !== "number") return reject(new Error(error.message));
         resolve({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr });
       },
     );

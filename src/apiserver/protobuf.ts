@@ -74,6 +74,52 @@ export function encodeProtobufObject(object: Record<string, unknown>): Buffer {
   return Buffer.concat([MAGIC, unknown]);
 }
 
+/**
+ * Message bytes of stored objects, by their stored JSON text (which includes the
+ * resourceVersion, so a text names one version): a list re-sends mostly unchanged objects,
+ * and protobufjs's encoder costs far more than splicing stored JSON. Bounded by bytes; the
+ * oldest entries go first.
+ */
+const itemCache = new Map<string, Uint8Array>();
+let itemCacheBytes = 0;
+const ITEM_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+
+function cachedItem(type: protobuf.Type, text: string): Uint8Array {
+  let bytes = itemCache.get(text);
+  if (bytes) return bytes;
+  bytes = type.encode(toMessage(type, JSON.parse(text))).finish();
+  itemCache.set(text, bytes);
+  itemCacheBytes += bytes.length + text.length;
+  while (itemCacheBytes > ITEM_CACHE_MAX_BYTES) {
+    const [oldest, value] = itemCache.entries().next().value!;
+    itemCache.delete(oldest);
+    itemCacheBytes -= value.length + oldest.length;
+  }
+  return bytes;
+}
+
+/**
+ * A list in protobuf from the stored JSON texts of its items (rest-read's spliced form): the
+ * List message is ListMeta (field 1) and the items (field 2), each item's bytes cached.
+ */
+export function encodeProtobufList(
+  apiVersion: string,
+  listKind: string,
+  listMeta: Record<string, unknown>,
+  itemTexts: readonly string[],
+): Buffer {
+  const listType = protobufType(apiVersion, listKind);
+  const itemType = listType?.fields.items?.resolvedType;
+  const metaType = listType?.fields.metadata?.resolvedType;
+  if (!listType || !(itemType instanceof protobuf.Type) || !(metaType instanceof protobuf.Type))
+    throw new Error(`no protobuf list message for ${apiVersion}/${listKind}`);
+  const writer = protobuf.Writer.create();
+  writer.uint32(10).bytes(metaType.encode(toMessage(metaType, listMeta)).finish());
+  for (const text of itemTexts) writer.uint32(18).bytes(cachedItem(itemType, text));
+  const unknown = UNKNOWN.encode({ typeMeta: { apiVersion, kind: listKind }, raw: writer.finish() }).finish();
+  return Buffer.concat([MAGIC, unknown]);
+}
+
 /** One watch frame: big-endian length, then the envelope of WatchEvent{type, object: raw}. */
 export function encodeProtobufWatchEvent(type: string, object: Record<string, unknown>): Buffer {
   const event = WATCH_EVENT.encode({ type, object: { raw: encodeProtobufObject(object) } }).finish();
@@ -206,4 +252,19 @@ function scanUnknown(
       reader.skipType(wireType);
     }
   }
+}
+
+/** The type and object of one watch frame's envelope (the bytes after the length prefix). */
+export function decodeProtobufWatchEvent(envelopeBytes: Buffer): {
+  type: string;
+  object: Record<string, unknown>;
+} {
+  const envelope = decodeEnvelope(envelopeBytes);
+  if (envelope.kind !== "WatchEvent") throw malformed(`expected a WatchEvent, got ${envelope.kind}`);
+  const event = WATCH_EVENT.decode(envelope.raw);
+  const type = String(Reflect.get(event, "type") ?? "");
+  const raw: unknown = Reflect.get(Reflect.get(event, "object") ?? {}, "raw");
+  const object = raw instanceof Uint8Array ? decodeProtobufObject(Buffer.from(raw)) : undefined;
+  if (!object) throw malformed("the WatchEvent carries no object of a known kind");
+  return { type, object };
 }

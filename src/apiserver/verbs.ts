@@ -6,7 +6,7 @@ import type { IncomingMessage } from "node:http";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { checkDecodedDepth, decodeJson, decodeObjectBody, mediaType, readBody } from "./http.ts";
 import type { WireFormat } from "./negotiation.ts";
-import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "./protobuf.ts";
+import { decodeProtobufObject, encodeProtobufList, PROTOBUF_MEDIA_TYPE } from "./protobuf.ts";
 import {
   bindPod,
   createObject,
@@ -124,7 +124,7 @@ async function list(call: VerbCall): Promise<RestResult> {
   call.req.resume();
   const { def } = call;
   const page = listObjects(call.ctx, def, call.target.namespace, listQuery(call.query), {
-    encoded: call.table === undefined && call.format !== "protobuf",
+    encoded: call.table === undefined,
   });
   const metadata: Record<string, unknown> = { resourceVersion: String(page.revision) };
   if (page.continueToken) metadata.continue = page.continueToken;
@@ -140,6 +140,14 @@ async function list(call: VerbCall): Promise<RestResult> {
     return { code: 200, body: table };
   }
   const apiVersion = def.group === "" ? def.version : `${def.group}/${def.version}`;
+  if (page.encodedItems && call.format === "protobuf") {
+    const body = { apiVersion, kind: def.listKind, metadata, items: [] };
+    return {
+      code: 200,
+      body,
+      bytes: encodeProtobufList(apiVersion, def.listKind, metadata, page.encodedItems),
+    };
+  }
   if (page.encodedItems) {
     const body = { apiVersion, kind: def.listKind, metadata, items: [] };
     const encoded =
