@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "src/csi/generated/**", ".csikit/**"] },
+  { ignores: ["node_modules/**", "src/csi/generated/**", "src/apiserver/generated/**", ".csikit/**"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {

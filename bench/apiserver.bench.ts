@@ -35,6 +35,11 @@ import {
 } from "./apiserver/stats.ts";
 import { runWatchFanout } from "./apiserver/watch-fanout.ts";
 import { runDiskSuite } from "./apiserver/disk-suite.ts";
+// The benchmark's protobuf client encodes with the server's own codec (a Go client would use
+// k8s.io/api's generated marshalers; the bytes are the same).
+import { encodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "../src/apiserver/protobuf.ts";
+
+const PB_ACCEPT = `${PROTOBUF_MEDIA_TYPE}, application/json`;
 
 const FLAGS: FlagSpecs = {
   quick: { type: "bool", help: "Small counts for a smoke run (well under 20 s)." },
@@ -318,11 +323,24 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
       await coreShared.createNamespacedConfigMap({ namespace: ns, body: configMap(`cm-${i}`) });
     });
   });
+  const createPb = await measure(async (r) => {
+    const ns = `bench-create-pb-${r}`;
+    await raw.send("POST", "/api/v1/namespaces", { metadata: { name: ns } });
+    return runBounded(sizes.creates, concurrency, async (i) => {
+      const bytes = encodeProtobufObject({ apiVersion: "v1", kind: "ConfigMap", ...configMap(`cm-${i}`) });
+      await raw.sendBytes("POST", objects(ns), PB_ACCEPT, { bytes, contentType: PROTOBUF_MEDIA_TYPE });
+    });
+  });
   out(
     renderTable(
       `create ConfigMap (POST, ${concurrency} in flight)`,
       [
         { label: "raw https", summary: createRaw },
+        {
+          label: "raw https, protobuf",
+          summary: createPb,
+          ratio: ratio(createPb.opsPerSecond, createRaw.opsPerSecond),
+        },
         {
           label: "client-node",
           summary: createNode,
@@ -354,6 +372,11 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
       await coreShared.readNamespacedConfigMap({ namespace: NS, name: `cm-${i % sizes.creates}` });
     }),
   );
+  const getPb = await measure(() =>
+    runBounded(sizes.gets, concurrency, async (i) => {
+      await raw.sendBytes("GET", `${objects(NS)}/cm-${i % sizes.creates}`, PB_ACCEPT);
+    }),
+  );
   const getKube = await measure(() =>
     runBounded(slow(sizes.gets), concurrency, async (i) => {
       await kube.get(GVR.configMaps, `cm-${i % sizes.creates}`, { namespace: NS });
@@ -364,6 +387,11 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
       `get ConfigMap (${concurrency} in flight)`,
       [
         { label: "raw https", summary: getRaw },
+        {
+          label: "raw https, protobuf",
+          summary: getPb,
+          ratio: ratio(getPb.opsPerSecond, getRaw.opsPerSecond),
+        },
         { label: "client-node", summary: getNode, ratio: ratio(getNode.opsPerSecond, getRaw.opsPerSecond) },
         {
           label: "client-node, shared pool",
@@ -432,6 +460,17 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
   };
   const listUnpaged = await measure(() => runBounded(sizes.lists, 1, () => listAll(undefined)));
   const listPaged = await measure(() => runBounded(sizes.lists, 1, () => listAll(sizes.pageSize)));
+  // Bytes only, no client-side decoding, in both formats: the server's cost is compared.
+  const listJsonBytes = await measure(() =>
+    runBounded(sizes.lists, 1, async () => {
+      await raw.sendBytes("GET", objects(NS), "application/json");
+    }),
+  );
+  const listPb = await measure(() =>
+    runBounded(sizes.lists, 1, async () => {
+      await raw.sendBytes("GET", objects(NS), PB_ACCEPT);
+    }),
+  );
   const listNode = await measure(() =>
     runBounded(sizes.lists, 1, async () => {
       const list = await core.listNamespacedConfigMap({ namespace: NS });
@@ -448,6 +487,16 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
           label: `raw https, limit=${sizes.pageSize}`,
           summary: listPaged,
           ratio: ratio(listPaged.opsPerSecond, listUnpaged.opsPerSecond),
+        },
+        {
+          label: "raw https JSON, unpaged, bytes only",
+          summary: listJsonBytes,
+          ratio: ratio(listJsonBytes.opsPerSecond, listUnpaged.opsPerSecond),
+        },
+        {
+          label: "raw https protobuf, unpaged, bytes only",
+          summary: listPb,
+          ratio: ratio(listPb.opsPerSecond, listUnpaged.opsPerSecond),
         },
         {
           label: "client-node, unpaged",
@@ -505,6 +554,40 @@ async function runScenarios(context: ScenarioContext): Promise<void> {
     ),
   );
   if (!lossless) process.exitCode = 1;
+
+  progress(`watch fan-out, protobuf: ${sizes.watchers} watchers × ${sizes.events} events, ${pace}`);
+  const pbCpuBefore = server.cpuSeconds();
+  const pbFanout = await runWatchFanout({
+    client: raw,
+    namespace: "bench-watch-pb",
+    watchers: sizes.watchers,
+    events: sizes.events,
+    rate: context.rate,
+    concurrency: Math.min(8, concurrency),
+    idleTimeoutMs: 15_000,
+    format: "protobuf",
+  });
+  const pbCpu = server.cpuSeconds() - pbCpuBefore;
+  const pbLossless =
+    pbFanout.delivered === pbFanout.expected && pbFanout.duplicates === 0 && pbFanout.problems.length === 0;
+  out(
+    renderTable(
+      `watch fan-out, JSON vs protobuf streams (${pbFanout.watchers} watchers × ${pbFanout.events} events, ${pace})`,
+      [
+        { label: "JSON delivery, from write ack", summary: fanout.fromAck },
+        { label: "protobuf delivery, from write ack", summary: pbFanout.fromAck },
+        { label: "protobuf writes (create)", summary: pbFanout.writes },
+      ],
+      [
+        `protobuf: delivered ${pbFanout.delivered} of ${pbFanout.expected}` +
+          (pbLossless ? " — lossless" : " — LOSS OR ERRORS"),
+        `server CPU: JSON ${((fanoutCpu * 1e6) / Math.max(1, fanout.delivered)).toFixed(1)} µs per delivery, ` +
+          `protobuf ${((pbCpu * 1e6) / Math.max(1, pbFanout.delivered)).toFixed(1)} µs per delivery.`,
+        ...pbFanout.problems.slice(0, 10).map((p) => `!!! ${p}`),
+      ],
+    ),
+  );
+  if (!pbLossless) process.exitCode = 1;
 }
 
 function rv(text: string): string {

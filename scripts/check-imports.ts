@@ -58,6 +58,8 @@ const PACKAGES: Record<string, readonly string[]> = {
     "@kubernetes/client-node",
     "@marcbachmann/cel-js",
     "@peculiar/x509",
+    // The Kubernetes protobuf wire format (protobuf.ts), built from the generated descriptor.
+    "protobufjs",
     "re2js",
     "reflect-metadata",
     "yaml",

@@ -70,6 +70,39 @@ export class RawClient {
     });
   }
 
+  /**
+   * One request with an encoded body and an explicit Accept (the protobuf rows); rejects on a
+   * status outside 2xx. The answer is returned as bytes, undecoded.
+   */
+  sendBytes(
+    method: string,
+    path: string,
+    accept: string,
+    body?: { bytes: Buffer; contentType: string },
+  ): Promise<{ status: number; bytes: Buffer }> {
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { Accept: accept, Authorization: `Bearer ${this.#token}` };
+      if (body) {
+        headers["Content-Type"] = body.contentType;
+        headers["Content-Length"] = String(body.bytes.length);
+      }
+      const req = request(`${this.url}${path}`, { method, headers, agent: this.#agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const bytes = Buffer.concat(chunks);
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299)
+            reject(new HttpStatusError(method, path, status, bytes.toString()));
+          else resolve({ status, bytes });
+        });
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(body?.bytes);
+    });
+  }
+
   /** Options for a long-lived streaming request outside the bounded agent (watches). */
   streamOptions(): { headers: Record<string, string>; ca: string; agent: false } {
     return {

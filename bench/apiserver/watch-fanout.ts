@@ -9,6 +9,7 @@
 
 import type { ClientRequest } from "node:http";
 import { request } from "node:https";
+import { decodeProtobufWatchEvent, PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/protobuf.ts";
 import type { RawClient } from "./raw-client.ts";
 import { percentile, runBounded, type Summary } from "./stats.ts";
 
@@ -26,6 +27,8 @@ export interface FanoutOptions {
   concurrency: number;
   /** Give up waiting once no delivery arrived for this long after the last write. */
   idleTimeoutMs: number;
+  /** The watch streams' encoding: JSON lines (default) or length-prefixed protobuf frames. */
+  format?: "json" | "protobuf";
 }
 
 export interface FanoutResult {
@@ -43,6 +46,14 @@ export interface FanoutResult {
   fromSend: Summary;
   /** Receive − write ack, over all deliveries. */
   fromAck: Summary;
+}
+
+interface WatchedEvent {
+  type: string;
+  object: {
+    metadata?: { name?: string; resourceVersion?: string; annotations?: Record<string, string> };
+    message?: string;
+  };
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -78,16 +89,11 @@ export async function runWatchFanout(options: FanoutOptions): Promise<FanoutResu
   for (let w = 0; w < watcherCount; w++) {
     const base = w * events;
     let pending = "";
-    const onLine = (line: string, at: number): void => {
-      const event = JSON.parse(line) as {
-        type: string;
-        object: {
-          metadata?: { name?: string; resourceVersion?: string; annotations?: Record<string, string> };
-          message?: string;
-        };
-      };
+    let pendingBytes: Buffer = Buffer.alloc(0);
+    const onLine = (line: string, at: number): void => onEvent(JSON.parse(line) as WatchedEvent, at);
+    const onEvent = (event: WatchedEvent, at: number): void => {
       if (event.type === "ERROR") {
-        problems.push(`watcher ${w}: ERROR event: ${event.object.message ?? line.slice(0, 200)}`);
+        problems.push(`watcher ${w}: ERROR event: ${event.object.message ?? ""}`);
         return;
       }
       const name = event.object.metadata?.name ?? "";
@@ -111,14 +117,29 @@ export async function runWatchFanout(options: FanoutOptions): Promise<FanoutResu
     };
     opened.push(
       new Promise<void>((resolve, reject) => {
-        const req = request(`${client.url}${path}`, { method: "GET", ...client.streamOptions() }, (res) => {
+        const stream = client.streamOptions();
+        if (options.format === "protobuf") stream.headers.Accept = `${PROTOBUF_MEDIA_TYPE}, application/json`;
+        const req = request(`${client.url}${path}`, { method: "GET", ...stream }, (res) => {
           if (res.statusCode !== 200) {
             reject(new Error(`watcher ${w}: HTTP ${res.statusCode ?? 0} for GET ${path}`));
             res.resume();
             return;
           }
-          res.setEncoding("utf8");
+          if (options.format === "protobuf") {
+            res.on("data", (chunk: Buffer) => {
+              const at = now();
+              pendingBytes = pendingBytes.length === 0 ? chunk : Buffer.concat([pendingBytes, chunk]);
+              while (pendingBytes.length >= 4) {
+                const length = pendingBytes.readUInt32BE(0);
+                if (pendingBytes.length < 4 + length) break;
+                const event = decodeProtobufWatchEvent(pendingBytes.subarray(4, 4 + length));
+                pendingBytes = pendingBytes.subarray(4 + length);
+                onEvent(event, at);
+              }
+            });
+          } else res.setEncoding("utf8");
           res.on("data", (chunk: string) => {
+            if (options.format === "protobuf") return;
             const at = now();
             pending += chunk;
             let newline = pending.indexOf("\n");

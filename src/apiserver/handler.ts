@@ -14,9 +14,12 @@ import {
   aggregatedDiscoveryVersion,
 } from "./discovery-aggregated.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
+import { apiVersionOf } from "./objects.ts";
 import type { FaultInjector } from "./faults.ts";
 import { impersonatedUser, wantsImpersonation } from "./impersonation.ts";
-import { decodeJson, decodeObjectBody, readBody, sendJson, sendStatus, sendText } from "./http.ts";
+import { readBody, sendJson, sendObject, sendStatus, sendText } from "./http.ts";
+import { negotiateOutput, type WireFormat } from "./negotiation.ts";
+import { protobufType } from "./protobuf.ts";
 import type { Authenticator, UserInfo } from "./authn.ts";
 import { forbiddenError, type Authorizer, type RequestAttributes } from "./authz.ts";
 import { selfSubjectAccessReview, selfSubjectReview, subjectAccessReview } from "./review-handlers.ts";
@@ -27,7 +30,7 @@ import { openApiDocument } from "./openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "./routing.ts";
 import { ApiError, internalError, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
 import { parseIncludeObject, wantsTable } from "./table.ts";
-import { VERBS, type VerbCall } from "./verbs.ts";
+import { objectBody, optionsBody, VERBS, type VerbCall } from "./verbs.ts";
 import { serveWatch } from "./watch.ts";
 import { restContextFor } from "./storage-view.ts";
 
@@ -92,10 +95,17 @@ export function createRequestHandler(
         res.setHeader("Connection", "close");
         req.resume();
       }
-      sendStatus(res, apiError ?? internalError("the server could not complete the request"));
+      sendStatus(
+        res,
+        apiError ?? internalError("the server could not complete the request"),
+        responseFormats.get(res),
+      );
     });
   };
 }
+
+/** The format a resource request negotiated, so that its errors are sent in it too. */
+const responseFormats = new WeakMap<ServerResponse, WireFormat>();
 
 async function handle(options: HandlerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "https://localhost");
@@ -209,6 +219,13 @@ async function handleResource(
   }
   // Every verb and watch of this request sees the store through the resource (storage-view.ts).
   const ctx = restContextFor(options.ctx, def);
+  const table = wantsTable(req.headers.accept)
+    ? { include: parseIncludeObject(query.get("includeObject")) }
+    : undefined;
+  // Custom resources and kinds without a message (CRDs) speak JSON and YAML only, as upstream.
+  const protobuf = def.custom !== true && protobufType(apiVersionOf(def), def.kind) !== undefined;
+  const format: WireFormat = table ? "json" : negotiateOutput(req.headers.accept, protobuf);
+  responseFormats.set(res, format);
   const call: VerbCall = {
     ctx,
     def,
@@ -218,9 +235,9 @@ async function handleResource(
     req,
     now: options.clock.now(),
     warnings: [],
-    table: wantsTable(req.headers.accept)
-      ? { include: parseIncludeObject(query.get("includeObject")) }
-      : undefined,
+    table,
+    format,
+    protobuf,
   };
   if (request.verb === "watch") {
     req.resume();
@@ -230,6 +247,7 @@ async function handleResource(
         namespace: request.namespace,
         name: request.name,
         query,
+        format,
         ...(call.table ? { table: call.table } : {}),
       },
       res,
@@ -246,7 +264,7 @@ async function handleResource(
   }
   const special = await specialCreate(options, call, user);
   if (special) {
-    sendJson(res, special.code, special.body);
+    sendObject(res, special.code, special.body, format);
     return;
   }
   if (request.verb === "create" && def.custom === true && options.crds?.terminating(def)) {
@@ -276,9 +294,10 @@ async function handleResource(
   await ctx.store.whenDurable(shownRevision(ctx, request.verb, result));
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
-  sendJson(res, result.code, result.body, {
+  sendObject(res, result.code, result.body, format, {
     warnings: call.warnings,
     ...(result.encoded !== undefined ? { encoded: result.encoded } : {}),
+    ...(result.bytes !== undefined ? { bytes: result.bytes } : {}),
   });
 }
 
@@ -343,7 +362,7 @@ async function specialCreate(
     !isReview("authorization.k8s.io", "subjectaccessreviews")
   )
     return undefined;
-  const body = decodeObjectBody(await readBody(call.req), call.req.headers["content-type"]);
+  const body = await objectBody(call, { dryRun: false, warnings: call.warnings });
   if (token) return options.serviceAccounts.request(request.namespace, request.name, body);
   if (def.resource === "selfsubjectreviews") return selfSubjectReview(user, body);
   if (def.resource === "selfsubjectaccessreviews")
@@ -354,7 +373,7 @@ async function specialCreate(
 /** DELETE of a CRD: the first marks it terminating (crds.ts), a later one is a plain delete. */
 async function deleteCrd(call: VerbCall, crds: CustomResourceSync): Promise<RestResult> {
   const raw = await readBody(call.req);
-  const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  const deleteOptions = parseDeleteOptions(optionsBody(raw, call.req.headers["content-type"]), call.query);
   return (
     crds.beginDelete(call.def, call.target, deleteOptions) ??
     deleteObject(call.ctx, call.target, deleteOptions)
@@ -363,7 +382,7 @@ async function deleteCrd(call: VerbCall, crds: CustomResourceSync): Promise<Rest
 
 async function deleteNamespace(call: VerbCall, reaper: NamespaceReaper): Promise<RestResult> {
   const raw = await readBody(call.req);
-  const deleteOptions = parseDeleteOptions(raw.length > 0 ? decodeJson(raw) : undefined, call.query);
+  const deleteOptions = parseDeleteOptions(optionsBody(raw, call.req.headers["content-type"]), call.query);
   return reaper.deleteNamespace(call.request.name, deleteOptions.dryRun);
 }
 

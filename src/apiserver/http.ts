@@ -1,11 +1,12 @@
 // HTTP plumbing of the API server: bounded body reading (3 MiB, as kube-apiserver's
-// MaxRequestBodyBytes), JSON/YAML decoding with 400s that say what is wrong, and writing JSON
-// and Status responses.
+// MaxRequestBodyBytes), JSON/YAML/protobuf decoding with 400s that say what is wrong, and
+// writing objects and Status responses in the negotiated format (negotiation.ts).
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { errorMessage } from "../base/index.ts";
-import { decodeProtobufObject } from "./protobuf.ts";
+import { mediaTypeOf, toYaml, type WireFormat } from "./negotiation.ts";
+import { decodeProtobufObject, encodeProtobufObject, protobufType, PROTOBUF_MEDIA_TYPE } from "./protobuf.ts";
 import { ApiError, badRequest, entityTooLarge, unsupportedMediaType, type Status } from "./status.ts";
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -37,20 +38,33 @@ export function mediaType(header: string | undefined): string {
 }
 
 const BODY_TYPES = ["application/json", "application/yaml"];
-const PROTOBUF = "application/vnd.kubernetes.protobuf";
+const BUILTIN_BODY_TYPES = [...BODY_TYPES, PROTOBUF_MEDIA_TYPE];
+
+export interface BodyOptions {
+  /** Whether the endpoint takes protobuf bodies (built-in kinds; custom resources do not). */
+  protobuf?: boolean;
+  /** Filled with the paths of protobuf fields the message does not define. */
+  unknownFields?: string[];
+}
 
 /**
- * Decodes a create/update body: JSON, YAML (kube-apiserver accepts it too), or protobuf for
- * the kinds kubectl's typed clients send that way (see protobuf.ts).
+ * Decodes a create/update body: JSON, YAML (kube-apiserver accepts it too), or the
+ * Kubernetes protobuf encoding for built-in kinds (protobuf.ts). A media type the endpoint
+ * does not take is 415 listing those it does, as upstream.
  */
-export function decodeObjectBody(body: Buffer, contentType: string | undefined): unknown {
+export function decodeObjectBody(
+  body: Buffer,
+  contentType: string | undefined,
+  options: BodyOptions = { protobuf: true },
+): unknown {
   const type = mediaType(contentType);
-  if (type === PROTOBUF) {
-    const decoded = decodeProtobufObject(body);
+  const accepted = options.protobuf === false ? BODY_TYPES : BUILTIN_BODY_TYPES;
+  if (type !== "" && !accepted.includes(type)) throw unsupportedMediaType(accepted);
+  if (type === PROTOBUF_MEDIA_TYPE) {
+    const decoded = decodeProtobufObject(body, { unknownFields: options.unknownFields ?? [] });
     if (decoded === undefined) throw unsupportedMediaType(BODY_TYPES);
-    return decoded;
+    return checkDecodedDepth(decoded);
   }
-  if (type !== "" && !BODY_TYPES.includes(type)) throw unsupportedMediaType(BODY_TYPES);
   if (body.length === 0) throw badRequest("the body of the request is empty; expected a JSON object");
   return type === "application/yaml" ? decodeYaml(body) : decodeJson(body);
 }
@@ -144,6 +158,8 @@ export interface SendOptions {
   warnings?: readonly string[];
   /** The body already encoded as JSON text: sent as is instead of encoding `body`. */
   encoded?: string;
+  /** The body already encoded as protobuf (with protobuf negotiated): sent as is. */
+  bytes?: Buffer;
 }
 
 export function sendJson(
@@ -165,19 +181,65 @@ export function sendJson(
   response.end(text);
 }
 
-export function sendStatus(response: ServerResponse, error: ApiError): void {
+/**
+ * Writes an object in the negotiated format. A body with no protobuf form (a Table) goes out
+ * as JSON even when protobuf was negotiated; negotiation already refused kinds that have none.
+ */
+export function sendObject(
+  response: ServerResponse,
+  code: number,
+  body: unknown,
+  format: WireFormat,
+  options: SendOptions = {},
+): void {
+  if (format === "json") return sendJson(response, code, body, options);
+  const record = body as Record<string, unknown>;
+  const apiVersion = typeof record.apiVersion === "string" ? record.apiVersion : "";
+  const kind = typeof record.kind === "string" ? record.kind : "";
+  if (format === "protobuf" && protobufType(apiVersion, kind)) {
+    const bytes = options.bytes ?? encodeProtobufObject(record);
+    writeBody(response, code, bytes, PROTOBUF_MEDIA_TYPE, options.warnings);
+    return;
+  }
+  if (format === "yaml") {
+    const parsed: unknown = options.encoded !== undefined ? JSON.parse(options.encoded) : body;
+    writeBody(response, code, Buffer.from(toYaml(parsed)), mediaTypeOf("yaml"), options.warnings);
+    return;
+  }
+  sendJson(response, code, body, options);
+}
+
+function writeBody(
+  response: ServerResponse,
+  code: number,
+  bytes: Buffer,
+  contentType: string,
+  warnings: readonly string[] | undefined,
+): void {
+  const headers: Record<string, string | number | string[]> = {
+    "Content-Type": contentType,
+    "Content-Length": bytes.length,
+    "Cache-Control": "no-cache, private",
+  };
+  if (warnings && warnings.length > 0) headers.Warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+  response.writeHead(code, headers);
+  response.end(bytes);
+}
+
+export function sendStatus(response: ServerResponse, error: ApiError, format: WireFormat = "json"): void {
   const status: Status = error.toStatus();
   const headers: Record<string, string> = {};
   if (error.code === 401) headers["WWW-Authenticate"] = 'Bearer realm="csikit"';
   if (error.code === 429 || error.code === 503) headers["Retry-After"] = "1";
-  const text = JSON.stringify(status);
+  const bytes =
+    format === "protobuf" ? encodeProtobufObject({ ...status }) : Buffer.from(JSON.stringify(status));
   response.writeHead(error.code, {
     ...headers,
-    "Content-Type": "application/json",
-    "Content-Length": Buffer.byteLength(text),
+    "Content-Type": format === "protobuf" ? PROTOBUF_MEDIA_TYPE : "application/json",
+    "Content-Length": bytes.length,
     "Cache-Control": "no-cache, private",
   });
-  response.end(text);
+  response.end(bytes);
 }
 
 export function sendText(response: ServerResponse, code: number, text: string): void {

@@ -1,342 +1,270 @@
-// Decoding of the Kubernetes protobuf request encoding for the few kinds kubectl's typed
-// clients create with it (`kubectl create namespace|configmap|secret|serviceaccount` send
-// `application/vnd.kubernetes.protobuf` bodies and do not fall back to JSON on 415). The
-// envelope is the 4 magic bytes "k8s\0" and a runtime.Unknown {typeMeta, raw}; `raw` is the
-// object in the field numbers of k8s.io/api's generated.proto. Only the messages below are
-// known; anything else is answered 415 as before. Responses stay JSON (clients accept it).
+// The Kubernetes protobuf wire format (`application/vnd.kubernetes.protobuf`) of built-in
+// kinds: the 4 magic bytes "k8s\0", then a runtime.Unknown {typeMeta {apiVersion, kind}, raw,
+// contentEncoding, contentType} whose `raw` is the object in its k8s.io/api message. The
+// messages come from the generated descriptor (scripts/gen-proto.ts over src/apiserver/proto),
+// the JSON ⇄ protobuf shape mapping from protobuf-shapes.ts. Watch events are framed as
+// upstream frames them: a 4-byte big-endian length, then the envelope of a meta/v1 WatchEvent
+// whose object is a RawExtension holding the object's own envelope.
+//
+// A body that is not a well-formed envelope of a served kind is a 400 (or 415 for a kind that
+// has no protobuf form, as custom resources), never a 500: truncation, a wrong magic, a type the
+// path does not serve, wrong wire types, unknown fields under fieldValidation=Strict, JSON
+// nested too deep inside raw extensions; the size bound is readBody's 413.
 
-import { badRequest } from "./status.ts";
-
-type FieldType = "string" | "bytes" | "int" | "bool" | "time" | "stringMap" | "bytesMap" | Schema;
-interface FieldSpec {
-  name: string;
-  type: FieldType;
-  repeated?: boolean;
-}
-type Schema = { readonly [field: number]: FieldSpec };
-
-const TIME: Schema = { 1: { name: "seconds", type: "int" }, 2: { name: "nanos", type: "int" } };
-const OWNER_REFERENCE: Schema = {
-  1: { name: "kind", type: "string" },
-  3: { name: "name", type: "string" },
-  4: { name: "uid", type: "string" },
-  5: { name: "apiVersion", type: "string" },
-  6: { name: "controller", type: "bool" },
-  7: { name: "blockOwnerDeletion", type: "bool" },
-};
-const OBJECT_META: Schema = {
-  1: { name: "name", type: "string" },
-  2: { name: "generateName", type: "string" },
-  3: { name: "namespace", type: "string" },
-  5: { name: "uid", type: "string" },
-  6: { name: "resourceVersion", type: "string" },
-  7: { name: "generation", type: "int" },
-  8: { name: "creationTimestamp", type: "time" },
-  11: { name: "labels", type: "stringMap" },
-  12: { name: "annotations", type: "stringMap" },
-  13: { name: "ownerReferences", type: OWNER_REFERENCE, repeated: true },
-  14: { name: "finalizers", type: "string", repeated: true },
-};
-const OBJECT_REFERENCE: Schema = {
-  1: { name: "kind", type: "string" },
-  2: { name: "namespace", type: "string" },
-  3: { name: "name", type: "string" },
-  4: { name: "uid", type: "string" },
-  5: { name: "apiVersion", type: "string" },
-  6: { name: "resourceVersion", type: "string" },
-  7: { name: "fieldPath", type: "string" },
-};
-const LOCAL_OBJECT_REFERENCE: Schema = { 1: { name: "name", type: "string" } };
-
-const RESOURCE_ATTRIBUTES: Schema = {
-  1: { name: "namespace", type: "string" },
-  2: { name: "verb", type: "string" },
-  3: { name: "group", type: "string" },
-  4: { name: "version", type: "string" },
-  5: { name: "resource", type: "string" },
-  6: { name: "subresource", type: "string" },
-  7: { name: "name", type: "string" },
-};
-const NON_RESOURCE_ATTRIBUTES: Schema = {
-  1: { name: "path", type: "string" },
-  2: { name: "verb", type: "string" },
-};
-
-const POLICY_RULE: Schema = {
-  1: { name: "verbs", type: "string", repeated: true },
-  2: { name: "apiGroups", type: "string", repeated: true },
-  3: { name: "resources", type: "string", repeated: true },
-  4: { name: "resourceNames", type: "string", repeated: true },
-  5: { name: "nonResourceURLs", type: "string", repeated: true },
-};
-const LABEL_SELECTOR: Schema = {
-  1: { name: "matchLabels", type: "stringMap" },
-  2: {
-    name: "matchExpressions",
-    type: {
-      1: { name: "key", type: "string" },
-      2: { name: "operator", type: "string" },
-      3: { name: "values", type: "string", repeated: true },
-    },
-    repeated: true,
-  },
-};
-const ROLE_BINDING: Schema = {
-  1: { name: "metadata", type: OBJECT_META },
-  2: {
-    name: "subjects",
-    type: {
-      1: { name: "kind", type: "string" },
-      2: { name: "apiGroup", type: "string" },
-      3: { name: "name", type: "string" },
-      4: { name: "namespace", type: "string" },
-    },
-    repeated: true,
-  },
-  3: {
-    name: "roleRef",
-    type: {
-      1: { name: "apiGroup", type: "string" },
-      2: { name: "kind", type: "string" },
-      3: { name: "name", type: "string" },
-    },
-  },
-};
-
-/** The kinds whose protobuf bodies are understood, by "apiVersion/kind". */
-const KINDS: Record<string, Schema> = {
-  "v1/Namespace": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: { name: "spec", type: { 1: { name: "finalizers", type: "string", repeated: true } } },
-  },
-  "v1/ConfigMap": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: { name: "data", type: "stringMap" },
-    3: { name: "binaryData", type: "bytesMap" },
-    4: { name: "immutable", type: "bool" },
-  },
-  "v1/Secret": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: { name: "data", type: "bytesMap" },
-    3: { name: "type", type: "string" },
-    4: { name: "stringData", type: "stringMap" },
-    5: { name: "immutable", type: "bool" },
-  },
-  "v1/ServiceAccount": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: { name: "secrets", type: OBJECT_REFERENCE, repeated: true },
-    3: { name: "imagePullSecrets", type: LOCAL_OBJECT_REFERENCE, repeated: true },
-    4: { name: "automountServiceAccountToken", type: "bool" },
-  },
-  // kubectl create role|clusterrole|rolebinding|clusterrolebinding.
-  "rbac.authorization.k8s.io/v1/Role": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: { name: "rules", type: POLICY_RULE, repeated: true },
-  },
-  "rbac.authorization.k8s.io/v1/ClusterRole": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: { name: "rules", type: POLICY_RULE, repeated: true },
-    3: {
-      name: "aggregationRule",
-      type: { 1: { name: "clusterRoleSelectors", type: LABEL_SELECTOR, repeated: true } },
-    },
-  },
-  "rbac.authorization.k8s.io/v1/RoleBinding": ROLE_BINDING,
-  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ROLE_BINDING,
-  // `kubectl auth can-i`, `kubectl auth whoami` and `kubectl create token` send these.
-  "authorization.k8s.io/v1/SelfSubjectAccessReview": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: {
-      name: "spec",
-      type: {
-        1: { name: "resourceAttributes", type: RESOURCE_ATTRIBUTES },
-        2: { name: "nonResourceAttributes", type: NON_RESOURCE_ATTRIBUTES },
-      },
-    },
-  },
-  "authorization.k8s.io/v1/SubjectAccessReview": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: {
-      name: "spec",
-      type: {
-        1: { name: "resourceAttributes", type: RESOURCE_ATTRIBUTES },
-        2: { name: "nonResourceAttributes", type: NON_RESOURCE_ATTRIBUTES },
-        3: { name: "user", type: "string" },
-        4: { name: "groups", type: "string", repeated: true },
-        6: { name: "uid", type: "string" },
-      },
-    },
-  },
-  "authentication.k8s.io/v1/SelfSubjectReview": { 1: { name: "metadata", type: OBJECT_META } },
-  "authentication.k8s.io/v1/TokenRequest": {
-    1: { name: "metadata", type: OBJECT_META },
-    2: {
-      name: "spec",
-      type: {
-        1: { name: "audiences", type: "string", repeated: true },
-        4: { name: "expirationSeconds", type: "int" },
-      },
-    },
-  },
-};
+import protobuf from "protobufjs";
+import { kubeDescriptor } from "./generated/kube-descriptor.ts";
+import { fromMessage, toMessage } from "./protobuf-shapes.ts";
+export { PROTOBUF_MEDIA_TYPE, PROTOBUF_WATCH_MEDIA_TYPE } from "./negotiation.ts";
+import { ApiError, badRequest } from "./status.ts";
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
-interface WireField {
-  field: number;
-  wireType: number;
-  varint?: bigint;
-  bytes?: Buffer;
+const root = protobuf.Root.fromJSON(kubeDescriptor);
+const META = "k8s.io.apimachinery.pkg.apis.meta.v1";
+const UNKNOWN = root.lookupType("k8s.io.apimachinery.pkg.runtime.Unknown");
+const WATCH_EVENT = root.lookupType(`${META}.WatchEvent`);
+
+/** meta/v1 kinds every group version carries (options, Status, WatchEvent) under its own apiVersion. */
+const META_KINDS = new Set([
+  "Status",
+  "WatchEvent",
+  "DeleteOptions",
+  "CreateOptions",
+  "UpdateOptions",
+  "PatchOptions",
+  "PartialObjectMetadata",
+  "PartialObjectMetadataList",
+]);
+
+/** The proto package of an API group version: "storage.k8s.io/v1" → k8s.io.api.storage.v1. */
+function packageOf(apiVersion: string): string | undefined {
+  const slash = apiVersion.indexOf("/");
+  if (slash < 0) return apiVersion === "" ? undefined : `k8s.io.api.core.${apiVersion}`;
+  const group = apiVersion.slice(0, slash);
+  const version = apiVersion.slice(slash + 1);
+  if (group === "meta.k8s.io") return `k8s.io.apimachinery.pkg.apis.meta.${version}`;
+  return `k8s.io.api.${group.split(".")[0]}.${version}`;
 }
 
-class Reader {
-  #offset = 0;
-  readonly #buffer: Buffer;
-  constructor(buffer: Buffer) {
-    this.#buffer = buffer;
-  }
-  get done(): boolean {
-    return this.#offset >= this.#buffer.length;
-  }
-  varint(): bigint {
-    let result = 0n;
-    let shift = 0n;
-    for (;;) {
-      if (this.#offset >= this.#buffer.length || shift > 63n)
-        throw badRequest("protobuf body is truncated or malformed");
-      const byte = this.#buffer[this.#offset++]!;
-      result |= BigInt(byte & 0x7f) << shift;
-      if ((byte & 0x80) === 0) return result;
-      shift += 7n;
-    }
-  }
-  bytes(length: number): Buffer {
-    if (this.#offset + length > this.#buffer.length)
-      throw badRequest("protobuf body is truncated or malformed");
-    const out = this.#buffer.subarray(this.#offset, this.#offset + length);
-    this.#offset += length;
-    return out;
-  }
-  field(): WireField {
-    const key = this.varint();
-    const field = Number(key >> 3n);
-    const wireType = Number(key & 7n);
-    switch (wireType) {
-      case 0:
-        return { field, wireType, varint: this.varint() };
-      case 1:
-        return { field, wireType, bytes: this.bytes(8) };
-      case 2:
-        return { field, wireType, bytes: this.bytes(Number(this.varint())) };
-      case 5:
-        return { field, wireType, bytes: this.bytes(4) };
-      default:
-        throw badRequest(`protobuf body uses unsupported wire type ${wireType}`);
-    }
-  }
-}
+const typeCache = new Map<string, protobuf.Type | null>();
 
-function fields(buffer: Buffer): WireField[] {
-  const reader = new Reader(buffer);
-  const out: WireField[] = [];
-  while (!reader.done) out.push(reader.field());
-  return out;
-}
-
-function decodeMessage(buffer: Buffer, schema: Schema): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const wire of fields(buffer)) {
-    const spec = schema[wire.field];
-    if (!spec) continue; // unknown fields are dropped, as upstream prunes them
-    const value = decodeValue(wire, spec.type);
-    if (spec.type === "stringMap" || spec.type === "bytesMap") {
-      const [key, entry] = value as [string, unknown];
-      const map = (out[spec.name] as Record<string, unknown> | undefined) ?? {};
-      map[key] = entry;
-      out[spec.name] = map;
-    } else if (spec.repeated) {
-      out[spec.name] = [...((out[spec.name] as unknown[] | undefined) ?? []), value];
-    } else if (!isZero(value)) {
-      // Go writes every non-pointer field; JSON (omitempty) would leave zero values out.
-      out[spec.name] = value;
-    }
-  }
-  return out;
-}
-
-function isZero(value: unknown): boolean {
-  return value === "" || value === 0 || value === false || value === undefined;
-}
-
-function decodeValue(wire: WireField, type: FieldType): unknown {
-  if (typeof type === "object") return decodeMessage(requireBytes(wire), type);
-  switch (type) {
-    case "string":
-      return requireBytes(wire).toString("utf8");
-    case "bytes":
-      return requireBytes(wire).toString("base64");
-    case "int":
-      return Number(BigInt.asIntN(64, requireVarint(wire)));
-    case "bool":
-      return requireVarint(wire) !== 0n;
-    case "time": {
-      const time = decodeMessage(requireBytes(wire), TIME);
-      const seconds = typeof time.seconds === "number" ? time.seconds : 0;
-      if (seconds <= 0) return undefined; // the zero time
-      return new Date(seconds * 1000).toISOString().replace(".000Z", "Z");
-    }
-    case "stringMap":
-    case "bytesMap": {
-      const entry = decodeMessage(requireBytes(wire), {
-        1: { name: "key", type: "string" },
-        2: { name: "value", type: type === "stringMap" ? "string" : "bytes" },
-      });
-      return [typeof entry.key === "string" ? entry.key : "", entry.value ?? ""];
-    }
-  }
-}
-
-function requireBytes(wire: WireField): Buffer {
-  if (wire.bytes === undefined || wire.wireType !== 2)
-    throw badRequest(`protobuf field ${wire.field} has the wrong wire type`);
-  return wire.bytes;
-}
-
-function requireVarint(wire: WireField): bigint {
-  if (wire.varint === undefined) throw badRequest(`protobuf field ${wire.field} has the wrong wire type`);
-  return wire.varint;
-}
-
-/** True when the body is a protobuf envelope of a kind this module can decode. */
-export function decodableProtobufKind(body: Buffer): boolean {
-  return protobufTypeOf(body) !== undefined;
-}
-
-function protobufTypeOf(
-  body: Buffer,
-): { key: string; raw: Buffer; apiVersion: string; kind: string } | undefined {
-  if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
-  // A body with the magic but a broken envelope is a bad request, not an unknown format.
-  const envelope = body.subarray(MAGIC.length);
-  const raw = fields(envelope).find((w) => w.field === 2)?.bytes;
-  const unknown = decodeMessage(envelope, {
-    1: {
-      name: "typeMeta",
-      type: { 1: { name: "apiVersion", type: "string" }, 2: { name: "kind", type: "string" } },
-    },
-  });
-  const typeMeta = (unknown.typeMeta ?? {}) as { apiVersion?: string; kind?: string };
-  const apiVersion = typeMeta.apiVersion ?? "";
-  const kind = typeMeta.kind ?? "";
+/** The message type of apiVersion/kind, or undefined when the kind has no protobuf form. */
+export function protobufType(apiVersion: string, kind: string): protobuf.Type | undefined {
   const key = `${apiVersion}/${kind}`;
-  if (!KINDS[key] || raw === undefined) return undefined;
-  return { key, raw, apiVersion, kind };
+  let type = typeCache.get(key);
+  if (type === undefined) {
+    const pkg = META_KINDS.has(kind) ? META : packageOf(apiVersion);
+    const found = pkg ? root.lookup(`${pkg}.${kind}`) : null;
+    type = found instanceof protobuf.Type ? found : null;
+    typeCache.set(key, type);
+  }
+  return type ?? undefined;
 }
 
-/** Decodes a protobuf request body into the JSON object it stands for; undefined for an unknown kind. */
-export function decodeProtobufObject(body: Buffer): Record<string, unknown> | undefined {
-  const type = protobufTypeOf(body);
+// ---- encoding -----------------------------------------------------------------------------------
+
+/** The protobuf envelope of a JSON object (its apiVersion and kind pick the message). */
+export function encodeProtobufObject(object: Record<string, unknown>): Buffer {
+  const apiVersion = typeof object.apiVersion === "string" ? object.apiVersion : "";
+  const kind = typeof object.kind === "string" ? object.kind : "";
+  const type = protobufType(apiVersion, kind);
+  if (!type) throw new Error(`no protobuf message for ${apiVersion}/${kind}`);
+  const raw = type.encode(toMessage(type, object)).finish();
+  const unknown = UNKNOWN.encode({ typeMeta: { apiVersion, kind }, raw }).finish();
+  return Buffer.concat([MAGIC, unknown]);
+}
+
+/**
+ * Message bytes of stored objects, by their stored JSON text (which includes the
+ * resourceVersion, so a text names one version): a list re-sends mostly unchanged objects,
+ * and protobufjs's encoder costs far more than splicing stored JSON. Bounded by bytes; the
+ * oldest entries go first.
+ */
+const itemCache = new Map<string, Uint8Array>();
+let itemCacheBytes = 0;
+const ITEM_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+
+function cachedItem(type: protobuf.Type, text: string): Uint8Array {
+  let bytes = itemCache.get(text);
+  if (bytes) return bytes;
+  bytes = type.encode(toMessage(type, JSON.parse(text))).finish();
+  itemCache.set(text, bytes);
+  itemCacheBytes += bytes.length + text.length;
+  while (itemCacheBytes > ITEM_CACHE_MAX_BYTES) {
+    const [oldest, value] = itemCache.entries().next().value!;
+    itemCache.delete(oldest);
+    itemCacheBytes -= value.length + oldest.length;
+  }
+  return bytes;
+}
+
+/**
+ * A list in protobuf from the stored JSON texts of its items (rest-read's spliced form): the
+ * List message is ListMeta (field 1) and the items (field 2), each item's bytes cached.
+ */
+export function encodeProtobufList(
+  apiVersion: string,
+  listKind: string,
+  listMeta: Record<string, unknown>,
+  itemTexts: readonly string[],
+): Buffer {
+  const listType = protobufType(apiVersion, listKind);
+  const itemType = listType?.fields.items?.resolvedType;
+  const metaType = listType?.fields.metadata?.resolvedType;
+  if (!listType || !(itemType instanceof protobuf.Type) || !(metaType instanceof protobuf.Type))
+    throw new Error(`no protobuf list message for ${apiVersion}/${listKind}`);
+  const writer = protobuf.Writer.create();
+  writer.uint32(10).bytes(metaType.encode(toMessage(metaType, listMeta)).finish());
+  for (const text of itemTexts) writer.uint32(18).bytes(cachedItem(itemType, text));
+  const unknown = UNKNOWN.encode({ typeMeta: { apiVersion, kind: listKind }, raw: writer.finish() }).finish();
+  return Buffer.concat([MAGIC, unknown]);
+}
+
+/** One watch frame: big-endian length, then the envelope of WatchEvent{type, object: raw}. */
+export function encodeProtobufWatchEvent(type: string, object: Record<string, unknown>): Buffer {
+  const event = WATCH_EVENT.encode({ type, object: { raw: encodeProtobufObject(object) } }).finish();
+  const envelope = UNKNOWN.encode({
+    typeMeta: { apiVersion: "v1", kind: "WatchEvent" },
+    raw: event,
+  }).finish();
+  const frame = Buffer.allocUnsafe(4 + MAGIC.length + envelope.length);
+  frame.writeUInt32BE(MAGIC.length + envelope.length, 0);
+  MAGIC.copy(frame, 4);
+  frame.set(envelope, 4 + MAGIC.length);
+  return frame;
+}
+
+// ---- decoding -----------------------------------------------------------------------------------
+
+export interface DecodedEnvelope {
+  apiVersion: string;
+  kind: string;
+  raw: Uint8Array;
+}
+
+function malformed(what: string, error?: unknown): ApiError {
+  const reason = error instanceof Error ? `: ${error.message}` : "";
+  return badRequest(`the body of the request could not be decoded as protobuf: ${what}${reason}`);
+}
+
+/** The runtime.Unknown of a protobuf body: 400 without the magic or when it does not parse. */
+export function decodeEnvelope(body: Buffer): DecodedEnvelope {
+  if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
+    throw malformed('the body does not start with the "k8s\\x00" magic of the Kubernetes protobuf encoding');
+  }
+  let unknown: Record<string, unknown>;
+  try {
+    unknown = { ...UNKNOWN.decode(body.subarray(MAGIC.length)) };
+  } catch (error) {
+    throw malformed("the runtime.Unknown envelope is truncated or malformed", error);
+  }
+  const typeMeta = (unknown.typeMeta ?? {}) as { apiVersion?: string; kind?: string };
+  const encoding = typeof unknown.contentEncoding === "string" ? unknown.contentEncoding : "";
+  if (encoding !== "") throw malformed(`content encoding "${encoding}" is not supported`);
+  return {
+    apiVersion: typeMeta.apiVersion ?? "",
+    kind: typeMeta.kind ?? "",
+    raw: (unknown.raw as Uint8Array | undefined) ?? new Uint8Array(),
+  };
+}
+
+export interface DecodeOptions {
+  /** Paths of fields the message does not define, for fieldValidation; dropped from the object. */
+  unknownFields?: string[];
+}
+
+/**
+ * The JSON object a protobuf request body stands for. `undefined` when the envelope names a
+ * kind without a protobuf form (the caller answers 415 as for an unknown media type).
+ */
+export function decodeProtobufObject(
+  body: Buffer,
+  options: DecodeOptions = {},
+): Record<string, unknown> | undefined {
+  const envelope = decodeEnvelope(body);
+  if (envelope.kind === "" || envelope.apiVersion === "")
+    throw malformed("the envelope's typeMeta has no apiVersion and kind");
+  const type = protobufType(envelope.apiVersion, envelope.kind);
   if (!type) return undefined;
-  const object = decodeMessage(type.raw, KINDS[type.key]!);
-  return { apiVersion: type.apiVersion, kind: type.kind, ...object };
+  let message: object;
+  try {
+    scanUnknown(type, envelope.raw, "", options.unknownFields ?? [], 0);
+    message = type.decode(envelope.raw);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw malformed(`the ${envelope.apiVersion} ${envelope.kind} is truncated or malformed`, error);
+  }
+  // The caller bounds the nesting of JSON carried in raw extensions (http.ts checkDecodedDepth).
+  return { apiVersion: envelope.apiVersion, kind: envelope.kind, ...fromMessage(type, message) };
+}
+
+/** The wire type a field's values use (2 for messages, maps, strings and bytes). */
+function expectedWireType(field: protobuf.Field): number {
+  if (field.map || field.resolvedType instanceof protobuf.Type) return 2;
+  if (field.resolvedType instanceof protobuf.Enum) return 0;
+  const basic = (protobuf.types.basic as Record<string, number | undefined>)[field.type];
+  return basic ?? 2;
+}
+
+/** Protobuf nesting csikit follows before refusing a body (upstream's decoder stops at 100 too). */
+export const MAX_PROTOBUF_DEPTH = 100;
+
+/**
+ * Walks the wire form beside protobufjs's decode (which skips unknown fields silently) to
+ * name the fields the message does not define, as `spec.<field number>`; also bounds nesting,
+ * including unknown groups that the skipping reader would recurse into.
+ */
+function scanUnknown(
+  type: protobuf.Type,
+  bytes: Uint8Array,
+  path: string,
+  out: string[],
+  depth: number,
+): void {
+  if (depth > MAX_PROTOBUF_DEPTH)
+    throw malformed(`exceeded max depth (${MAX_PROTOBUF_DEPTH} levels of nested messages)`);
+  const reader = protobuf.Reader.create(bytes);
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    const id = tag >>> 3;
+    const wireType = tag & 7;
+    const field = type.fieldsById[id];
+    if (!field) {
+      out.push(`${path}${path ? "." : ""}<field ${id}>`);
+      if (wireType === 3 || wireType === 4)
+        throw malformed(`field ${id} of ${type.name} uses protobuf groups`);
+      reader.skipType(wireType);
+      continue;
+    }
+    const at = `${path}${path ? "." : ""}${field.name}`;
+    const resolved = field.resolvedType;
+    const expected = expectedWireType(field);
+    if (wireType !== expected && !(wireType === 2 && field.repeated && expected !== 2)) {
+      throw malformed(
+        `field ${at} (number ${id}) of ${type.name} has wire type ${wireType}, expected ${expected}`,
+      );
+    }
+    if (wireType === 2 && resolved instanceof protobuf.Type && !field.map) {
+      scanUnknown(resolved, reader.bytes(), at, out, depth + 1);
+    } else if (wireType === 3 || wireType === 4) {
+      throw malformed(`field ${at} of ${type.name} uses protobuf groups`);
+    } else {
+      reader.skipType(wireType);
+    }
+  }
+}
+
+/** The type and object of one watch frame's envelope (the bytes after the length prefix). */
+export function decodeProtobufWatchEvent(envelopeBytes: Buffer): {
+  type: string;
+  object: Record<string, unknown>;
+} {
+  const envelope = decodeEnvelope(envelopeBytes);
+  if (envelope.kind !== "WatchEvent") throw malformed(`expected a WatchEvent, got ${envelope.kind}`);
+  const event = WATCH_EVENT.decode(envelope.raw);
+  const type = String(Reflect.get(event, "type") ?? "");
+  const raw: unknown = Reflect.get(Reflect.get(event, "object") ?? {}, "raw");
+  const object = raw instanceof Uint8Array ? decodeProtobufObject(Buffer.from(raw)) : undefined;
+  if (!object) throw malformed("the WatchEvent carries no object of a known kind");
+  return { type, object };
 }

@@ -32,6 +32,8 @@ export interface RestResult {
    * from the store's stored texts); `body` then holds the same document without its items.
    */
   encoded?: string;
+  /** The answer already encoded as protobuf (a list built from stored items), sent as is. */
+  bytes?: Buffer;
 }
 
 export const NAMESPACE_KEY_PREFIX = "/core/namespaces//";

@@ -1046,7 +1046,7 @@ describe("bad requests never crash the server", () => {
         method: "POST",
         path: "/api/v1/namespaces/default/configmaps",
         body: "x",
-        headers: { "Content-Type": "application/vnd.kubernetes.protobuf" },
+        headers: { "Content-Type": "application/cbor" },
       },
       status: 415,
       reason: "UnsupportedMediaType",

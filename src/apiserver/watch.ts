@@ -6,6 +6,9 @@
 // cacher does the same). A compacted start revision yields one ERROR event carrying a 410 Status
 // and ends the stream. Bookmarks (allowWatchBookmarks) carry the store's progress revision.
 //
+// With a protobuf Accept the stream is `application/vnd.kubernetes.protobuf;stream=watch`:
+// each event is a 4-byte big-endian length and a WatchEvent envelope (protobuf.ts).
+//
 // Fan-out cost and memory: a live change is encoded once per form (JSON object or Table, event
 // type, resource) and the same bytes are written to every watcher that wants that form. Live
 // events are written without waiting for the client; a watch whose unsent bytes exceed
@@ -27,6 +30,8 @@ import {
 } from "./rest.ts";
 import { ApiError, badRequest, tooOldResourceVersion } from "./status.ts";
 import { toTable, type IncludeObject } from "./table.ts";
+import { PROTOBUF_WATCH_MEDIA_TYPE, type WireFormat } from "./negotiation.ts";
+import { encodeProtobufWatchEvent } from "./protobuf.ts";
 
 export interface WatchRequest {
   def: ResourceDef;
@@ -35,6 +40,8 @@ export interface WatchRequest {
   name: string;
   query: URLSearchParams;
   table?: { include: IncludeObject };
+  /** The negotiated stream format; YAML streams as JSON, as upstream (it has no YAML framing). */
+  format?: WireFormat;
 }
 
 export interface WatchServeOptions {
@@ -173,7 +180,14 @@ export async function serveWatch(
   const cancelTimeout =
     timeoutSeconds !== undefined ? options.clock.setTimer(timeoutSeconds * 1000, onAbort) : () => {};
 
-  response.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
+  const protobuf = request.format === "protobuf" && !request.table;
+  const contentType = protobuf ? PROTOBUF_WATCH_MEDIA_TYPE : "application/json";
+  /** One event's bytes on the wire: a JSON line or a length-prefixed protobuf frame. */
+  const frame = (event: OutEvent): Buffer =>
+    protobuf
+      ? encodeProtobufWatchEvent(event.type, event.object as Record<string, unknown>)
+      : Buffer.from(JSON.stringify(event) + "\n");
+  response.writeHead(200, { "Content-Type": contentType, "Cache-Control": "no-cache, private" });
   openResponses.add(response);
   response.flushHeaders();
   let first = true;
@@ -196,11 +210,11 @@ export async function serveWatch(
       ? first
         ? undefined
         : `${type} table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
-      : `${type} json ${def.group}/${def.version}/${def.resource}`;
+      : `${type} ${protobuf ? "protobuf" : "json"} ${def.group}/${def.version}/${def.resource}`;
   const sendLive = (event: StoreEvent, type: OutEvent["type"], object: KubeObject): void => {
     if (stop.signal.aborted) return;
     const form = formOf(type);
-    const line = (): Buffer => Buffer.from(JSON.stringify(encode(type, forOutput(def, object))) + "\n");
+    const line = (): Buffer => frame(encode(type, forOutput(def, object)));
     response.write(form === undefined ? line() : encodedOnce(event, form, line));
     // Past the bound a live watch is cut; a replay below it only waits (history costs no memory
     // while it waits: the store reads it page by page).
@@ -220,7 +234,7 @@ export async function serveWatch(
   };
   const send = async (event: OutEvent): Promise<void> => {
     if (stop.signal.aborted) return;
-    if (!response.write(JSON.stringify(event) + "\n")) {
+    if (!response.write(frame(event))) {
       await new Promise<void>((resolve) => {
         const done = (): void => {
           response.off("drain", done);

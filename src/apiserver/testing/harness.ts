@@ -58,6 +58,8 @@ export interface RawResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
+  /** The body as received (protobuf answers are binary). */
+  bytes: Buffer;
   json(): Record<string, unknown> & { message?: string; reason?: string; code?: number };
 }
 
@@ -88,11 +90,13 @@ export function raw(handle: ApiServerHandle, options: RawRequest): Promise<RawRe
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
         res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
+          const bytes = Buffer.concat(chunks);
+          const text = bytes.toString("utf8");
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
             text,
+            bytes,
             json: () => JSON.parse(text) as RawResponse["json"] extends () => infer T ? T : never,
           });
         });
