@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ANNOTATIONS, GVR, attacherFinalizer } from "../../api/index.ts";
+import { ANNOTATIONS, GVR, attacherFinalizer, type Lease } from "../../api/index.ts";
 import { CsiClient } from "../../csi/index.ts";
 import {
   HOSTPATH,
@@ -113,4 +113,31 @@ test("a PV stays while an attachment names it; the last detach releases it", asy
   await waitFor("va-2 gone", async () => (await getAttachment(client, "va-2")) === undefined);
   await waitFor("pv-2 gone", async () => (await getVolume(client, "pv-2")) === undefined);
   assert.deepEqual((await hostpathPublished(driver.path)).get(handle), []);
+});
+
+test("leader election: the Lease is external-attacher-leader-<sanitized driver>, health on /healthz/leader-election", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir, { nodeId: "hp-node-1" });
+  const { client } = cluster;
+  const attacher = runAttacher(t, cluster, driver.path, [
+    "--leader-election",
+    "--leader-election-namespace=default",
+    "--http-endpoint=127.0.0.1:0",
+  ]);
+  const lease = await waitFor("the attacher's Lease", async () => {
+    const current = await client
+      .get<Lease>(GVR.leases, "external-attacher-leader-hostpath-csi-k8s-io", { namespace: "default" })
+      .catch(() => undefined);
+    return current?.spec?.holderIdentity ? current : undefined;
+  });
+  assert.ok(lease.spec?.holderIdentity);
+  const url = await waitFor("http endpoint", () => attacher.url);
+  const health = await fetch(`${url}/healthz/leader-election`);
+  assert.equal(health.status, 200);
+  // And it works as the leader.
+  const handle = await hostpathVolume(driver.path, "vol-le");
+  await createCsiNode(client, "worker-1", { [HOSTPATH]: "hp-node-1" });
+  await createVolume(client, "pv-le", HOSTPATH, handle);
+  await createAttachment(client, "va-le", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-le" });
+  await waitFor("va-le attached", async () => (await getAttachment(client, "va-le"))?.status?.attached);
 });
