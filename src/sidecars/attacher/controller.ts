@@ -164,7 +164,11 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
       if (attachmentChangeMatters(old, va)) vaQueue.add(va.metadata.name!);
     },
     onDelete: (object) => {
-      const pvName = deletedObject(object).spec.source.persistentVolumeName;
+      const gone = deletedObject(object);
+      // Names are deterministic (csi-<sha256>): a re-created attachment starts with no marks.
+      ctx.forceSync.delete(gone.metadata.name!);
+      ctx.superseded.delete(gone.metadata.name!);
+      const pvName = gone.spec.source.persistentVolumeName;
       // The last attachment of a PV going away is what its finalizer waits for.
       if (pvName) pvQueue.add(pvName);
     },

@@ -6,7 +6,14 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EVENT_REASONS, GVR, attacherFinalizer, type CoreEvent, type Secret } from "../../api/index.ts";
+import {
+  EVENT_REASONS,
+  GVR,
+  attacherFinalizer,
+  type CoreEvent,
+  type Node,
+  type Secret,
+} from "../../api/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -232,4 +239,28 @@ test("bad sources are attach errors naming the problem; nothing is published", a
   // Checked before any finalizer: deleting such an attachment is not blocked.
   assert.equal((await getAttachment(client, "va-modes"))?.metadata.finalizers, undefined);
   assert.equal(driver.publishes.length, 0);
+});
+
+test("node ID from the Node's csi.volume.kubernetes.io/nodeid annotation when CSINode lacks the driver", async (t) => {
+  const cluster = await startCluster(t);
+  const { client } = cluster;
+  const driver = await startScripted(t, cluster.dir, { capabilities: ["PUBLISH_UNPUBLISH_VOLUME"] });
+  await client.create<Node>(GVR.nodes, {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: "worker-2",
+      annotations: { "csi.volume.kubernetes.io/nodeid": JSON.stringify({ [SCRIPTED]: "legacy-id" }) },
+    },
+  });
+  await createCsiNode(client, "worker-2", { "other.csi.io": "other-id" });
+  await createVolume(client, "pv-f", SCRIPTED, "vol-f");
+  runAttacher(t, cluster, driver.path);
+  await createAttachment(client, "va-f", { driver: SCRIPTED, nodeName: "worker-2", pvName: "pv-f" });
+  const va = await waitFor("va-f attached", async () => {
+    const current = await getAttachment(client, "va-f");
+    return current?.status?.attached ? current : undefined;
+  });
+  assert.equal(driver.publishes.at(-1)?.nodeId, "legacy-id");
+  assert.equal(va.metadata.annotations?.["csi.alpha.kubernetes.io/node-id"], "legacy-id");
 });
