@@ -46,7 +46,7 @@ import type { AttacherContext } from "./context.ts";
 import { discoverAttacherDriver, type AttacherDriverInfo } from "./driver.ts";
 import type { AttacherOptions } from "./options.ts";
 import { runReconcileLoop } from "./reconcile.ts";
-import { syncVolume, volumeNeedsSync } from "./volume-sync.ts";
+import { BY_VOLUME, syncVolume, volumeNeedsSync } from "./volume-sync.ts";
 
 export async function runAttacher(options: AttacherOptions, signal: AbortSignal): Promise<void> {
   const logger = options.logger ?? silentLogger;
@@ -125,6 +125,11 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
   const factory = new InformerFactory({ client, clock, logger, defaultResyncPeriodMs: options.resyncMs });
   const attachments = factory.informer<VolumeAttachment>(GVR.volumeAttachments);
+  // A PV's finalizer waits for the attachments naming it: looked up per PV sync, so indexed.
+  attachments.addIndexer(BY_VOLUME, (va) => {
+    const pvName = va.spec.source.persistentVolumeName;
+    return pvName ? [pvName] : [];
+  });
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
   const csiNodes = factory.informer<CSINode>(GVR.csiNodes);
   const events = new EventRecorder({ client, component: `csi-attacher ${driver.name}`, logger, clock });

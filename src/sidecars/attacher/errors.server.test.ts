@@ -221,6 +221,19 @@ test("bad sources are attach errors naming the problem; nothing is published", a
   await createAttachment(client, "va-modes", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-modes" });
   await createVolume(client, "pv-ok", SCRIPTED, "vol-ok");
   await createAttachment(client, "va-node", { driver: SCRIPTED, nodeName: "worker-9", pvName: "pv-ok" });
+  // A PV on its way out (held by someone else's finalizer) is not attached.
+  await client.create(GVR.persistentVolumes, {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name: "pv-del", finalizers: ["test.csikit.io/hold"] },
+    spec: {
+      capacity: { storage: "1Mi" },
+      accessModes: ["ReadWriteOnce"],
+      csi: { driver: SCRIPTED, volumeHandle: "vol-del" },
+    },
+  });
+  await client.delete(GVR.persistentVolumes, "pv-del");
+  await createAttachment(client, "va-del", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-del" });
   const missing = await waitFor(
     "va-missing error",
     async () => (await getAttachment(client, "va-missing"))?.status?.attachError,
@@ -236,6 +249,11 @@ test("bad sources are attach errors naming the problem; nothing is published", a
     async () => (await getAttachment(client, "va-node"))?.status?.attachError,
   );
   assert.match(node.message ?? "", /csinode\.storage\.k8s\.io "worker-9" not found/);
+  const deleting = await waitFor(
+    "va-del error",
+    async () => (await getAttachment(client, "va-del"))?.status?.attachError,
+  );
+  assert.equal(deleting.message, 'PersistentVolume "pv-del" is marked for deletion');
   // Checked before any finalizer: deleting such an attachment is not blocked.
   assert.equal((await getAttachment(client, "va-modes"))?.metadata.finalizers, undefined);
   assert.equal(driver.publishes.length, 0);

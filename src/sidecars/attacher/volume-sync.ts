@@ -8,6 +8,9 @@ import type { ProcessResult, ReconcileContext } from "../../kube/index.ts";
 import { hasFinalizer, removeVolumeFinalizer } from "./attachment-writes.ts";
 import type { AttacherContext } from "./context.ts";
 
+/** Index of the VolumeAttachment cache by spec.source.persistentVolumeName. */
+export const BY_VOLUME = "persistentVolumeName";
+
 /** Whether a PV event concerns the attacher: it carries the finalizer and is being deleted. */
 export function volumeNeedsSync(
   pv: { metadata?: { finalizers?: string[]; deletionTimestamp?: string } },
@@ -24,7 +27,7 @@ export async function syncVolume(
   const pv = ctx.volumes.get(name);
   // OBSERVATION: the PV is gone, or not being deleted, or not ours to release.
   if (!pv || !volumeNeedsSync(pv, ctx.finalizer)) return;
-  const user = ctx.attachments.list().find((va) => va.spec.source.persistentVolumeName === name);
+  const user = ctx.attachments.byIndex(BY_VOLUME, name)[0];
   if (user) {
     // OBSERVATION: still named by an attachment; its deletion re-queues this PV.
     rc.logger.info(4, "volume still used by an attachment", { volumeAttachment: user.metadata.name });
