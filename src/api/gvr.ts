@@ -40,6 +40,16 @@ export const GVR = Object.freeze({
     false,
   ),
   leases: gvr("coordination.k8s.io", "v1", "leases", "Lease", true),
+  clusterRoles: gvr("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
+  clusterRoleBindings: gvr(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "clusterrolebindings",
+    "ClusterRoleBinding",
+    false,
+  ),
+  roles: gvr("rbac.authorization.k8s.io", "v1", "roles", "Role", true),
+  roleBindings: gvr("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true),
   customResourceDefinitions: gvr(
     "apiextensions.k8s.io",
     "v1",

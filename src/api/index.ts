@@ -5,6 +5,7 @@ export type * from "./core.ts";
 export type * from "./storage.ts";
 export type * from "./coordination.ts";
 export type * from "./apiextensions.ts";
+export type * from "./rbac.ts";
 export * from "./gvr.ts";
 export * from "./contract.ts";
 // Quantities live in src/base (the one implementation, also for byte flags in components that

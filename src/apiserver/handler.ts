@@ -15,6 +15,7 @@ import {
 } from "./discovery-aggregated.ts";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from "./discovery.ts";
 import type { FaultInjector } from "./faults.ts";
+import { impersonatedUser, wantsImpersonation } from "./impersonation.ts";
 import { decodeJson, decodeObjectBody, readBody, sendJson, sendStatus, sendText } from "./http.ts";
 import type { Authenticator, UserInfo } from "./authn.ts";
 import { forbiddenError, type Authorizer, type RequestAttributes } from "./authz.ts";
@@ -107,6 +108,14 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     if (!user) {
       req.resume();
       throw unauthorized();
+    }
+    if (wantsImpersonation(req.headersDistinct)) {
+      try {
+        user = impersonatedUser(user, req.headersDistinct, options.authorizer);
+      } catch (error) {
+        req.resume();
+        throw error;
+      }
     }
     const attributes =
       route.kind === "resource"

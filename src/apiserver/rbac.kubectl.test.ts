@@ -258,6 +258,58 @@ describe("RBAC via kubectl", { skip }, () => {
     );
   });
 
+  test("kubectl --as/--as-group: impersonation needs the impersonate verb on each thing asked for", async () => {
+    // The admin (system:masters) may impersonate anyone; the impersonated user's rights apply.
+    const asBob = await kubectl(server.handle, [
+      "--as=bob",
+      "--as-group=readers",
+      "auth",
+      "whoami",
+      "-o",
+      "json",
+    ]);
+    assert.equal(asBob.code, 0, asBob.stderr);
+    const info = (
+      JSON.parse(asBob.stdout) as { status: { userInfo: { username: string; groups: string[] } } }
+    ).status.userInfo;
+    assert.deepEqual([info.username, info.groups], ["bob", ["readers", "system:authenticated"]]);
+    const readsAsReader = await kubectl(server.handle, [
+      "--as=bob",
+      "--as-group=readers",
+      "get",
+      "configmaps",
+    ]);
+    assert.equal(readsAsReader.code, 0, readsAsReader.stderr);
+    const noGroup = await kubectl(server.handle, ["--as=bob", "get", "configmaps"]);
+    assert.match(noGroup.stderr, /User "bob" cannot list resource "configmaps"/);
+    // A ServiceAccount impersonated without groups gets its fixed groups.
+    const asRobot = await kubectl(server.handle, [
+      "--as=system:serviceaccount:default:someone",
+      "auth",
+      "whoami",
+      "-o",
+      "jsonpath={.status.userInfo.groups}",
+    ]);
+    assert.equal(
+      asRobot.stdout,
+      '["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]',
+    );
+    // alice may not impersonate: upstream's 403 names the verb and the resource.
+    const denied = await as("alice-token", ["--as=bob", "get", "pods"]);
+    assert.equal(denied.code, 1);
+    assert.match(
+      denied.stderr,
+      /users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope/,
+    );
+    // Groups without a user: a clear 400.
+    const groupsOnly = await raw(server.handle, {
+      path: "/api/v1/namespaces/default/configmaps",
+      headers: { "Impersonate-Group": "readers" },
+    });
+    assert.equal(groupsOnly.status, 400, groupsOnly.text);
+    assert.match(groupsOnly.text, /without impersonating a user/);
+  });
+
   test("kubectl auth whoami, for a static user, the admin and a ServiceAccount token from kubectl create token", async () => {
     const bob = await as("bob-token", ["auth", "whoami", "-o", "json"]);
     assert.equal(bob.code, 0, bob.stderr);

@@ -4,6 +4,11 @@
 // system:serviceaccount:<ns>:<name>, aud, exp/iat/nbf, jti, and kubernetes.io namespace and
 // serviceaccount name/uid). A token authenticates while it is unexpired, names our issuer and
 // audience, and its ServiceAccount still exists with the same uid.
+// Bound tokens (spec.boundObjectRef, what the kubelet asks for a CSI driver's tokenRequests and
+// projected volumes): the object — a Pod, Secret or Node of apiVersion v1 — must exist (with the
+// given uid, if any); the token carries it in its `kubernetes.io` claims (a pod's node too, as
+// upstream since 1.30), and stops authenticating once the object is gone or replaced. The user
+// gets upstream's extra fields (authentication.kubernetes.io/pod-name, pod-uid, node-name, node-uid).
 
 import {
   createHash,
@@ -22,7 +27,7 @@ import type { UserInfo } from "./authn.ts";
 import type { KubeObject } from "./resource.ts";
 import type { Store } from "./storage/index.ts";
 import { writeAtomic } from "./pki.ts";
-import { invalid, notFound } from "./status.ts";
+import { badRequest, invalid, notFound } from "./status.ts";
 import { metadataOf, stringField, timestamp } from "./objects.ts";
 
 export const DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
@@ -30,6 +35,20 @@ const DEFAULT_EXPIRATION_SECONDS = 3600;
 const MIN_EXPIRATION_SECONDS = 600;
 const MAX_EXPIRATION_SECONDS = 2 ** 32;
 const CREDENTIAL_ID = "authentication.kubernetes.io/credential-id";
+const EXTRA_PREFIX = "authentication.kubernetes.io/";
+
+/** Kinds a token may be bound to, with the store key of a named object of that kind. */
+const BINDABLE: Readonly<Record<string, (namespace: string, name: string) => string>> = {
+  Pod: (namespace, name) => `/core/pods/${namespace}/${name}`,
+  Secret: (namespace, name) => `/core/secrets/${namespace}/${name}`,
+  Node: (_namespace, name) => `/core/nodes//${name}`,
+};
+
+interface BoundRef {
+  kind: string;
+  name: string;
+  uid: string;
+}
 
 function base64url(value: string | Buffer): string {
   return Buffer.from(value).toString("base64url");
@@ -106,13 +125,22 @@ export class ServiceAccountTokens {
         : [...this.#audiences];
     const now = Math.floor(this.#now() / 1000);
     const uid = stringField(metadataOf(account.object), "uid");
+    const bound = this.#boundObject(namespace, name, spec.boundObjectRef);
+    const binding: Record<string, unknown> = {};
+    if (bound) {
+      binding[bound.kind.toLowerCase()] = { name: bound.name, uid: bound.uid };
+      if (bound.kind === "Pod") {
+        const node = this.#podNode(namespace, bound.name);
+        if (node) binding.node = node;
+      }
+    }
     const claims = {
       aud: audiences,
       exp: now + expiration,
       iat: now,
       iss: this.#issuer,
       jti: randomUUID(),
-      "kubernetes.io": { namespace, serviceaccount: { name, uid } },
+      "kubernetes.io": { namespace, ...binding, serviceaccount: { name, uid } },
       nbf: now,
       sub: `system:serviceaccount:${namespace}:${name}`,
     };
@@ -127,13 +155,65 @@ export class ServiceAccountTokens {
         apiVersion: "authentication.k8s.io/v1",
         kind: "TokenRequest",
         metadata: { name, namespace, creationTimestamp: null },
-        spec: { audiences, expirationSeconds: expiration, boundObjectRef: null },
+        spec: {
+          audiences,
+          expirationSeconds: expiration,
+          boundObjectRef: bound
+            ? { kind: bound.kind, apiVersion: "v1", name: bound.name, uid: bound.uid }
+            : null,
+        },
         status: {
           token: `${signingInput}.${base64url(signature)}`,
           expirationTimestamp: timestamp((now + expiration) * 1000),
         },
       },
     };
+  }
+
+  /** The object a TokenRequest binds to, checked as upstream checks it; undefined when unbound. */
+  #boundObject(namespace: string, account: string, ref: unknown): BoundRef | undefined {
+    if (ref === undefined || ref === null) return undefined;
+    const fields = record(ref);
+    const kind = typeof fields.kind === "string" ? fields.kind : "";
+    const keyOf = Object.hasOwn(BINDABLE, kind) ? BINDABLE[kind] : undefined;
+    const apiVersion = typeof fields.apiVersion === "string" ? fields.apiVersion : "v1";
+    if (!keyOf || apiVersion !== "v1")
+      throw badRequest(
+        `cannot bind token for serviceaccount ${JSON.stringify(account)} to object of kind ${JSON.stringify(`${apiVersion}, Kind=${kind}`)}`,
+      );
+    const objectName = typeof fields.name === "string" ? fields.name : "";
+    if (objectName === "")
+      throw invalid("authentication.k8s.io", "TokenRequest", account, [
+        fieldInvalid("spec.boundObjectRef.name", objectName, "name is required"),
+      ]);
+    const stored = this.#store.get(keyOf(namespace, objectName));
+    const storedUid = stored ? stringField(metadataOf(stored.object), "uid") : "";
+    const wantedUid = typeof fields.uid === "string" ? fields.uid : "";
+    if (!stored || (wantedUid !== "" && wantedUid !== storedUid))
+      throw badRequest(
+        wantedUid !== "" && stored
+          ? `the UID in the bound object reference (${wantedUid}) does not match the UID in record. The object might have been deleted and then recreated`
+          : `${kind.toLowerCase()}s ${JSON.stringify(objectName)} not found`,
+      );
+    return { kind, name: objectName, uid: storedUid };
+  }
+
+  /** `{name, uid}` of the node a pod runs on, when it is scheduled and the node exists. */
+  #podNode(namespace: string, pod: string): { name: string; uid: string } | undefined {
+    const stored = this.#store.get(`/core/pods/${namespace}/${pod}`);
+    const nodeName = stringField(record(record(stored?.object).spec), "nodeName");
+    if (nodeName === "") return undefined;
+    const node = this.#store.get(`/core/nodes//${nodeName}`);
+    return node ? { name: nodeName, uid: stringField(metadataOf(node.object), "uid") } : undefined;
+  }
+
+  /** Whether the object a token was bound to is still the one it was bound to. */
+  #stillBound(namespace: string, kind: string, claim: unknown): boolean {
+    const ref = record(claim);
+    const keyOf = BINDABLE[kind];
+    if (!keyOf || typeof ref.name !== "string") return false;
+    const stored = this.#store.get(keyOf(namespace, ref.name));
+    return stored !== undefined && stringField(metadataOf(stored.object), "uid") === ref.uid;
   }
 
   /** The ServiceAccount user a token proves, or undefined. */
@@ -172,11 +252,27 @@ export class ServiceAccountTokens {
     if (!stored) return undefined;
     const uid = stringField(metadataOf(stored.object), "uid");
     if (uid !== account.uid) return undefined;
+    const extra: Record<string, string[]> =
+      typeof claims.jti === "string" ? { [CREDENTIAL_ID]: [`JTI=${claims.jti}`] } : {};
+    for (const kind of ["Pod", "Secret", "Node"]) {
+      const key = kind.toLowerCase();
+      if (info[key] === undefined) continue;
+      // A token bound to a pod that is gone (or was recreated) proves nothing any more; the
+      // node of a bound pod is informational, as upstream's validator treats it.
+      if (kind !== "Node" || info.pod === undefined) {
+        if (!this.#stillBound(namespace, kind, info[key])) return undefined;
+      }
+      if (kind === "Pod" || kind === "Node") {
+        const ref = record(info[key]);
+        extra[`${EXTRA_PREFIX}${key}-name`] = [String(ref.name)];
+        extra[`${EXTRA_PREFIX}${key}-uid`] = [String(ref.uid)];
+      }
+    }
     return {
       username: `system:serviceaccount:${namespace}:${name}`,
       uid,
       groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`],
-      extra: typeof claims.jti === "string" ? { [CREDENTIAL_ID]: [`JTI=${claims.jti}`] } : {},
+      extra,
     };
   }
 }

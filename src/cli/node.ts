@@ -30,6 +30,7 @@ export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
     leaseRenewIntervalMs: positive(flags, "node-lease-renew-interval"),
     nodeStatusReportFrequencyMs: positive(flags, "node-status-report-frequency"),
     volumeStatsAggPeriodMs: positive(flags, "volume-stats-agg-period"),
+    syncFrequencyMs: positive(flags, "sync-frequency"),
     reconcileIntervalMs: positive(flags, "reconcile-interval"),
     pluginRescanIntervalMs: positive(flags, "plugin-rescan-interval"),
     ...(httpEndpoint !== "" ? { httpEndpoint } : {}),
@@ -98,6 +99,11 @@ export const nodeCommand: Command = {
       type: "duration",
       default: "5m",
       help: "How often node status (the Ready heartbeat) is posted when nothing changed.",
+    },
+    "sync-frequency": {
+      type: "duration",
+      default: "1m",
+      help: "Max period between pod syncs: volumes of a CSIDriver with requiresRepublish are published again at this period (the kubelet's --sync-frequency).",
     },
     "volume-stats-agg-period": {
       type: "duration",

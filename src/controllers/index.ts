@@ -5,4 +5,5 @@ export * from "./pv/index.ts";
 export * from "./gc/index.ts";
 export * from "./attachdetach/index.ts";
 export * from "./scheduler/index.ts";
+export * from "./rbac/index.ts";
 export * from "./run.ts";

@@ -21,6 +21,7 @@ import {
   startPvProtectionController,
   startPvcProtectionController,
 } from "./pv/index.ts";
+import { startClusterRoleAggregationController } from "./rbac/index.ts";
 import { startScheduler } from "./scheduler/index.ts";
 
 /** What every loop's start function receives. */
@@ -109,6 +110,12 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
         },
         signal,
       ),
+  },
+  {
+    name: "clusterrole-aggregation-controller",
+    aliases: ["clusterrole-aggregation"],
+    start: ({ client, informers, logger }, signal) =>
+      startClusterRoleAggregationController({ client, informers, logger }, signal),
   },
   {
     // kube-scheduler is a process of its own upstream; here it is one more loop, so

@@ -58,3 +58,21 @@ test("types without secrets are copied unchanged; empty secrets stay empty", () 
   });
   assert.equal(sanitizeRequest("csi.v1.ProbeRequest", undefined), undefined);
 });
+
+test("the ServiceAccount tokens the kubelet puts into volume_context are stripped; other entries stay", () => {
+  const request = {
+    volumeId: "v",
+    targetPath: "/t",
+    volumeContext: {
+      "csi.storage.k8s.io/pod.name": "app",
+      "csi.storage.k8s.io/serviceAccount.tokens": '{"":{"token":"eyJsecret","expirationTimestamp":"x"}}',
+    },
+  };
+  const sanitized = sanitizeRequest("csi.v1.NodePublishVolumeRequest", request) as typeof request;
+  assert.deepEqual(sanitized.volumeContext, {
+    "csi.storage.k8s.io/pod.name": "app",
+    "csi.storage.k8s.io/serviceAccount.tokens": "***stripped***",
+  });
+  assert.ok(!JSON.stringify(sanitized).includes("eyJsecret"));
+  assert.equal(request.volumeContext["csi.storage.k8s.io/serviceAccount.tokens"].includes("eyJsecret"), true);
+});

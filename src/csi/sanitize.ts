@@ -7,6 +7,14 @@ import { secretTable } from "./generated/secrets.ts";
 export const STRIPPED = "***stripped***";
 
 /**
+ * The one secret that travels outside a csi_secret field: the kubelet puts the pod's
+ * ServiceAccount tokens (CSIDriver tokenRequests) into NodePublishVolume's volume_context under
+ * this key. Drivers that logged volume_context leaked them upstream; csikit strips the entry.
+ */
+const TOKENS_CONTEXT_KEY = "csi.storage.k8s.io/serviceAccount.tokens";
+const CONTEXT_FIELDS = new Set(["volumeContext", "volume_context"]);
+
+/**
  * A deep copy of `message` (a decoded or input message of type `messageType`, e.g.
  * "csi.v1.CreateVolumeRequest") with every non-empty csi_secret field replaced as a whole by
  * "***stripped***" (a map loses its keys too, as upstream). Empty values stay empty so a log
@@ -23,7 +31,9 @@ function copyMessage(messageType: string, message: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(message)) {
     if (entry?.secrets.includes(key)) out[key] = redact(value);
-    else {
+    else if (CONTEXT_FIELDS.has(key) && isPlainObject(value) && Object.hasOwn(value, TOKENS_CONTEXT_KEY)) {
+      out[key] = { ...(copyValue(value) as Record<string, unknown>), [TOKENS_CONTEXT_KEY]: STRIPPED };
+    } else {
       const nested = entry?.messages[key];
       out[key] = nested === undefined ? copyValue(value) : copyMessage(nested, value);
     }

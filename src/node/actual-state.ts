@@ -34,6 +34,8 @@ export interface PublishedVolume {
   claim?: { namespace: string; name: string };
   /** The volume size last confirmed on the node (bytes), for expansion. */
   sizeBytes?: number;
+  /** When NodePublishVolume last succeeded (clock ms), for requiresRepublish. */
+  publishedAt?: number;
 }
 
 export class ActualState {

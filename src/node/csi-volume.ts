@@ -32,6 +32,9 @@ export const POD_INFO_KEYS = {
   ephemeral: "csi.storage.k8s.io/ephemeral",
 } as const;
 
+/** volume_context key of the pod's ServiceAccount tokens (CSIDriver.spec.tokenRequests). */
+export const SERVICE_ACCOUNT_TOKENS_KEY = "csi.storage.k8s.io/serviceAccount.tokens";
+
 /** PV access modes → CSI access mode (FACTS.md "Access-mode mapping"). */
 export function csiAccessMode(
   modes: readonly PersistentVolumeAccessMode[],
@@ -195,6 +198,8 @@ export class CsiVolumePlugin {
       volumeContext[POD_INFO_KEYS.serviceAccountName] = pod.spec?.serviceAccountName ?? "default";
       volumeContext[POD_INFO_KEYS.ephemeral] = String(spec.ephemeral);
     }
+    const tokens = await this.#serviceAccountTokens(pod, podUID, csiDriver, signal);
+    if (tokens !== undefined) volumeContext[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
     const mountGroup = this.mountGroup(pod, driver, csiDriver);
     await driver.client.node.nodePublishVolume(
       {
@@ -233,6 +238,53 @@ export class CsiVolumePlugin {
       state: "mounted",
       ...(spec.claim ? { claim: spec.claim } : {}),
     };
+  }
+
+  /**
+   * The kubelet's tokens for a driver with `tokenRequests`: one TokenRequest per audience for the
+   * pod's ServiceAccount, bound to the pod, as JSON `{"<audience>": {token, expirationTimestamp}}`
+   * (an empty audience asks for the API server's default audiences). Fresh on every publish, so a
+   * driver with `requiresRepublish` receives tokens before the old ones expire.
+   */
+  async #serviceAccountTokens(
+    pod: Pod,
+    podUID: string,
+    csiDriver: CSIDriver | undefined,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    const requests = csiDriver?.spec.tokenRequests ?? [];
+    if (requests.length === 0) return undefined;
+    const namespace = pod.metadata?.namespace ?? "";
+    const account = pod.spec?.serviceAccountName || "default";
+    const tokens: Record<string, { token: string; expirationTimestamp: string }> = {};
+    for (const request of requests) {
+      const audience = request.audience ?? "";
+      const response = await this.#options.client.request<{
+        status?: { token?: string; expirationTimestamp?: string };
+      }>(
+        {
+          method: "POST",
+          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(account)}/token`,
+          body: {
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenRequest",
+            spec: {
+              audiences: audience === "" ? [] : [audience],
+              ...(request.expirationSeconds !== undefined
+                ? { expirationSeconds: request.expirationSeconds }
+                : {}),
+              boundObjectRef: { apiVersion: "v1", kind: "Pod", name: pod.metadata?.name ?? "", uid: podUID },
+            },
+          },
+        },
+        signal,
+      );
+      tokens[audience] = {
+        token: response.status?.token ?? "",
+        expirationTimestamp: response.status?.expirationTimestamp ?? "",
+      };
+    }
+    return JSON.stringify(tokens);
   }
 
   /** NodeUnpublishVolume, then removes the pod's volume dir (or block link) and vol_data.json. */

@@ -110,6 +110,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       executor,
       actual,
       attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
+      syncFrequencyMs: options.syncFrequencyMs ?? 60_000,
     });
 
     const registry = new Registry();

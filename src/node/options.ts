@@ -26,6 +26,11 @@ export interface NodeOptions {
   reconcileIntervalMs?: number;
   /** How often plugins_registry/ is rescanned besides fs.watch, in ms. Default 5000. */
   pluginRescanIntervalMs?: number;
+  /**
+   * Max period between pod syncs (--sync-frequency): a published volume of a CSIDriver with
+   * `requiresRepublish` gets NodePublishVolume again at this period. Default 60000.
+   */
+  syncFrequencyMs?: number;
   /** How often NodeGetVolumeStats runs for the metrics, in ms (--volume-stats-agg-period). Default 60000. */
   volumeStatsAggPeriodMs?: number;
   /** First retry delay of a failed volume operation in ms. Default 500 (kubelet). */

@@ -1,5 +1,5 @@
 // The kubelet's plugin watcher: finds registration sockets in <root>/plugins_registry/ and
-// reports them appearing, being replaced (new inode) and disappearing. fs.watch triggers a
+// reports them appearing, being replaced (a new file: inode and creation time) and disappearing. fs.watch triggers a
 // scan at once; a scan at start and a periodic rescan are the safety net for events fs.watch
 // drops. Files starting with "." and anything that is not a socket are ignored. Calls for one
 // path never overlap, and a path is reported removed only after it was reported added.
@@ -92,8 +92,12 @@ export class PluginWatcher {
       if (name.startsWith(".")) continue;
       const path = join(dir, name);
       try {
-        const stats = await lstat(path);
-        if (stats.isSocket()) found.set(path, `${stats.dev}:${stats.ino}`);
+        const stats = await lstat(path, { bigint: true });
+        // The inode alone is not an identity: a registrar restarted at once often gets the freed
+        // inode number back, and both fs events may arrive as one scan. The creation time
+        // (ctime where the file system has no birth time) tells the new socket apart.
+        const born = stats.birthtimeNs > 0n ? stats.birthtimeNs : stats.ctimeNs;
+        if (stats.isSocket()) found.set(path, `${stats.dev}:${stats.ino}:${born}`);
       } catch {
         // Gone between readdir and lstat: the next scan sees it missing.
       }

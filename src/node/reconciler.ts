@@ -55,6 +55,8 @@ export interface ReconcilerOptions {
   executor: OperationExecutor;
   actual: ActualState;
   attachTimeoutMs: number;
+  /** Republish period of volumes whose CSIDriver has requiresRepublish. */
+  syncFrequencyMs: number;
 }
 
 const FS_RESIZE_PENDING = "FileSystemResizePending";
@@ -160,13 +162,57 @@ export class Reconciler {
     }
   }
 
+  /**
+   * NodePublishVolume again for a mounted volume of a requiresRepublish driver. A failure leaves
+   * the volume mounted (the pod keeps its data) and is retried at the next period; it is reported
+   * as the kubelet reports a failed SetUp.
+   */
+  #republish(
+    volume: DesiredPodVolume,
+    published: PublishedVolume,
+    csiDriver: CSIDriver,
+    signal: AbortSignal,
+  ): void {
+    const { actual, executor, plugin, drivers, informers, context } = this.#o;
+    const { spec } = volume;
+    const attachment = informers.attachments.store.get(
+      attachmentName(spec.handle, spec.driver, context.nodeName),
+    );
+    const publishContext = attachment?.status?.attachmentMetadata ?? {};
+    executor.run(
+      `pod:${volume.key}`,
+      `republish:${volume.key}`,
+      async () => {
+        // Counted as done before the call, so a failing driver is asked once per period.
+        actual.published.set(volume.key, { ...published, publishedAt: context.clock.now() });
+        await plugin.publish(volume, drivers.require(spec.driver), csiDriver, publishContext, signal);
+        context.logger.info(4, "republished volume", { volume: spec.uniqueName, pod: volume.podUID });
+      },
+      (error) =>
+        this.#podEvent(
+          volume.podUID,
+          "Warning",
+          EVENT_REASONS.failedMount.key,
+          `MountVolume.SetUp failed for volume "${spec.specName}" : ${describeError(error)}`,
+        ),
+    );
+  }
+
   #mount(volume: DesiredPodVolume, signal: AbortSignal): void {
     const { actual, executor, plugin, drivers, informers, nodeStatus, context } = this.#o;
     const { spec } = volume;
     const published = actual.published.get(volume.key);
-    if (published?.state === "mounted") return;
-    if (executor.isRunning(`pod:${volume.key}`)) return;
     const csiDriver = this.#caches.csiDriver(spec.driver);
+    if (published?.state === "mounted") {
+      // OBSERVATION: mounted; a requiresRepublish driver is called again every sync period
+      // (fresh ServiceAccount tokens, rotated credentials), as the kubelet's remount does.
+      if (!csiDriver?.spec.requiresRepublish) return;
+      if (context.clock.now() - (published.publishedAt ?? 0) < this.#o.syncFrequencyMs) return;
+      if (executor.isRunning(`pod:${volume.key}`)) return;
+      this.#republish(volume, published, csiDriver, signal);
+      return;
+    }
+    if (executor.isRunning(`pod:${volume.key}`)) return;
     let publishContext: Record<string, string> = {};
     // OBSERVATION: persistent volume of a driver that needs attach (no CSIDriver = attach required).
     if (!spec.ephemeral && (csiDriver?.spec.attachRequired ?? true)) {
@@ -227,10 +273,10 @@ export class Reconciler {
       async () => {
         const driver = drivers.require(spec.driver);
         try {
-          actual.published.set(
-            volume.key,
-            await plugin.publish(volume, driver, csiDriver, publishContext, signal),
-          );
+          actual.published.set(volume.key, {
+            ...(await plugin.publish(volume, driver, csiDriver, publishContext, signal)),
+            publishedAt: context.clock.now(),
+          });
         } catch (error) {
           if (isUncertain(error) || published) {
             actual.published.set(volume.key, uncertainPublished(volume, plugin));

@@ -45,6 +45,7 @@ async function setup(
     capabilities: NodeServiceCapability_RPC_Type[];
     driverSpec?: CSIDriver["spec"];
     httpEndpoint?: string;
+    syncFrequencyMs?: number;
   },
 ) {
   const api = await testServer(t);
@@ -63,6 +64,7 @@ async function setup(
     nodeName: NODE,
     rootDir: root,
     volumeStatsAggPeriodMs: 100,
+    ...(options.syncFrequencyMs !== undefined ? { syncFrequencyMs: options.syncFrequencyMs } : {}),
     ...(options.httpEndpoint ? { httpEndpoint: options.httpEndpoint } : {}),
     onReady: (info) => (metricsUrl = info.metricsUrl),
   });
@@ -343,6 +345,57 @@ test("inline ephemeral volume: no stage, FACTS handle, ephemeral context, fsGrou
   await client.delete(GVR.pods, "eph", { namespace: NS });
   await waitFor("pod gone", async () => (await getPod(client, NS, "eph")) === undefined);
   assert.equal(lastCall(scripted, "NodeUnpublishVolume").volumeId, handle);
+});
+
+test("tokenRequests: pod-bound ServiceAccount tokens per audience in volume_context; requiresRepublish publishes again each sync period", async (t) => {
+  const { client, scripted } = await setup(t, {
+    capabilities: [],
+    syncFrequencyMs: 150,
+    driverSpec: {
+      attachRequired: false,
+      podInfoOnMount: true,
+      volumeLifecycleModes: ["Ephemeral"],
+      tokenRequests: [{ audience: "vault", expirationSeconds: 3600 }, { audience: "" }],
+      requiresRepublish: true,
+    },
+  });
+  await client.create(GVR.serviceAccounts, {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: "app-sa", namespace: NS },
+  });
+  const spec = pod(NS, "tok", { nodeName: NODE, volumes: [{ name: "creds", csi: { driver: DRIVER } }] });
+  spec.spec!.serviceAccountName = "app-sa";
+  const created = await client.create(GVR.pods, spec);
+  await waitFor("pod Running", () => podRunning(client, NS, "tok"));
+  const context = lastCall(scripted, "NodePublishVolume").volumeContext as Record<string, string>;
+  assert.equal(context["csi.storage.k8s.io/serviceAccount.name"], "app-sa");
+  const tokens = JSON.parse(context["csi.storage.k8s.io/serviceAccount.tokens"] ?? "{}") as Record<
+    string,
+    { token: string; expirationTimestamp: string }
+  >;
+  assert.deepEqual(Object.keys(tokens).sort(), ["", "vault"]);
+  const claims = (token: string) =>
+    JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8")) as {
+      aud: string[];
+      sub: string;
+      "kubernetes.io": { pod: { name: string; uid: string } };
+    };
+  const vault = claims(tokens.vault!.token);
+  assert.deepEqual(vault.aud, ["vault"]);
+  assert.equal(vault.sub, "system:serviceaccount:default:app-sa");
+  assert.deepEqual(vault["kubernetes.io"].pod, { name: "tok", uid: created.metadata?.uid });
+  assert.ok(Date.parse(tokens.vault!.expirationTimestamp) > Date.now());
+  assert.notDeepEqual(claims(tokens[""]!.token).aud, ["vault"]);
+  // Republished while mounted, each time with freshly minted tokens.
+  await waitFor("republished twice", () => scripted.callsOf("NodePublishVolume").length >= 3);
+  const republished = lastCall(scripted, "NodePublishVolume").volumeContext as Record<string, string>;
+  assert.notEqual(
+    republished["csi.storage.k8s.io/serviceAccount.tokens"],
+    context["csi.storage.k8s.io/serviceAccount.tokens"],
+  );
+  await client.delete(GVR.pods, "tok", { namespace: NS });
+  await waitFor("pod gone", async () => (await getPod(client, NS, "tok")) === undefined);
 });
 
 test("failures: FailedMount event in the kubelet's words, retried with backoff; a driver that is down is retried until back", async (t) => {

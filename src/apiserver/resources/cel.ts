@@ -17,6 +17,7 @@
 
 import { Environment } from "@marcbachmann/cel-js";
 import type { JSONSchemaProps } from "../../api/index.ts";
+import { withKubernetesLibraries } from "./cel-libraries.ts";
 import { compilePattern, patternMatches } from "./regex.ts";
 
 /** Upstream's per-expression runtime cost limit (apiextensions PerCallLimit). */
@@ -24,49 +25,53 @@ export const PER_CALL_COST_LIMIT = 1_000_000;
 /** Upstream's runtime cost budget for all rules of one object (RuntimeCELCostBudget). */
 export const RUNTIME_COST_BUDGET = 10_000_000;
 
-const environment = new Environment({
-  homogeneousAggregateLiterals: false,
-  limits: {
-    maxAstNodes: 10_000,
-    maxDepth: 250,
-    maxListElements: 1000,
-    maxMapEntries: 1000,
-    maxCallArguments: 32,
-  },
-})
-  .registerVariable("self", "dyn")
-  .registerVariable("oldSelf", "dyn")
-  .registerFunction("string.__re2_matches(string): bool", (value: string, pattern: string) =>
-    re2(value, pattern),
-  )
-  .registerFunction("__re2_matches(string, string): bool", (value: string, pattern: string) =>
-    re2(value, pattern),
-  )
-  // Kubernetes' lists library.
-  .registerFunction("list.isSorted(): bool", (list: unknown[]) =>
-    list.every((item, i) => i === 0 || compare(list[i - 1], item) <= 0),
-  )
-  .registerFunction("list.sum(): dyn", (list: unknown[]) => sum(list))
-  .registerFunction("list.min(): dyn", (list: unknown[]) => extreme(list, -1))
-  .registerFunction("list.max(): dyn", (list: unknown[]) => extreme(list, 1))
-  .registerFunction("list.indexOf(dyn): int", (list: unknown[], value: unknown) =>
-    BigInt(list.findIndex((item) => same(item, value))),
-  )
-  .registerFunction("list.lastIndexOf(dyn): int", (list: unknown[], value: unknown) =>
-    BigInt(list.findLastIndex((item) => same(item, value))),
-  )
-  // Kubernetes' regex library, on RE2.
-  .registerFunction(
-    "string.find(string): string",
-    (value: string, pattern: string) => findAll(value, pattern, 1)[0] ?? "",
-  )
-  .registerFunction("string.findAll(string): list<string>", (value: string, pattern: string) =>
-    findAll(value, pattern, -1),
-  )
-  .registerFunction(
-    "string.findAll(string, int): list<string>",
-    (value: string, pattern: string, limit: bigint) => findAll(value, pattern, Number(limit)),
-  );
+const environment = withKubernetesLibraries(
+  new Environment({
+    homogeneousAggregateLiterals: false,
+    // Upstream's CRD environment has optional types (`self.?field.orValue(x)`) since 1.29.
+    enableOptionalTypes: true,
+    limits: {
+      maxAstNodes: 10_000,
+      maxDepth: 250,
+      maxListElements: 1000,
+      maxMapEntries: 1000,
+      maxCallArguments: 32,
+    },
+  })
+    .registerVariable("self", "dyn")
+    .registerVariable("oldSelf", "dyn")
+    .registerFunction("string.__re2_matches(string): bool", (value: string, pattern: string) =>
+      re2(value, pattern),
+    )
+    .registerFunction("__re2_matches(string, string): bool", (value: string, pattern: string) =>
+      re2(value, pattern),
+    )
+    // Kubernetes' lists library.
+    .registerFunction("list.isSorted(): bool", (list: unknown[]) =>
+      list.every((item, i) => i === 0 || compare(list[i - 1], item) <= 0),
+    )
+    .registerFunction("list.sum(): dyn", (list: unknown[]) => sum(list))
+    .registerFunction("list.min(): dyn", (list: unknown[]) => extreme(list, -1))
+    .registerFunction("list.max(): dyn", (list: unknown[]) => extreme(list, 1))
+    .registerFunction("list.indexOf(dyn): int", (list: unknown[], value: unknown) =>
+      BigInt(list.findIndex((item) => same(item, value))),
+    )
+    .registerFunction("list.lastIndexOf(dyn): int", (list: unknown[], value: unknown) =>
+      BigInt(list.findLastIndex((item) => same(item, value))),
+    )
+    // Kubernetes' regex library, on RE2.
+    .registerFunction(
+      "string.find(string): string",
+      (value: string, pattern: string) => findAll(value, pattern, 1)[0] ?? "",
+    )
+    .registerFunction("string.findAll(string): list<string>", (value: string, pattern: string) =>
+      findAll(value, pattern, -1),
+    )
+    .registerFunction(
+      "string.findAll(string, int): list<string>",
+      (value: string, pattern: string, limit: bigint) => findAll(value, pattern, Number(limit)),
+    ),
+);
 
 function compare(a: unknown, b: unknown): number {
   if (typeof a !== typeof b || !["bigint", "number", "string", "boolean"].includes(typeof a))

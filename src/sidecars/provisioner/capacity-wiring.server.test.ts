@@ -8,7 +8,16 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { GVR, type CSINode, type CSIStorageCapacity, type Node } from "../../api/index.ts";
 import { DEFAULT_DRIVER_NAME, TOPOLOGY_KEY_NODE, serveHostpathDriver } from "../../drivers/hostpath/index.ts";
-import { createClass, defer, runProvisioner, startCluster, tempDir, waitFor } from "./fixture.test.ts";
+import {
+  createClaim,
+  createClass,
+  defer,
+  runProvisioner,
+  startCluster,
+  tempDir,
+  waitFor,
+  waitForVolume,
+} from "./fixture.test.ts";
 
 const MiB = 1024 * 1024;
 
@@ -25,7 +34,7 @@ async function hostpathWithTopology(t: Parameters<typeof tempDir>[0], dir: strin
   return socket;
 }
 
-test("--enable-capacity publishes CSIStorageCapacity objects for the driver's segments", async (t) => {
+test("--enable-capacity publishes CSIStorageCapacity objects for the driver's segments and refreshes them after a provision", async (t) => {
   const cluster = await startCluster(t);
   const socket = await hostpathWithTopology(t, await tempDir(t));
   await cluster.client.create<Node>(GVR.nodes, {
@@ -41,9 +50,16 @@ test("--enable-capacity publishes CSIStorageCapacity objects for the driver's se
   });
   await createClass(cluster, "now", DEFAULT_DRIVER_NAME, { volumeBindingMode: "Immediate" });
 
-  runProvisioner(t, cluster, socket, ["--enable-capacity", "--capacity-ownerref-level=-1"], {
-    env: { NAMESPACE: "kube-system" },
-  });
+  // A poll interval far beyond the test's waits: only the early refresh can update the object.
+  runProvisioner(
+    t,
+    cluster,
+    socket,
+    ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=1h"],
+    {
+      env: { NAMESPACE: "kube-system" },
+    },
+  );
   const objects = await waitFor("a CSIStorageCapacity for class late", async () => {
     const list = await cluster.client.list<CSIStorageCapacity>(GVR.csiStorageCapacities, {
       namespace: "kube-system",
@@ -57,7 +73,22 @@ test("--enable-capacity publishes CSIStorageCapacity objects for the driver's se
   assert.deepEqual(object?.nodeTopology?.matchLabels, { [TOPOLOGY_KEY_NODE]: "node-1" });
   assert.equal(object?.metadata?.labels?.["csi.storage.k8s.io/drivername"], DEFAULT_DRIVER_NAME);
   assert.equal(object?.metadata?.labels?.["csi.storage.k8s.io/managed-by"], "external-provisioner");
-  assert.ok(object?.capacity, "capacity is published");
+  assert.equal(object?.capacity, "100Mi");
+  // Provisioning 10Mi in that segment: the provisioner asks the capacity controller to re-poll now.
+  const claim = await createClaim(
+    cluster,
+    "data",
+    DEFAULT_DRIVER_NAME,
+    { storageClassName: "late", resources: { requests: { storage: "10Mi" } } },
+    { "volume.kubernetes.io/selected-node": "node-1" },
+  );
+  await waitForVolume(cluster, claim);
+  await waitFor("capacity refreshed after the provision", async () => {
+    const list = await cluster.client.list<CSIStorageCapacity>(GVR.csiStorageCapacities, {
+      namespace: "kube-system",
+    });
+    return list.items[0]?.capacity === "90Mi" ? true : undefined;
+  });
 });
 
 test("--enable-capacity without NAMESPACE stops the provisioner, naming the variable", async (t) => {

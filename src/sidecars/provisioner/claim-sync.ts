@@ -38,6 +38,7 @@ import {
 } from "../../kube/index.ts";
 import type { ProvisionerContext } from "./context.ts";
 import { cloneSourceKey, isPopulatorClaim } from "./data-source.ts";
+import { protectSnapshotSource, releaseSnapshotSource } from "./snapshot-protection.ts";
 import { ProvisionError, formatCsiError, provisioningStateFromError } from "./errors.ts";
 import {
   IN_FLIGHT_FINALIZER,
@@ -190,6 +191,7 @@ async function provisionClaim(
         rc.signal,
       );
   }
+  await protectSnapshotSource(ctx, prepared.dataSource, rc);
   // The durable in-flight mark: written before the driver is asked for anything.
   current = await addFinalizer(
     ctx.client,
@@ -293,6 +295,8 @@ async function saveVolume(
     "ProvisioningSucceeded",
     `Successfully provisioned volume ${pv.metadata?.name}`,
   );
+  ctx.capacityRefresh.provisioned(pv, pv.spec?.storageClassName);
+  await releaseSnapshotSource(ctx, claim, rc);
 }
 
 async function handleCreateError(
@@ -310,6 +314,8 @@ async function handleCreateError(
   });
   const message = formatCsiError(error);
   ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
+  // The driver answered (or may still be working): its free capacity may have changed.
+  ctx.capacityRefresh.provisionFailed(className);
   event(
     ctx,
     claim,

@@ -7,6 +7,7 @@ import type { Clock, Logger } from "../../base/index.ts";
 import type { PersistentVolume } from "../../api/index.ts";
 import type { CsiClient } from "../../csi/index.ts";
 import type { EventRecorder, KubeClient } from "../../kube/index.ts";
+import type { CapacityRefresh } from "./capacity/index.ts";
 import type { DriverInfo } from "./driver.ts";
 import type { ProvisionerMetrics } from "./metrics.ts";
 import type { ProvisionerOptions } from "./options.ts";
@@ -39,6 +40,8 @@ export interface ProvisionerContext {
   clock: Clock;
   random: () => number;
   state: ProvisionerState;
+  /** Early capacity re-polls after a provision or delete (a no-op without --enable-capacity). */
+  capacityRefresh: CapacityRefresh;
 }
 
 export function newProvisionerState(): ProvisionerState {

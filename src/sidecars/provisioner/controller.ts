@@ -42,7 +42,7 @@ import {
   type KubeClient,
   type RouteHandler,
 } from "../../kube/index.ts";
-import { resolveCapacityOwner, startCapacityController } from "./capacity/index.ts";
+import { CapacityRefresh, resolveCapacityOwner, startCapacityController } from "./capacity/index.ts";
 import { syncClaim } from "./claim-sync.ts";
 import { cloneProtectionKeys, syncCloneSource } from "./clone-protection.ts";
 import { newProvisionerState, type ProvisionerContext } from "./context.ts";
@@ -52,6 +52,7 @@ import { provisionerIdentity } from "./names.ts";
 import { localTopologyView } from "./node-deployment.ts";
 import type { ProvisionerOptions } from "./options.ts";
 import { PPROF_PREFIX, pprofRoute } from "./pprof.ts";
+import { runSnapshotSweep } from "./snapshot-protection.ts";
 import { syncVolume } from "./volume-sync.ts";
 import { clusterView } from "./view.ts";
 
@@ -221,6 +222,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     clock,
     random: Math.random,
     state: newProvisionerState(),
+    capacityRefresh: new CapacityRefresh(),
   };
   const limiter = <T>() =>
     new ItemExponentialRateLimiter<T>({
@@ -302,6 +304,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
           ...(nd.enabled
             ? { nodeDeployment: { nodeName: nd.nodeName, accessibleTopology: driver.localTopology } }
             : {}),
+          refresh: ctx.capacityRefresh,
           registry,
           workQueueMetrics: queueMetrics,
           logger: logger.with({ controller: "capacity" }),
@@ -312,6 +315,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     : Promise.resolve();
   const running = [
     capacityRun,
+    runSnapshotSweep(ctx, claims, options.snapshotOrphanSweepIntervalMs, signal),
     factory.start(signal),
     events.start(signal),
     runController(

@@ -31,6 +31,7 @@ import {
 } from "./fixture.test.ts";
 
 const CLONING = "provisioner.storage.kubernetes.io/cloning-protection";
+const SNAPSHOT_SOURCE = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";
 const TESTDATA = join(import.meta.dirname, "..", "..", "apiserver", "resources", "testdata");
 
 async function provisionAndBind(
@@ -127,25 +128,28 @@ async function installSnapshotCrds(cluster: Cluster): Promise<void> {
   });
 }
 
-async function readySnapshot(
-  t: TestContext,
-  cluster: Cluster,
-  socket: string,
-  volumeId: string,
-  options: { name: string; sourceVolumeMode?: "Filesystem" | "Block"; allowModeChange?: boolean },
-): Promise<void> {
-  const csi = CsiClient.connect(socket);
-  t.after(() => csi.close());
-  const { snapshot } = await csi.controller.createSnapshot({
-    sourceVolumeId: volumeId,
-    name: `snapshot-${options.name}`,
-  });
+interface SnapshotObjects {
+  name: string;
+  driver: string;
+  handle: string;
+  sizeBytes: number;
+  sourceVolumeMode?: "Filesystem" | "Block";
+  allowModeChange?: boolean;
+  finalizers?: string[];
+}
+
+/** Writes a VolumeSnapshot and its content as the snapshot controller leaves them: bound, ready. */
+async function writeReadySnapshot(cluster: Cluster, options: SnapshotObjects): Promise<void> {
   const vs = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
     GVR.volumeSnapshots,
     {
       apiVersion: "snapshot.storage.k8s.io/v1",
       kind: "VolumeSnapshot",
-      metadata: { name: options.name, namespace: "default" },
+      metadata: {
+        name: options.name,
+        namespace: "default",
+        ...(options.finalizers ? { finalizers: options.finalizers } : {}),
+      },
       spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
     },
   );
@@ -161,9 +165,9 @@ async function readySnapshot(
           : {}),
       },
       spec: {
-        driver: HOSTPATH,
+        driver: options.driver,
         deletionPolicy: "Delete",
-        source: { snapshotHandle: snapshot!.snapshotId },
+        source: { snapshotHandle: options.handle },
         volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
         sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
       },
@@ -171,11 +175,7 @@ async function readySnapshot(
   );
   await cluster.client.updateStatus(GVR.volumeSnapshotContents, {
     ...content,
-    status: {
-      snapshotHandle: snapshot!.snapshotId,
-      readyToUse: true,
-      restoreSize: Number(snapshot!.sizeBytes),
-    },
+    status: { snapshotHandle: options.handle, readyToUse: true, restoreSize: options.sizeBytes },
   });
   await cluster.client.updateStatus(GVR.volumeSnapshots, {
     ...vs,
@@ -185,6 +185,33 @@ async function readySnapshot(
       restoreSize: "1Mi",
     },
   });
+}
+
+/** Takes a snapshot of `volumeId` in the driver, then writes its API objects. */
+async function readySnapshot(
+  t: TestContext,
+  cluster: Cluster,
+  socket: string,
+  volumeId: string,
+  options: { name: string; sourceVolumeMode?: "Filesystem" | "Block"; allowModeChange?: boolean },
+): Promise<void> {
+  const csi = CsiClient.connect(socket);
+  t.after(() => csi.close());
+  const { snapshot } = await csi.controller.createSnapshot({
+    sourceVolumeId: volumeId,
+    name: `snapshot-${options.name}`,
+  });
+  await writeReadySnapshot(cluster, {
+    ...options,
+    driver: HOSTPATH,
+    handle: snapshot!.snapshotId,
+    sizeBytes: Number(snapshot!.sizeBytes),
+  });
+}
+
+async function snapshotFinalizers(cluster: Cluster, name: string): Promise<string[]> {
+  const snapshot = await cluster.client.get<KubeObject>(GVR.volumeSnapshots, name, { namespace: "default" });
+  return snapshot.metadata?.finalizers ?? [];
 }
 
 test("restore from a VolumeSnapshot with hostpath; volume-mode conversion refused unless allowed", async (t) => {
@@ -226,4 +253,57 @@ test("cross-namespace data source needs its gate", async (t) => {
     dataSourceRef: { kind: "PersistentVolumeClaim", name: "src", namespace: "elsewhere" },
   });
   assert.match(await failure(cluster, "x"), /CrossNamespaceVolumeDataSource feature gate is not enabled/);
+});
+
+test("restore holds the provisioner's finalizer on the snapshot while CreateVolume runs; the sweep clears orphans", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await installSnapshotCrds(cluster);
+  await createClass(cluster, "sc", STUB);
+  await createClass(cluster, "other", "someone-else.example.com");
+  const snapshot = { driver: STUB, sizeBytes: 1 << 20 };
+  await writeReadySnapshot(cluster, { ...snapshot, name: "snap", handle: "h-snap" });
+  // Left behind by a crashed provisioner: no claim restores from it any more.
+  await writeReadySnapshot(cluster, {
+    ...snapshot,
+    name: "orphan",
+    handle: "h-orphan",
+    finalizers: [SNAPSHOT_SOURCE],
+  });
+  // Still the source of a Pending claim (of another provisioner): kept.
+  await writeReadySnapshot(cluster, {
+    ...snapshot,
+    name: "held",
+    handle: "h-held",
+    finalizers: [SNAPSHOT_SOURCE],
+  });
+  await createClaim(cluster, "waiting", "someone-else.example.com", {
+    storageClassName: "other",
+    dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "held" },
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  stub.onCreate = async (request, context) => {
+    if (request.volumeContentSource) await Promise.race([released, untilCancelled(context)]);
+  };
+  runProvisioner(t, cluster, stub.server.path, ["--timeout=60s", "--snapshot-orphan-sweep-interval=1h"]);
+  // The sweep runs once at start: the orphan loses the finalizer in the same pass that keeps "held".
+  await waitFor(
+    "orphaned finalizer swept",
+    async () => !(await snapshotFinalizers(cluster, "orphan")).includes(SNAPSHOT_SOURCE),
+  );
+  assert.ok((await snapshotFinalizers(cluster, "held")).includes(SNAPSHOT_SOURCE));
+
+  const restored = await createClaim(cluster, "restored", STUB, {
+    dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
+  });
+  await waitFor("restore CreateVolume in flight", () => stub.creates.some((c) => c.volumeContentSource));
+  assert.equal(stub.creates.at(-1)?.volumeContentSource?.snapshot?.snapshotId, "h-snap");
+  assert.ok((await snapshotFinalizers(cluster, "snap")).includes(SNAPSHOT_SOURCE));
+  release();
+  await waitForVolume(cluster, restored);
+  await waitFor(
+    "snapshot finalizer released",
+    async () => !(await snapshotFinalizers(cluster, "snap")).includes(SNAPSHOT_SOURCE),
+  );
 });

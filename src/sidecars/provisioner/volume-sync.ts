@@ -86,6 +86,7 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
     }
   if (!alreadyDeleted) {
     ctx.state.deletedVolumes.set(name, uid);
+    ctx.capacityRefresh.deleted(pv);
     ctx.metrics.deleteTotal.inc({ class: className });
     ctx.metrics.deleteDuration.observe({ class: className }, (ctx.clock.now() - started) / 1000);
     rc.logger.info(2, "volume deleted", { pv: name });
