@@ -38,6 +38,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./provisioner.ts")).provisionerCommand,
   },
   {
+    name: "registrar",
+    summary: "Run the node-driver-registrar sidecar: register a CSI driver with the kubelet's plugin watcher",
+    load: async () => (await import("./registrar.ts")).registrarCommand,
+  },
+  {
     name: "sanity",
     summary: "Run the CSI conformance suite against a driver's socket",
     load: async () => (await import("./sanity.ts")).sanityCommand,
