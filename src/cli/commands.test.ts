@@ -54,7 +54,7 @@ test("csikit --help loads no command; hostpath, sanity and the node sidecars nev
       assert.ok(!loaded.includes(heavy), `csikit ${name} loaded ${heavy}`);
   }
   // Node sidecars that never talk to the API server stay off the Kubernetes client too.
-  for (const name of ["registrar"]) {
+  for (const name of ["registrar", "livenessprobe"]) {
     const loaded = loadedBy([name, "--help"]);
     assert.ok(loaded.includes("@grpc/grpc-js"), `${name} loads its own dependencies: ${loaded.join(" ")}`);
     for (const heavy of ["@kubernetes/client-node", "src/apiserver"])

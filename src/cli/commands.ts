@@ -28,6 +28,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./hostpath.ts")).hostpathCommand,
   },
   {
+    name: "livenessprobe",
+    summary: "Run the livenessprobe sidecar: /healthz answers from the CSI driver's Probe",
+    load: async () => (await import("./livenessprobe.ts")).livenessprobeCommand,
+  },
+  {
     name: "node",
     summary: "Run a virtual node: the kubelet's volume role (plugin registration, CSINode, stage/publish)",
     load: async () => (await import("./node.ts")).nodeCommand,
