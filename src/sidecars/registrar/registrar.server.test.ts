@@ -5,6 +5,7 @@
 // restart registers again; a registration the node refuses ends the registrar non-zero.
 
 import assert from "node:assert/strict";
+import * as grpc from "@grpc/grpc-js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { lstat, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
@@ -221,4 +222,64 @@ test("csikit registrar: the node refusing the registration (NodeGetInfo fails) e
   assert.equal(code, 1, registrar.stderr());
   assert.match(registrar.stderr(), /refused the registration: .*error updating CSI node info/);
   assert.deepEqual(await csiNodeDrivers(client), []);
+});
+
+/** One protobuf length-delimited field: tag (field number, wire type 2), length, bytes. */
+function lengthDelimited(field: number, text: string): Buffer {
+  const bytes = Buffer.from(text, "utf8");
+  assert.ok(bytes.length < 128, "one-byte lengths only");
+  return Buffer.concat([Buffer.from([(field << 3) | 2, bytes.length]), bytes]);
+}
+
+/** A unary call with raw bytes both ways: what a Go kubelet puts on the wire, no csikit codec. */
+function rawCall(socketPath: string, method: string, request: Buffer): Promise<Buffer> {
+  const client = new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
+  return new Promise<Buffer>((resolve, reject) => {
+    client.makeUnaryRequest(
+      method,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      request,
+      { deadline: Date.now() + 10_000 },
+      (error, response) => {
+        client.close();
+        if (error || !response) reject(error ?? new Error("no response"));
+        else resolve(response);
+      },
+    );
+  });
+}
+
+test("wire compatibility with kubelet's pluginregistration (from the proto's field numbers, no csikit codec)", async (t) => {
+  // An upstream Go kubelet cannot run here; this is its side of the wire, byte for byte:
+  // method paths in package `pluginregistration`; PluginInfo{type=1, name=2, endpoint=3,
+  // supported_versions=4}; RegistrationStatus{plugin_registered=1 (bool), error=2}.
+  const root = await tempDir(t);
+  const driver = await hostpath(t, root);
+  const registrar = runRegistrar(t, { csiAddress: driver.path, root });
+  const { socketPath } = await registrar.serving;
+  const info = await rawCall(socketPath, "/pluginregistration.Registration/GetInfo", Buffer.alloc(0));
+  assert.deepEqual(
+    info,
+    Buffer.concat([
+      lengthDelimited(1, "CSIPlugin"),
+      lengthDelimited(2, DRIVER),
+      lengthDelimited(3, driver.path),
+      lengthDelimited(4, "1.0.0"),
+    ]),
+  );
+  // plugin_registered=true is field 1 varint 1; the answer is the empty RegistrationStatusResponse.
+  const accepted = await rawCall(
+    socketPath,
+    "/pluginregistration.Registration/NotifyRegistrationStatus",
+    Buffer.from([0x08, 0x01]),
+  );
+  assert.equal(accepted.length, 0);
+  // false is proto3's default, so Go sends only the error (field 2): the registrar must stop.
+  await rawCall(
+    socketPath,
+    "/pluginregistration.Registration/NotifyRegistrationStatus",
+    lengthDelimited(2, "nope"),
+  );
+  await assert.rejects(registrar.done, /refused the registration: nope/);
 });
