@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { spawn, type ChildProcess } from "node:child_process";
-import { lstat, stat, unlink } from "node:fs/promises";
+import { lstat, mkdir, readdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { GVR, type CSINode } from "../../api/index.ts";
@@ -112,11 +112,14 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
   await second.stop();
 });
 
-test("/healthz: 404 while the registration socket is missing", async (t) => {
+test("/healthz: 404 while the registration socket is missing; a killed registrar's private dir is cleaned up", async (t) => {
   const root = await tempDir(t);
   const driver = await hostpath(t, root);
+  const leftover = join(root, "plugins_registry", `.${DRIVER}-reg.sock-killed`);
+  await mkdir(leftover, { recursive: true });
   const registrar = runRegistrar(t, { csiAddress: driver.path, root, httpEndpoint: "127.0.0.1:0" });
   const { socketPath, httpUrl } = await registrar.serving;
+  assert.deepEqual(await readdir(join(root, "plugins_registry")), [`${DRIVER}-reg.sock`]);
   assert.equal((await fetch(`${httpUrl}/healthz`)).status, 200);
   await unlink(socketPath);
   const missing = await fetch(`${httpUrl}/healthz`);

@@ -1,10 +1,11 @@
 // The registration socket, `<plugin-registration-path>/<driver>-reg.sock`, served so that no
 // other user can ever connect to it. Upstream binds under umask 0077; csikit may share its
 // process with other components (`csikit up`), where changing the process-wide umask would
-// leak into their files. So the socket is bound inside a fresh 0700 directory (named with a
-// leading "." so plugin watchers ignore it), chmod 0600, and only then renamed into place: it
-// appears in the registry directory already private, and the rename is one create event for
-// watchers (inotify IN_MOVED_TO, which fsnotify and fs.watch report like a create).
+// leak into their files. So the socket is bound inside a fresh 0700 directory, named
+// `.<socket name>-XXXXXX` (plugin watchers ignore dot-names), chmod 0600, and only then renamed
+// into place: it appears in the registry directory already private, and the rename is one
+// create event for watchers (inotify IN_MOVED_TO, which fsnotify and fs.watch report like a
+// create). Such a directory left by a registrar killed mid-way is removed at the next start.
 //
 // Invariants:
 // - A stale socket at the final path (an earlier registrar killed with -9) is replaced; a
@@ -13,11 +14,11 @@
 // - close() removes the socket only while it is still ours (same inode): a newer registrar
 //   that replaced it keeps its registration.
 
-import { lstat, mkdir, mkdtemp, rename, rm, stat, unlink } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { connect } from "node:net";
 import { basename, dirname, join } from "node:path";
 import { CsikitError, errorMessage, isErrno, silentLogger, type Logger } from "../../base/index.ts";
-import { serveCsi, type RegistrationService } from "../../csi/index.ts";
+import { serveCsi, type CsiServer, type RegistrationService } from "../../csi/index.ts";
 
 export interface RegistrationSocket {
   readonly path: string;
@@ -39,9 +40,15 @@ export async function serveRegistrationSocket(options: {
   const logger = options.logger ?? silentLogger;
   await mkdir(dirname(path), { recursive: true });
   await refuseUnlessStale(path);
-  const privateDir = await mkdtemp(join(dirname(path), ".csikit-reg-"));
+  // No live registrar serves this driver (checked above), so private dirs named for this socket
+  // are leftovers of one killed between bind and rename: remove them.
+  const privatePrefix = `.${basename(path)}-`;
+  for (const entry of await readdir(dirname(path), { withFileTypes: true }))
+    if (entry.isDirectory() && entry.name.startsWith(privatePrefix))
+      await rm(join(dirname(path), entry.name), { recursive: true, force: true });
+  const privateDir = await mkdtemp(join(dirname(path), privatePrefix));
   let identity: string;
-  let server;
+  let server: CsiServer | undefined;
   try {
     server = await serveCsi({
       endpoint: join(privateDir, basename(path)),
@@ -64,7 +71,7 @@ export async function serveRegistrationSocket(options: {
     );
   }
   await rm(privateDir, { recursive: true, force: true });
-  const grpcServer = server;
+  const grpcServer: CsiServer = server;
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
     // Remove first: the kubelet deregisters on the socket's removal, and no new connection may
