@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import { lstat, mkdir, readdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -115,7 +116,8 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
 test("/healthz: 404 while the registration socket is missing; a killed registrar's private dir is cleaned up", async (t) => {
   const root = await tempDir(t);
   const driver = await hostpath(t, root);
-  const leftover = join(root, "plugins_registry", `.${DRIVER}-reg.sock-killed`);
+  const prefix = createHash("sha256").update(`${DRIVER}-reg.sock`).digest("hex").slice(0, 8);
+  const leftover = join(root, "plugins_registry", `.reg-${prefix}-killed`);
   await mkdir(leftover, { recursive: true });
   const registrar = runRegistrar(t, { csiAddress: driver.path, root, httpEndpoint: "127.0.0.1:0" });
   const { socketPath, httpUrl } = await registrar.serving;

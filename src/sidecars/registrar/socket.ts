@@ -2,7 +2,8 @@
 // other user can ever connect to it. Upstream binds under umask 0077; csikit may share its
 // process with other components (`csikit up`), where changing the process-wide umask would
 // leak into their files. So the socket is bound inside a fresh 0700 directory, named
-// `.<socket name>-XXXXXX` (plugin watchers ignore dot-names), chmod 0600, and only then renamed
+// `.reg-<hash of the socket name>-XXXXXX` (plugin watchers ignore dot-names; short, so the
+// Unix socket path limit bites no earlier than for the final path), chmod 0600, and only then renamed
 // into place: it appears in the registry directory already private, and the rename is one
 // create event for watchers (inotify IN_MOVED_TO, which fsnotify and fs.watch report like a
 // create). Such a directory left by a registrar killed mid-way is removed at the next start.
@@ -14,11 +15,12 @@
 // - close() removes the socket only while it is still ours (same inode): a newer registrar
 //   that replaced it keeps its registration.
 
+import { createHash } from "node:crypto";
 import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { connect } from "node:net";
 import { basename, dirname, join } from "node:path";
 import { CsikitError, errorMessage, isErrno, silentLogger, type Logger } from "../../base/index.ts";
-import { serveCsi, type CsiServer, type RegistrationService } from "../../csi/index.ts";
+import { parseEndpoint, serveCsi, type CsiServer, type RegistrationService } from "../../csi/index.ts";
 
 export interface RegistrationSocket {
   readonly path: string;
@@ -38,11 +40,12 @@ export async function serveRegistrationSocket(options: {
 }): Promise<RegistrationSocket> {
   const { path } = options;
   const logger = options.logger ?? silentLogger;
+  parseEndpoint(path); // a path over the Unix socket limit fails here, naming it
   await mkdir(dirname(path), { recursive: true });
   await refuseUnlessStale(path);
   // No live registrar serves this driver (checked above), so private dirs named for this socket
   // are leftovers of one killed between bind and rename: remove them.
-  const privatePrefix = `.${basename(path)}-`;
+  const privatePrefix = privateDirPrefix(path);
   for (const entry of await readdir(dirname(path), { withFileTypes: true }))
     if (entry.isDirectory() && entry.name.startsWith(privatePrefix))
       await rm(join(dirname(path), entry.name), { recursive: true, force: true });
@@ -51,7 +54,9 @@ export async function serveRegistrationSocket(options: {
   let server: CsiServer | undefined;
   try {
     server = await serveCsi({
-      endpoint: join(privateDir, basename(path)),
+      // A one-letter name: the private path must not exceed the Unix socket path limit (107
+      // bytes) where the final path does not.
+      endpoint: join(privateDir, "s"),
       registration: options.service,
       socketMode: 0o600,
       logger,
@@ -88,6 +93,14 @@ export async function serveRegistrationSocket(options: {
     path,
     close: () => (closing ??= close()),
   };
+}
+
+/**
+ * `.reg-<8 hex of sha256(socket name)>-`: names the private dirs of one driver's registrar (so
+ * its leftovers can be found) and stays shorter than the socket name it stands for.
+ */
+function privateDirPrefix(path: string): string {
+  return `.reg-${createHash("sha256").update(basename(path)).digest("hex").slice(0, 8)}-`;
 }
 
 function inodeOf(stats: { dev: number; ino: number }): string {
