@@ -34,6 +34,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./hostpath.ts")).hostpathCommand,
   },
   {
+    name: "livenessprobe",
+    summary: "Run the livenessprobe sidecar: /healthz answers from the CSI driver's Probe",
+    load: async () => (await import("./livenessprobe.ts")).livenessprobeCommand,
+  },
+  {
     name: "migrate",
     summary:
       "Translate in-tree volume objects in manifests to their CSI form (or back), as CSI migration does",
@@ -48,6 +53,11 @@ export const commands: readonly CommandEntry[] = [
     name: "provisioner",
     summary: "Run the external-provisioner sidecar: CreateVolume/DeleteVolume for claims of one CSI driver",
     load: async () => (await import("./provisioner.ts")).provisionerCommand,
+  },
+  {
+    name: "registrar",
+    summary: "Run the node-driver-registrar sidecar: register a CSI driver with the kubelet's plugin watcher",
+    load: async () => (await import("./registrar.ts")).registrarCommand,
   },
   {
     name: "resizer",

@@ -101,12 +101,11 @@ test("hostpath registers through its registration socket and deregisters when th
     const csiNode = await client.get<CSINode>(GVR.csiNodes, "node-a");
     return csiNode.spec.drivers.length === 0;
   });
-  const after = await client.get<Node>(GVR.nodes, "node-a");
-  assert.equal(
-    after.metadata?.annotations?.[NODE_ID_ANNOTATION],
-    undefined,
-    "node-ID annotation key removed",
-  );
+  // The CSINode entry and the Node annotation are two writes: wait for the second too.
+  const after = await waitFor("node-ID annotation key removed", async () => {
+    const node = await client.get<Node>(GVR.nodes, "node-a");
+    return node.metadata?.annotations?.[NODE_ID_ANNOTATION] === undefined && node;
+  });
   assert.equal(
     after.metadata?.labels?.[TOPOLOGY_KEY_NODE],
     "hp-node-a",
