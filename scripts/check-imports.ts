@@ -63,6 +63,8 @@ const PACKAGES: Record<string, readonly string[]> = {
     "yaml",
   ],
   sanity: ["yaml"],
+  // deploy/rbac/*.yaml and the components' kubeconfigs.
+  cluster: ["yaml"],
   // Components register their own metrics (kubelet_volume_stats_*, csistoragecapacities_*).
   controllers: ["prom-client"],
   node: ["prom-client"],
