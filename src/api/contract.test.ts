@@ -23,6 +23,8 @@ test("contract keys are unique, valid qualified names, and say who sets them", (
 test("attacher finalizer sanitizes the driver name", () => {
   assert.equal(attacherFinalizer("hostpath.csi.k8s.io"), "external-attacher/hostpath-csi-k8s-io");
   assert.equal(attacherFinalizer("a_b/c-d"), "external-attacher/a-b-c-d");
+  // As SanitizeDriverName: a name must not end in "-".
+  assert.equal(attacherFinalizer("driver."), "external-attacher/driver-X");
 });
 
 test("GVR helpers", () => {

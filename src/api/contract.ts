@@ -183,10 +183,12 @@ export const FINALIZERS = Object.freeze({
 
 /**
  * The attacher's finalizer for one driver: `external-attacher/` + the driver name with every
- * character outside [a-zA-Z0-9-] replaced by "-" (on the VolumeAttachment and the PV).
+ * character outside [a-zA-Z0-9-] replaced by "-" and an "X" appended when that would end in "-"
+ * (external-attacher's SanitizeDriverName), on the VolumeAttachment and the PV.
  */
 export function attacherFinalizer(driverName: string): string {
-  return `external-attacher/${driverName.replace(/[^a-zA-Z0-9-]/g, "-")}`;
+  const sanitized = driverName.replace(/[^a-zA-Z0-9-]/g, "-");
+  return `external-attacher/${sanitized.endsWith("-") ? sanitized + "X" : sanitized}`;
 }
 
 export const LABELS = Object.freeze({
@@ -330,9 +332,15 @@ export const EVENT_REASONS = Object.freeze({
   ),
   failedAttachVolume: entry(
     "FailedAttachVolume",
-    ["Pod"],
-    "attach/detach controller",
-    "attach failed or timed out",
+    ["Pod", "VolumeAttachment"],
+    "attach/detach controller; csikit attacher (upstream's records none)",
+    "attach failed or timed out (on the VolumeAttachment: ControllerPublishVolume or its preparation failed, see status.attachError)",
+  ),
+  failedDetachVolume: entry(
+    "FailedDetachVolume",
+    ["VolumeAttachment"],
+    "csikit attacher (upstream's records none)",
+    "ControllerUnpublishVolume or its preparation failed, see status.detachError",
   ),
   failedMount: entry("FailedMount", ["Pod"], "kubelet", "stage/publish failed or timed out"),
   failedMapVolume: entry("FailedMapVolume", ["Pod"], "kubelet", "block volume map failed"),

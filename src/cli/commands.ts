@@ -17,6 +17,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./apiserver.ts")).apiserverCommand,
   },
   {
+    name: "attacher",
+    summary:
+      "Run the external-attacher sidecar: ControllerPublish/Unpublish for VolumeAttachments of one CSI driver",
+    load: async () => (await import("./attacher.ts")).attacherCommand,
+  },
+  {
     name: "controllers",
     summary:
       "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",

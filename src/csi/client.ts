@@ -37,6 +37,11 @@ export interface CsiClientOptions {
    * seconds: the hook for csi_sidecar_operations_seconds (kube's CsiOperationMetrics.observer()).
    */
   onCall?: CallObserver;
+  /**
+   * Longest response (characters of its JSON) a trace logs; longer ones are cut with a note of
+   * how much was cut. -1 or 0 = no limit (the default), as the sidecars' --max-grpc-log-length.
+   */
+  maxLogLength?: number;
 }
 
 export type CallObserver = (method: string, code: number, seconds: number) => void;
@@ -75,6 +80,7 @@ export class CsiClient {
   readonly #logger: Logger;
   readonly #onCall: CallObserver | undefined;
   readonly #timeoutMs: number | undefined;
+  readonly #maxLogLength: number;
 
   /** A client for `endpoint`; nothing is dialled until the first call. */
   static connect(endpoint: string, options: CsiClientOptions = {}): CsiClient {
@@ -86,6 +92,7 @@ export class CsiClient {
     this.#logger = options.logger ?? silentLogger;
     this.#onCall = options.onCall;
     this.#timeoutMs = options.timeoutMs;
+    this.#maxLogLength = options.maxLogLength ?? -1;
     this.#channel = new grpc.Client(grpcTarget(path), grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     this.identity = this.#methods("identity") as ClientMethods<IdentityMethods>;
     this.controller = this.#methods("controller") as ClientMethods<ControllerMethods>;
@@ -175,7 +182,7 @@ export class CsiClient {
     return (request: unknown, options: CallOptions = {}) =>
       new Promise<unknown>((resolve, reject) => {
         options.signal?.throwIfAborted();
-        const trace = traceCall(this.#logger, method, request);
+        const trace = traceCall(this.#logger, method, request, this.#maxLogLength);
         const started = performance.now();
         const observe = (code: number): void =>
           this.#onCall?.(method.path, code, (performance.now() - started) / 1000);
@@ -207,11 +214,12 @@ export class CsiClient {
   #streamMethod(method: MethodSpec, wire: MethodDefinition<object, object>): UntypedMethod {
     const channel = this.#channel;
     const logger = this.#logger;
+    const maxLogLength = this.#maxLogLength;
     const callOptions = (options: CallOptions): grpc.CallOptions => this.#callOptions(options);
     return (request: unknown, options: CallOptions = {}) => ({
       async *[Symbol.asyncIterator]() {
         options.signal?.throwIfAborted();
-        const trace = traceCall(logger, method, request);
+        const trace = traceCall(logger, method, request, maxLogLength);
         const call = channel.makeServerStreamRequest<unknown, unknown>(
           wire.path,
           (value) => wire.requestSerialize(toObject(value)),

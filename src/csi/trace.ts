@@ -1,6 +1,7 @@
 // The one place CSI calls are logged (server side and client side): request and response go
 // through the secret sanitizer first, at -v 5 as the sidecars trace gRPC, with method and
-// duration. Nothing else in csikit logs CSI messages.
+// duration. Nothing else in csikit logs CSI messages. A client may cap the logged response
+// (the sidecars' --max-grpc-log-length, csi-lib-utils' SetMaxGRPCLogLength).
 
 import type { Logger } from "../base/index.ts";
 import { errorMessage } from "../base/index.ts";
@@ -18,8 +19,25 @@ export interface CallTrace {
   failure(error: unknown): void;
 }
 
-/** Starts tracing one call; returns hooks for its outcome. */
-export function traceCall(logger: Logger, method: MethodSpec, request: unknown): CallTrace {
+/**
+ * A response as logged: the sanitized message, or — with a positive `maxLength` — its JSON cut
+ * to that many characters plus csi-lib-utils' note of how much was cut. -1 (the default) and 0
+ * mean no limit, as upstream.
+ */
+export function loggedResponse(sanitized: unknown, maxLength = -1): unknown {
+  if (maxLength <= 0) return sanitized;
+  const text = JSON.stringify(sanitized) ?? "";
+  if (text.length <= maxLength) return sanitized;
+  return `${text.slice(0, maxLength)} [response body too large, log truncated by ${text.length - maxLength} characters]`;
+}
+
+/** Starts tracing one call; returns hooks for its outcome. `maxResponseLength`: see loggedResponse. */
+export function traceCall(
+  logger: Logger,
+  method: MethodSpec,
+  request: unknown,
+  maxResponseLength = -1,
+): CallTrace {
   const started = performance.now();
   const durationMs = (): number => Math.round((performance.now() - started) * 1000) / 1000;
   if (logger.enabled(TRACE_VERBOSITY)) {
@@ -33,7 +51,10 @@ export function traceCall(logger: Logger, method: MethodSpec, request: unknown):
       if (!logger.enabled(TRACE_VERBOSITY)) return;
       logger.info(TRACE_VERBOSITY, "GRPC response", {
         method: method.path,
-        response: value === undefined ? undefined : sanitizeRequest(method.responseType, value),
+        response:
+          value === undefined
+            ? undefined
+            : loggedResponse(sanitizeRequest(method.responseType, value), maxResponseLength),
         durationMs: durationMs(),
       });
     },
@@ -41,7 +62,7 @@ export function traceCall(logger: Logger, method: MethodSpec, request: unknown):
       if (!logger.enabled(TRACE_VERBOSITY)) return;
       logger.info(TRACE_VERBOSITY, "GRPC stream message", {
         method: method.path,
-        response: sanitizeRequest(method.responseType, value),
+        response: loggedResponse(sanitizeRequest(method.responseType, value), maxResponseLength),
       });
     },
     failure(error) {

@@ -2,6 +2,9 @@
 // client-side rate limiting, work queue and rate limiters, informers, leader election, event
 // recording, CSI call metrics, the diagnostics HTTP endpoint and the common sidecar flags.
 export * from "./flags.ts";
+export * from "./access-modes.ts";
+export * from "./csi-errors.ts";
+export * from "./secrets.ts";
 export * from "./ratelimit.ts";
 export * from "./workqueue.ts";
 export * from "./workqueue-metrics.ts";

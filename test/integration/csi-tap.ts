@@ -1,12 +1,15 @@
-// A recording tap in front of a real node plugin (test only): a CSI server on its own socket
-// that forwards every Identity and Node call over real gRPC to the plugin and records the
-// Node requests, so a scenario can assert what the virtual node sent (pod-info keys, secrets,
-// how many times each volume was staged and published) while the real driver does the work.
+// A recording tap in front of a real driver (test only): a CSI server on its own socket that
+// forwards every Identity and Node call — and the Controller calls an attacher makes — over
+// real gRPC to the driver and records the Node, ControllerPublish and ControllerUnpublish
+// requests, so a scenario can assert what the virtual node or the attacher sent (pod-info
+// keys, secrets, how many times each volume was staged, published, attached) while the real
+// driver does the work.
 
 import {
   CsiClient,
   CsiError,
   serveCsi,
+  type ControllerService,
   type CsiServer,
   type IdentityService,
   type NodeService,
@@ -35,7 +38,12 @@ async function forward<T>(call: Promise<T>): Promise<T> {
   }
 }
 
-export async function serveCsiTap(options: { endpoint: string; target: string }): Promise<CsiTap> {
+/** `controller: true` also serves the attacher's Controller calls (the target must have them). */
+export async function serveCsiTap(options: {
+  endpoint: string;
+  target: string;
+  controller?: boolean;
+}): Promise<CsiTap> {
   const client = CsiClient.connect(options.target);
   const calls: TappedCall[] = [];
   const record = (method: string, request: object): void => {
@@ -71,9 +79,28 @@ export async function serveCsiTap(options: { endpoint: string; target: string })
       return forward(client.node.nodeExpandVolume(request));
     },
   };
+  // What the external-attacher calls; the rest of the controller service is not forwarded.
+  const controller: Partial<ControllerService> = {
+    controllerGetCapabilities: (request) => forward(client.controller.controllerGetCapabilities(request)),
+    controllerPublishVolume: (request) => {
+      record("ControllerPublishVolume", request);
+      return forward(client.controller.controllerPublishVolume(request));
+    },
+    controllerUnpublishVolume: (request) => {
+      record("ControllerUnpublishVolume", request);
+      return forward(client.controller.controllerUnpublishVolume(request));
+    },
+    listVolumes: (request) => forward(client.controller.listVolumes(request)),
+  };
   let server: CsiServer;
   try {
-    server = await serveCsi({ endpoint: options.endpoint, identity, node, shutdownGraceMs: 1000 });
+    server = await serveCsi({
+      endpoint: options.endpoint,
+      identity,
+      node,
+      ...(options.controller ? { controller } : {}),
+      shutdownGraceMs: 1000,
+    });
   } catch (error) {
     client.close();
     throw error;

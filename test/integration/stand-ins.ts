@@ -1,20 +1,17 @@
-// TEST STAND-INS for the external-attacher and external-provisioner sidecars, which are not
-// on main yet. Each is the smallest loop that plays the sidecar's role against the real API
-// server and the real hostpath controller service, so the cluster loops and the virtual nodes
-// can be proven end to end. They poll (every 50 ms) rather than watch: they are not the
-// sidecars, only what the scenarios need of them. Replace them with the real sidecars once
-// those land.
+// TEST STAND-IN for the external-provisioner sidecar (the attacher's was replaced by the real
+// `csikit attacher`). It is the smallest loop that plays the sidecar's role against the real
+// API server and the real hostpath controller service, so the cluster loops and the virtual
+// nodes can be proven end to end. It polls (every 50 ms) rather than watches: it is not the
+// sidecar, only what the scenarios need of it. Replace it with the real provisioner.
 
 import {
   ANNOTATIONS,
   GVR,
-  attacherFinalizer,
   type CSINode,
   type Node,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type StorageClass,
-  type VolumeAttachment,
 } from "../../src/api/index.ts";
 import { errorMessage } from "../../src/base/index.ts";
 import type { CsiClient, Topology } from "../../src/csi/index.ts";
@@ -47,97 +44,6 @@ function loop(pass: (signal: AbortSignal) => Promise<void>): StandIn {
       await done;
     },
   };
-}
-
-async function nodeIdOf(client: KubeClient, nodeName: string, driver: string): Promise<string> {
-  const node = await client.get<Node>(GVR.nodes, nodeName);
-  const ids = JSON.parse(node.metadata?.annotations?.[ANNOTATIONS.nodeID.key] ?? "{}") as Record<
-    string,
-    string
-  >;
-  const id = ids[driver];
-  if (!id) throw new Error(`node ${nodeName} has no node ID for ${driver} yet`);
-  return id;
-}
-
-/**
- * Stand-in external-attacher: for VolumeAttachments of `driver`, adds the attacher finalizer,
- * calls ControllerPublishVolume (when the driver has PUBLISH_UNPUBLISH_VOLUME) and sets
- * status.attached with the publish context; on deletion calls ControllerUnpublishVolume and
- * removes the finalizer. `published` counts publishes per
- * VolumeAttachment name (a second publish of an attached one would show a duplicate).
- */
-export function startAttacherStandIn(options: {
-  client: KubeClient;
-  csi: CsiClient;
-  driver: string;
-}): StandIn & { published: Map<string, number> } {
-  const { client, csi, driver } = options;
-  const finalizer = attacherFinalizer(driver);
-  const published = new Map<string, number>();
-  let canPublish: boolean | undefined;
-  const standIn = loop(async () => {
-    // As the attacher: without PUBLISH_UNPUBLISH_VOLUME, attaching is only recording it.
-    canPublish ??= (await csi.controllerCapabilities()).has("PUBLISH_UNPUBLISH_VOLUME");
-    const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
-    for (const va of list.items) {
-      if (va.spec.attacher !== driver) continue;
-      const name = va.metadata?.name ?? "";
-      const pvName = va.spec.source.persistentVolumeName ?? "";
-      const finalizers = va.metadata?.finalizers ?? [];
-      if (va.metadata?.deletionTimestamp) {
-        if (!finalizers.includes(finalizer)) continue;
-        if (canPublish) {
-          const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
-          await csi.controller.controllerUnpublishVolume({
-            volumeId: pv.spec?.csi?.volumeHandle ?? "",
-            nodeId: await nodeIdOf(client, va.spec.nodeName, driver),
-          });
-        }
-        await client.patch(GVR.volumeAttachments, name, {
-          metadata: {
-            finalizers: finalizers.filter((f) => f !== finalizer),
-            resourceVersion: va.metadata.resourceVersion,
-          },
-        });
-        continue;
-      }
-      if (va.status?.attached) continue;
-      if (!finalizers.includes(finalizer)) {
-        await client.patch(GVR.volumeAttachments, name, {
-          metadata: { finalizers: [...finalizers, finalizer], resourceVersion: va.metadata?.resourceVersion },
-        });
-      }
-      if (!canPublish) {
-        await client.patch(
-          GVR.volumeAttachments,
-          name,
-          { status: { attached: true } },
-          { subresource: "status" },
-        );
-        continue;
-      }
-      const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
-      const block = pv.spec?.volumeMode === "Block";
-      const response = await csi.controller.controllerPublishVolume({
-        volumeId: pv.spec?.csi?.volumeHandle ?? "",
-        nodeId: await nodeIdOf(client, va.spec.nodeName, driver),
-        volumeCapability: {
-          ...(block ? { block: {} } : { mount: {} }),
-          accessMode: { mode: "SINGLE_NODE_WRITER" },
-        },
-        readonly: false,
-      });
-      published.set(name, (published.get(name) ?? 0) + 1);
-      await client.patch(
-        GVR.volumeAttachments,
-        name,
-        { status: { attached: true, attachmentMetadata: response.publishContext } },
-        { subresource: "status" },
-      );
-    }
-  });
-  return { ...standIn, published };
 }
 
 /** Topology segments of every node that registered `driver`, from CSINode keys and Node labels. */

@@ -1,8 +1,9 @@
 // Cross-component proof of the volume machinery (issue 7 §6): in one process the real API
 // server, `runControllers` with every loop, two virtual nodes (own root dirs, own zones) and
 // the real hostpath driver (one controller instance, one node plugin per node registered
-// through its node's plugins_registry socket), with test stand-ins for the external-attacher
-// and external-provisioner (./stand-ins.ts). Scenarios: registration and unregistration,
+// through its node's plugins_registry socket), the real external-attacher (`startAttacher`,
+// through a recording tap in front of the controller service) and a test stand-in for the
+// external-provisioner (./stand-ins.ts). Scenarios: registration and unregistration,
 // static binding through detach, dynamic provisioning (Immediate), WaitForFirstConsumer with
 // allowedTopologies, raw block, secrets and pod info reaching the driver, and a restart of
 // the controllers mid-operation. A recording tap (./csi-tap.ts) sits between each node and its
@@ -31,6 +32,7 @@ import {
   type StorageClass,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
+import { Flags, memoryLogger, parseFlags } from "../../src/base/index.ts";
 import { CsiClient } from "../../src/csi/index.ts";
 import { runLoops } from "../../src/controllers/fixture.test.ts";
 import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../../src/drivers/index.ts";
@@ -45,8 +47,13 @@ import {
   waitFor,
 } from "../../src/node/fixture.test.ts";
 import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
+import {
+  ATTACHER_FLAGS,
+  attacherOptionsFromFlags,
+  startAttacher,
+} from "../../src/sidecars/attacher/index.ts";
 import { serveCsiTap, type CsiTap } from "./csi-tap.ts";
-import { startAttacherStandIn, startProvisionerStandIn } from "./stand-ins.ts";
+import { startProvisionerStandIn } from "./stand-ins.ts";
 
 const NAMESPACE_ENV = "CSIKIT_INTEG_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -99,11 +106,19 @@ interface VirtualNode {
   registration: Awaited<ReturnType<typeof serveRegistration>>;
 }
 
+/** The real attacher, with what it asked the driver through the tap. */
+interface RealAttacher {
+  /** ControllerPublishVolume calls per VolumeAttachment name (as counted at the tap). */
+  published: { get(vaName: string): number };
+  /** Its log lines (-v 4), for diagnostics. */
+  logs: string[];
+}
+
 interface Cluster {
   client: KubeClient;
   csi: CsiClient;
   nodes: VirtualNode[];
-  attacher: ReturnType<typeof startAttacherStandIn>;
+  attacher: RealAttacher;
   provisioner: ReturnType<typeof startProvisionerStandIn>;
   /** Stops the current controllers (idempotent). */
   stopControllers(): Promise<void>;
@@ -223,16 +238,52 @@ async function withCluster(
     };
     cleanup(stopControllers);
     startControllers();
-    const attacher = startAttacherStandIn({ client, csi, driver: DRIVER });
-    cleanup(() => attacher.stop());
+    // The real attacher, through a tap that counts what it asks of the controller service.
+    const controllerTap = await serveCsiTap({
+      endpoint: join(base, "controller-tap.sock"),
+      target: controllerDriver.path,
+      controller: true,
+    });
+    cleanup(() => controllerTap.close());
+    const { logger: attacherLogger, lines: attacherLogs } = memoryLogger({ verbosity: 4 });
+    const attacherHandle = startAttacher({
+      ...attacherOptionsFromFlags(
+        new Flags(
+          parseFlags(ATTACHER_FLAGS, [
+            `--csi-address=${controllerTap.path}`,
+            `--kubeconfig=${api.kubeconfigPath}`,
+            "--kube-api-qps=1000",
+            "--kube-api-burst=1000",
+            "--retry-interval-start=100ms",
+            "--retry-interval-max=2s",
+          ]),
+        ),
+      ),
+      logger: attacherLogger,
+    });
+    cleanup(() => attacherHandle.close());
+    const attacher: RealAttacher = {
+      logs: attacherLogs,
+      published: {
+        get: (vaName) =>
+          controllerTap
+            .callsOf("ControllerPublishVolume")
+            .filter(
+              ({ request }) =>
+                attachmentName(String(request.volumeId), DRIVER, String(request.nodeId)) === vaName,
+            ).length,
+      },
+    };
     const provisioner = startProvisionerStandIn({ client, csi, driver: DRIVER });
     cleanup(() => provisioner.stop());
     const cluster: Cluster = { client, csi, nodes, attacher, provisioner, stopControllers, startControllers };
     try {
       await scenario(cluster);
     } catch (error) {
-      const errors = [...attacher.errors.slice(-3), ...provisioner.errors.slice(-3)];
+      const errors = provisioner.errors.slice(-3);
       if (errors.length > 0) t.diagnostic(`stand-in errors: ${errors.join(" | ")}`);
+      const attacherLines = attacher.logs.slice(-5);
+      if (attacherLines.length > 0) t.diagnostic(`attacher: ${attacherLines.join("\n")}`);
       throw error;
     }
   } finally {

@@ -8,8 +8,8 @@
 // - anything else → "finished": the driver said no; nothing was created.
 // Also formats a gRPC error the way Go's status error prints, for Events.
 
-import { GrpcStatus, grpcCode, statusName } from "../../csi/index.ts";
-import { GRPC_CODE_NAMES } from "../../kube/index.ts";
+import { GrpcStatus, grpcCode } from "../../csi/index.ts";
+import { csiErrorText } from "../../kube/index.ts";
 
 /** Codes meaning "the driver may still be working on it". */
 const IN_BACKGROUND_CODES: ReadonlySet<number> = new Set<number>([
@@ -33,15 +33,7 @@ export function provisioningStateFromError(
 }
 
 /** "rpc error: code = InvalidArgument desc = …" as Go's status.Error prints; other errors as is. */
-export function formatCsiError(error: unknown): string {
-  const code = grpcCode(error);
-  if (code !== undefined && typeof error === "object" && error !== null) {
-    const details = "details" in error && typeof error.details === "string" ? error.details : "";
-    const name = GRPC_CODE_NAMES[code] ?? statusName(code);
-    return `rpc error: code = ${name} desc = ${details}`;
-  }
-  return error instanceof Error ? error.message : String(error);
-}
+export const formatCsiError: (error: unknown) => string = csiErrorText;
 
 /** Errors found before any driver call (bad class, bad secret template, missing source…). */
 export class ProvisionError extends Error {

@@ -17,8 +17,13 @@ import {
   type StorageClass,
 } from "../../api/index.ts";
 import { errorMessage } from "../../base/index.ts";
-import { isConflict, isNotFound, type ProcessResult, type ReconcileContext } from "../../kube/index.ts";
-import { csiAccessMode } from "./access-modes.ts";
+import {
+  csiAccessMode,
+  isConflict,
+  isNotFound,
+  type ProcessResult,
+  type ReconcileContext,
+} from "../../kube/index.ts";
 import type { ProvisionerContext } from "./context.ts";
 import type { DriverInfo } from "./driver.ts";
 import { classFsType, driverParameters } from "./parameters.ts";

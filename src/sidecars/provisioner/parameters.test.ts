@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { PersistentVolumeClaim } from "../../api/index.ts";
 import { GrpcStatus } from "../../csi/index.ts";
-import { csiAccessMode } from "./access-modes.ts";
+import { csiAccessMode } from "../../kube/index.ts";
 import { formatCsiError, provisioningStateFromError } from "./errors.ts";
 import { provisionerIdentity, volumeName } from "./names.ts";
 import { classFsType, driverParameters, secretReference } from "./parameters.ts";

@@ -11,11 +11,10 @@ import {
   parseQuantity,
   quantityValue,
   type PersistentVolumeClaim,
-  type Secret,
   type StorageClass,
 } from "../../api/index.ts";
 import type { CreateVolumeRequestInput, VolumeCapabilityInput } from "../../csi/index.ts";
-import { AccessModeError, csiAccessMode } from "./access-modes.ts";
+import { AccessModeError, csiAccessMode, secretStrings } from "../../kube/index.ts";
 import { resolveDataSource, type ResolvedDataSource } from "./data-source.ts";
 import type { DriverInfo } from "./driver.ts";
 import { ProvisionError } from "./errors.ts";
@@ -64,15 +63,6 @@ function bytes(text: string | undefined, what: string): bigint | undefined {
   } catch {
     throw new ProvisionError(`invalid ${what} ${JSON.stringify(text)}`);
   }
-}
-
-/** Secret data as UTF-8 strings (all keys), as upstream passes it to CSI. */
-export function secretStrings(secret: Secret): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(secret.data ?? {}))
-    out[key] = Buffer.from(value, "base64").toString("utf8");
-  for (const [key, value] of Object.entries(secret.stringData ?? {})) out[key] = value;
-  return out;
 }
 
 export async function readSecret(

@@ -1,9 +1,10 @@
 // PV/PVC access modes → the one CSI access mode, as csi-lib-utils' accessmodes package maps them
-// (FACTS.md "Access-mode mapping"). Drivers advertising SINGLE_NODE_MULTI_WRITER get the
-// finer-grained single-node modes.
+// (FACTS.md "Access-mode mapping"), shared by the sidecars that build volume capabilities (the
+// provisioner from a claim, the attacher from a PV). Drivers advertising SINGLE_NODE_MULTI_WRITER
+// get the finer-grained single-node modes.
 
-import type { PersistentVolumeAccessMode } from "../../api/index.ts";
-import type { VolumeCapability_AccessMode_Mode } from "../../csi/index.ts";
+import type { PersistentVolumeAccessMode } from "../api/index.ts";
+import type { VolumeCapability_AccessMode_Mode } from "../csi/index.ts";
 
 export class AccessModeError extends Error {
   constructor(message: string) {

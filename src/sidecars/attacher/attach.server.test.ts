@@ -1,0 +1,143 @@
+// Attach and detach end to end: the embedded API server, `csikit hostpath` (controller service,
+// attach on) on a real socket, the attacher started from real flags. The test plays the
+// kubelet (CSINode) and the attach/detach controller (creates and deletes VolumeAttachments).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ANNOTATIONS, GVR, attacherFinalizer, type Lease } from "../../api/index.ts";
+import { CsiClient } from "../../csi/index.ts";
+import {
+  HOSTPATH,
+  createAttachment,
+  createCsiNode,
+  createVolume,
+  getAttachment,
+  getVolume,
+  runAttacher,
+  startCluster,
+  startHostpath,
+  waitFor,
+} from "./fixture.test.ts";
+
+const FINALIZER = attacherFinalizer(HOSTPATH);
+
+/** volume ID → node IDs hostpath says it is published to. */
+async function hostpathPublished(socket: string): Promise<Map<string, string[]>> {
+  const client = CsiClient.connect(socket);
+  try {
+    const response = await client.controller.listVolumes({});
+    return new Map(
+      response.entries.map((e) => [e.volume?.volumeId ?? "", [...(e.status?.publishedNodeIds ?? [])]]),
+    );
+  } finally {
+    client.close();
+  }
+}
+
+async function hostpathVolume(socket: string, name: string, block = false): Promise<string> {
+  const client = CsiClient.connect(socket);
+  try {
+    const response = await client.controller.createVolume({
+      name,
+      capacityRange: { requiredBytes: "1048576" },
+      volumeCapabilities: [
+        { ...(block ? { block: {} } : { mount: {} }), accessMode: { mode: "SINGLE_NODE_WRITER" } },
+      ],
+    });
+    return response.volume!.volumeId;
+  } finally {
+    client.close();
+  }
+}
+
+test("attaches and detaches a hostpath volume: finalizers, node-id annotation, PV released", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir, { nodeId: "hp-node-1" });
+  const { client } = cluster;
+  const handle = await hostpathVolume(driver.path, "vol-1");
+  await createCsiNode(client, "worker-1", { [HOSTPATH]: "hp-node-1" });
+  await createVolume(client, "pv-1", HOSTPATH, handle, { mountOptions: ["noatime"] });
+  const attacher = runAttacher(t, cluster, driver.path, ["--http-endpoint=127.0.0.1:0"]);
+  await createAttachment(client, "va-1", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-1" });
+
+  const va = await waitFor("va-1 attached", async () => {
+    const current = await getAttachment(client, "va-1");
+    return current?.status?.attached ? current : undefined;
+  });
+  assert.ok(va.metadata.finalizers?.includes(FINALIZER), "finalizer on the attachment");
+  assert.equal(va.metadata.annotations?.[ANNOTATIONS.attachmentNodeID.key], "hp-node-1");
+  assert.equal(va.status?.attachError, undefined);
+  const pv = await getVolume(client, "pv-1");
+  assert.ok(pv?.metadata.finalizers?.includes(FINALIZER), "finalizer on the PV");
+  assert.deepEqual((await hostpathPublished(driver.path)).get(handle), ["hp-node-1"]);
+
+  // Metrics: the CSI call histogram with upstream's labels, and the work queues by upstream name.
+  const metrics = await (await fetch(`${attacher.url}/metrics`)).text();
+  const publishCount = metrics
+    .split("\n")
+    .find(
+      (line) =>
+        line.startsWith("csi_sidecar_operations_seconds_count{") && line.includes("ControllerPublishVolume"),
+    );
+  assert.equal(
+    publishCount,
+    'csi_sidecar_operations_seconds_count{driver_name="hostpath.csi.k8s.io",method_name="/csi.v1.Controller/ControllerPublishVolume",grpc_status_code="OK",migrated="false"} 1',
+  );
+  assert.match(metrics, /workqueue_adds_total\{name="csi-attacher-va"\}/);
+
+  // Detach: the attach/detach controller deletes the attachment.
+  await client.delete(GVR.volumeAttachments, "va-1");
+  await waitFor("va-1 gone", async () => (await getAttachment(client, "va-1")) === undefined);
+  assert.deepEqual((await hostpathPublished(driver.path)).get(handle), []);
+  // The PV keeps its finalizer until it is deleted; then the attacher lets it go.
+  assert.ok((await getVolume(client, "pv-1"))?.metadata.finalizers?.includes(FINALIZER));
+  await client.delete(GVR.persistentVolumes, "pv-1");
+  await waitFor("pv-1 gone", async () => (await getVolume(client, "pv-1")) === undefined);
+});
+
+test("a PV stays while an attachment names it; the last detach releases it", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir, { nodeId: "hp-node-1" });
+  const { client } = cluster;
+  const handle = await hostpathVolume(driver.path, "vol-2");
+  await createCsiNode(client, "worker-1", { [HOSTPATH]: "hp-node-1" });
+  await createVolume(client, "pv-2", HOSTPATH, handle);
+  runAttacher(t, cluster, driver.path);
+  await createAttachment(client, "va-2", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-2" });
+  await waitFor("va-2 attached", async () => (await getAttachment(client, "va-2"))?.status?.attached);
+  await client.delete(GVR.persistentVolumes, "pv-2");
+  const deleting = await getVolume(client, "pv-2");
+  assert.ok(deleting?.metadata.deletionTimestamp, "PV is being deleted");
+  // Still there: the attachment needs it for ControllerUnpublishVolume.
+  await client.delete(GVR.volumeAttachments, "va-2");
+  await waitFor("va-2 gone", async () => (await getAttachment(client, "va-2")) === undefined);
+  await waitFor("pv-2 gone", async () => (await getVolume(client, "pv-2")) === undefined);
+  assert.deepEqual((await hostpathPublished(driver.path)).get(handle), []);
+});
+
+test("leader election: the Lease is external-attacher-leader-<sanitized driver>, health on /healthz/leader-election", async (t) => {
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir, { nodeId: "hp-node-1" });
+  const { client } = cluster;
+  const attacher = runAttacher(t, cluster, driver.path, [
+    "--leader-election",
+    "--leader-election-namespace=default",
+    "--http-endpoint=127.0.0.1:0",
+  ]);
+  const lease = await waitFor("the attacher's Lease", async () => {
+    const current = await client
+      .get<Lease>(GVR.leases, "external-attacher-leader-hostpath-csi-k8s-io", { namespace: "default" })
+      .catch(() => undefined);
+    return current?.spec?.holderIdentity ? current : undefined;
+  });
+  assert.ok(lease.spec?.holderIdentity);
+  const url = await waitFor("http endpoint", () => attacher.url);
+  const health = await fetch(`${url}/healthz/leader-election`);
+  assert.equal(health.status, 200);
+  // And it works as the leader.
+  const handle = await hostpathVolume(driver.path, "vol-le");
+  await createCsiNode(client, "worker-1", { [HOSTPATH]: "hp-node-1" });
+  await createVolume(client, "pv-le", HOSTPATH, handle);
+  await createAttachment(client, "va-le", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-le" });
+  await waitFor("va-le attached", async () => (await getAttachment(client, "va-le"))?.status?.attached);
+});

@@ -1,0 +1,248 @@
+// `runAttacher(options, signal)`: the composition root of the attacher sidecar.
+//   1. connect to the driver, Probe until ready, GetPluginInfo and capabilities (any error is
+//      fatal: the promise rejects and the CLI exits non-zero, as upstream);
+//   2. the diagnostics endpoint (metrics incl. csi_sidecar_operations_seconds and the
+//      csi-attacher-va / csi-attacher-pv work queues, /healthz/leader-election);
+//   3. under leader election on the Lease `external-attacher-leader-<driver>`, the two
+//      controllers sharing one informer factory: VolumeAttachments (--worker-threads workers;
+//      attach/detach, or the trivial handler without PUBLISH_UNPUBLISH_VOLUME) and PVs (as many
+//      workers; the PV finalizer), plus the --reconcile-sync loop when the driver can list
+//      published nodes.
+// Resolves once everything has stopped after `signal` aborts (workers drained, lease
+// released, sockets closed); rejects with LeadershipLostError when the lease is lost.
+// `startAttacher(options)` wraps it in a handle for in-process callers (`csikit up`).
+
+import { Registry, collectDefaultMetrics } from "prom-client";
+import {
+  GVR,
+  attacherFinalizer,
+  type CSINode,
+  type PersistentVolume,
+  type VolumeAttachment,
+} from "../../api/index.ts";
+import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import { CsiClient } from "../../csi/index.ts";
+import {
+  CsiOperationMetrics,
+  EventRecorder,
+  InformerFactory,
+  ItemExponentialRateLimiter,
+  LeaderElector,
+  WorkQueue,
+  WorkQueueMetrics,
+  deletedObject,
+  kubeClientFromOptions,
+  leaderElectionOptions,
+  leaseName,
+  runController,
+  runElected,
+  startHttpEndpoint,
+  type HttpEndpoint,
+  type KubeClient,
+} from "../../kube/index.ts";
+import { syncAttachment } from "./attachment-sync.ts";
+import { attachmentChangeMatters } from "./changes.ts";
+import type { AttacherContext } from "./context.ts";
+import { discoverAttacherDriver, type AttacherDriverInfo } from "./driver.ts";
+import type { AttacherOptions } from "./options.ts";
+import { runReconcileLoop } from "./reconcile.ts";
+import { syncVolume, volumeNeedsSync } from "./volume-sync.ts";
+
+export async function runAttacher(options: AttacherOptions, signal: AbortSignal): Promise<void> {
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? realClock;
+  const registry = new Registry();
+  // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
+  collectDefaultMetrics({ register: registry });
+  // The attacher's histogram carries `migrated`, as upstream's (WithMigration).
+  const csiMetrics = new CsiOperationMetrics({ registry, migratedLabel: true });
+  const csi = CsiClient.connect(options.csiAddress, {
+    logger,
+    timeoutMs: options.timeoutMs,
+    maxLogLength: options.maxGrpcLogLength,
+    onCall: csiMetrics.observer(),
+  });
+  let client: KubeClient | undefined;
+  try {
+    const driver = await discoverAttacherDriver(csi, { timeoutMs: options.timeoutMs, signal });
+    csiMetrics.setDriverName(driver.name);
+    logger.info(1, "driver ready", {
+      driver: driver.name,
+      handler: driver.publishUnpublish ? "csi" : "trivial",
+      reconcile: driver.publishUnpublish && driver.listVolumesPublishedNodes,
+    });
+    client = kubeClientFromOptions({ ...options, userAgent: "csi-attacher", clock });
+    const kube = client;
+    const elector = options.leaderElection.enabled
+      ? new LeaderElector({
+          ...leaderElectionOptions(options.leaderElection, {
+            // Its own token bucket, so a busy main client never starves lease renewal.
+            client: kubeClientFromOptions({ ...options, userAgent: "csi-attacher-leader-election", clock }),
+            leaseName: leaseName("attacher", driver.name),
+            logger,
+            clock,
+          }),
+          releaseOnCancel: options.releaseLeaderElectionOnExit,
+        })
+      : undefined;
+    let endpoint: HttpEndpoint | undefined;
+    if (options.httpEndpoint !== "") {
+      endpoint = await startHttpEndpoint(
+        {
+          address: options.httpEndpoint,
+          metricsPath: options.metricsPath,
+          registry,
+          healthChecks: elector ? { "leader-election": elector.healthCheck() } : {},
+          logger,
+        },
+        signal,
+      );
+      options.onHttpEndpoint?.(endpoint.url);
+    }
+    const queueMetrics = new WorkQueueMetrics({ registry });
+    const work = (workSignal: AbortSignal): Promise<void> =>
+      runControllers({ options, driver, client: kube, csi, queueMetrics, logger, clock }, workSignal);
+    if (elector) await runElected(elector, work, signal);
+    else await work(signal);
+    await endpoint?.stopped;
+  } finally {
+    csi.close();
+    client?.close();
+  }
+}
+
+interface RunParts {
+  options: AttacherOptions;
+  driver: AttacherDriverInfo;
+  client: KubeClient;
+  csi: CsiClient;
+  queueMetrics: WorkQueueMetrics;
+  logger: Logger;
+  clock: Clock;
+}
+
+async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
+  const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
+  const factory = new InformerFactory({ client, clock, logger, defaultResyncPeriodMs: options.resyncMs });
+  const attachments = factory.informer<VolumeAttachment>(GVR.volumeAttachments);
+  const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
+  const csiNodes = factory.informer<CSINode>(GVR.csiNodes);
+  const events = new EventRecorder({ client, component: `csi-attacher ${driver.name}`, logger, clock });
+  const ctx: AttacherContext = {
+    client,
+    csi,
+    driver,
+    finalizer: attacherFinalizer(driver.name),
+    timeoutMs: options.timeoutMs,
+    defaultFsType: options.defaultFsType,
+    maxEntries: options.maxEntries,
+    attachments: attachments.store,
+    volumes: volumes.store,
+    csiNodes: csiNodes.store,
+    events,
+    forceSync: new Set(),
+    superseded: new Map(),
+    logger,
+    clock,
+  };
+  const queue = (name: string): WorkQueue<string> =>
+    new WorkQueue<string>({
+      name,
+      rateLimiter: new ItemExponentialRateLimiter<string>({
+        baseMs: options.retryIntervalStartMs,
+        maxMs: options.retryIntervalMaxMs,
+      }),
+      clock,
+      metrics: queueMetrics,
+    });
+  // Upstream's queue names, so the workqueue_* metrics read the same.
+  const vaQueue = queue("csi-attacher-va");
+  const pvQueue = queue("csi-attacher-pv");
+  attachments.addEventHandler({
+    onAdd: (va) => vaQueue.add(va.metadata.name!),
+    onUpdate: (old, va) => {
+      if (attachmentChangeMatters(old, va)) vaQueue.add(va.metadata.name!);
+    },
+    onDelete: (object) => {
+      const gone = deletedObject(object);
+      // Names are deterministic (csi-<sha256>): a re-created attachment starts with no marks.
+      ctx.forceSync.delete(gone.metadata.name!);
+      ctx.superseded.delete(gone.metadata.name!);
+      const pvName = gone.spec.source.persistentVolumeName;
+      // The last attachment of a PV going away is what its finalizer waits for.
+      if (pvName) pvQueue.add(pvName);
+    },
+  });
+  const onVolume = (pv: PersistentVolume): void => {
+    if (volumeNeedsSync(pv, ctx.finalizer)) pvQueue.add(pv.metadata.name!);
+  };
+  volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
+  const informers = [attachments, volumes, csiNodes];
+  const reconcile =
+    driver.publishUnpublish && driver.listVolumesPublishedNodes
+      ? (async () => {
+          await factory.waitForCacheSync(signal).catch(() => undefined);
+          if (signal.aborted) return;
+          await runReconcileLoop(
+            ctx,
+            { periodMs: options.reconcileSyncMs, enqueue: (name) => vaQueue.add(name) },
+            signal,
+          );
+        })()
+      : Promise.resolve();
+  await Promise.all([
+    factory.start(signal),
+    events.start(signal),
+    reconcile,
+    runController(
+      {
+        name: "volumeattachments",
+        informers,
+        queue: vaQueue,
+        workers: options.workerThreads,
+        logger,
+        reconcile: (key, rc) => syncAttachment(ctx, key, rc),
+      },
+      signal,
+    ),
+    runController(
+      {
+        name: "persistentvolumes",
+        informers,
+        queue: pvQueue,
+        workers: options.workerThreads,
+        logger,
+        reconcile: (key, rc) => syncVolume(ctx, key, rc),
+      },
+      signal,
+    ),
+  ]);
+}
+
+/** A running attacher as an in-process caller holds it. */
+export interface AttacherHandle {
+  /** Settles when the attacher has stopped: resolves after close(), rejects on a fatal error. */
+  readonly done: Promise<void>;
+  /** Stops it and waits until everything has stopped (lease released, sockets closed); never rejects. */
+  close(): Promise<void>;
+}
+
+/** Starts the attacher in-process; stop it with `close()` (or by aborting `signal`). */
+export function startAttacher(options: AttacherOptions, signal?: AbortSignal): AttacherHandle {
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort();
+  if (signal?.aborted) controller.abort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  const done = runAttacher(options, controller.signal).finally(() =>
+    signal?.removeEventListener("abort", onAbort),
+  );
+  // Observed here so a fatal start-up error is never an unhandled rejection; callers see it on `done`.
+  done.catch(() => undefined);
+  return {
+    done,
+    async close() {
+      controller.abort();
+      await done.catch(() => undefined);
+    },
+  };
+}

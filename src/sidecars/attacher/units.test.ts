@@ -1,0 +1,122 @@
+// The attacher's pure parts, table-tested: the volume capability from a PV spec, the VA
+// source rules and which updates are worth a sync.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { PersistentVolume, PersistentVolumeSpec, VolumeAttachment } from "../../api/index.ts";
+import { attachmentChangeMatters } from "./changes.ts";
+import { attachmentVolume, volumeCapability } from "./volume-source.ts";
+
+const csi = { driver: "d", volumeHandle: "h" };
+
+test("volumeCapability: block vs mount, fsType default, mount flags, access modes", () => {
+  const cases: [PersistentVolumeSpec, boolean, string, unknown][] = [
+    [
+      { csi, accessModes: ["ReadWriteOnce"] },
+      false,
+      "",
+      { mount: { fsType: "", mountFlags: [] }, accessMode: { mode: "SINGLE_NODE_WRITER" } },
+    ],
+    [
+      { csi, accessModes: ["ReadWriteOnce"] },
+      true,
+      "ext4",
+      { mount: { fsType: "ext4", mountFlags: [] }, accessMode: { mode: "SINGLE_NODE_MULTI_WRITER" } },
+    ],
+    [
+      { csi: { ...csi, fsType: "xfs" }, accessModes: ["ReadWriteOncePod"], mountOptions: ["ro"] },
+      true,
+      "ext4",
+      { mount: { fsType: "xfs", mountFlags: ["ro"] }, accessMode: { mode: "SINGLE_NODE_SINGLE_WRITER" } },
+    ],
+    [
+      { csi, accessModes: ["ReadWriteOncePod"], volumeMode: "Block" },
+      false,
+      "ext4",
+      { block: {}, accessMode: { mode: "SINGLE_NODE_WRITER" } },
+    ],
+    [
+      { csi, accessModes: ["ReadOnlyMany"] },
+      false,
+      "",
+      { mount: { fsType: "", mountFlags: [] }, accessMode: { mode: "MULTI_NODE_READER_ONLY" } },
+    ],
+    [
+      { csi, accessModes: ["ReadWriteOnce", "ReadWriteMany"] },
+      false,
+      "",
+      { mount: { fsType: "", mountFlags: [] }, accessMode: { mode: "MULTI_NODE_MULTI_WRITER" } },
+    ],
+  ];
+  for (const [spec, snmw, defaultFsType, want] of cases)
+    assert.deepEqual(
+      volumeCapability(spec, { singleNodeMultiWriter: snmw, defaultFsType }),
+      want,
+      JSON.stringify(spec),
+    );
+  assert.throws(
+    () =>
+      volumeCapability(
+        { csi, accessModes: ["ReadWriteOncePod", "ReadWriteOnce"] },
+        { singleNodeMultiWriter: false, defaultFsType: "" },
+      ),
+    /ReadWriteOncePod may not be combined/,
+  );
+});
+
+function va(source: VolumeAttachment["spec"]["source"]): VolumeAttachment {
+  return { metadata: { name: "va" }, spec: { attacher: "d", nodeName: "n", source } };
+}
+
+test("attachmentVolume: PV or inline spec, and each malformed source named", () => {
+  const pv: PersistentVolume = { metadata: { name: "pv" }, spec: { csi } };
+  const lookup = (name: string): PersistentVolume | undefined => (name === "pv" ? pv : undefined);
+  assert.equal(attachmentVolume(va({ persistentVolumeName: "pv" }), lookup).pv, pv);
+  assert.equal(attachmentVolume(va({ inlineVolumeSpec: { csi } }), lookup).csi.volumeHandle, "h");
+  const bad: [VolumeAttachment["spec"]["source"], RegExp][] = [
+    [{}, /neither InlineCSIVolumeSource nor PersistentVolumeName/],
+    [
+      { persistentVolumeName: "pv", inlineVolumeSpec: { csi } },
+      /both InlineCSIVolumeSource and PersistentVolumeName/,
+    ],
+    [{ persistentVolumeName: "other" }, /persistentvolume "other" not found/],
+    [{ inlineVolumeSpec: {} }, /inline volume spec contains nil CSI source/],
+  ];
+  for (const [source, message] of bad) assert.throws(() => attachmentVolume(va(source), lookup), message);
+  const inTree = (): PersistentVolume => ({
+    metadata: { name: "pv" },
+    spec: { hostPath: { path: "/x" } },
+  });
+  assert.throws(
+    () => attachmentVolume(va({ persistentVolumeName: "pv" }), inTree),
+    /non-csi source that was not migrated/,
+  );
+});
+
+test("attachmentChangeMatters: our own error reports do not re-sync; anything else does", () => {
+  const base: VolumeAttachment = {
+    metadata: { name: "va", resourceVersion: "1" },
+    spec: { attacher: "d", nodeName: "n", source: { persistentVolumeName: "pv" } },
+    status: { attached: false },
+  };
+  const withError: VolumeAttachment = {
+    ...base,
+    metadata: { ...base.metadata, resourceVersion: "2" },
+    status: { attached: false, attachError: { time: "t", message: "m" } },
+  };
+  assert.equal(attachmentChangeMatters(base, base), true, "resync (same resourceVersion)");
+  assert.equal(attachmentChangeMatters(base, withError), false, "only attachError changed");
+  const newer = {
+    ...withError,
+    metadata: { ...withError.metadata, resourceVersion: "3" },
+    status: { attached: false, attachError: { time: "u", message: "m2" } },
+  };
+  assert.equal(attachmentChangeMatters(withError, newer), false);
+  const deleted = {
+    ...newer,
+    metadata: { ...newer.metadata, resourceVersion: "4", deletionTimestamp: "2026-01-01T00:00:00Z" },
+  };
+  assert.equal(attachmentChangeMatters(newer, deleted), true, "deletion matters");
+  const noErrors = { ...base, metadata: { ...base.metadata, resourceVersion: "5", annotations: { a: "b" } } };
+  assert.equal(attachmentChangeMatters(base, noErrors), true);
+});
