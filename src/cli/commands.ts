@@ -34,6 +34,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./hostpath.ts")).hostpathCommand,
   },
   {
+    name: "livenessprobe",
+    summary: "Run the livenessprobe sidecar: /healthz answers from the CSI driver's Probe",
+    load: async () => (await import("./livenessprobe.ts")).livenessprobeCommand,
+  },
+  {
     name: "node",
     summary: "Run a virtual node: the kubelet's volume role (plugin registration, CSINode, stage/publish)",
     load: async () => (await import("./node.ts")).nodeCommand,
@@ -42,6 +47,11 @@ export const commands: readonly CommandEntry[] = [
     name: "provisioner",
     summary: "Run the external-provisioner sidecar: CreateVolume/DeleteVolume for claims of one CSI driver",
     load: async () => (await import("./provisioner.ts")).provisionerCommand,
+  },
+  {
+    name: "registrar",
+    summary: "Run the node-driver-registrar sidecar: register a CSI driver with the kubelet's plugin watcher",
+    load: async () => (await import("./registrar.ts")).registrarCommand,
   },
   {
     name: "sanity",

@@ -12,7 +12,7 @@ import { CsikitError, realClock, silentLogger } from "../base/index.ts";
 import { grpcTarget, parseEndpoint } from "./endpoint.ts";
 import { CsiError, GrpcStatus } from "./errors.ts";
 import { serviceDefinition } from "./loader.ts";
-import { probeUntilReady } from "./ready.ts";
+import { probeUntilReady, whenConnected } from "./ready.ts";
 import { SERVICE_SPECS, type MethodSpec, type ServiceKey } from "./services.ts";
 import { traceCall } from "./trace.ts";
 import type {
@@ -121,6 +121,24 @@ export class CsiClient {
       signal: options.signal,
       timeoutMs: options.timeoutMs,
     });
+  }
+
+  /**
+   * Waits until the socket accepts the connection, with no limit (csi-lib-utils' Connect, as the
+   * registrar and livenessprobe use it: they must not crash while the driver starts); warns
+   * every 10s meanwhile. Rejects only with the signal's reason or when the client is closed.
+   */
+  async waitForConnection(options: Pick<WaitForReadyOptions, "signal" | "clock"> = {}): Promise<void> {
+    const signal = options.signal ?? new AbortController().signal;
+    await whenConnected(
+      {
+        path: this.path,
+        channel: this.#channel.getChannel(),
+        logger: this.#logger,
+        clock: options.clock ?? realClock,
+      },
+      signal,
+    );
   }
 
   /** Plugin capability names: service types (CONTROLLER_SERVICE, ...) and expansion types (ONLINE, OFFLINE). */

@@ -145,8 +145,15 @@ function isReady(channel: ConnectivityChannel): boolean {
   return channel.getConnectivityState(false) === connectivityState.READY;
 }
 
-/** Waits until the channel is READY, asking it to connect; warns every 10s meanwhile. */
-async function whenConnected(options: ProbeUntilReadyOptions, signal: AbortSignal): Promise<void> {
+/** The part of ProbeUntilReadyOptions that waiting for the connection alone needs. */
+export type WhenConnectedOptions = Pick<ProbeUntilReadyOptions, "path" | "channel" | "logger" | "clock">;
+
+/**
+ * Waits until the channel is READY, asking it to connect; warns every 10s meanwhile. Never
+ * fails by itself (csi-lib-utils' Connect without a timeout): only `signal` or a closed client
+ * ends the wait early.
+ */
+export async function whenConnected(options: WhenConnectedOptions, signal: AbortSignal): Promise<void> {
   const { channel, clock, logger, path } = options;
   let state = channel.getConnectivityState(true);
   if (state === connectivityState.READY) return;

@@ -25,7 +25,8 @@ export interface HttpEndpointOptions {
   address: string;
   /** --metrics-path. Default "/metrics". */
   metricsPath?: string;
-  registry: Registry;
+  /** Metrics served at metricsPath. Default none: no metrics path (the registrar has none). */
+  registry?: Registry;
   /** Named checks served at /healthz/<name> and aggregated at /healthz. Default none. */
   healthChecks?: Record<string, HealthCheck>;
   /**
@@ -101,7 +102,7 @@ export async function startHttpEndpoint(
       send(res, 405, "method not allowed\n");
       return;
     }
-    if (url.pathname === metricsPath) {
+    if (options.registry && url.pathname === metricsPath) {
       send(res, 200, await options.registry.metrics(), options.registry.contentType);
       return;
     }

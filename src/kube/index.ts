@@ -10,6 +10,7 @@ export * from "./workqueue.ts";
 export * from "./workqueue-metrics.ts";
 export * from "./metrics.ts";
 export * from "./http-endpoint.ts";
+export * from "./pprof.ts";
 export * from "./lease-name.ts";
 export * from "./types.ts";
 export * from "./errors.ts";

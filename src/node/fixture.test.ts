@@ -1,6 +1,7 @@
 // Test fixture of the virtual node (no tests of its own; *.test.ts so it may import the API
-// server): a real API server, a node agent started in-process on a temp root dir, a
-// registration socket served the way an upstream csi-node-driver-registrar serves it, a
+// server): a real API server, a node agent started in-process on a temp root dir, the real
+// registrar (and, for what it cannot do on demand — refusals, other plugin types — a
+// registration socket served the way an upstream csi-node-driver-registrar serves it), a
 // scripted CSI node server that records what it is asked, object builders, and bounded waits.
 
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import type {
   CSIDriver,
+  CSINode,
   PersistentVolume,
   PersistentVolumeClaim,
   Pod,
@@ -28,6 +30,7 @@ import {
 } from "../csi/index.ts";
 import { isNotFound, type KubeClient } from "../kube/index.ts";
 import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
+import { startRegistrar } from "../sidecars/registrar/index.ts";
 import { startNode, type NodeOptions } from "./index.ts";
 
 export async function tempDir(t: TestContext, prefix = "csikit-node-"): Promise<string> {
@@ -101,6 +104,43 @@ export async function runNode(
   t.after(stop);
   await Promise.race([isReady, done]);
   return { stop, done };
+}
+
+/**
+ * The real registrar (`csikit registrar`, in-process) for the driver at `csiAddress`, as the
+ * DaemonSet runs it beside each node's driver; resolves once the node lists the driver in its
+ * CSINode. Stopped (socket removed) when the test ends; a registration the node refuses fails
+ * the wait with the registrar's error.
+ */
+export async function runRealRegistrar(
+  t: TestContext,
+  client: KubeClient,
+  options: { rootDir: string; nodeName: string; csiAddress: string },
+): Promise<void> {
+  const controller = new AbortController();
+  let driverName = "";
+  const done = startRegistrar(
+    {
+      csiAddress: options.csiAddress,
+      kubeletRegistrationPath: options.csiAddress,
+      pluginRegistrationPath: join(options.rootDir, "plugins_registry"),
+      logger: silentLogger,
+      onServing: (info) => (driverName = info.driverName),
+    },
+    controller.signal,
+  );
+  let failure: Error | undefined;
+  done.catch((error: unknown) => (failure = error instanceof Error ? error : new Error(String(error))));
+  t.after(async () => {
+    controller.abort();
+    await done.catch(() => undefined);
+  });
+  await waitFor("driver registered in CSINode", async () => {
+    if (failure !== undefined) throw failure;
+    if (driverName === "") return false;
+    const csiNode = await client.get<CSINode>(GVR.csiNodes, options.nodeName).catch(() => undefined);
+    return csiNode?.spec.drivers.some((d) => d.name === driverName);
+  });
 }
 
 /** A registration socket answering like csi-node-driver-registrar v2 (GetInfo + status record). */

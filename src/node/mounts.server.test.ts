@@ -11,7 +11,7 @@ import { lstat, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
-import { GVR, type CSINode } from "../api/index.ts";
+import { GVR } from "../api/index.ts";
 import { CsiClient } from "../csi/index.ts";
 import { serveHostpathDriver } from "../drivers/index.ts";
 import type { KubeClient } from "../kube/index.ts";
@@ -24,7 +24,7 @@ import {
   pod,
   podRunning,
   runNode,
-  serveRegistration,
+  runRealRegistrar,
   tempDir,
   testServer,
   waitFor,
@@ -157,17 +157,7 @@ async function createPod(s: Setup, name: string, claimName: string): Promise<str
 }
 
 async function registered(s: Setup, t: TestContext): Promise<void> {
-  const registration = await serveRegistration(t, {
-    rootDir: s.root,
-    driverName: DRIVER,
-    endpoint: s.driverPath,
-  });
-  await waitFor("driver registered", async () => {
-    const csiNode = await s.client.get<CSINode>(GVR.csiNodes, NODE).catch(() => undefined);
-    return csiNode?.spec.drivers.some((d) => d.name === DRIVER);
-  });
-  await waitFor("NotifyRegistrationStatus", () => registration.statuses.length > 0);
-  assert.deepEqual(registration.statuses.at(-1), { pluginRegistered: true, error: "" });
+  await runRealRegistrar(t, s.client, { rootDir: s.root, nodeName: NODE, csiAddress: s.driverPath });
 }
 
 /** `csikit node` as a child process (killed with SIGKILL in t.after if still running). */

@@ -26,7 +26,7 @@ import {
   pod,
   podRunning,
   runNode,
-  serveRegistration,
+  runRealRegistrar,
   serveScriptedNode,
   tempDir,
   testServer,
@@ -66,8 +66,7 @@ async function setup(
     ...(options.httpEndpoint ? { httpEndpoint: options.httpEndpoint } : {}),
     onReady: (info) => (metricsUrl = info.metricsUrl),
   });
-  const registration = await serveRegistration(t, { rootDir: root, driverName: DRIVER, endpoint });
-  await waitFor("driver registered", () => registration.statuses.length > 0);
+  await runRealRegistrar(t, client, { rootDir: root, nodeName: NODE, csiAddress: endpoint });
   return {
     api,
     client,

@@ -28,6 +28,7 @@ import {
   InformerFactory,
   ItemExponentialRateLimiter,
   LeaderElector,
+  PPROF_PREFIX,
   WorkQueue,
   WorkQueueMetrics,
   deletedObject,
@@ -35,6 +36,7 @@ import {
   leaderElectionOptions,
   leaseName,
   objectKey,
+  pprofRoute,
   runController,
   runElected,
   startHttpEndpoint,
@@ -51,7 +53,6 @@ import { ProvisionerMetrics } from "./metrics.ts";
 import { provisionerIdentity } from "./names.ts";
 import { localTopologyView } from "./node-deployment.ts";
 import type { ProvisionerOptions } from "./options.ts";
-import { PPROF_PREFIX, pprofRoute } from "./pprof.ts";
 import { syncVolume } from "./volume-sync.ts";
 import { clusterView } from "./view.ts";
 

@@ -6,7 +6,7 @@
 
 import { Session } from "node:inspector/promises";
 import { getHeapSnapshot } from "node:v8";
-import type { RouteHandler } from "../../kube/index.ts";
+import type { RouteHandler } from "./http-endpoint.ts";
 
 const INDEX = `<html><body><p>/debug/pprof/</p><ul>
 <li><a href="heap">heap</a>: V8 heap snapshot (.heapsnapshot)</li>
