@@ -256,7 +256,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`  export KUBECONFIG=${layout.adminKubeconfig}`);
     print(`  kubectl get nodes -L topology.kubernetes.io/zone`);
     print(`  kubectl get pv,pvc,volumeattachments,csinodes`);
-    print(`  kubectl apply -f examples/`);
+    print(`  kubectl apply -f examples/dynamic-provisioning.yaml`);
     print("");
 
     // RBAC first: the identities below mean nothing without their bindings.

@@ -3,13 +3,13 @@
 // backoff (doubling from 500 ms to 10 s, reset once it has run for 10 s), its output appended
 // to <state-dir>/logs/<component>.log. Children get their own process group, so a Ctrl-C in
 // the terminal reaches `up` alone and `up` stops them in order (SIGTERM, SIGKILL after a
-// grace period). Their pids are recorded so a later `up` can end leftovers of a run that was
-// itself killed with -9.
+// grace period). Their pids are recorded in <state-dir>/pids.json ({component: pid}) so a later
+// `up` can end leftovers of a run that was itself killed with -9 (and tests can crash one).
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSync, closeSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
-import { Backoff, isErrno, type Logger } from "../base/index.ts";
+import { Backoff, isErrno, isRecord, type Logger } from "../base/index.ts";
 
 export interface ProcessSpec {
   /** Component name: its log file and its line in messages. */
@@ -152,7 +152,7 @@ export class Supervisor {
 
   #recording: Promise<void> = Promise.resolve();
   async #recordPids(): Promise<void> {
-    const pids = [...this.#children.values()].flatMap((c) => (c.pid ? [c.pid] : []));
+    const pids = Object.fromEntries([...this.#children.values()].flatMap((c) => (c.pid ? [[c.name, c.pid]] : [])));
     this.#recording = this.#recording.then(() =>
       writeFile(this.#pidsFile, JSON.stringify(pids) + "\n", { mode: 0o600 }).catch(() => {}),
     );
@@ -173,7 +173,7 @@ export async function killLeftovers(pidsFile: string, stateDir: string): Promise
     return 0;
   }
   let killed = 0;
-  for (const pid of Array.isArray(pids) ? pids : []) {
+  for (const pid of isRecord(pids) ? Object.values(pids) : []) {
     if (typeof pid !== "number") continue;
     let cmdline: string;
     try {
