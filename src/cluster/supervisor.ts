@@ -152,7 +152,9 @@ export class Supervisor {
 
   #recording: Promise<void> = Promise.resolve();
   async #recordPids(): Promise<void> {
-    const pids = Object.fromEntries([...this.#children.values()].flatMap((c) => (c.pid ? [[c.name, c.pid]] : [])));
+    const pids = Object.fromEntries(
+      [...this.#children.values()].flatMap((c) => (c.pid ? [[c.name, c.pid]] : [])),
+    );
     this.#recording = this.#recording.then(() =>
       writeFile(this.#pidsFile, JSON.stringify(pids) + "\n", { mode: 0o600 }).catch(() => {}),
     );
