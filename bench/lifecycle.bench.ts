@@ -163,7 +163,7 @@ async function main(): Promise<void> {
     return;
   }
   const flags = new Flags(parsed);
-  const base = await mkdtemp(join(tmpdir(), "csikit-bench-lifecycle-"));
+  const base = await mkdtemp(join(tmpdir(), "csikit-bl-"));
   const stateDir = join(base, "state");
   const isRoot = process.getuid?.() === 0;
   const args = [MAIN, "up", `--state-dir=${stateDir}`, `--nodes=${flags.number("nodes")}`, "--component-v=0"];

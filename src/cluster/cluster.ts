@@ -188,6 +188,15 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     verbosity: options.verbosity,
     probePorts,
   };
+  // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
+  const longest = record.nodes.map(
+    (n) => `${layout.registrationDirOf(n.name)}/${driverName}-reg.sock.tmp-xxxxxx`,
+  );
+  const tooLong = longest.find((path) => Buffer.byteLength(path) > 100);
+  if (tooLong)
+    throw new Error(
+      `--state-dir ${layout.stateDir} is too deep: socket paths like ${tooLong} exceed the 107-byte limit of Unix sockets; use a shorter path`,
+    );
   const { instances, skipped } = planComponents(plan);
   if (skipped.length > 0) print(`not in this build (skipped): ${skipped.join(", ")}`);
   for (const dir of socketDirs(plan)) await mkdir(dir, { recursive: true, mode: 0o700 });
