@@ -67,6 +67,8 @@ const PACKAGES: Record<string, readonly string[]> = {
   sanity: ["yaml"],
   // `csikit migrate` reads and writes multi-document manifests.
   cli: ["yaml"],
+  // deploy/rbac/*.yaml and the components' kubeconfigs.
+  cluster: ["yaml"],
   // Components register their own metrics (kubelet_volume_stats_*, csistoragecapacities_*).
   controllers: ["prom-client"],
   node: ["prom-client"],

@@ -71,8 +71,8 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./sanity.ts")).sanityCommand,
   },
   {
-    name: "start",
-    summary: "Start the hostpath driver and run the sanity suite against it (what `npm start` does)",
-    load: async () => (await import("./start.ts")).startCommand,
+    name: "up",
+    summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
+    load: async () => (await import("./up.ts")).upCommand,
   },
 ];

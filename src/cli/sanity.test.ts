@@ -1,8 +1,8 @@
-// Tests of `csikit sanity` and `csikit start` as a user runs them: real child processes, a real
+// Tests of `csikit sanity` as a user runs it: real child processes, a real
 // hostpath driver on a temp socket, exit codes, the closing line, JUnit output, flag errors.
 
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,8 +13,6 @@ import { serveHostpathDriver } from "../drivers/index.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
-const isRoot = process.getuid?.() === 0;
-const canDropPrivileges = isRoot && spawnSync("unshare", ["--version"]).status === 0;
 
 interface Run {
   status: number | null;
@@ -163,45 +161,6 @@ test("csikit sanity reports an unreachable endpoint as a failure", async (t) => 
   assert.match(run.stdout, /✖ setup: driver is reachable: driver did not become ready/);
   assert.match(run.stdout, /^0 passed, 1 failed, 0 skipped$/m);
 });
-
-test("csikit start runs the whole suite against hostpath with 0 failed", async (t) => {
-  const dir = await tempDir(t);
-  const run = await csikit(["start", `--state-dir=${join(dir, "state")}`]);
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-  const [, passed, failed] = SUMMARY.exec(run.stdout) ?? [];
-  assert.equal(failed, "0", run.stdout);
-  assert.ok(Number(passed) > 100, run.stdout);
-  for (const line of run.stdout.split("\n").filter((l) => l.startsWith("  - "))) {
-    const allowed = isRoot
-      ? /\(skipped: driver (lacks|has) .* capability [A-Z_]+\)$/
-      : /\(skipped: (driver (lacks|has) .* capability [A-Z_]+|needs mount privilege: .+)\)$/;
-    assert.match(line, allowed);
-  }
-});
-
-test(
-  "csikit start without mount privilege skips mounting tests with the reason and fails none",
-  { skip: canDropPrivileges ? false : "needs root and unshare to run in an unprivileged user namespace" },
-  async (t) => {
-    const dir = await tempDir(t);
-    await chmod(dir, 0o777);
-    const run = await csikit(["start", `--state-dir=${join(dir, "state")}`], {
-      unprivileged: true,
-      env: { TMPDIR: dir, HOME: dir },
-    });
-    assert.equal(run.status, 0, run.stdout + run.stderr);
-    const [, , failed, skipped] = SUMMARY.exec(run.stdout) ?? [];
-    assert.equal(failed, "0", run.stdout);
-    assert.ok(Number(skipped) > 0, run.stdout);
-    for (const line of run.stdout.split("\n").filter((l) => l.startsWith("  - "))) {
-      assert.match(
-        line,
-        /\(skipped: (needs mount privilege: .+|driver (lacks|has) .* capability [A-Z_]+)\)$/,
-      );
-    }
-    assert.match(run.stdout, /\(skipped: needs mount privilege: /);
-  },
-);
 
 test("a csi-sanity command line runs unchanged, path commands included", async (t) => {
   const dir = await tempDir(t);

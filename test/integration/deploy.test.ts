@@ -11,6 +11,7 @@
 // (c) the files the image copies (deploy/Dockerfile COPY lines minus Dockerfile.dockerignore)
 //     are enough to load every subcommand.
 
+import { attacherOptionsFromFlags } from "../../src/sidecars/attacher/index.ts";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -32,14 +33,15 @@ const DEPLOY = join(ROOT, "deploy");
 
 /**
  * Subcommands the manifests use that are built on a sibling branch and not registered here
- * yet. Only "attacher" may be listed; remove it when `csikit attacher` is merged.
+ * yet (none since `csikit attacher` was merged).
  */
-const NOT_YET_REGISTERED = new Set(["attacher"]);
+const NOT_YET_REGISTERED = new Set<string>();
 
 /** The option validation each subcommand's `run` does before starting: values, not just names. */
 const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   hostpath: hostpathOptions,
   provisioner: provisionerOptionsFromFlags,
+  attacher: attacherOptionsFromFlags,
   registrar: registrarOptionsFromFlags,
   livenessprobe: livenessProbeOptionsFromFlags,
 };
@@ -298,7 +300,7 @@ test("every container command line in deploy/ is accepted by csikit's parser and
     validate(flags);
     checked.push(`${subcommand}@${container.where}`);
   }
-  for (const sub of ["hostpath", "provisioner", "registrar", "livenessprobe"])
+  for (const sub of ["hostpath", "provisioner", "attacher", "registrar", "livenessprobe"])
     assert.ok(
       checked.some((c) => c.startsWith(`${sub}@`)),
       `no container runs csikit ${sub}`,

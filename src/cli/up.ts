@@ -1,0 +1,115 @@
+// `csikit up`: the whole CSI cluster on one machine (src/cluster). This file turns flags into
+// options, decides where mounting is possible (root, or a user + mount namespace), and wires
+// --walkthrough (what `npm start` runs).
+
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FlagError } from "../base/index.ts";
+import {
+  DEFAULT_DRIVER_NAME,
+  inUserMountNamespace,
+  mountProblem,
+  reexecInUserMountNamespace,
+  runCluster,
+  runWalkthrough,
+} from "../cluster/index.ts";
+import type { Command } from "./command.ts";
+
+const CLI_DIR = dirname(fileURLToPath(import.meta.url));
+const CLI_MAIN = join(CLI_DIR, "main.ts");
+/** Sidecars `up` may run; each is one file per subcommand here (a checkout may lack some). */
+const OPTIONAL_SUBCOMMANDS = ["attacher", "registrar", "livenessprobe", "resizer"];
+
+/** Subcommands this checkout has (read from the files, not the command list: no import cycle). */
+function availableSubcommands(): Set<string> {
+  const names = ["apiserver", "controllers", "hostpath", "node", "provisioner", ...OPTIONAL_SUBCOMMANDS];
+  return new Set(names.filter((name) => existsSync(join(CLI_DIR, `${name}.ts`))));
+}
+
+export const upCommand: Command = {
+  name: "up",
+  summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
+  usage:
+    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough [--exit]] [--driver-name=NAME] [--driver-socket=PATH | --driver-command=CMD]",
+  description:
+    "Starts, each as its own supervised process with its own identity (RBAC from deploy/rbac/): the API server,\n" +
+    "the controllers, the driver's controller instance with the provisioner and attacher, and per virtual node\n" +
+    "the node agent, the driver's node instance, the registrar and the livenessprobe. Prints the kubeconfig to\n" +
+    "use; Ctrl-C tears the volumes down (pods ended, volumes unpublished, unstaged, detached), then the\n" +
+    "processes, and exits 0. A second run on the same --state-dir resumes the cluster. Logs:\n" +
+    "<state-dir>/logs/<component>.log. Not root, it runs in a user + mount namespace (unshare -rm).",
+  flags: {
+    "state-dir": {
+      type: "string",
+      default: ".csikit",
+      help: "Directory holding the cluster's state (created 0700).",
+    },
+    nodes: {
+      type: "int",
+      default: "3",
+      help: "Virtual nodes of a new cluster, spread over zone-a and zone-b.",
+    },
+    "driver-name": {
+      type: "string",
+      default: DEFAULT_DRIVER_NAME,
+      help: "CSI driver name (CSIDriver, StorageClass provisioner, registration).",
+    },
+    "driver-socket": {
+      type: "string",
+      help: "Use the CSI driver already listening on this socket (controller and node services) instead of hostpath.",
+    },
+    "driver-command": {
+      type: "string",
+      help: "Start this command per driver instance instead of hostpath; {endpoint}, {nodeid} and {mode} (controller|node) are replaced.",
+    },
+    walkthrough: {
+      type: "bool",
+      default: "false",
+      help: "Once ready, run the seed's walkthrough (StorageClass, claim, pod, write/read, delete), then keep running.",
+    },
+    exit: {
+      type: "bool",
+      default: "false",
+      help: "Tear down and exit once ready (after --walkthrough, if given).",
+    },
+    "component-v": { type: "int", default: "2", help: "-v of every component (their logs)." },
+  },
+  async run({ flags, logger, signal, stdout }) {
+    const nodes = flags.number("nodes");
+    if (!Number.isInteger(nodes) || nodes < 1 || nodes > 50)
+      throw new FlagError(`invalid value ${nodes} for flag -nodes: want 1..50`);
+    const driverSocket = flags.string("driver-socket");
+    const driverCommand = flags.string("driver-command");
+    if (driverSocket !== "" && driverCommand !== "")
+      throw new FlagError("flags -driver-socket and -driver-command exclude each other");
+    if (process.getuid?.() !== 0 && !inUserMountNamespace()) {
+      const problem = mountProblem();
+      if (problem === undefined) return reexecInUserMountNamespace(process.argv.slice(1));
+      stdout.write(`warning: ${problem}\n`);
+    }
+    // A second Ctrl-C must not cut the teardown short.
+    process.on("SIGINT", () => {});
+    process.on("SIGTERM", () => {});
+    const print = (line: string): void => void stdout.write(line + "\n");
+    return runCluster(
+      {
+        stateDir: resolve(flags.string("state-dir")),
+        nodes,
+        driverName: flags.string("driver-name"),
+        ...(driverSocket !== "" ? { driverSocket: resolve(driverSocket) } : {}),
+        ...(driverCommand !== "" ? { driverCommand } : {}),
+        verbosity: flags.number("component-v"),
+        commands: availableSubcommands(),
+        cliMain: CLI_MAIN,
+        logger,
+        print,
+        ...(flags.bool("walkthrough")
+          ? { afterReady: (cluster, inner) => runWalkthrough(cluster, { print }, inner) }
+          : {}),
+        exit: flags.bool("exit"),
+      },
+      signal,
+    );
+  },
+};

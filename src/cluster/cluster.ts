@@ -1,0 +1,408 @@
+// `csikit up`: the whole cluster on one machine, each component its own supervised child
+// process (supervisor.ts) with its own identity (identities.ts) under RBAC from deploy/rbac/
+// (manifests.ts). Start-up: API server → RBAC, identities, CSIDriver, default StorageClass →
+// drivers, sidecars, controllers and one virtual kubelet (+ registrar, livenessprobe) per node →
+// ready when every node is Ready with the driver in its CSINode. Shutdown (signal): volumes
+// torn down first (drain.ts), then the processes in STOP_ORDER. A second run on the same state
+// dir resumes the cluster (same port, tokens and objects).
+
+import { access, mkdir } from "node:fs/promises";
+import { GVR, type CSINode, type Node } from "../api/index.ts";
+import { errorMessage, whenAborted, type Logger } from "../base/index.ts";
+import type { CsiServer } from "../csi/index.ts";
+import { KubeClient, loadKubeConfig } from "../kube/index.ts";
+import {
+  controllerSocket,
+  nodeSocket,
+  planComponents,
+  socketDirs,
+  STOP_ORDER,
+  type ClusterPlan,
+  type ComponentInstance,
+  type Stage,
+} from "./components.ts";
+import { drainVolumes } from "./drain.ts";
+import {
+  clusterOfAdminKubeconfig,
+  requestServiceAccountToken,
+  writeComponentKubeconfig,
+  writeTokenAuthFile,
+  type StaticUser,
+} from "./identities.ts";
+import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
+import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
+import { serveRegistration } from "./registration-fallback.ts";
+import { killLeftovers, Supervisor } from "./supervisor.ts";
+import { watchVolumeEvents } from "./volume-events.ts";
+
+export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
+export const STORAGE_CLASS = "csi-hostpath";
+
+export interface UpOptions {
+  stateDir: string;
+  /** Virtual nodes (first run; a resumed cluster keeps its own). */
+  nodes: number;
+  driverName: string;
+  driverSocket?: string;
+  driverCommand?: string;
+  /** -v for the components. */
+  verbosity: number;
+  /** csikit subcommands available (optional sidecars run only when present). */
+  commands: ReadonlySet<string>;
+  /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
+  cliMain: string;
+  logger: Logger;
+  print: (line: string) => void;
+  /** Runs once the cluster is ready (the walkthrough). Its failure ends `up` with 1. */
+  afterReady?: (cluster: RunningCluster, signal: AbortSignal) => Promise<void>;
+  /** Tear down after afterReady instead of waiting for SIGINT/SIGTERM. */
+  exit?: boolean;
+  /** Bounds of start-up and teardown waits, ms. Default 120000 / 120000. */
+  readyTimeoutMs?: number;
+  drainTimeoutMs?: number;
+}
+
+export interface RunningCluster {
+  admin: KubeClient;
+  layout: ClusterLayout;
+  plan: ClusterPlan;
+  supervisor: Supervisor;
+  nodes: readonly NodeSpec[];
+  driverName: string;
+  /** Start of `up` to every node Ready with its driver registered, ms. */
+  readyMs: number;
+  attachRequired: boolean;
+}
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Polls `check` every 100 ms until it returns true, the deadline passes (throws) or signal aborts. */
+async function poll(
+  what: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+  check: () => Promise<boolean>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (!signal.aborted) {
+    try {
+      if (await check()) return;
+    } catch (error) {
+      last = errorMessage(error);
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${seconds(timeoutMs)} waiting for ${what}${last ? `: ${last}` : ""}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`stopped while waiting for ${what}`);
+}
+
+function csiDriverManifest(name: string, attachRequired: boolean): Manifest {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "CSIDriver",
+    metadata: { name },
+    spec: {
+      attachRequired,
+      podInfoOnMount: true,
+      volumeLifecycleModes: ["Persistent", "Ephemeral"],
+      fsGroupPolicy: "File",
+    },
+  };
+}
+
+function storageClassManifest(driverName: string): Manifest {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "StorageClass",
+    metadata: { name: STORAGE_CLASS, annotations: { "storageclass.kubernetes.io/is-default-class": "true" } },
+    provisioner: driverName,
+    reclaimPolicy: "Delete",
+    volumeBindingMode: "WaitForFirstConsumer",
+    allowVolumeExpansion: true,
+  };
+}
+
+async function nodeReady(admin: KubeClient, node: string, driverName: string): Promise<boolean> {
+  const object = await admin.get<Node>(GVR.nodes, node);
+  const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+  if (!ready) return false;
+  const csiNode = await admin.get<CSINode>(GVR.csiNodes, node);
+  return (csiNode.spec?.drivers ?? []).some((d) => d.name === driverName);
+}
+
+/** Loads or creates the cluster record; says what it resumes. */
+async function resolveRecord(
+  layout: ClusterLayout,
+  options: UpOptions,
+): Promise<{ record: ClusterRecord; resumed: boolean }> {
+  const existing = await layout.readRecord();
+  if (existing) {
+    if (existing.nodes.length !== options.nodes)
+      options.print(
+        `note: the cluster in ${layout.stateDir} has ${existing.nodes.length} nodes; --nodes applies to a new state dir only`,
+      );
+    return { record: existing, resumed: true };
+  }
+  const record = { port: await freePort(), nodes: nodeSpecs(options.nodes), driverName: options.driverName };
+  await layout.writeRecord(record);
+  return { record, resumed: false };
+}
+
+export async function runCluster(options: UpOptions, signal: AbortSignal): Promise<number> {
+  const started = performance.now();
+  const elapsed = (): string => seconds(performance.now() - started);
+  const { print, logger } = options;
+  const layout = new ClusterLayout(options.stateDir);
+  await layout.create();
+  const leftovers = await killLeftovers(layout.pidsFile, layout.stateDir);
+  if (leftovers > 0)
+    print(`ended ${leftovers} process(es) left over by an earlier run on ${layout.stateDir}`);
+  const { record, resumed } = await resolveRecord(layout, options);
+  const driverName = record.driverName;
+  if (options.driverName !== driverName)
+    print(
+      `note: the cluster in ${layout.stateDir} runs driver ${driverName}; --driver-name applies to a new state dir only`,
+    );
+  print(
+    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName})`,
+  );
+
+  const probePorts = new Map<string, number>();
+  for (const node of record.nodes) probePorts.set(node.name, await freePort());
+  const plan: ClusterPlan = {
+    layout,
+    nodes: record.nodes,
+    driverName,
+    commands: options.commands,
+    ...(options.driverSocket !== undefined ? { driverSocket: options.driverSocket } : {}),
+    ...(options.driverCommand !== undefined ? { driverCommand: options.driverCommand } : {}),
+    verbosity: options.verbosity,
+    probePorts,
+  };
+  // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
+  const longest = record.nodes.map(
+    (n) => `${layout.registrationDirOf(n.name)}/${driverName}-reg.sock.tmp-xxxxxx`,
+  );
+  const tooLong = longest.find((path) => Buffer.byteLength(path) > 100);
+  if (tooLong)
+    throw new Error(
+      `--state-dir ${layout.stateDir} is too deep: socket paths like ${tooLong} exceed the 107-byte limit of Unix sockets; use a shorter path`,
+    );
+  const { instances, skipped } = planComponents(plan);
+  if (skipped.length > 0) print(`not in this build (skipped): ${skipped.join(", ")}`);
+  for (const dir of socketDirs(plan)) await mkdir(dir, { recursive: true, mode: 0o700 });
+
+  // Static identities go into the API server's --token-auth-file before it starts.
+  const staticUsers: StaticUser[] = instances.flatMap((i) =>
+    i.identity?.kind === "user"
+      ? [{ component: i.name, user: i.identity.user, groups: i.identity.groups }]
+      : [],
+  );
+  const staticTokens = await writeTokenAuthFile(layout, staticUsers);
+
+  const supervisor = new Supervisor({ logger, pidsFile: layout.pidsFile });
+  const registrations: CsiServer[] = [];
+  let admin: KubeClient | undefined;
+  let exitCode = 0;
+  const stages = new Map<string, Stage>();
+  const spawnComponent = (instance: ComponentInstance): void => {
+    stages.set(instance.name, instance.stage);
+    const args = instance.subcommand
+      ? [options.cliMain, instance.subcommand, ...instance.args]
+      : instance.args.slice(1);
+    const command = instance.subcommand ? process.execPath : (instance.args[0] ?? "");
+    supervisor.start({
+      name: instance.name,
+      command,
+      args,
+      logFile: layout.logOf(instance.name),
+      env: { POD_NAMESPACE: "default", ...(instance.node ? { NODE_NAME: instance.node } : {}) },
+    });
+  };
+
+  try {
+    print(`starting the API server…`);
+    spawnComponent({
+      name: "apiserver",
+      stage: "apiserver",
+      subcommand: "apiserver",
+      args: [
+        `--state-dir=${layout.stateDir}`,
+        `--port=${record.port}`,
+        "--authorization-mode=RBAC",
+        `--token-auth-file=${layout.tokenAuthFile}`,
+      ],
+    });
+    const readyTimeout = options.readyTimeoutMs ?? 120_000;
+    await poll("the API server", readyTimeout, signal, async () => {
+      if ((supervisor.get("apiserver")?.starts ?? 0) > 3)
+        throw new Error(`the API server keeps exiting; see ${layout.logOf("apiserver")}`);
+      if (!admin) {
+        if (!(await exists(layout.adminKubeconfig))) return false;
+        admin = new KubeClient({
+          kubeConfig: loadKubeConfig({ kubeconfig: layout.adminKubeconfig }),
+          qps: 200,
+          burst: 400,
+          userAgent: "csikit-up",
+        });
+      }
+      await admin.list(GVR.namespaces, { limit: 1 });
+      return true;
+    });
+    const client = admin!;
+    print(`✓ API server ${record.port ? `on https://127.0.0.1:${record.port}` : ""} (${elapsed()})`);
+    print("");
+    print(`kubeconfig: ${layout.adminKubeconfig}`);
+    print(`  export KUBECONFIG=${layout.adminKubeconfig}`);
+    print(`  kubectl get nodes -L topology.kubernetes.io/zone`);
+    print(`  kubectl get pv,pvc,volumeattachments,csinodes`);
+    print(`  kubectl apply -f examples/dynamic-provisioning.yaml`);
+    print("");
+
+    // RBAC first: the identities below mean nothing without their bindings.
+    const attachRequired = options.commands.has("attacher");
+    const manifests = await readManifests(RBAC_DIR);
+    await applyManifests(client, manifests, signal);
+    await applyManifests(
+      client,
+      [csiDriverManifest(driverName, attachRequired), storageClassManifest(driverName)],
+      signal,
+    );
+    const cluster = await clusterOfAdminKubeconfig(layout);
+    for (const instance of instances) {
+      const identity = instance.identity;
+      if (!identity) continue;
+      const token =
+        identity.kind === "user"
+          ? staticTokens.get(instance.name)!
+          : await requestServiceAccountToken(client, identity.namespace, identity.name, signal);
+      await writeComponentKubeconfig(layout, instance.name, cluster, token);
+    }
+    print(
+      `✓ RBAC from deploy/rbac/, one identity per component, CSIDriver ${driverName}, default StorageClass ${STORAGE_CLASS} (${elapsed()})`,
+    );
+
+    for (const instance of instances) spawnComponent(instance);
+    if (!options.commands.has("registrar"))
+      for (const node of record.nodes)
+        registrations.push(
+          await serveRegistration({
+            registrationDir: layout.registrationDirOf(node.name),
+            driverName,
+            endpoint: nodeSocket(plan, node.name),
+            logger,
+          }),
+        );
+    print(`starting ${instances.length + 1} processes (logs in ${layout.logsDir}/)…`);
+    const pending = new Set(record.nodes.map((n) => n.name));
+    await poll("every node Ready with its driver registered", readyTimeout, signal, async () => {
+      for (const name of [...pending]) {
+        if (await nodeReady(client, name, driverName)) {
+          pending.delete(name);
+          const zone = record.nodes.find((n) => n.name === name)?.zone;
+          print(`✓ ${name} (${zone}) Ready, ${driverName} registered (${elapsed()})`);
+        }
+      }
+      return pending.size === 0;
+    });
+    const readyMs = performance.now() - started;
+    print(`cluster ready in ${seconds(readyMs)} — controller socket ${controllerSocket(plan)}`);
+    await watchVolumeEvents({ client, driverName, print: (line) => print(`  ${line}`) }, signal);
+
+    if (options.afterReady) {
+      try {
+        await options.afterReady(
+          {
+            admin: client,
+            layout,
+            plan,
+            supervisor,
+            nodes: record.nodes,
+            driverName,
+            readyMs,
+            attachRequired,
+          },
+          signal,
+        );
+      } catch (error) {
+        if (!signal.aborted) {
+          print(`✗ ${errorMessage(error)}`);
+          exitCode = 1;
+        }
+      }
+    }
+    if (!options.exit && exitCode === 0) {
+      print(`running; Ctrl-C tears the cluster down (volumes first)`);
+      await whenAborted(signal);
+    }
+  } catch (error) {
+    if (!signal.aborted) {
+      print(`✗ ${errorMessage(error)}`);
+      exitCode = 1;
+    }
+  } finally {
+    await teardown({
+      admin,
+      supervisor,
+      registrations,
+      record,
+      layout,
+      driverName,
+      print,
+      stages,
+      drainTimeoutMs: options.drainTimeoutMs ?? 120_000,
+    }).catch((error: unknown) => {
+      print(`✗ teardown: ${errorMessage(error)}`);
+      exitCode = 1;
+    });
+    admin?.close();
+  }
+  return exitCode;
+}
+
+async function teardown(options: {
+  admin: KubeClient | undefined;
+  supervisor: Supervisor;
+  registrations: CsiServer[];
+  record: ClusterRecord;
+  layout: ClusterLayout;
+  driverName: string;
+  print: (line: string) => void;
+  drainTimeoutMs: number;
+  /** Each started process's shutdown stage. */
+  stages: ReadonlyMap<string, Stage>;
+}): Promise<void> {
+  const { print, supervisor } = options;
+  const started = performance.now();
+  if (options.admin && supervisor.get("controllers")) {
+    print("tearing down: ending pods, unpublishing, unstaging and detaching their volumes…");
+    const result = await drainVolumes({
+      client: options.admin,
+      nodes: new Set(options.record.nodes.map((n) => n.name)),
+      nodesDir: options.layout.nodesDir,
+      driverName: options.driverName,
+      timeoutMs: options.drainTimeoutMs,
+    }).catch((error: unknown) => ({ ok: false, left: [errorMessage(error)] }));
+    if (result.ok) print(`✓ volumes torn down (${seconds(performance.now() - started)})`);
+    else print(`✗ volumes not torn down in time; left: ${result.left.join(", ")}`);
+  }
+  const byStage = new Map<string, string[]>();
+  for (const [name, stage] of options.stages) byStage.set(stage, [...(byStage.get(stage) ?? []), name]);
+  for (const stage of STOP_ORDER) {
+    if (stage === "registration") await Promise.all(options.registrations.map((s) => s.close()));
+    await supervisor.stop(byStage.get(stage) ?? []);
+  }
+  await supervisor.stopAll();
+  print(
+    `✓ all processes stopped (${seconds(performance.now() - started)}); state kept in ${options.layout.stateDir}`,
+  );
+}

@@ -1,0 +1,259 @@
+// The component table of `csikit up`: every process of the cluster, with the command line an
+// upstream manifest would give it (the controller Deployment: driver + provisioner + attacher;
+// the node DaemonSet: driver + registrar + livenessprobe; the control plane: API server and
+// controllers; one virtual kubelet per node), its identity, and its place in the shutdown
+// order. Adding a sidecar (e.g. the resizer) is one entry here plus its deploy/rbac/ file.
+
+import { join } from "node:path";
+import type { ClusterLayout, NodeSpec } from "./layout.ts";
+import { ZONE_LABEL } from "./layout.ts";
+
+/** Who a component is towards the API server (none: it never talks to it). */
+export type Identity =
+  | { kind: "serviceAccount"; namespace: string; name: string }
+  | { kind: "user"; user: string; groups: string[] };
+
+/**
+ * Shutdown stages, stopped in this order after the volumes were torn down: registrars first
+ * (their sockets going away deregisters the driver), then node agents and probes, sidecars and
+ * controllers, the drivers, and the API server last.
+ */
+export const STOP_ORDER = ["registration", "node", "sidecar", "controllers", "driver", "apiserver"] as const;
+export type Stage = (typeof STOP_ORDER)[number];
+
+export interface ClusterPlan {
+  layout: ClusterLayout;
+  nodes: readonly NodeSpec[];
+  driverName: string;
+  /** csikit subcommands this checkout has (optional components run only when theirs exists). */
+  commands: ReadonlySet<string>;
+  /** A user driver's socket (none of the driver processes run then). */
+  driverSocket?: string;
+  /** A user driver's command line, with {endpoint}, {nodeid} and {mode} replaced per instance. */
+  driverCommand?: string;
+  /** -v passed to every csikit component. */
+  verbosity: number;
+  /** Free ports for the per-node livenessprobe endpoints, by node name. */
+  probePorts: ReadonlyMap<string, number>;
+}
+
+export interface ComponentInstance {
+  name: string;
+  stage: Stage;
+  /** csikit subcommand, or undefined for a user's driver command. */
+  subcommand?: string;
+  /** Arguments after the subcommand (or the whole command line of a user's driver). */
+  args: string[];
+  identity?: Identity;
+  /** Node it belongs to (node-level components). */
+  node?: string;
+}
+
+interface ComponentEntry {
+  /** Per cluster, or one per node. */
+  scope: "cluster" | "node";
+  /** Base name; node-level instances are named <node>-<name> (the agent itself: <node>). */
+  name: string;
+  subcommand: string;
+  stage: Stage;
+  /** Runs only when the subcommand exists in this checkout (sidecars built on other branches). */
+  optional?: boolean;
+  identity?: (node: NodeSpec | undefined) => Identity;
+  args: (plan: ClusterPlan, node: NodeSpec | undefined) => string[];
+}
+
+/** Where the controller-side sidecars reach the driver. */
+export function controllerSocket(plan: ClusterPlan): string {
+  return plan.driverSocket ?? plan.layout.controllerSocket;
+}
+
+/** Where a node's kubelet and registrar reach the node plugin. */
+export function nodeSocket(plan: ClusterPlan, node: string): string {
+  return plan.driverSocket ?? plan.layout.nodeSocketOf(node, plan.driverName);
+}
+
+function kubeconfig(plan: ClusterPlan, component: string): string {
+  return `--kubeconfig=${plan.layout.kubeconfigOf(component)}`;
+}
+
+const v = (plan: ClusterPlan): string => `--v=${plan.verbosity}`;
+
+/** The table. Order within a stage is start order. */
+export const COMPONENTS: readonly ComponentEntry[] = [
+  {
+    scope: "cluster",
+    name: "controllers",
+    subcommand: "controllers",
+    stage: "controllers",
+    identity: () => ({ kind: "user", user: "system:kube-controller-manager", groups: [] }),
+    // One replica: no leader election to wait for (a resumed cluster would otherwise wait out
+    // the lease of the run before).
+    args: (plan) => [kubeconfig(plan, "controllers"), "--leader-elect=false"],
+  },
+  {
+    scope: "cluster",
+    name: "provisioner",
+    subcommand: "provisioner",
+    stage: "sidecar",
+    identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-provisioner" }),
+    args: (plan) => [
+      v(plan),
+      `--csi-address=${controllerSocket(plan)}`,
+      kubeconfig(plan, "provisioner"),
+      "--feature-gates=Topology=true",
+      "--extra-create-metadata",
+    ],
+  },
+  {
+    scope: "cluster",
+    name: "attacher",
+    subcommand: "attacher",
+    stage: "sidecar",
+    optional: true,
+    identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-attacher" }),
+    args: (plan) => [v(plan), `--csi-address=${controllerSocket(plan)}`, kubeconfig(plan, "attacher")],
+  },
+  {
+    scope: "cluster",
+    name: "resizer",
+    subcommand: "resizer",
+    stage: "sidecar",
+    optional: true,
+    identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-resizer" }),
+    args: (plan) => [v(plan), `--csi-address=${controllerSocket(plan)}`, kubeconfig(plan, "resizer")],
+  },
+  {
+    scope: "node",
+    name: "",
+    subcommand: "node",
+    stage: "node",
+    identity: (node) => ({ kind: "user", user: `system:node:${node?.name}`, groups: ["system:nodes"] }),
+    args: (plan, node) => [
+      v(plan),
+      `--node-name=${node!.name}`,
+      `--root-dir=${plan.layout.rootOf(node!.name)}`,
+      `--node-labels=${ZONE_LABEL}=${node!.zone}`,
+      kubeconfig(plan, node!.name),
+    ],
+  },
+  {
+    scope: "node",
+    name: "registrar",
+    subcommand: "registrar",
+    stage: "registration",
+    optional: true,
+    args: (plan, node) => [
+      v(plan),
+      `--csi-address=${nodeSocket(plan, node!.name)}`,
+      // The driver socket as the kubelet sees it: the same path here (one mount namespace).
+      `--kubelet-registration-path=${nodeSocket(plan, node!.name)}`,
+      `--plugin-registration-path=${plan.layout.registrationDirOf(node!.name)}`,
+    ],
+  },
+  {
+    scope: "node",
+    name: "livenessprobe",
+    subcommand: "livenessprobe",
+    stage: "node",
+    optional: true,
+    args: (plan, node) => [
+      `--csi-address=${nodeSocket(plan, node!.name)}`,
+      `--http-endpoint=127.0.0.1:${plan.probePorts.get(node!.name) ?? 0}`,
+    ],
+  },
+];
+
+function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: NodeSpec | undefined): string[] {
+  const common = [v(plan), `--drivername=${plan.driverName}`, `--state-dir=${plan.layout.driverStateDir}`];
+  if (mode === "controller")
+    return [
+      ...common,
+      `--endpoint=unix://${plan.layout.controllerSocket}`,
+      "--nodeid=controller",
+      "--node-service=false",
+      "--controller-service=true",
+      `--enable-attach=${plan.commands.has("attacher")}`,
+      `--allowed-path-roots=${plan.layout.nodesDir}`,
+    ];
+  return [
+    ...common,
+    `--endpoint=unix://${plan.layout.nodeSocketOf(node!.name, plan.driverName)}`,
+    `--nodeid=${node!.name}`,
+    "--node-service=true",
+    "--controller-service=false",
+    `--allowed-path-roots=${plan.layout.rootOf(node!.name)}`,
+  ];
+}
+
+function userDriverArgs(
+  plan: ClusterPlan,
+  mode: "controller" | "node",
+  node: NodeSpec | undefined,
+): string[] {
+  const endpoint =
+    mode === "controller"
+      ? plan.layout.controllerSocket
+      : plan.layout.nodeSocketOf(node!.name, plan.driverName);
+  return (plan.driverCommand ?? "")
+    .split(/\s+/)
+    .filter((word) => word !== "")
+    .map((word) =>
+      word
+        .replaceAll("{endpoint}", endpoint)
+        .replaceAll("{nodeid}", node?.name ?? "controller")
+        .replaceAll("{mode}", mode),
+    );
+}
+
+/** Every instance to run, drivers first (their sockets are what the others wait for). */
+export function planComponents(plan: ClusterPlan): { instances: ComponentInstance[]; skipped: string[] } {
+  const instances: ComponentInstance[] = [];
+  const skipped: string[] = [];
+  if (plan.driverSocket === undefined) {
+    const driver = (mode: "controller" | "node", node: NodeSpec | undefined): ComponentInstance =>
+      plan.driverCommand !== undefined
+        ? {
+            name: node ? `${node.name}-driver` : "driver",
+            stage: "driver",
+            args: userDriverArgs(plan, mode, node),
+            ...(node ? { node: node.name } : {}),
+          }
+        : {
+            name: node ? `${node.name}-driver` : "driver",
+            stage: "driver",
+            subcommand: "hostpath",
+            args: hostpathArgs(plan, mode, node),
+            ...(node ? { node: node.name } : {}),
+          };
+    instances.push(driver("controller", undefined));
+    for (const node of plan.nodes) instances.push(driver("node", node));
+  }
+  for (const entry of COMPONENTS) {
+    if (entry.optional && !plan.commands.has(entry.subcommand)) {
+      skipped.push(entry.subcommand);
+      continue;
+    }
+    const targets = entry.scope === "cluster" ? [undefined] : plan.nodes;
+    for (const node of targets) {
+      const name = node ? (entry.name === "" ? node.name : `${node.name}-${entry.name}`) : entry.name;
+      instances.push({
+        name,
+        stage: entry.stage,
+        subcommand: entry.subcommand,
+        args: entry.args(plan, node),
+        ...(entry.identity ? { identity: entry.identity(node) } : {}),
+        ...(node ? { node: node.name } : {}),
+      });
+    }
+  }
+  return { instances, skipped };
+}
+
+/** The driver's socket dirs that must exist before the drivers start. */
+export function socketDirs(plan: ClusterPlan): string[] {
+  return [
+    plan.layout.socketsDir,
+    ...plan.nodes.map((node) => join(plan.layout.rootOf(node.name), "plugins", plan.driverName)),
+    ...plan.nodes.map((node) => plan.layout.registrationDirOf(node.name)),
+  ];
+}

@@ -1,0 +1,9 @@
+// `csikit up`'s composition root: the whole cluster as supervised child processes.
+export { runCluster, DEFAULT_DRIVER_NAME, STORAGE_CLASS } from "./cluster.ts";
+export type { UpOptions, RunningCluster } from "./cluster.ts";
+export { COMPONENTS, STOP_ORDER, planComponents } from "./components.ts";
+export { ClusterLayout, ZONE_LABEL, nodeSpecs } from "./layout.ts";
+export { mountsUnder } from "./drain.ts";
+export { readManifests, applyManifests, RBAC_DIR } from "./manifests.ts";
+export { runWalkthrough } from "./walkthrough.ts";
+export { inUserMountNamespace, mountProblem, reexecInUserMountNamespace } from "./namespace.ts";

@@ -1,0 +1,195 @@
+// Runs each component of `csikit up` as its own child process and keeps it running, as a
+// kubelet keeps a pod's containers running: a child that exits is started again after a
+// backoff (doubling from 500 ms to 10 s, reset once it has run for 10 s), its output appended
+// to <state-dir>/logs/<component>.log. Children get their own process group, so a Ctrl-C in
+// the terminal reaches `up` alone and `up` stops them in order (SIGTERM, SIGKILL after a
+// grace period). Their pids are recorded in <state-dir>/pids.json ({component: pid}) so a later
+// `up` can end leftovers of a run that was itself killed with -9 (and tests can crash one).
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { openSync, closeSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { Backoff, isErrno, isRecord, type Logger } from "../base/index.ts";
+
+export interface ProcessSpec {
+  /** Component name: its log file and its line in messages. */
+  name: string;
+  /** Program and arguments. */
+  command: string;
+  args: readonly string[];
+  env?: Readonly<Record<string, string>>;
+  logFile: string;
+}
+
+const RESTART_INITIAL_MS = 500;
+const RESTART_MAX_MS = 10_000;
+const HEALTHY_AFTER_MS = 10_000;
+const STOP_GRACE_MS = 10_000;
+
+export interface SupervisedProcess {
+  readonly name: string;
+  readonly pid: number | undefined;
+  /** How many times it was started (1 = never restarted). */
+  readonly starts: number;
+  /** Sends SIGKILL to the running child (tests: a crash); the supervisor restarts it. */
+  kill(signal?: NodeJS.Signals): void;
+  /** Stops it for good: SIGTERM, SIGKILL after the grace period; resolves once it exited. */
+  stop(): Promise<void>;
+}
+
+class Supervised implements SupervisedProcess {
+  readonly #spec: ProcessSpec;
+  readonly #logger: Logger;
+  readonly #onChange: () => void;
+  readonly #backoff = new Backoff({ initial: RESTART_INITIAL_MS, max: RESTART_MAX_MS });
+  #child: ChildProcess | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  #stopping = false;
+  #restartTimer: NodeJS.Timeout | undefined;
+  starts = 0;
+
+  constructor(spec: ProcessSpec, logger: Logger, onChange: () => void) {
+    this.#spec = spec;
+    this.#logger = logger;
+    this.#onChange = onChange;
+  }
+
+  get name(): string {
+    return this.#spec.name;
+  }
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  start(): void {
+    if (this.#stopping) return;
+    const log = openSync(this.#spec.logFile, "a", 0o600);
+    let child: ChildProcess;
+    try {
+      child = spawn(this.#spec.command, this.#spec.args, {
+        stdio: ["ignore", log, log],
+        detached: true,
+        env: { ...process.env, ...this.#spec.env },
+      });
+    } finally {
+      closeSync(log);
+    }
+    this.starts += 1;
+    this.#child = child;
+    const startedAt = Date.now();
+    this.#exited = new Promise<void>((resolve) => {
+      child.once("error", (error) => {
+        this.#logger.warn("component failed to start", { component: this.name, reason: error.message });
+      });
+      child.once("close", (code, signal) => {
+        this.#child = undefined;
+        resolve();
+        this.#onChange();
+        if (this.#stopping) return;
+        if (Date.now() - startedAt >= HEALTHY_AFTER_MS) this.#backoff.reset();
+        const delay = this.#backoff.next();
+        this.#logger.warn("component exited; restarting", {
+          component: this.name,
+          code,
+          signal,
+          restartInMs: delay,
+          log: this.#spec.logFile,
+        });
+        this.#restartTimer = setTimeout(() => this.start(), delay);
+      });
+    });
+    this.#onChange();
+  }
+
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    this.#child?.kill(signal);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    clearTimeout(this.#restartTimer);
+    const child = this.#child;
+    if (!child) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+}
+
+/** The set of supervised children of one `up`. */
+export class Supervisor {
+  readonly #logger: Logger;
+  readonly #pidsFile: string;
+  readonly #children = new Map<string, Supervised>();
+
+  constructor(options: { logger: Logger; pidsFile: string }) {
+    this.#logger = options.logger;
+    this.#pidsFile = options.pidsFile;
+  }
+
+  start(spec: ProcessSpec): SupervisedProcess {
+    if (this.#children.has(spec.name)) throw new Error(`component ${spec.name} is already running`);
+    const child = new Supervised(spec, this.#logger, () => void this.#recordPids());
+    this.#children.set(spec.name, child);
+    child.start();
+    return child;
+  }
+
+  get(name: string): SupervisedProcess | undefined {
+    return this.#children.get(name);
+  }
+
+  /** Stops the named children together (each SIGTERM → exit). */
+  async stop(names: readonly string[]): Promise<void> {
+    await Promise.all(names.map((name) => this.#children.get(name)?.stop() ?? Promise.resolve()));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#children.values()].map((child) => child.stop()));
+    await this.#recordPids();
+  }
+
+  #recording: Promise<void> = Promise.resolve();
+  async #recordPids(): Promise<void> {
+    const pids = Object.fromEntries(
+      [...this.#children.values()].flatMap((c) => (c.pid ? [[c.name, c.pid]] : [])),
+    );
+    this.#recording = this.#recording.then(() =>
+      writeFile(this.#pidsFile, JSON.stringify(pids) + "\n", { mode: 0o600 }).catch(() => {}),
+    );
+    await this.#recording;
+  }
+}
+
+/**
+ * Ends children a previous `up` on this state dir left running (it was killed with -9): each
+ * recorded pid whose command line still names the state dir gets SIGKILL.
+ */
+export async function killLeftovers(pidsFile: string, stateDir: string): Promise<number> {
+  let pids: unknown;
+  try {
+    pids = JSON.parse(await readFile(pidsFile, "utf8"));
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) return 0;
+    return 0;
+  }
+  let killed = 0;
+  for (const pid of isRecord(pids) ? Object.values(pids) : []) {
+    if (typeof pid !== "number") continue;
+    let cmdline: string;
+    try {
+      cmdline = (await readFile(`/proc/${pid}/cmdline`, "utf8")).replaceAll("\0", " ");
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes(stateDir)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+      killed += 1;
+    } catch {
+      // already gone
+    }
+  }
+  return killed;
+}

@@ -1,0 +1,351 @@
+// End to end on `csikit up` run as a user runs it: a child process (in a private mount
+// namespace as root; in its own user + mount namespace otherwise) with 17 processes, real
+// sockets, real mounts, the real API server enforcing RBAC. One cluster is shared by the cases
+// (start-up dominates the time); the last case stops it with SIGINT and resumes it. Every wait
+// is bounded; the cluster, its processes and the temp dir go away even when a case fails.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  GVR,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Pod,
+  type VolumeAttachment,
+} from "../../src/api/index.ts";
+import { isNotFound, KubeClient, loadKubeConfig } from "../../src/kube/index.ts";
+
+const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
+const isRoot = process.getuid?.() === 0;
+const canNamespace = isRoot
+  ? spawnSync("unshare", ["--version"]).status === 0
+  : spawnSync("unshare", ["-rm", "true"]).status === 0;
+const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+const SKIP = canNamespace ? false : "needs unshare (root: mount namespace; otherwise user + mount namespace)";
+/** Generous: 17 Node processes start on a shared, loaded 2-core machine. */
+const START_MS = 240_000;
+const STEP_MS = 90_000;
+
+interface UpProcess {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+function startUp(stateDir: string, extra: string[] = []): UpProcess {
+  const args = [MAIN, "up", `--state-dir=${stateDir}`, ...extra];
+  const child = isRoot
+    ? spawn("unshare", ["-m", "--propagation", "private", process.execPath, ...args], {
+        stdio: ["ignore", "pipe", "pipe"],
+      })
+    : spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let text = "";
+  child.stdout?.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  return { child, output: () => text, exited };
+}
+
+async function until<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function pids(stateDir: string): Promise<Record<string, number>> {
+  return JSON.parse(await readFile(join(stateDir, "pids.json"), "utf8")) as Record<string, number>;
+}
+
+/** Mount points under dir as the cluster's processes see them (their mount namespace). */
+async function clusterMounts(stateDir: string, dir: string): Promise<string[]> {
+  const { apiserver } = await pids(stateDir);
+  const text = await readFile(`/proc/${apiserver}/mountinfo`, "utf8");
+  return text
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point.startsWith(dir + "/"));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function stopUp(up: UpProcess | undefined, stateDir: string): Promise<void> {
+  if (!up || up.child.exitCode !== null || up.child.signalCode !== null) return;
+  up.child.kill("SIGTERM");
+  const timer = setTimeout(() => up.child.kill("SIGKILL"), 120_000);
+  await up.exited;
+  clearTimeout(timer);
+  for (const pid of Object.values(await pids(stateDir).catch(() => ({}))))
+    if (alive(pid)) process.kill(pid, "SIGKILL");
+}
+
+function kubectl(kubeconfig: string, args: string[]): { status: number | null; out: string } {
+  const run = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], { encoding: "utf8" });
+  return { status: run.status, out: (run.stdout ?? "") + (run.stderr ?? "") };
+}
+
+async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {
+  try {
+    await probe();
+    return undefined;
+  } catch (error) {
+    if (isNotFound(error)) return true;
+    throw error;
+  }
+}
+
+describe("csikit up", { skip: SKIP }, () => {
+  let base = "";
+  let stateDir = "";
+  let up: UpProcess | undefined;
+  let client: KubeClient;
+  const podRunning = (name: string) => async (): Promise<Pod | undefined> => {
+    const pod = await client.get<Pod>(GVR.pods, name, { namespace: "default" });
+    return pod.status?.phase === "Running" ? pod : undefined;
+  };
+
+  before(async () => {
+    base = await mkdtemp(join(tmpdir(), "csikit-up-"));
+    stateDir = join(base, "state");
+    up = startUp(stateDir, ["--walkthrough"]);
+    await until("the walkthrough to finish", START_MS, () => {
+      const text = up!.output();
+      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+      return /walkthrough done/.test(text) ? true : undefined;
+    });
+    client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }) });
+  });
+
+  after(async () => {
+    client?.close();
+    await stopUp(up, stateDir);
+    await rm(base, { recursive: true, force: true });
+  });
+
+  test("the walkthrough runs the whole lifecycle: provision, attach, stage, publish, write/read, unpublish, unstage, detach, delete", () => {
+    const text = up!.output();
+    assert.match(text, /cluster ready in [\d.]+s/);
+    for (const step of [
+      /claim walkthrough-claim created and bound: CreateVolume/,
+      /volume attached: ControllerPublishVolume by the attacher/,
+      /volume staged: NodeStageVolume/,
+      /volume published: NodePublishVolume/,
+      /file written through the pod's mount, read back from the driver's storage/,
+      /pod deleted: NodeUnpublishVolume/,
+      /volume unstaged: NodeUnstageVolume/,
+      /volume detached: ControllerUnpublishVolume/,
+      /claim deleted: DeleteVolume by the provisioner, PV gone/,
+    ])
+      assert.match(text, step);
+    assert.match(text, /export KUBECONFIG=.*\/kubeconfig/);
+  });
+
+  test("each component has its own 0600 kubeconfig and RBAC refuses what deploy/rbac does not grant", async () => {
+    for (const component of ["provisioner", "attacher", "controllers", "node-1"]) {
+      const mode = (await stat(join(stateDir, "identities", `${component}.kubeconfig`))).mode & 0o777;
+      assert.equal(mode, 0o600, component);
+    }
+    assert.equal((await stat(stateDir)).mode & 0o777, 0o700);
+    const provisioner = new KubeClient({
+      kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "identities", "provisioner.kubeconfig") }),
+    });
+    try {
+      // Allowed by external-provisioner-runner …
+      await provisioner.list(GVR.persistentVolumes);
+      // … and pods may not be listed cluster-wide (only get in its namespace, for capacity owners).
+      await assert.rejects(provisioner.list(GVR.pods), /403|forbidden/i);
+    } finally {
+      provisioner.close();
+    }
+    const attacher = new KubeClient({
+      kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "identities", "attacher.kubeconfig") }),
+    });
+    try {
+      await assert.rejects(attacher.list(GVR.persistentVolumeClaims), /403|forbidden/i);
+    } finally {
+      attacher.close();
+    }
+  });
+
+  test(
+    "WaitForFirstConsumer with topology: the volume lands in the pod's zone",
+    { skip: hasKubectl ? false : "kubectl is not installed" },
+    async () => {
+      const kubeconfig = join(stateDir, "kubeconfig");
+      const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, "topology.yaml")]);
+      assert.equal(applied.status, 0, applied.out);
+      const pod = await until("zonal-app to run", STEP_MS, podRunning("zonal-app"));
+      assert.equal(pod.spec?.nodeName, "node-2", "node-2 is the only zone-b node of 3");
+      const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "zonal-claim", {
+        namespace: "default",
+      });
+      const volume = await client.get<PersistentVolume>(GVR.persistentVolumes, claim.spec?.volumeName ?? "");
+      const values = volume.spec?.nodeAffinity?.required?.nodeSelectorTerms?.flatMap((term) =>
+        (term.matchExpressions ?? []).flatMap((e) => e.values ?? []),
+      );
+      assert.deepEqual(values, ["node-2"]);
+      const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, "topology.yaml"), "--wait=false"]);
+      assert.equal(deleted.status, 0, deleted.out);
+      await until("the zonal volume to be deleted", STEP_MS, () =>
+        gone(() => client.get(GVR.persistentVolumes, volume.metadata?.name ?? "")),
+      );
+    },
+  );
+
+  test(
+    "the examples apply and their pods run (raw block only as real root)",
+    { skip: hasKubectl ? false : "kubectl is not installed" },
+    async () => {
+      const kubeconfig = join(stateDir, "kubeconfig");
+      const files: [string, string[]][] = [
+        ["dynamic-provisioning.yaml", ["dynamic-app"]],
+        ["statefulset-claims.yaml", ["web-0", "web-1", "web-2"]],
+        ["inline-ephemeral.yaml", ["inline-app"]],
+        ["secrets.yaml", ["secret-app"]],
+        ...(isRoot ? ([["raw-block.yaml", ["block-app"]]] as [string, string[]][]) : []),
+      ];
+      for (const [file] of files) {
+        const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, file)]);
+        assert.equal(applied.status, 0, applied.out);
+      }
+      for (const [, pods] of files)
+        for (const pod of pods) await until(`${pod} to run`, STEP_MS, podRunning(pod));
+      // The Secret must outlive the volume (ControllerUnpublish and DeleteVolume read it), so the
+      // secrets example's pod and claim go first and its Secret once the volume is gone.
+      const secretsFirst = kubectl(kubeconfig, [
+        "delete",
+        "pod/secret-app",
+        "pvc/secret-claim",
+        "--wait=false",
+      ]);
+      assert.equal(secretsFirst.status, 0, secretsFirst.out);
+      for (const [file] of files.filter(([name]) => name !== "secrets.yaml")) {
+        const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, file), "--wait=false"]);
+        assert.equal(deleted.status, 0, deleted.out);
+      }
+      try {
+        await until("every example volume to be gone", STEP_MS, async () => {
+          const volumes = await client.list<PersistentVolume>(GVR.persistentVolumes);
+          return volumes.items.length === 0 ? true : undefined;
+        });
+      } catch (error) {
+        const left = kubectl(kubeconfig, ["get", "pv,pvc,volumeattachments,pods", "-o", "wide"]);
+        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${left.out}`);
+      }
+      const rest = kubectl(kubeconfig, [
+        "delete",
+        "-f",
+        join(EXAMPLES, "secrets.yaml"),
+        "--ignore-not-found",
+      ]);
+      assert.equal(rest.status, 0, rest.out);
+    },
+  );
+
+  test("kill -9 of the attacher and of a node agent mid-lifecycle leaks no attachment, mount or volume", async () => {
+    await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+      metadata: { name: "crash-claim", namespace: "default" },
+      spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Mi" } } },
+    });
+    await client.create<Pod>(GVR.pods, {
+      metadata: { name: "crash-app", namespace: "default" },
+      spec: {
+        nodeSelector: { "kubernetes.io/hostname": "node-1" },
+        containers: [{ name: "app", image: "busybox" }],
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: "crash-claim" } }],
+      },
+    });
+    const before = await pids(stateDir);
+    process.kill(before.attacher!, "SIGKILL");
+    process.kill(before["node-1"]!, "SIGKILL");
+    const running = await until("crash-app to run after the restarts", STEP_MS, podRunning("crash-app"));
+    const crashClaim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "crash-claim", {
+      namespace: "default",
+    });
+    const crashVolume = crashClaim.spec?.volumeName ?? "";
+    const podDir = join(stateDir, "nodes", "node-1", "pods", running.metadata?.uid ?? "");
+    const after = await pids(stateDir);
+    assert.notEqual(after.attacher, before.attacher, "the attacher was restarted");
+    assert.notEqual(after["node-1"], before["node-1"], "the node agent was restarted");
+    await client.delete(GVR.pods, "crash-app", { namespace: "default" });
+    // Kill the attacher again while the pod's volume is being torn down and detached.
+    process.kill(after.attacher!, "SIGKILL");
+    await until("crash-app to go", STEP_MS, () =>
+      gone(() => client.get(GVR.pods, "crash-app", { namespace: "default" })),
+    );
+    await client.delete(GVR.persistentVolumeClaims, "crash-claim", { namespace: "default" });
+    await until("no attachment, mount or volume of crash-claim left", STEP_MS, async () => {
+      const attachments = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items.filter(
+        (a) => a.spec?.source?.persistentVolumeName === crashVolume,
+      );
+      const volume = await gone(() => client.get(GVR.persistentVolumes, crashVolume));
+      const mounts = await clusterMounts(stateDir, podDir);
+      return attachments.length === 0 && volume && mounts.length === 0 ? true : undefined;
+    });
+  });
+
+  test("SIGINT tears volumes down before the processes and exits 0; a second up resumes the cluster", async () => {
+    await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+      metadata: { name: "keep-claim", namespace: "default" },
+      spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Mi" } } },
+    });
+    await client.create<Pod>(GVR.pods, {
+      metadata: { name: "keep-app", namespace: "default" },
+      spec: {
+        containers: [{ name: "app", image: "busybox" }],
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: "keep-claim" } }],
+      },
+    });
+    await until("keep-app to run", STEP_MS, podRunning("keep-app"));
+    const components = await pids(stateDir);
+    up!.child.kill("SIGINT");
+    const code = await Promise.race([up!.exited, until("up to exit", 150_000, () => undefined)]);
+    const text = up!.output();
+    assert.equal(code, 0, text);
+    assert.match(text, /✓ volumes torn down/);
+    assert.match(text, /✓ all processes stopped/);
+    for (const [name, pid] of Object.entries(components))
+      assert.equal(alive(pid), false, `${name} still runs`);
+
+    up = startUp(stateDir);
+    await until("the resumed cluster to be ready", START_MS, () => {
+      const output = up!.output();
+      if (/✗/.test(output) || up!.child.exitCode !== null) throw new Error(`up failed:\n${output}`);
+      return /cluster ready in/.test(output) ? true : undefined;
+    });
+    assert.match(up.output(), /resuming cluster in/);
+    const pod = await client.get<Pod>(GVR.pods, "keep-app", { namespace: "default" });
+    assert.equal(pod.status?.phase, "Failed");
+    assert.equal(pod.status?.reason, "Terminated");
+    const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "keep-claim", {
+      namespace: "default",
+    });
+    assert.equal(claim.status?.phase, "Bound");
+    assert.deepEqual(await clusterMounts(stateDir, join(stateDir, "nodes")), []);
+  });
+});
