@@ -41,9 +41,11 @@ test("a failing ControllerPublish: attachError and a Warning Event, retried, the
   const cluster = await startCluster(t);
   const { client } = cluster;
   const driver = await startScripted(t, cluster.dir, { capabilities: ["PUBLISH_UNPUBLISH_VOLUME"] });
-  let failures = 2;
+  // The driver fails until the test has seen the failure surfaced: a fixed number of failures
+  // would race the poll (under load, the retry could succeed and clear attachError first).
+  let failing = true;
   driver.onPublish = async () => {
-    if (failures-- > 0) throw new CsiError(GrpcStatus.INTERNAL, "backend down");
+    if (failing) throw new CsiError(GrpcStatus.INTERNAL, "backend down");
   };
   await client.create<Secret>(GVR.secrets, {
     apiVersion: "v1",
@@ -79,6 +81,7 @@ test("a failing ControllerPublish: attachError and a Warning Event, retried, the
   assert.equal(events[0]!.type, "Warning");
   assert.equal(events[0]!.involvedObject.kind, "VolumeAttachment");
   assert.match(events[0]!.message ?? "", /backend down/);
+  failing = false;
 
   const va = await waitFor("va-a attached", async () => {
     const current = await getAttachment(client, "va-a");
@@ -86,8 +89,8 @@ test("a failing ControllerPublish: attachError and a Warning Event, retried, the
   });
   assert.equal(va.status?.attachError, undefined, "attachError cleared");
   assert.deepEqual(va.status?.attachmentMetadata, { device: "/dev/scripted/vol-a" });
-  assert.equal(driver.publishes.length, 3, "two failures, one success");
-  const request = driver.publishes[2]!;
+  assert.ok(driver.publishes.length >= 2, "failures retried, then one success");
+  const request = driver.publishes.at(-1)!;
   assert.equal(request.volumeId, "vol-a");
   assert.equal(request.nodeId, "scripted-node-1");
   assert.equal(request.readonly, false, "no PUBLISH_READONLY: readonly must be false");
