@@ -314,6 +314,24 @@ export const EVENT_REASONS = Object.freeze({
     "resizer",
     "node expansion pending",
   ),
+  volumeModify: entry(
+    "VolumeModify",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "ControllerModifyVolume started (VolumeAttributesClass changed)",
+  ),
+  volumeModifyFailed: entry(
+    "VolumeModifyFailed",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "ControllerModifyVolume failed, or the VolumeAttributesClass does not exist",
+  ),
+  volumeModifySuccessful: entry(
+    "VolumeModifySuccessful",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "ControllerModifyVolume done, status.currentVolumeAttributesClassName set",
+  ),
   fileSystemResizeSuccessful: entry(
     "FileSystemResizeSuccessful",
     ["PersistentVolumeClaim", "Pod"],

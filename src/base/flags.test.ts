@@ -86,3 +86,12 @@ test("durations parse and print as Go does", () => {
   assert.equal(formatDuration(0), "0s");
   assert.equal(formatDuration(3_600_000), "1h0m0s");
 });
+
+test("a string flag with a bare value reads alone as that value and never consumes the next word", () => {
+  const walk: FlagSpecs = { walkthrough: { type: "string", default: "", bare: "all", help: "Walk." } };
+  assert.equal(new Flags(parseFlags(walk, ["--walkthrough", "x"])).string("walkthrough"), "all");
+  assert.deepEqual(parseFlags(walk, ["--walkthrough", "x"]).positionals, ["x"]);
+  assert.equal(new Flags(parseFlags(walk, ["--walkthrough=expand"])).string("walkthrough"), "expand");
+  assert.equal(new Flags(parseFlags(walk, [])).string("walkthrough"), "");
+  assert.match(formatHelp("x", walk), /alone: "all"/);
+});

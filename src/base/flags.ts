@@ -17,6 +17,11 @@ export interface FlagSpec {
   default?: string;
   /** Flag is accepted but does nothing; --help says so. */
   deprecated?: string;
+  /**
+   * Value of a non-bool flag given bare (`--walkthrough` alone means `--walkthrough=<bare>`); such a
+   * flag never takes its value from the next argument, only after `=`.
+   */
+  bare?: string;
 }
 
 export type FlagValue = string | boolean | number | string[] | Record<string, string>;
@@ -182,6 +187,7 @@ export function parseFlags(specs: FlagSpecs, argv: readonly string[]): ParsedFla
     }
     if (inline === undefined) {
       if (spec.type === "bool") inline = "true";
+      else if (spec.bare !== undefined) inline = spec.bare;
       else {
         if (i + 1 >= argv.length) throw new FlagError(`flag needs an argument: -${name}`);
         inline = argv[++i]!;
@@ -209,6 +215,7 @@ export function formatHelp(usage: string, specs: FlagSpecs, description?: string
     let text = spec.help;
     if (spec.default !== undefined && spec.default !== "")
       text += ` (default ${JSON.stringify(spec.default)})`;
+    if (spec.bare !== undefined) text += ` (alone: ${JSON.stringify(spec.bare)})`;
     if (spec.deprecated) text += ` DEPRECATED: ${spec.deprecated}`;
     lines.push(`      ${text}`);
   }

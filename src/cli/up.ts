@@ -13,6 +13,8 @@ import {
   reexecInUserMountNamespace,
   runCluster,
   runWalkthrough,
+  WALKTHROUGHS,
+  type Walkthrough,
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
 
@@ -27,11 +29,23 @@ function availableSubcommands(): Set<string> {
   return new Set(names.filter((name) => existsSync(join(CLI_DIR, `${name}.ts`))));
 }
 
+/** --walkthrough's value: none (off), or which one (true/false still read as before). */
+function walkthroughOf(value: string): Walkthrough | undefined {
+  if (value === "" || value === "false") return undefined;
+  if (value === "true") return "all";
+  const which = WALKTHROUGHS.find((name) => name === value);
+  if (which === undefined)
+    throw new FlagError(
+      `invalid value ${JSON.stringify(value)} for flag -walkthrough: want ${WALKTHROUGHS.join(" or ")}`,
+    );
+  return which;
+}
+
 export const upCommand: Command = {
   name: "up",
   summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
   usage:
-    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough [--exit]] [--driver-name=NAME] [--driver-socket=PATH | --driver-command=CMD]",
+    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--driver-socket=PATH | --driver-command=CMD]",
   description:
     "Starts, each as its own supervised process with its own identity (RBAC from deploy/rbac/): the API server,\n" +
     "the controllers, the driver's controller instance with the provisioner and attacher, and per virtual node\n" +
@@ -64,9 +78,11 @@ export const upCommand: Command = {
       help: "Start this command per driver instance instead of hostpath; {endpoint}, {nodeid} and {mode} (controller|node) are replaced.",
     },
     walkthrough: {
-      type: "bool",
-      default: "false",
-      help: "Once ready, run the seed's walkthrough (StorageClass, claim, pod, write/read, delete), then keep running.",
+      type: "string",
+      bare: "all",
+      help:
+        "Once ready, run a walkthrough, then keep running: all (StorageClass, claim, pod, write/read, grow the claim, delete) " +
+        "or expand (the same without the write/read: grow the published claim, show its size through the mount).",
     },
     exit: {
       type: "bool",
@@ -79,6 +95,7 @@ export const upCommand: Command = {
     const nodes = flags.number("nodes");
     if (!Number.isInteger(nodes) || nodes < 1 || nodes > 50)
       throw new FlagError(`invalid value ${nodes} for flag -nodes: want 1..50`);
+    const walkthrough = walkthroughOf(flags.string("walkthrough"));
     const driverSocket = flags.string("driver-socket");
     const driverCommand = flags.string("driver-command");
     if (driverSocket !== "" && driverCommand !== "")
@@ -104,8 +121,8 @@ export const upCommand: Command = {
         cliMain: CLI_MAIN,
         logger,
         print,
-        ...(flags.bool("walkthrough")
-          ? { afterReady: (cluster, inner) => runWalkthrough(cluster, { print }, inner) }
+        ...(walkthrough !== undefined
+          ? { afterReady: (cluster, inner) => runWalkthrough(cluster, { print, which: walkthrough }, inner) }
           : {}),
         exit: flags.bool("exit"),
       },

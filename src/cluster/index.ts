@@ -5,5 +5,6 @@ export { COMPONENTS, STOP_ORDER, planComponents } from "./components.ts";
 export { ClusterLayout, ZONE_LABEL, nodeSpecs } from "./layout.ts";
 export { mountsUnder } from "./drain.ts";
 export { readManifests, applyManifests, RBAC_DIR } from "./manifests.ts";
-export { runWalkthrough } from "./walkthrough.ts";
+export { runWalkthrough, WALKTHROUGHS } from "./walkthrough.ts";
+export type { Walkthrough } from "./walkthrough.ts";
 export { inUserMountNamespace, mountProblem, reexecInUserMountNamespace } from "./namespace.ts";

@@ -1,13 +1,19 @@
 // The seed's walkthrough, run by `csikit up --walkthrough` (`npm start`): a StorageClass and a
 // claim, a pod using it; wait until the volume is provisioned, attached, staged and published;
-// write a file through the pod's mount and read it back from the driver's own storage; delete
-// the pod (unpublish, unstage, detach) and the claim (DeleteVolume, PV gone). Each step prints
-// how long it took. Every wait is bounded.
+// write a file through the pod's mount and read it back from the driver's own storage; grow the
+// claim while the pod runs (ControllerExpandVolume by the resizer, NodeExpandVolume by the node
+// agent) and show the size statfs sees through the mount; delete the pod (unpublish, unstage,
+// detach) and the claim (DeleteVolume, PV gone). `expand` runs the same without the write/read.
+// Each step prints how long it took. Every wait is bounded.
 
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, statfs, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
+  EVENT_REASONS,
   GVR,
+  parseQuantity,
+  quantityValue,
+  type CoreEvent,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Pod,
@@ -17,6 +23,7 @@ import {
 import { errorMessage } from "../base/index.ts";
 import { isNotFound } from "../kube/index.ts";
 import { KubeletPaths } from "../node/index.ts";
+import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
 
@@ -26,8 +33,18 @@ const CLAIM = "walkthrough-claim";
 const POD = "walkthrough-pod";
 const VOLUME = "data";
 
+/** `all`: the whole lifecycle with growth; `expand`: the lifecycle's mounts and the growth only. */
+export const WALKTHROUGHS = ["all", "expand"] as const;
+export type Walkthrough = (typeof WALKTHROUGHS)[number];
+
+/** Size of the claim before and after the growth step (MiBs: the volume is a real directory). */
+const SIZE_BEFORE = "1Mi";
+const SIZE_AFTER = "2Mi";
+
 export interface WalkthroughOptions {
   print: (line: string) => void;
+  /** Which walkthrough. Default all. */
+  which?: Walkthrough;
   /** Bound of each step, ms. Default 60000. */
   stepTimeoutMs?: number;
 }
@@ -84,8 +101,11 @@ export async function runWalkthrough(
     return value;
   };
   options.print("");
+  const which = options.which ?? "all";
   options.print(
-    "walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write/read → delete",
+    which === "all"
+      ? "walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write/read → grow → delete"
+      : "walkthrough (expand): StorageClass → claim → pod → provision, attach, stage, publish → grow → delete",
   );
 
   // Leftovers of an interrupted earlier walkthrough would make the creates below fail.
@@ -107,6 +127,8 @@ export async function runWalkthrough(
       provisioner: driverName,
       reclaimPolicy: "Delete",
       volumeBindingMode: "Immediate",
+      // The PersistentVolumeClaimResize admission lets only such classes' claims grow.
+      allowVolumeExpansion: true,
     });
   });
   await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
@@ -116,7 +138,7 @@ export async function runWalkthrough(
     spec: {
       accessModes: ["ReadWriteOnce"],
       storageClassName: CLASS,
-      resources: { requests: { storage: "1Mi" } },
+      resources: { requests: { storage: SIZE_BEFORE } },
     },
   });
   const volume = await timed(
@@ -191,20 +213,33 @@ export async function runWalkthrough(
     }),
   );
   const message = `hello from csikit, ${new Date().toISOString()}\n`;
-  await timed(
-    "file written through the pod's mount, read back from the driver's storage",
-    async () => {
-      await writeFile(join(target, "hello.txt"), message);
-      const where =
-        cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined
-          ? join(cluster.layout.driverStateDir, "volumes", handle, "hello.txt")
-          : join(target, "hello.txt");
-      const back = await readFile(where, "utf8");
-      if (back !== message)
-        throw new Error(`read back ${JSON.stringify(back)} from ${where}, wrote ${JSON.stringify(message)}`);
-      return where;
+  if (which === "all")
+    await timed(
+      "file written through the pod's mount, read back from the driver's storage",
+      async () => {
+        await writeFile(join(target, "hello.txt"), message);
+        const where =
+          cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined
+            ? join(cluster.layout.driverStateDir, "volumes", handle, "hello.txt")
+            : join(target, "hello.txt");
+        const back = await readFile(where, "utf8");
+        if (back !== message)
+          throw new Error(
+            `read back ${JSON.stringify(back)} from ${where}, wrote ${JSON.stringify(message)}`,
+          );
+        return where;
+      },
+      (where) => where,
+    );
+
+  await growClaim(
+    cluster,
+    { timed, until: (what, probe) => until(what, timeout, signal, probe) },
+    {
+      pvName,
+      target,
+      print: options.print,
     },
-    (where) => where,
   );
 
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE });
@@ -234,4 +269,82 @@ export async function runWalkthrough(
   await client.delete(GVR.storageClasses, CLASS).catch(() => {});
   options.print("walkthrough done: every step passed");
   options.print("");
+}
+
+interface GrowSteps {
+  timed: <T>(label: string, work: () => Promise<T>, detail?: (value: T) => string) => Promise<T>;
+  until: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>;
+}
+
+/** The claim's Events the growth step shows (resizer and kubelet). */
+const RESIZE_EVENT_REASONS: ReadonlySet<string> = new Set(
+  [
+    EVENT_REASONS.resizing,
+    EVENT_REASONS.volumeResizeFailed,
+    EVENT_REASONS.volumeResizeSuccessful,
+    EVENT_REASONS.fileSystemResizeRequired,
+    EVENT_REASONS.fileSystemResizeSuccessful,
+  ].map((entry) => entry.key),
+);
+
+const bytesOf = (quantity: string | undefined): bigint =>
+  quantity === undefined ? -1n : quantityValue(parseQuantity(quantity));
+
+/**
+ * Grows the walkthrough claim while its pod runs: the resizer's ControllerExpandVolume shows as
+ * the PV's capacity, the node agent's NodeExpandVolume as the claim's status.capacity with the
+ * resize conditions gone; then statfs through the published path.
+ */
+async function growClaim(
+  cluster: RunningCluster,
+  steps: GrowSteps,
+  volume: { pvName: string; target: string; print: (line: string) => void },
+): Promise<void> {
+  const { admin: client } = cluster;
+  const wanted = bytesOf(SIZE_AFTER);
+  const claimOf = (): Promise<PersistentVolumeClaim> =>
+    client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, CLAIM, { namespace: NAMESPACE });
+  await client.patch<PersistentVolumeClaim>(
+    GVR.persistentVolumeClaims,
+    CLAIM,
+    { spec: { resources: { requests: { storage: SIZE_AFTER } } } },
+    { namespace: NAMESPACE },
+  );
+  await steps.timed(
+    `claim grown ${SIZE_BEFORE} → ${SIZE_AFTER}: ControllerExpandVolume by the resizer`,
+    () =>
+      steps.until("the PV's capacity to grow", async () => {
+        const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, volume.pvName);
+        return bytesOf(pv.spec?.capacity?.storage) >= wanted ? pv : undefined;
+      }),
+    (pv) => `PV capacity ${pv.spec?.capacity?.storage}`,
+  );
+  await steps.timed(
+    "filesystem grown: NodeExpandVolume by the node agent",
+    () =>
+      steps.until("the claim's status.capacity to grow and its resize conditions to clear", async () => {
+        const claim = await claimOf();
+        const pending = (claim.status?.conditions ?? []).filter((c) => RESIZE_CONDITIONS.has(c.type));
+        return bytesOf(claim.status?.capacity?.storage) >= wanted && pending.length === 0 ? claim : undefined;
+      }),
+    (claim) => `claim status.capacity ${claim.status?.capacity?.storage}, no resize condition left`,
+  );
+  const events = await client.list<CoreEvent>(GVR.events, { namespace: NAMESPACE });
+  const reasons = events.items
+    .filter(
+      (event) =>
+        event.involvedObject?.kind === "PersistentVolumeClaim" && event.involvedObject.name === CLAIM,
+    )
+    .filter((event) => RESIZE_EVENT_REASONS.has(event.reason ?? ""))
+    .map((event) => event.reason);
+  volume.print(`    claim events: ${reasons.join(", ") || "(none)"}`);
+  if (!(await mountsUnder(cluster.layout.nodesDir)).includes(volume.target)) {
+    volume.print(`    statfs skipped: ${volume.target} is not a mount (no mount privilege here)`);
+    return;
+  }
+  const fs = await statfs(volume.target);
+  volume.print(
+    `    statfs through the mount: ${fs.blocks * fs.bsize} bytes, ${fs.bavail * fs.bsize} available ` +
+      "(a hostpath filesystem volume is a directory: statfs sees the filesystem that holds it)",
+  );
 }

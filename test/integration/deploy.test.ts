@@ -27,6 +27,7 @@ import { hostpathOptions } from "../../src/cli/hostpath.ts";
 import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/index.ts";
 import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/index.ts";
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
+import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const DEPLOY = join(ROOT, "deploy");
@@ -44,6 +45,7 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   attacher: attacherOptionsFromFlags,
   registrar: registrarOptionsFromFlags,
   livenessprobe: livenessProbeOptionsFromFlags,
+  resizer: resizerOptionsFromFlags,
 };
 
 /** The fields of a manifest object these checks read. */
@@ -300,7 +302,7 @@ test("every container command line in deploy/ is accepted by csikit's parser and
     validate(flags);
     checked.push(`${subcommand}@${container.where}`);
   }
-  for (const sub of ["hostpath", "provisioner", "attacher", "registrar", "livenessprobe"])
+  for (const sub of ["hostpath", "provisioner", "attacher", "registrar", "livenessprobe", "resizer"])
     assert.ok(
       checked.some((c) => c.startsWith(`${sub}@`)),
       `no container runs csikit ${sub}`,

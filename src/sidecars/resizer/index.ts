@@ -5,3 +5,4 @@ export { startResizer } from "./controller.ts";
 export { RESIZER_FLAGS, resizerOptionsFromFlags } from "./flags.ts";
 export { RESIZER_FEATURE_GATE_DEFAULTS } from "./options.ts";
 export type { ResizerOptions, ResizerFeatures } from "./options.ts";
+export { CONDITION, RESIZE_CONDITIONS } from "./names.ts";

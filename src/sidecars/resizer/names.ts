@@ -3,6 +3,8 @@
 // allocatedResourceStatuses values, modifyVolumeStatus values, annotations and Event reasons.
 // They are the contract with the kubelet (csikit node or a real one) and with users' tooling.
 
+import { EVENT_REASONS } from "../../api/index.ts";
+
 /** PVC condition types (PersistentVolumeClaimConditionType). */
 export const CONDITION = {
   resizing: "Resizing",
@@ -49,16 +51,15 @@ export const ANNOTATION = {
   controllerModifySecretNamespace: "volume.kubernetes.io/controller-modify-secret-namespace",
 } as const;
 
-/** Event reasons (external-resizer pkg/util/events.go). */
+/** Event reasons (external-resizer pkg/util/events.go), from the contract table (docs/contract.md). */
 export const REASON = {
-  resizing: "Resizing",
-  resizeFailed: "VolumeResizeFailed",
-  resizeSuccessful: "VolumeResizeSuccessful",
-  fileSystemResizeRequired: "FileSystemResizeRequired",
-  modify: "VolumeModify",
-  modifyFailed: "VolumeModifyFailed",
-  modifySuccessful: "VolumeModifySuccessful",
-  modifyCanceled: "VolumeModifyCanceled",
+  resizing: EVENT_REASONS.resizing.key,
+  resizeFailed: EVENT_REASONS.volumeResizeFailed.key,
+  resizeSuccessful: EVENT_REASONS.volumeResizeSuccessful.key,
+  fileSystemResizeRequired: EVENT_REASONS.fileSystemResizeRequired.key,
+  modify: EVENT_REASONS.volumeModify.key,
+  modifyFailed: EVENT_REASONS.volumeModifyFailed.key,
+  modifySuccessful: EVENT_REASONS.volumeModifySuccessful.key,
 } as const;
 
 /** --extra-modify-metadata keys added to mutable_parameters. */
