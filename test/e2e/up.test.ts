@@ -1,12 +1,12 @@
 // End to end on `csikit up` run as a user runs it: a child process (in a private mount
-// namespace as root; in its own user + mount namespace otherwise) with 17 processes, real
+// namespace as root; in its own user + mount namespace otherwise) with 18 processes, real
 // sockets, real mounts, the real API server enforcing RBAC. One cluster is shared by the cases
 // (start-up dominates the time); the last case stops it with SIGINT and resumes it. Every wait
 // is bounded; the cluster, its processes and the temp dir go away even when a case fails.
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -28,7 +28,7 @@ const canNamespace = isRoot
   : spawnSync("unshare", ["-rm", "true"]).status === 0;
 const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
 const SKIP = canNamespace ? false : "needs unshare (root: mount namespace; otherwise user + mount namespace)";
-/** Generous: 17 Node processes start on a shared, loaded 2-core machine. */
+/** Generous: 18 Node processes start on a shared, loaded 2-core machine. */
 const START_MS = 240_000;
 const STEP_MS = 90_000;
 
@@ -156,6 +156,9 @@ describe("csikit up", { skip: SKIP }, () => {
       /volume staged: NodeStageVolume/,
       /volume published: NodePublishVolume/,
       /file written through the pod's mount, read back from the driver's storage/,
+      /claim grown 1Mi → 2Mi: ControllerExpandVolume by the resizer — PV capacity 2Mi/,
+      /filesystem grown: NodeExpandVolume by the node agent — claim status.capacity 2Mi, no resize condition left/,
+      /claim events: Resizing, FileSystemResizeRequired, FileSystemResizeSuccessful/,
       /pod deleted: NodeUnpublishVolume/,
       /volume unstaged: NodeUnstageVolume/,
       /volume detached: ControllerUnpublishVolume/,
@@ -166,7 +169,7 @@ describe("csikit up", { skip: SKIP }, () => {
   });
 
   test("each component has its own 0600 kubeconfig and RBAC refuses what deploy/rbac does not grant", async () => {
-    for (const component of ["provisioner", "attacher", "controllers", "node-1"]) {
+    for (const component of ["provisioner", "attacher", "resizer", "controllers", "node-1"]) {
       const mode = (await stat(join(stateDir, "identities", `${component}.kubeconfig`))).mode & 0o777;
       assert.equal(mode, 0o600, component);
     }
@@ -190,7 +193,111 @@ describe("csikit up", { skip: SKIP }, () => {
     } finally {
       attacher.close();
     }
+    const resizer = new KubeClient({
+      kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "identities", "resizer.kubeconfig") }),
+    });
+    try {
+      // external-resizer-runner: claims and volumes, never VolumeAttachments.
+      await resizer.list(GVR.persistentVolumeClaims);
+      await assert.rejects(resizer.list(GVR.volumeAttachments), /403|forbidden/i);
+    } finally {
+      resizer.close();
+    }
   });
+
+  test(
+    "a bound, published claim grown with kubectl patch: PV capacity, claim status.capacity, conditions cleared, size through the mount",
+    { skip: hasKubectl ? false : "kubectl is not installed" },
+    async () => {
+      const kubeconfig = join(stateDir, "kubeconfig");
+      await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+        metadata: { name: "grow-claim", namespace: "default" },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Mi" } } },
+      });
+      await client.create<Pod>(GVR.pods, {
+        metadata: { name: "grow-app", namespace: "default" },
+        spec: {
+          containers: [{ name: "app", image: "busybox" }],
+          volumes: [{ name: "data", persistentVolumeClaim: { claimName: "grow-claim" } }],
+        },
+      });
+      const pod = await until("grow-app to run", STEP_MS, podRunning("grow-app"));
+      const bound = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
+        namespace: "default",
+      });
+      const pvName = bound.spec?.volumeName ?? "";
+      assert.equal(bound.status?.capacity?.storage, "1Mi");
+      const target = join(
+        stateDir,
+        "nodes",
+        pod.spec?.nodeName ?? "",
+        "pods",
+        pod.metadata?.uid ?? "",
+        "volumes",
+        "kubernetes.io~csi",
+        pvName,
+        "mount",
+      );
+      assert.ok((await clusterMounts(stateDir, join(stateDir, "nodes"))).includes(target), "published");
+
+      const patched = kubectl(kubeconfig, [
+        "patch",
+        "pvc",
+        "grow-claim",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { resources: { requests: { storage: "3Mi" } } } }),
+      ]);
+      assert.equal(patched.status, 0, patched.out);
+      const volume = await until("the PV's capacity to be 3Mi", STEP_MS, async () => {
+        const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+        return pv.spec?.capacity?.storage === "3Mi" ? pv : undefined;
+      });
+      const claim = await until("the claim's status.capacity to be 3Mi", STEP_MS, async () => {
+        const c = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
+          namespace: "default",
+        });
+        return c.status?.capacity?.storage === "3Mi" ? c : undefined;
+      });
+      assert.deepEqual(claim.status?.conditions ?? [], [], "resize conditions cleared");
+      assert.equal(claim.status?.allocatedResourceStatuses?.storage, undefined, "no resize status left");
+      assert.equal(claim.status?.allocatedResources?.storage, "3Mi");
+      const handle = volume.spec?.csi?.volumeHandle ?? "";
+      const events = kubectl(kubeconfig, [
+        "get",
+        "events",
+        "--field-selector=involvedObject.name=grow-claim",
+        "-o",
+        "jsonpath={.items[*].reason}",
+      ]);
+      assert.equal(events.status, 0, events.out);
+      for (const reason of ["Resizing", "FileSystemResizeRequired", "FileSystemResizeSuccessful"])
+        assert.ok(events.out.split(" ").includes(reason), `Event ${reason} in ${events.out}`);
+      if (isRoot) {
+        // statfs through the published path, in the cluster's mount namespace: the bind mount
+        // reaches the volume's directory, so it sees the filesystem holding the driver's volumes.
+        const { apiserver } = await pids(stateDir);
+        const root = `/proc/${apiserver}/root`;
+        const through = await statfs(root + target);
+        const backing = await statfs(join(root + stateDir, "hostpath", "volumes", handle));
+        assert.ok(through.blocks * through.bsize >= 3 * 1024 * 1024, "the filesystem holds 3Mi");
+        assert.equal(through.blocks * through.bsize, backing.blocks * backing.bsize);
+        assert.equal(through.type, backing.type);
+      } else
+        console.log(
+          "# statfs through the mount skipped: not root (the cluster's mounts are in its own user namespace)",
+        );
+
+      await client.delete(GVR.pods, "grow-app", { namespace: "default" });
+      await until("grow-app to go", STEP_MS, () =>
+        gone(() => client.get(GVR.pods, "grow-app", { namespace: "default" })),
+      );
+      await client.delete(GVR.persistentVolumeClaims, "grow-claim", { namespace: "default" });
+      await until("the grown volume to be deleted", STEP_MS, () =>
+        gone(() => client.get(GVR.persistentVolumes, pvName)),
+      );
+    },
+  );
 
   test(
     "WaitForFirstConsumer with topology: the volume lands in the pod's zone",

@@ -116,7 +116,14 @@ interface RunParts {
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
-  const factory = new InformerFactory({ client, clock, logger });
+  // --resync-period: every cached object is handed to the handlers again (onUpdate(obj, obj)),
+  // so every claim is looked at again, as upstream's shared informer factory does.
+  const factory = new InformerFactory({
+    client,
+    clock,
+    logger,
+    defaultResyncPeriodMs: options.resyncPeriodMs,
+  });
   const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
   const pods = options.handleVolumeInUseError ? factory.informer<Pod>(GVR.pods) : undefined;
