@@ -32,9 +32,11 @@ export const GVR = Object.freeze({
   csiNodes: gvr("storage.k8s.io", "v1", "csinodes", "CSINode", false),
   volumeAttachments: gvr("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", false),
   csiStorageCapacities: gvr("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", true),
+  // v1beta1: the version external-resizer v1.13 and external-provisioner v5.2 (Kubernetes 1.32)
+  // read, so csikit's sidecars run against the same API servers as theirs.
   volumeAttributesClasses: gvr(
     "storage.k8s.io",
-    "v1",
+    "v1beta1",
     "volumeattributesclasses",
     "VolumeAttributesClass",
     false,

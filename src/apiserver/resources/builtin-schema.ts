@@ -65,6 +65,8 @@ const ROOT_MODELS: Readonly<Record<string, string>> = {
   "storage.k8s.io/v1/VolumeAttachment": "V1VolumeAttachment",
   "storage.k8s.io/v1/CSIStorageCapacity": "V1CSIStorageCapacity",
   "storage.k8s.io/v1/VolumeAttributesClass": "V1VolumeAttributesClass",
+  // Same fields at v1beta1 (served for the Kubernetes 1.32 sidecars).
+  "storage.k8s.io/v1beta1/VolumeAttributesClass": "V1VolumeAttributesClass",
   "coordination.k8s.io/v1/Lease": "V1Lease",
   "apiextensions.k8s.io/v1/CustomResourceDefinition": "V1CustomResourceDefinition",
   "apps/v1/Deployment": "V1Deployment",

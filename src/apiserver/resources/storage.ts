@@ -663,6 +663,13 @@ export const volumeAttributesClasses: ResourceDef = defineResource({
   },
 });
 
+/**
+ * VolumeAttributesClass at storage.k8s.io/v1beta1 too, the same objects (one storage key per
+ * group and resource): external-resizer v1.13 and external-provisioner v5.2 (Kubernetes 1.32)
+ * read this version, newer ones v1; the fields are the same in both.
+ */
+export const volumeAttributesClassesV1beta1: ResourceDef = { ...volumeAttributesClasses, version: "v1beta1" };
+
 export const storageResources: readonly ResourceDef[] = Object.freeze([
   storageClasses,
   csiDrivers,
@@ -670,4 +677,5 @@ export const storageResources: readonly ResourceDef[] = Object.freeze([
   volumeAttachments,
   csiStorageCapacities,
   volumeAttributesClasses,
+  volumeAttributesClassesV1beta1,
 ]);

@@ -4,10 +4,11 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GVR, type PersistentVolume } from "../../api/index.ts";
+import { GVR, type PersistentVolume, type VolumeAttributesClass } from "../../api/index.ts";
 import { CsiClient } from "../../csi/index.ts";
 import {
   HOSTPATH,
+  STUB,
   bind,
   createClaim,
   createClass,
@@ -19,6 +20,7 @@ import {
   runProvisioner,
   startCluster,
   startHostpath,
+  startStub,
   waitFor,
   waitForVolume,
 } from "./fixture.test.ts";
@@ -168,4 +170,22 @@ test("HonorPVReclaimPolicy off: no finalizer on the PV", async (t) => {
   const claim = await createClaim(cluster, "c", HOSTPATH);
   const pv: PersistentVolume = await waitForVolume(cluster, claim);
   assert.deepEqual(pv.metadata?.finalizers ?? [], []);
+});
+
+test("VolumeAttributesClass gate: the class (storage.k8s.io/v1beta1, as v5.2 reads it) gives CreateVolume its mutable_parameters and the PV its class", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  await cluster.client.create<VolumeAttributesClass>(GVR.volumeAttributesClasses, {
+    apiVersion: `${GVR.volumeAttributesClasses.group}/${GVR.volumeAttributesClasses.version}`,
+    kind: "VolumeAttributesClass",
+    metadata: { name: "gold" },
+    driverName: STUB,
+    parameters: { iops: "3000" },
+  });
+  runProvisioner(t, cluster, stub.server.path, ["--feature-gates=Topology=false,VolumeAttributesClass=true"]);
+  const claim = await createClaim(cluster, "vac", STUB, { volumeAttributesClassName: "gold" });
+  const pv = await waitForVolume(cluster, claim);
+  assert.deepEqual(stub.creates[0]?.mutableParameters, { iops: "3000" });
+  assert.equal(pv.spec?.volumeAttributesClassName, "gold");
 });

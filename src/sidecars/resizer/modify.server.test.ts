@@ -33,7 +33,7 @@ async function createVac(
   parameters: Record<string, string>,
 ): Promise<void> {
   await cluster.client.create<VolumeAttributesClass>(GVR.volumeAttributesClasses, {
-    apiVersion: "storage.k8s.io/v1",
+    apiVersion: "storage.k8s.io/v1beta1",
     kind: "VolumeAttributesClass",
     metadata: { name },
     driverName,
