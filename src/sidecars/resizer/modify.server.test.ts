@@ -1,6 +1,7 @@
 // The modify controller (gate VolumeAttributesClass) on the real API server with a scripted
 // driver and with `csikit hostpath`: success, a class that does not exist yet (Pending),
-// InvalidArgument (Infeasible) and then another class, retries of uncertain failures.
+// InvalidArgument (Infeasible) and then another class, retries of uncertain failures, secrets
+// (modify annotations, else the expand secret), a restart mid-modification.
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -210,4 +211,80 @@ test("hostpath: ControllerModifyVolume with accepted parameters", async (t) => {
     return s.modifyVolumeStatus?.status === "Infeasible" ? s : undefined;
   });
   assert.equal(failed.currentVolumeAttributesClassName, "fast", "the applied class stays current");
+});
+
+test("ModifyVolume secrets: the PV's controller-modify-secret annotations win over controllerExpandSecretRef; no value leaks", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startResizeStub(t, cluster.dir);
+  const MODIFY_SECRET = "s3cr3t-modify-value";
+  const EXPAND_SECRET = "s3cr3t-expand-value";
+  for (const [name, value] of [
+    ["modify-secret", MODIFY_SECRET],
+    ["expand-secret", EXPAND_SECRET],
+  ] as const)
+    await cluster.client.create(GVR.secrets, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace: "default" },
+      data: { password: Buffer.from(value).toString("base64") },
+    });
+  await createVac(cluster, "gold", STUB, { iops: "3000" });
+  const expandRef = { controllerExpandSecretRef: { name: "expand-secret", namespace: "default" } };
+  await boundClaim(cluster, { name: "annotated", driver: STUB, handle: "vol-annotated", csi: expandRef });
+  await boundClaim(cluster, { name: "plain", driver: STUB, handle: "vol-plain", csi: expandRef });
+  await cluster.client.patch(GVR.persistentVolumes, "pv-annotated", {
+    metadata: {
+      annotations: {
+        "volume.kubernetes.io/controller-modify-secret-name": "modify-secret",
+        "volume.kubernetes.io/controller-modify-secret-namespace": "default",
+      },
+    },
+  });
+  const resizer = runResizer(t, cluster, stub.server.path, [GATE]);
+  await setClass(cluster, "annotated", "gold");
+  await setClass(cluster, "plain", "gold");
+  for (const name of ["annotated", "plain"])
+    await waitFor(
+      `${name} modified`,
+      async () => (await claimStatus(cluster, name)).currentVolumeAttributesClassName === "gold",
+    );
+  assert.deepEqual(stub.modifies.find((r) => r.volumeId === "vol-annotated")?.secrets, {
+    password: MODIFY_SECRET,
+  });
+  assert.deepEqual(stub.modifies.find((r) => r.volumeId === "vol-plain")?.secrets, {
+    password: EXPAND_SECRET,
+  });
+  for (const event of await events(cluster))
+    for (const value of [MODIFY_SECRET, EXPAND_SECRET]) assert.ok(!(event.message ?? "").includes(value));
+  for (const value of [MODIFY_SECRET, EXPAND_SECRET])
+    assert.ok(!resizer.logs.some((line) => line.includes(value)), "no log line carries a secret");
+});
+
+test("restart mid-modification: InProgress survives the process and the next one applies the class", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startResizeStub(t, cluster.dir);
+  const held: (() => void)[] = [];
+  t.after(() => held.forEach((release) => release()));
+  // The first call hangs in the driver (released when the test ends).
+  stub.onModify = async () => {
+    if (stub.modifies.length === 1) await new Promise<void>((resolve) => held.push(resolve));
+  };
+  await createVac(cluster, "gold", STUB, { iops: "3000" });
+  await boundClaim(cluster, { name: "m5", driver: STUB, handle: "vol-m5" });
+  const first = runResizer(t, cluster, stub.server.path, [GATE]);
+  await setClass(cluster, "m5", "gold");
+  await waitFor("ControllerModifyVolume in flight", () => stub.modifies.length === 1);
+  await first.stop();
+  const intent = await claimStatus(cluster, "m5");
+  assert.equal(intent.modifyVolumeStatus?.status, "InProgress");
+  assert.equal(intent.modifyVolumeStatus?.targetVolumeAttributesClassName, "gold");
+  assert.equal(intent.currentVolumeAttributesClassName, undefined);
+  runResizer(t, cluster, stub.server.path, [GATE]);
+  await waitFor(
+    "applied by the second process",
+    async () => (await claimStatus(cluster, "m5")).currentVolumeAttributesClassName === "gold",
+  );
+  assert.ok(stub.modifies.length >= 2);
+  assert.ok(stub.modifies.every((r) => r.mutableParameters?.iops === "3000"));
+  assert.equal((await getVolume(cluster, "pv-m5"))?.spec?.volumeAttributesClassName, "gold");
 });
