@@ -26,7 +26,7 @@ export interface ResizerOptions extends CommonSidecarOptions {
   timeoutMs: number;
   /** --workers (10): concurrent resize operations, and separately concurrent modify operations. */
   workers: number;
-  /** --resync-period (10m): informer resync (accepted; csikit informers never miss an update). */
+  /** --resync-period (10m): informer resync period; every cached claim is enqueued again. 0 = off. */
   resyncPeriodMs: number;
   /** --extra-modify-metadata (false): add pvc/pv names to ControllerModifyVolume's mutable_parameters. */
   extraModifyMetadata: boolean;
