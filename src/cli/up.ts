@@ -30,7 +30,7 @@ function availableSubcommands(): Set<string> {
 }
 
 /** --walkthrough's value: none (off), or which one (true/false still read as before). */
-function walkthroughOf(value: string): Walkthrough | undefined {
+export function walkthroughOf(value: string): Walkthrough | undefined {
   if (value === "" || value === "false") return undefined;
   if (value === "true") return "all";
   const which = WALKTHROUGHS.find((name) => name === value);
