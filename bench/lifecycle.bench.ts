@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../src/api/index.ts";
 import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
+import { PhaseRecorder } from "./lifecycle-phases.ts";
 
 const FLAGS: FlagSpecs = {
   pods: { type: "int", default: "100", help: "Pods (each with a new claim) of the at-once row." },
@@ -88,13 +89,19 @@ function pod(name: string, claimName: string): Pod {
 }
 
 /** Creates n claims + pods at once and takes them through the whole lifecycle. */
-async function lifecycle(client: KubeClient, prefix: string, n: number): Promise<Row[]> {
+async function lifecycle(
+  client: KubeClient,
+  phases: PhaseRecorder,
+  prefix: string,
+  n: number,
+): Promise<Row[]> {
   const names = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   const created = new Map<string, number>();
   const running = new Map<string, number>();
   const start = performance.now();
   await Promise.all(
     names.map(async (name) => {
+      phases.mark(name, "created");
       await client.create(GVR.persistentVolumeClaims, claim(name));
       created.set(name, performance.now());
       await client.create(GVR.pods, pod(name, name));
@@ -112,6 +119,7 @@ async function lifecycle(client: KubeClient, prefix: string, n: number): Promise
   const allRunning = performance.now();
   const deleteStart = performance.now();
   const deleted = new Map<string, number>();
+  for (const name of names) phases.mark(name, "pod delete");
   await Promise.all(names.map((name) => client.delete(GVR.pods, name, { namespace: "default" })));
   await until(`${n} pods gone`, async () => {
     const pods = await client.list<Pod>(GVR.pods, { namespace: "default" });
@@ -122,6 +130,7 @@ async function lifecycle(client: KubeClient, prefix: string, n: number): Promise
   });
   const podsGone = performance.now();
   const volumeGone = new Map<string, number>();
+  for (const name of names) phases.mark(name, "claim delete");
   await Promise.all(
     names.map((name) => client.delete(GVR.persistentVolumeClaims, name, { namespace: "default" })),
   );
@@ -187,6 +196,9 @@ async function main(): Promise<void> {
       qps: 1000,
       burst: 2000,
     });
+    const stopPhases = new AbortController();
+    const phases = new PhaseRecorder(client);
+    await phases.start(stopPhases.signal);
     const rows: Row[] = [
       {
         phase: "`csikit up` spawn → ready (nodes Ready, driver in CSINode)",
@@ -197,7 +209,7 @@ async function main(): Promise<void> {
     ];
     const single: number[] = [];
     for (let i = 0; i < flags.number("single"); i++) {
-      const [toRunning] = await lifecycle(client, `one-${i}`, 1);
+      const [toRunning] = await lifecycle(client, phases, `one-${i}`, 1);
       single.push(toRunning!.samples[0]!);
     }
     rows.push({
@@ -206,13 +218,22 @@ async function main(): Promise<void> {
       totalMs: single.reduce((a, b) => a + b, 0),
       samples: single,
     });
-    rows.push(...(await lifecycle(client, "many", flags.number("pods"))));
+    rows.push(...(await lifecycle(client, phases, "many", flags.number("pods"))));
+    stopPhases.abort();
     client.close();
     const fsType = spawnSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).stdout.trim();
     process.stdout.write(
       [
         "",
         table(rows),
+        "",
+        "Where the time goes, one claim + pod at a time (p50/p99 of each step's share):",
+        "",
+        phases.table("one-"),
+        "",
+        `Where the time goes, ${flags.number("pods")} at once:`,
+        "",
+        phases.table("many-"),
         "",
         `up's own ready figure: ${reported}s; nodes: ${flags.number("nodes")}; processes: ${1 + 1 + 3 + 4 * flags.number("nodes") + 1}`,
         `cores: ${cpus().length} (${cpus()[0]?.model ?? "?"}), load average ${loadavg()
