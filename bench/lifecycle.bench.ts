@@ -4,11 +4,12 @@
 // - one pod with a new claim (default class, WaitForFirstConsumer) → Running, repeated;
 // - N pods each with a new claim created at once → all Running → all deleted (volumes
 //   unpublished, unstaged, detached) → claims deleted → every volume gone.
-// Prints a table (throughput, p50/p99 per phase), cores, load and the state dir's filesystem.
+// Prints a table (throughput, p50/p99 per phase), where the time goes per step
+// (lifecycle-phases.ts), the CPU time start-up took, cores, load and the state dir's filesystem.
 // Asserts nothing (issue 11 §6 targets are for reading, not for failing).
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -86,6 +87,26 @@ function pod(name: string, claimName: string): Pod {
       volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
     },
   };
+}
+
+/**
+ * CPU seconds (user + system) the cluster's processes have used, from /proc: how much work
+ * start-up is, which unlike the wall time hardly depends on what else the machine runs.
+ */
+async function cpuSecondsOf(pidsFile: string): Promise<string> {
+  try {
+    const pids = JSON.parse(await readFile(pidsFile, "utf8")) as Record<string, number>;
+    const ticks = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+    let total = 0;
+    for (const pid of Object.values(pids)) {
+      // Fields after the command name: utime and stime are the 12th and 13th.
+      const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+      total += (Number(fields[11]) + Number(fields[12])) / ticks;
+    }
+    return `${total.toFixed(1)} s over ${Object.keys(pids).length} processes`;
+  } catch {
+    return "n/a (no /proc)";
+  }
 }
 
 /** Creates n claims + pods at once and takes them through the whole lifecycle. */
@@ -191,6 +212,7 @@ async function main(): Promise<void> {
     );
     const readyMs = performance.now() - spawnedAt;
     const reported = /cluster ready in ([\d.]+)s/.exec(output)?.[1] ?? "?";
+    const startCpu = await cpuSecondsOf(join(stateDir, "pids.json"));
     const client = new KubeClient({
       kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }),
       qps: 1000,
@@ -235,7 +257,7 @@ async function main(): Promise<void> {
         "",
         phases.table("many-"),
         "",
-        `up's own ready figure: ${reported}s; nodes: ${flags.number("nodes")}; processes: ${1 + 1 + 3 + 4 * flags.number("nodes") + 1}`,
+        `up's own ready figure: ${reported}s; CPU time of the components at ready: ${startCpu}; nodes: ${flags.number("nodes")}; processes: ${1 + 1 + 3 + 4 * flags.number("nodes") + 1}`,
         `cores: ${cpus().length} (${cpus()[0]?.model ?? "?"}), load average ${loadavg()
           .map((l) => l.toFixed(2))
           .join(" ")}, state dir filesystem: ${fsType}${isRoot ? "" : " (user + mount namespace)"}`,
