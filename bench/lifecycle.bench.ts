@@ -4,17 +4,19 @@
 // - one pod with a new claim (default class, WaitForFirstConsumer) → Running, repeated;
 // - N pods each with a new claim created at once → all Running → all deleted (volumes
 //   unpublished, unstaged, detached) → claims deleted → every volume gone.
-// Prints a table (throughput, p50/p99 per phase), cores, load and the state dir's filesystem.
+// Prints a table (throughput, p50/p99 per phase), where the time goes per step
+// (lifecycle-phases.ts), the CPU time start-up took, cores, load and the state dir's filesystem.
 // Asserts nothing (issue 11 §6 targets are for reading, not for failing).
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../src/api/index.ts";
 import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
+import { PhaseRecorder } from "./lifecycle-phases.ts";
 
 const FLAGS: FlagSpecs = {
   pods: { type: "int", default: "100", help: "Pods (each with a new claim) of the at-once row." },
@@ -87,14 +89,40 @@ function pod(name: string, claimName: string): Pod {
   };
 }
 
+/**
+ * CPU seconds (user + system) the cluster's processes have used, from /proc: how much work
+ * start-up is, which unlike the wall time hardly depends on what else the machine runs.
+ */
+async function cpuSecondsOf(pidsFile: string): Promise<string> {
+  try {
+    const pids = JSON.parse(await readFile(pidsFile, "utf8")) as Record<string, number>;
+    const ticks = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+    let total = 0;
+    for (const pid of Object.values(pids)) {
+      // Fields after the command name: utime and stime are the 12th and 13th.
+      const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+      total += (Number(fields[11]) + Number(fields[12])) / ticks;
+    }
+    return `${total.toFixed(1)} s over ${Object.keys(pids).length} processes`;
+  } catch {
+    return "n/a (no /proc)";
+  }
+}
+
 /** Creates n claims + pods at once and takes them through the whole lifecycle. */
-async function lifecycle(client: KubeClient, prefix: string, n: number): Promise<Row[]> {
+async function lifecycle(
+  client: KubeClient,
+  phases: PhaseRecorder,
+  prefix: string,
+  n: number,
+): Promise<Row[]> {
   const names = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   const created = new Map<string, number>();
   const running = new Map<string, number>();
   const start = performance.now();
   await Promise.all(
     names.map(async (name) => {
+      phases.mark(name, "created");
       await client.create(GVR.persistentVolumeClaims, claim(name));
       created.set(name, performance.now());
       await client.create(GVR.pods, pod(name, name));
@@ -112,6 +140,7 @@ async function lifecycle(client: KubeClient, prefix: string, n: number): Promise
   const allRunning = performance.now();
   const deleteStart = performance.now();
   const deleted = new Map<string, number>();
+  for (const name of names) phases.mark(name, "pod delete");
   await Promise.all(names.map((name) => client.delete(GVR.pods, name, { namespace: "default" })));
   await until(`${n} pods gone`, async () => {
     const pods = await client.list<Pod>(GVR.pods, { namespace: "default" });
@@ -122,6 +151,7 @@ async function lifecycle(client: KubeClient, prefix: string, n: number): Promise
   });
   const podsGone = performance.now();
   const volumeGone = new Map<string, number>();
+  for (const name of names) phases.mark(name, "claim delete");
   await Promise.all(
     names.map((name) => client.delete(GVR.persistentVolumeClaims, name, { namespace: "default" })),
   );
@@ -182,11 +212,15 @@ async function main(): Promise<void> {
     );
     const readyMs = performance.now() - spawnedAt;
     const reported = /cluster ready in ([\d.]+)s/.exec(output)?.[1] ?? "?";
+    const startCpu = await cpuSecondsOf(join(stateDir, "pids.json"));
     const client = new KubeClient({
       kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }),
       qps: 1000,
       burst: 2000,
     });
+    const stopPhases = new AbortController();
+    const phases = new PhaseRecorder(client);
+    await phases.start(stopPhases.signal);
     const rows: Row[] = [
       {
         phase: "`csikit up` spawn → ready (nodes Ready, driver in CSINode)",
@@ -197,7 +231,7 @@ async function main(): Promise<void> {
     ];
     const single: number[] = [];
     for (let i = 0; i < flags.number("single"); i++) {
-      const [toRunning] = await lifecycle(client, `one-${i}`, 1);
+      const [toRunning] = await lifecycle(client, phases, `one-${i}`, 1);
       single.push(toRunning!.samples[0]!);
     }
     rows.push({
@@ -206,7 +240,8 @@ async function main(): Promise<void> {
       totalMs: single.reduce((a, b) => a + b, 0),
       samples: single,
     });
-    rows.push(...(await lifecycle(client, "many", flags.number("pods"))));
+    rows.push(...(await lifecycle(client, phases, "many", flags.number("pods"))));
+    stopPhases.abort();
     client.close();
     const fsType = spawnSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).stdout.trim();
     process.stdout.write(
@@ -214,7 +249,15 @@ async function main(): Promise<void> {
         "",
         table(rows),
         "",
-        `up's own ready figure: ${reported}s; nodes: ${flags.number("nodes")}; processes: ${1 + 1 + 3 + 4 * flags.number("nodes") + 1}`,
+        "Where the time goes, one claim + pod at a time (p50/p99 of each step's share):",
+        "",
+        phases.table("one-"),
+        "",
+        `Where the time goes, ${flags.number("pods")} at once:`,
+        "",
+        phases.table("many-"),
+        "",
+        `up's own ready figure: ${reported}s; CPU time of the components at ready: ${startCpu}; nodes: ${flags.number("nodes")}; processes: ${1 + 1 + 3 + 4 * flags.number("nodes") + 1}`,
         `cores: ${cpus().length} (${cpus()[0]?.model ?? "?"}), load average ${loadavg()
           .map((l) => l.toFixed(2))
           .join(" ")}, state dir filesystem: ${fsType}${isRoot ? "" : " (user + mount namespace)"}`,

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, statfs } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -18,7 +18,7 @@ import {
   type Pod,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
-import { isNotFound, KubeClient, loadKubeConfig } from "../../src/kube/index.ts";
+import { isNotFound, KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
@@ -416,6 +416,79 @@ describe("csikit up", { skip: SKIP }, () => {
     });
   });
 
+  test("attach errors surface on the VolumeAttachment (attachError) and the pod (FailedAttachVolume Event)", async () => {
+    // A static PV whose volume the driver does not have: ControllerPublishVolume fails NotFound.
+    const volumeName = "missing-pv";
+    const cleanup = async (): Promise<void> => {
+      await client.delete(GVR.pods, "missing-app", { namespace: "default" }).catch(() => undefined);
+      await client
+        .delete(GVR.persistentVolumeClaims, "missing-claim", { namespace: "default" })
+        .catch(() => undefined);
+      await client.delete(GVR.persistentVolumes, volumeName).catch(() => undefined);
+    };
+    try {
+      await client.create<PersistentVolume>(GVR.persistentVolumes, {
+        metadata: { name: volumeName },
+        spec: {
+          capacity: { storage: "1Mi" },
+          accessModes: ["ReadWriteOnce"],
+          persistentVolumeReclaimPolicy: "Retain",
+          storageClassName: "",
+          csi: { driver: "hostpath.csi.k8s.io", volumeHandle: "no-such-volume" },
+        },
+      });
+      await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+        metadata: { name: "missing-claim", namespace: "default" },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "",
+          volumeName,
+          resources: { requests: { storage: "1Mi" } },
+        },
+      });
+      const pod = await client.create<Pod>(GVR.pods, {
+        metadata: { name: "missing-app", namespace: "default" },
+        spec: {
+          nodeSelector: { "kubernetes.io/hostname": "node-3" },
+          containers: [{ name: "app", image: "busybox" }],
+          volumes: [{ name: "data", persistentVolumeClaim: { claimName: "missing-claim" } }],
+        },
+      });
+      const attachment = await until("the attach error on the VolumeAttachment", STEP_MS, async () => {
+        const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
+        return items.find(
+          (a) => a.spec?.source?.persistentVolumeName === volumeName && a.status?.attachError?.message,
+        );
+      });
+      assert.equal(attachment.spec?.nodeName, "node-3");
+      assert.equal(attachment.status?.attached ?? false, false);
+      assert.match(attachment.status?.attachError?.message ?? "", /no-such-volume/);
+      const event = await until("FailedAttachVolume on the pod", STEP_MS, async () => {
+        const events = await client.list<CoreEvent>(GVR.events, { namespace: "default" });
+        return events.items.find(
+          (e) =>
+            e.reason === "FailedAttachVolume" &&
+            e.involvedObject.kind === "Pod" &&
+            e.involvedObject.uid === pod.metadata?.uid,
+        );
+      });
+      assert.equal(event.type, "Warning");
+      assert.match(event.message, /AttachVolume\.Attach failed for volume "missing-pv"/);
+      assert.match(event.message, /no-such-volume/);
+      const current = await client.get<Pod>(GVR.pods, "missing-app", { namespace: "default" });
+      assert.equal(current.status?.phase, "Pending", "the pod cannot start without its volume");
+      // Tear-down of a never-attached volume: the attachment and the PV go without leftovers.
+      await cleanup();
+      await until("the failed attachment and the PV to be gone", STEP_MS, async () => {
+        const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
+        const left = items.some((a) => a.spec?.source?.persistentVolumeName === volumeName);
+        return !left && (await gone(() => client.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
+      });
+    } finally {
+      await cleanup();
+    }
+  });
+
   test("SIGINT tears volumes down before the processes and exits 0; a second up resumes the cluster", async () => {
     await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
       metadata: { name: "keep-claim", namespace: "default" },
@@ -453,6 +526,102 @@ describe("csikit up", { skip: SKIP }, () => {
       namespace: "default",
     });
     assert.equal(claim.status?.phase, "Bound");
+    assert.deepEqual(await clusterMounts(stateDir, join(stateDir, "nodes")), []);
+  });
+});
+
+// A cluster of its own (one node): hostpath started through --driver-command (a script giving
+// the controller and node instances their services) with --enable-attach=false, so the driver has no PUBLISH_UNPUBLISH_VOLUME. The CSIDriver still says
+// attachRequired, so the attach/detach controller makes a VolumeAttachment, and the attacher
+// marks it attached without ControllerPublishVolume and without a finalizer (seed 000).
+describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKIP }, () => {
+  let base = "";
+  let stateDir = "";
+  let up: UpProcess | undefined;
+  let client: KubeClient | undefined;
+
+  before(async () => {
+    base = await mkdtemp(join(tmpdir(), "csikit-upna-"));
+    stateDir = join(base, "state");
+    // One controller instance and one node instance per node, as up runs hostpath itself.
+    const script = join(base, "driver.sh");
+    await writeFile(
+      script,
+      [
+        "#!/bin/sh",
+        'if [ "$3" = controller ]; then services="--controller-service=true --node-service=false"',
+        'else services="--controller-service=false --node-service=true"; fi',
+        `exec "${process.execPath}" "${MAIN}" hostpath --endpoint="$1" --nodeid="$2" $services \\`,
+        `  --drivername=hostpath.csi.k8s.io --state-dir="${join(base, "driver")}" \\`,
+        `  --allowed-path-roots="${join(stateDir, "nodes")}" --enable-attach=false`,
+        "",
+      ].join("\n"),
+    );
+    const driver = `/bin/sh ${script} {endpoint} {nodeid} {mode}`;
+    // -v 5: the attacher logs every CSI call it makes, which is what the test looks at.
+    up = startUp(stateDir, ["--nodes=1", "--component-v=5", `--driver-command=${driver}`]);
+    await until("the cluster to be ready", START_MS, () => {
+      const text = up!.output();
+      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+      return /cluster ready in/.test(text) ? true : undefined;
+    });
+    client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }) });
+  });
+
+  after(async () => {
+    client?.close();
+    await stopUp(up, stateDir);
+    await rm(base, { recursive: true, force: true });
+  });
+
+  test("the VolumeAttachment is attached without ControllerPublishVolume and without a finalizer; detach just deletes it", async () => {
+    const kube = client!;
+    await kube.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+      metadata: { name: "plain-claim", namespace: "default" },
+      spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Mi" } } },
+    });
+    await kube.create<Pod>(GVR.pods, {
+      metadata: { name: "plain-app", namespace: "default" },
+      spec: {
+        containers: [{ name: "app", image: "busybox" }],
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: "plain-claim" } }],
+      },
+    });
+    await until("plain-app to run", STEP_MS, async () => {
+      const pod = await kube.get<Pod>(GVR.pods, "plain-app", { namespace: "default" });
+      return pod.status?.phase === "Running" ? pod : undefined;
+    });
+    const claim = await kube.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "plain-claim", {
+      namespace: "default",
+    });
+    const volumeName = claim.spec?.volumeName ?? "";
+    const attachment = (await kube.list<VolumeAttachment>(GVR.volumeAttachments)).items.find(
+      (a) => a.spec?.source?.persistentVolumeName === volumeName,
+    );
+    assert.ok(attachment, "the attach/detach controller made a VolumeAttachment (attachRequired)");
+    assert.equal(attachment.status?.attached, true);
+    assert.deepEqual(attachment.metadata?.finalizers ?? [], [], "no external-attacher finalizer");
+    const volume = await kube.get<PersistentVolume>(GVR.persistentVolumes, volumeName);
+    assert.ok(
+      !(volume.metadata?.finalizers ?? []).some((f) => f.startsWith("external-attacher/")),
+      "no external-attacher finalizer on the PV",
+    );
+    const attacherLog = await readFile(join(stateDir, "logs", "attacher.log"), "utf8");
+    assert.match(attacherLog, /ControllerGetCapabilities/, "the attacher asked for the capabilities");
+    assert.doesNotMatch(attacherLog, /ControllerPublishVolume/);
+
+    await kube.delete(GVR.pods, "plain-app", { namespace: "default" });
+    await kube.delete(GVR.persistentVolumeClaims, "plain-claim", { namespace: "default" });
+    await until("the attachment and the volume to be gone", STEP_MS, async () => {
+      const left = (await kube.list<VolumeAttachment>(GVR.volumeAttachments)).items.some(
+        (a) => a.spec?.source?.persistentVolumeName === volumeName,
+      );
+      return !left && (await gone(() => kube.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
+    });
+    assert.doesNotMatch(
+      await readFile(join(stateDir, "logs", "attacher.log"), "utf8"),
+      /ControllerUnpublishVolume/,
+    );
     assert.deepEqual(await clusterMounts(stateDir, join(stateDir, "nodes")), []);
   });
 });

@@ -92,6 +92,7 @@ export async function startScheduler(options: SchedulerOptions, signal: AbortSig
     initialBackoffMs: options.podInitialBackoffMs ?? 1000,
     maxBackoffMs: options.podMaxBackoffMs ?? 10_000,
     requeue: (key) => queue.addRateLimited(key),
+    enqueue: (key) => queue.add(key),
   });
   const removers = registerHandlers(informers, scheduler, queue);
   const recorderStopped = ownRecorder ? recorder.start(signal) : Promise.resolve();

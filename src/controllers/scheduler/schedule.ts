@@ -64,6 +64,8 @@ export interface PodSchedulerOptions {
   maxBackoffMs: number;
   /** Puts a pod back on the queue with backoff (a binding failed outside a reconcile). */
   requeue(key: string): void;
+  /** Puts a pod back on the queue now (its PreBind writes finished outside a reconcile). */
+  enqueue(key: string): void;
 }
 
 interface Assumption {
@@ -72,6 +74,8 @@ interface Assumption {
   at: number;
   /** Bound via pods/binding; kept until the informer shows spec.nodeName. */
   bound: boolean;
+  /** PreBind writes (selected-node, static claimRefs) in flight: nothing to decide until they end. */
+  preBinding?: boolean;
   /**
    * Claims to provision on `node` (selected-node set): claim key → its resourceVersion before
    * our write, while the cache may still show that older version (undefined: nothing written).
@@ -121,7 +125,7 @@ export class PodScheduler {
       assumption = undefined;
       if (!pod || !this.responsibleFor(pod)) return;
     }
-    if (assumption?.bound) return;
+    if (assumption?.bound || assumption?.preBinding) return;
     if (assumption) return this.#continueBinding(key, pod, assumption, signal, logger);
     return this.#scheduleOne(key, pod, signal, logger);
   }
@@ -210,27 +214,56 @@ export class PodScheduler {
       staticBindings: new Map(),
     };
     this.#assumed.set(key, assumption);
+    // Upstream's binding cycle: the PreBind writes run beside the next scheduling decisions (the
+    // assumption already counts the pod and its volumes on the node), so a hundred pods are not
+    // a hundred sequential round trips before the provisioner sees the first selected-node.
+    assumption.preBinding = true;
+    const preBind = this.#preBind(key, pod, assumption, staticBindings, provisions, signal, logger).finally(
+      () => this.#bindings.delete(preBind),
+    );
+    this.#bindings.add(preBind);
+  }
+
+  async #preBind(
+    key: string,
+    pod: Pod,
+    assumption: Assumption,
+    staticBindings: readonly { claim: PersistentVolumeClaim; volume: PersistentVolume }[],
+    provisions: readonly PersistentVolumeClaim[],
+    signal: AbortSignal,
+    logger: Logger,
+  ): Promise<void> {
+    const nodeName = assumption.node;
     try {
-      for (const { claim, volume } of staticBindings) {
-        const staleVersion = await this.#preBindVolume(claim, volume, signal);
-        assumption.staticBindings.set(objectKeyOf(claim), { volume: nameOf(volume), staleVersion });
-      }
-      for (const claim of provisions) {
-        const staleVersion = await this.#selectNode(claim, nodeName, signal);
-        assumption.provisions.set(objectKeyOf(claim), staleVersion);
-      }
+      await Promise.all([
+        ...staticBindings.map(async ({ claim, volume }) => {
+          const staleVersion = await this.#preBindVolume(claim, volume, signal);
+          assumption.staticBindings.set(objectKeyOf(claim), { volume: nameOf(volume), staleVersion });
+        }),
+        ...provisions.map(async (claim) => {
+          const staleVersion = await this.#selectNode(claim, nodeName, signal);
+          assumption.provisions.set(objectKeyOf(claim), staleVersion);
+        }),
+      ]);
     } catch (error) {
-      this.#forget(key);
-      return this.#fail(
+      if (this.#assumed.get(key) === assumption) this.#forget(key);
+      if (signal.aborted) return;
+      await this.#fail(
         key,
         pod,
         "SchedulerError",
         `running PreBind plugin "VolumeBinding": ${errorMessage(error)}`,
         signal,
+      ).catch((failure: unknown) =>
+        logger.error("recording the scheduling failure failed", { err: errorMessage(failure) }),
       );
+      this.#options.requeue(key);
+      return;
     }
+    assumption.preBinding = false;
     logger.info(4, "waiting for the pod's claims to bind", { node: nodeName });
-    return this.#continueBinding(key, pod, assumption, signal, logger);
+    // Whatever the claims did meanwhile, the next look at the pod decides (bound, waiting, failed).
+    this.#options.enqueue(key);
   }
 
   /** Upstream's bindAPIUpdate for a static match: the PV's claimRef names the claim. */
@@ -249,8 +282,15 @@ export class PodScheduler {
       annotations: { ...updated.metadata?.annotations, [ANNOTATIONS.boundByController.key]: "yes" },
     };
     updated.spec = { ...updated.spec, claimRef: claimReference(claim) };
-    await this.#options.client.update(GVR.persistentVolumes, updated, {}, signal);
+    // Assumed before the write: the next decisions run while it is in flight and must not pick
+    // the same volume for another claim.
     this.#assumedVolumes.set(nameOf(volume), claim);
+    try {
+      await this.#options.client.update(GVR.persistentVolumes, updated, {}, signal);
+    } catch (error) {
+      this.#assumedVolumes.delete(nameOf(volume));
+      throw error;
+    }
     return staleVersion;
   }
 
