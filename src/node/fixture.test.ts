@@ -146,7 +146,15 @@ export async function runRealRegistrar(
 /** A registration socket answering like csi-node-driver-registrar v2 (GetInfo + status record). */
 export async function serveRegistration(
   t: TestContext,
-  options: { rootDir: string; driverName: string; endpoint: string; type?: string; versions?: string[] },
+  options: {
+    rootDir: string;
+    driverName: string;
+    endpoint: string;
+    type?: string;
+    versions?: string[];
+    /** Answer NotifyRegistrationStatus with UNAVAILABLE (a registrar gone before the status came). */
+    notifyFails?: boolean;
+  },
 ): Promise<{ server: CsiServer; statuses: RegistrationStatus[] }> {
   const statuses: RegistrationStatus[] = [];
   await mkdir(join(options.rootDir, "plugins_registry"), { recursive: true });
@@ -162,6 +170,8 @@ export async function serveRegistration(
         }),
       notifyRegistrationStatus: (request) => {
         statuses.push(request);
+        if (options.notifyFails)
+          return Promise.reject(new CsiError(GrpcStatus.UNAVAILABLE, "registrar gone"));
         return Promise.resolve({});
       },
     },

@@ -183,3 +183,34 @@ test("NodeGetInfo failing removes the driver's entries and answers false with th
   const node = await client.get<Node>(GVR.nodes, "node-a");
   assert.equal(node.metadata?.annotations?.[NODE_ID_ANNOTATION], undefined);
 });
+
+test("a registrar gone before NotifyRegistrationStatus: the driver stays registered and its socket going away deregisters it", async (t) => {
+  const api = await testServer(t);
+  const client = api.client();
+  const root = await tempDir(t);
+  const dir = await tempDir(t, "csikit-node-driver-");
+  const scripted = await serveScriptedNode(t, {
+    endpoint: join(dir, "csi.sock"),
+    nodeId: "scripted-a",
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    topology: { "topology.scripted/zone": "a" },
+  });
+  await runNode(t, client, { nodeName: "node-a", rootDir: root });
+  const registration = await serveRegistration(t, {
+    rootDir: root,
+    driverName: "scripted.csi.k8s.io",
+    endpoint: scripted.server.path,
+    notifyFails: true,
+  });
+  await waitFor("status sent", () => registration.statuses.length > 0);
+  assert.equal(registration.statuses[0]?.pluginRegistered, true);
+  await waitFor(
+    "registered",
+    async () => (await client.get<CSINode>(GVR.csiNodes, "node-a")).spec.drivers.length === 1,
+  );
+  await registration.server.close();
+  await waitFor(
+    "deregistered",
+    async () => (await client.get<CSINode>(GVR.csiNodes, "node-a")).spec.drivers.length === 0,
+  );
+});

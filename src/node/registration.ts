@@ -93,10 +93,21 @@ export class RegistrationHandler implements PluginSocketHandler {
         error = `RegisterPlugin error -- plugin registration failed with err: ${errorMessage(cause)}`;
         logger.error("CSI driver registration failed", { socket: socketPath, err: error });
       }
-      await registration.registration.notifyRegistrationStatus(
-        { pluginRegistered: error === undefined, error: error ?? "" },
-        { timeoutMs: GET_INFO_TIMEOUT_MS, signal },
-      );
+      try {
+        await registration.registration.notifyRegistrationStatus(
+          { pluginRegistered: error === undefined, error: error ?? "" },
+          { timeoutMs: GET_INFO_TIMEOUT_MS, signal },
+        );
+      } catch (cause) {
+        // As the kubelet: a driver registered before the status could be sent stays registered
+        // (and known to the watcher), so its socket going away still deregisters it. Throwing here
+        // would make the watcher forget the socket while the CSINode keeps the driver.
+        if (error !== undefined) throw cause;
+        logger.error("RegisterPlugin error -- failed to send registration status", {
+          socket: socketPath,
+          err: errorMessage(cause),
+        });
+      }
       if (error !== undefined) throw new CsikitError("CSIKIT_ERR_REGISTRATION", error);
     } finally {
       registration.close();
