@@ -36,12 +36,17 @@ test("a volume detached out of band is published again; ListVolumes is paged by 
     );
   const publishesOf = (volumeId: string): number =>
     driver.publishes.filter((r) => r.volumeId === volumeId).length;
-  assert.equal(publishesOf("vol-r2"), 1);
+  // A pass that read the informer before the attached status reached it may publish an attached
+  // volume once more (a forced, idempotent sync, as upstream): count from two whole passes later.
+  const pagesAttached = driver.listPages.length;
+  await waitFor("two reconcile passes after attach", () => driver.listPages.length >= pagesAttached + 6);
+  const r1Publishes = publishesOf("vol-r1");
+  const r2Publishes = publishesOf("vol-r2");
   // The backend loses the attachment of vol-r2 (an out-of-band detach).
   driver.published.get("vol-r2")!.clear();
   await waitFor("vol-r2 published again", () => driver.published.get("vol-r2")?.has("scripted-node-1"));
-  assert.equal(publishesOf("vol-r2"), 2);
-  assert.equal(publishesOf("vol-r1"), 1, "agreeing attachments are left alone");
+  assert.equal(publishesOf("vol-r2"), r2Publishes + 1);
+  assert.equal(publishesOf("vol-r1"), r1Publishes, "agreeing attachments are left alone");
   // Three volumes, one per page.
   assert.ok(driver.listPages.length >= 3);
   assert.ok(driver.listPages.every((maxEntries) => maxEntries === 1));
