@@ -2,6 +2,10 @@
 // DaemonSet pays it once per node. Each row starts `csikit <command>` as a child process, waits
 // until it is up (hostpath: Probe answers; apiserver: /readyz answers), lets it idle, and reads
 // VmRSS from /proc/<pid>/status; hostpath is measured again after 1,000 volumes were created.
+// The registrar and the livenessprobe are measured idle against a running hostpath driver, as
+// a node DaemonSet runs them. "private" is the part of RSS no other process shares (smaps_rollup
+// Private_*): the node binary's text, most of a Node process's RSS, is one page-cache copy for
+// every process started from the same image.
 // `csikit sanity` is measured by its peak (VmHWM) over a focused run against the driver, as it
 // is a batch process. Targets (issue 10): processes that speak only CSI ≤ 64 MiB idle, with a
 // Kubernetes client ≤ 100 MiB. Nothing here asserts.
@@ -24,7 +28,16 @@ interface Row {
   command: string;
   when: string;
   rssMiB: number;
+  privateMiB?: number;
   target: string;
+}
+
+/** RSS not shared with any other process: Private_Clean + Private_Dirty of smaps_rollup. */
+async function privateMiB(pid: number): Promise<number> {
+  const text = await readFile(`/proc/${pid}/smaps_rollup`, "utf8");
+  let kB = 0;
+  for (const match of text.matchAll(/^Private_(?:Clean|Dirty):\s+(\d+) kB/gm)) kB += Number(match[1]);
+  return kB / 1024;
 }
 
 async function status(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
@@ -73,6 +86,7 @@ async function hostpathRows(dir: string): Promise<Row[]> {
     await client.waitForReady({ timeoutMs: 60_000 });
     await sleep(IDLE_MS);
     const idle = await status(child.pid!, "VmRSS");
+    const idlePrivate = await privateMiB(child.pid!);
     const capability = { mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" as const } };
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -88,9 +102,22 @@ async function hostpathRows(dir: string): Promise<Row[]> {
     await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
     await sleep(IDLE_MS);
     const loaded = await status(child.pid!, "VmRSS");
+    const loadedPrivate = await privateMiB(child.pid!);
     return [
-      { command: "hostpath", when: "idle after start-up", rssMiB: idle, target: CSI_ONLY },
-      { command: "hostpath", when: `idle with ${VOLUMES} volumes`, rssMiB: loaded, target: CSI_ONLY },
+      {
+        command: "hostpath",
+        when: "idle after start-up",
+        rssMiB: idle,
+        privateMiB: idlePrivate,
+        target: CSI_ONLY,
+      },
+      {
+        command: "hostpath",
+        when: `idle with ${VOLUMES} volumes`,
+        rssMiB: loaded,
+        privateMiB: loadedPrivate,
+        target: CSI_ONLY,
+      },
     ];
   } finally {
     client.close();
@@ -133,6 +160,43 @@ async function sanityRow(dir: string): Promise<Row> {
   }
 }
 
+/** The registrar and the livenessprobe, idle against a hostpath driver (a node DaemonSet's pod). */
+async function nodeSidecarRows(dir: string): Promise<Row[]> {
+  const socket = join(dir, "sidecar-driver.sock");
+  const driver = start([
+    "hostpath",
+    "--nodeid=bench-node",
+    `--endpoint=unix://${socket}`,
+    `--state-dir=${join(dir, "sidecar-state")}`,
+  ]);
+  const client = CsiClient.connect(`unix://${socket}`, { timeoutMs: 60_000 });
+  try {
+    await client.waitForReady({ timeoutMs: 60_000 });
+    return [
+      await idleRow(dir, {
+        command: "registrar",
+        args: (d) => [
+          "registrar",
+          `--csi-address=${socket}`,
+          "--kubelet-registration-path=/var/lib/kubelet/plugins/hostpath.csi.k8s.io/csi.sock",
+          `--plugin-registration-path=${join(d, "plugins_registry")}`,
+        ],
+        up: /Registration Server started/,
+        target: CSI_ONLY,
+      }),
+      await idleRow(dir, {
+        command: "livenessprobe",
+        args: () => ["livenessprobe", `--csi-address=${socket}`, "--http-endpoint=127.0.0.1:0"],
+        up: /ServeMux listening/,
+        target: CSI_ONLY,
+      }),
+    ];
+  } finally {
+    client.close();
+    await stop(driver);
+  }
+}
+
 /** Started until its stderr log says it serves (bounded), idles, then VmRSS. */
 async function idleRow(dir: string, entry: IdleEntry): Promise<Row> {
   const child = start(entry.args(dir), { cold: entry.cold ?? false });
@@ -146,6 +210,7 @@ async function idleRow(dir: string, entry: IdleEntry): Promise<Row> {
       command: entry.command,
       when: entry.cold ? "idle, first start (compile cache cold)" : "idle after start-up",
       rssMiB: await status(child.pid!, "VmRSS"),
+      privateMiB: await privateMiB(child.pid!),
       target: entry.target,
     };
   } finally {
@@ -170,6 +235,7 @@ const CSI_ONLY = "≤ 64";
 /** Every row, in print order. */
 const MEASURES: ReadonlyArray<(dir: string) => Promise<Row[]>> = [
   hostpathRows,
+  nodeSidecarRows,
   async (dir) => [await sanityRow(dir)],
   ...[
     {
@@ -196,16 +262,18 @@ const MEASURES: ReadonlyArray<(dir: string) => Promise<Row[]>> = [
 const dir = await mkdtemp(join(tmpdir(), "csikit-bench-rss-"));
 try {
   compileCache = join(dir, "compile-cache");
-  for (const command of ["hostpath", "sanity", "apiserver"]) warm(command);
+  for (const command of ["hostpath", "registrar", "livenessprobe", "sanity", "apiserver"]) warm(command);
   const rows: Row[] = [];
   for (const measure of MEASURES) rows.push(...(await measure(dir)));
   console.log(
     `csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores; started as bin/csikit.js with Node's compile cache warm unless said)\n`,
   );
-  console.log("| command | when | RSS MiB | target MiB |");
-  console.log("|---|---|---|---|");
+  console.log("| command | when | RSS MiB | private MiB | target MiB |");
+  console.log("|---|---|---|---|---|");
   for (const row of rows)
-    console.log(`| ${row.command} | ${row.when} | ${row.rssMiB.toFixed(1)} | ${row.target} |`);
+    console.log(
+      `| ${row.command} | ${row.when} | ${row.rssMiB.toFixed(1)} | ${row.privateMiB?.toFixed(1) ?? "–"} | ${row.target} |`,
+    );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

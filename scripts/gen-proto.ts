@@ -326,6 +326,34 @@ function secretTable(types: (protobuf.Type | protobuf.Enum)[]): string {
   return lines.join("\n");
 }
 
+type JsonNamespace = { nested?: Record<string, JsonNamespace>; extend?: string } & Record<string, unknown>;
+
+/**
+ * The descriptor src/csi/loader.ts builds its codecs from (protobufjs JSON form, loaded with
+ * protobufjs/light): the services and the types their messages reach, nothing else. No
+ * extension declarations (csi_secret and the alpha markers change no wire byte; the secret
+ * table carries what csi_secret means) and no descriptor.proto, so a process neither parses
+ * .proto text nor holds descriptor types at run time.
+ */
+function runtimeDescriptor(root: protobuf.Root, types: (protobuf.Type | protobuf.Enum)[]): string {
+  const keep = new Set(types.map(fullName));
+  const prune = (json: JsonNamespace, prefix: string): JsonNamespace | undefined => {
+    if (json.extend !== undefined) return undefined;
+    const isType = "fields" in json || "values" in json;
+    const isService = "methods" in json;
+    const nested: Record<string, JsonNamespace> = {};
+    for (const [name, child] of Object.entries(json.nested ?? {})) {
+      const kept = prune(child, prefix ? `${prefix}.${name}` : name);
+      if (kept) nested[name] = kept;
+    }
+    if (!isService && !(isType && keep.has(prefix)) && Object.keys(nested).length === 0) return undefined;
+    const { nested: _dropped, options: _options, ...rest } = json;
+    return Object.keys(nested).length ? { ...rest, nested } : rest;
+  };
+  const pruned = prune(root.toJSON() as JsonNamespace, "");
+  return JSON.stringify(pruned, null, 1) + "\n";
+}
+
 function generate(): Map<string, string> {
   const root = loadRoot();
   const types = usedTypes(root);
@@ -358,6 +386,7 @@ function generate(): Map<string, string> {
     files.set(`${module}.ts`, body.join("\n").trimEnd() + "\n");
   }
   files.set("secrets.ts", secretTable(types));
+  files.set("descriptor.json", runtimeDescriptor(root, types));
   return files;
 }
 

@@ -19,6 +19,7 @@ import type { Store } from "./storage/types.ts";
 import { finalizersOf, metadataOf, stringField } from "./objects.ts";
 import { forbidden } from "./status.ts";
 import { parseQuantity } from "../api/index.ts";
+import { FlagError } from "../base/index.ts";
 
 export interface AdmissionContext {
   store: Store;
@@ -168,7 +169,7 @@ export function admissionChain(
   const known = new Map(ADMISSION_PLUGINS.map((p) => [p.name, p]));
   const unknown = [...(options.enable ?? []), ...(options.disable ?? [])].filter((n) => !known.has(n));
   if (unknown.length > 0) {
-    throw new Error(
+    throw new FlagError(
       `unknown admission plugin(s) ${unknown.join(", ")}; csikit implements ${[...known.keys()].join(", ")}`,
     );
   }

@@ -7,6 +7,7 @@
 
 import { readFileSync } from "node:fs";
 import { timingSafeEqual } from "node:crypto";
+import { CsikitError } from "../base/index.ts";
 
 export interface UserInfo {
   username: string;
@@ -69,7 +70,7 @@ function csvRecords(text: string): string[][] {
       atFieldStart = false;
     }
   }
-  if (quoted) throw new Error('extraneous or missing " in quoted-field');
+  if (quoted) throw new CsikitError("CSIKIT_ERR_TOKEN_FILE", 'extraneous or missing " in quoted-field');
   if (!(record.length === 0 && field === "" && atFieldStart)) records.push([...record, field]);
   return records;
 }
@@ -94,12 +95,15 @@ export function parseTokenAuthFile(
   try {
     records = csvRecords(text);
   } catch (error) {
-    throw new Error(`token file '${path}': ${(error as Error).message}`, { cause: error });
+    throw new CsikitError("CSIKIT_ERR_TOKEN_FILE", `token file '${path}': ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   records.forEach((record, index) => {
     const recordNum = index + 1;
     if (record.length < 3)
-      throw new Error(
+      throw new CsikitError(
+        "CSIKIT_ERR_TOKEN_FILE",
         `token file '${path}' must have at least 3 columns (token, user name, user uid), found ${record.length}`,
       );
     const [token, name, uid, groups] = record as [string, string, string, string | undefined];

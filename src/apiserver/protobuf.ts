@@ -16,6 +16,7 @@ import { kubeDescriptor } from "./generated/kube-descriptor.ts";
 import { fromMessage, toMessage } from "./protobuf-shapes.ts";
 export { PROTOBUF_MEDIA_TYPE, PROTOBUF_WATCH_MEDIA_TYPE } from "./negotiation.ts";
 import { ApiError, badRequest } from "./status.ts";
+import { CsikitError } from "../base/index.ts";
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
@@ -68,7 +69,7 @@ export function encodeProtobufObject(object: Record<string, unknown>): Buffer {
   const apiVersion = typeof object.apiVersion === "string" ? object.apiVersion : "";
   const kind = typeof object.kind === "string" ? object.kind : "";
   const type = protobufType(apiVersion, kind);
-  if (!type) throw new Error(`no protobuf message for ${apiVersion}/${kind}`);
+  if (!type) throw new CsikitError("CSIKIT_ERR_PROTO", `no protobuf message for ${apiVersion}/${kind}`);
   const raw = type.encode(toMessage(type, object)).finish();
   const unknown = UNKNOWN.encode({ typeMeta: { apiVersion, kind }, raw }).finish();
   return Buffer.concat([MAGIC, unknown]);
@@ -112,7 +113,7 @@ export function encodeProtobufList(
   const itemType = listType?.fields.items?.resolvedType;
   const metaType = listType?.fields.metadata?.resolvedType;
   if (!listType || !(itemType instanceof protobuf.Type) || !(metaType instanceof protobuf.Type))
-    throw new Error(`no protobuf list message for ${apiVersion}/${listKind}`);
+    throw new CsikitError("CSIKIT_ERR_PROTO", `no protobuf list message for ${apiVersion}/${listKind}`);
   const writer = protobuf.Writer.create();
   writer.uint32(10).bytes(metaType.encode(toMessage(metaType, listMeta)).finish());
   for (const text of itemTexts) writer.uint32(18).bytes(cachedItem(itemType, text));

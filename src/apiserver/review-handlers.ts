@@ -7,6 +7,7 @@ import type { Authorizer, RequestAttributes } from "./authz.ts";
 import type { RestResult } from "./rest.ts";
 import { fieldInvalid, fieldRequired } from "../api/index.ts";
 import { badRequest, invalid } from "./status.ts";
+import { CsikitError } from "../base/index.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -86,7 +87,7 @@ function attributesOf(spec: Obj, user: UserInfo, kind: string): RequestAttribute
       name: "",
     };
   }
-  throw new Error("unreachable: one of the attributes is set");
+  throw new CsikitError("CSIKIT_ERR_INTERNAL", "unreachable: one of the attributes is set");
 }
 
 function accessStatus(authorizer: Authorizer, attributes: RequestAttributes): Obj {

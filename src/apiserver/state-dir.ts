@@ -6,6 +6,7 @@
 
 import { chmod, lstat, mkdir, open } from "node:fs/promises";
 import { constants } from "node:fs";
+import { CsikitError } from "../base/index.ts";
 
 export const STATE_DIR_MODE = 0o700;
 export const STATE_FILE_MODE = 0o600;
@@ -14,12 +15,14 @@ export const STATE_FILE_MODE = 0o600;
 export async function secureStateDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: STATE_DIR_MODE });
   const info = await lstat(dir);
-  if (!info.isDirectory()) throw new Error(`state directory ${dir} is not a directory`);
+  if (!info.isDirectory())
+    throw new CsikitError("CSIKIT_ERR_STATE_DIR", `state directory ${dir} is not a directory`);
   const mode = info.mode & 0o777;
   if ((mode & 0o077) === 0) return;
   const uid = process.getuid?.();
   if (uid !== undefined && info.uid !== uid) {
-    throw new Error(
+    throw new CsikitError(
+      "CSIKIT_ERR_STATE_DIR",
       `state directory ${dir} is accessible to other users (mode ${mode.toString(8).padStart(4, "0")}) ` +
         `and owned by uid ${info.uid}, not by this process (uid ${uid}): it would expose the CA key, ` +
         `the admin token and every Secret; use a directory of your own or make it 0700`,

@@ -27,6 +27,7 @@ import {
 import type { ResourceRequest, Verb } from "./routing.ts";
 import { badRequest, methodNotAllowed } from "./status.ts";
 import { toTable, type IncludeObject } from "./table.ts";
+import { CsikitError } from "../base/index.ts";
 
 export interface VerbCall {
   ctx: RestContext;
@@ -203,7 +204,10 @@ async function deleteMany(call: VerbCall): Promise<RestResult> {
 }
 
 async function watchNotHere(): Promise<RestResult> {
-  throw new Error("watch is streamed by serveWatch, not answered by a verb function");
+  throw new CsikitError(
+    "CSIKIT_ERR_INTERNAL",
+    "watch is streamed by serveWatch, not answered by a verb function",
+  );
 }
 
 export const VERBS: Readonly<Record<Verb, (call: VerbCall) => Promise<RestResult>>> = {

@@ -177,7 +177,8 @@ export const hostpathCommand: Command = {
       type: "bool",
       default: "true",
       help: "Same as --enable-volume-expansion (upstream keeps it as a deprecated name).",
-      deprecated: "use --enable-volume-expansion; this flag sets the same thing.",
+      deprecated:
+        "an alias: sets whether the driver offers volume expansion as --enable-volume-expansion does (which wins when both are given); use that",
     },
     "disable-controller-expansion": {
       type: "bool",

@@ -10,7 +10,14 @@ import { access, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GVR, type CSINode, type Node } from "../api/index.ts";
-import { errorMessage, whenAborted, type Logger } from "../base/index.ts";
+import {
+  errorMessage,
+  whenAborted,
+  type Logger,
+  CsikitError,
+  FlagError,
+  AbortedError,
+} from "../base/index.ts";
 import type { CsiServer } from "../csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../kube/index.ts";
 import {
@@ -112,10 +119,13 @@ async function poll(
       last = errorMessage(error);
     }
     if (Date.now() > deadline)
-      throw new Error(`timed out after ${seconds(timeoutMs)} waiting for ${what}${last ? `: ${last}` : ""}`);
+      throw new CsikitError(
+        "CSIKIT_ERR_TIMEOUT",
+        `timed out after ${seconds(timeoutMs)} waiting for ${what}${last ? `: ${last}` : ""}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`stopped while waiting for ${what}`);
+  throw new AbortedError(`stopped while waiting for ${what}`);
 }
 
 function csiDriverManifest(name: string, attachRequired: boolean): Manifest {
@@ -207,7 +217,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   );
   const tooLong = longest.find((path) => Buffer.byteLength(path) > 100);
   if (tooLong)
-    throw new Error(
+    throw new FlagError(
       `--state-dir ${layout.stateDir} is too deep: socket paths like ${tooLong} exceed the 107-byte limit of Unix sockets; use a shorter path`,
     );
   const { instances, skipped } = planComponents(plan);
@@ -267,7 +277,10 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     const readyTimeout = options.readyTimeoutMs ?? 120_000;
     await poll("the API server", readyTimeout, signal, async () => {
       if ((supervisor.get("apiserver")?.starts ?? 0) > 3)
-        throw new Error(`the API server keeps exiting; see ${layout.logOf("apiserver")}`);
+        throw new CsikitError(
+          "CSIKIT_ERR_COMPONENT",
+          `the API server keeps exiting; see ${layout.logOf("apiserver")}`,
+        );
       if (!admin) {
         if (!(await exists(layout.adminKubeconfig))) return false;
         admin = new KubeClient({

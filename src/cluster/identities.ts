@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { parse, stringify } from "yaml";
-import { isErrno, isRecord } from "../base/index.ts";
+import { isErrno, isRecord, CsikitError } from "../base/index.ts";
 import type { KubeClient } from "../kube/index.ts";
 import type { ClusterLayout } from "./layout.ts";
 
@@ -79,7 +79,10 @@ export async function requestServiceAccountToken(
   );
   const token = isRecord(response) && isRecord(response.status) ? response.status.token : undefined;
   if (typeof token !== "string" || token === "")
-    throw new Error(`TokenRequest for ServiceAccount ${namespace}/${name} returned no token`);
+    throw new CsikitError(
+      "CSIKIT_ERR_KUBE_API",
+      `TokenRequest for ServiceAccount ${namespace}/${name} returned no token`,
+    );
   return token;
 }
 
@@ -97,7 +100,10 @@ export async function clusterOfAdminKubeconfig(
       ? cluster["certificate-authority-data"]
       : undefined;
   if (!server || !caData)
-    throw new Error(`${layout.adminKubeconfig} has no server or certificate-authority-data`);
+    throw new CsikitError(
+      "CSIKIT_ERR_KUBECONFIG",
+      `${layout.adminKubeconfig} has no server or certificate-authority-data`,
+    );
   return { server, caData };
 }
 

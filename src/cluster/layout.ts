@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile, rename } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { isErrno, isRecord } from "../base/index.ts";
+import { isErrno, isRecord, CsikitError } from "../base/index.ts";
 
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
 export const ZONES = ["zone-a", "zone-b"] as const;
@@ -98,7 +98,8 @@ export class ClusterLayout {
       !Array.isArray(value.nodes) ||
       typeof value.driverName !== "string"
     )
-      throw new Error(
+      throw new CsikitError(
+        "CSIKIT_ERR_CLUSTER_RECORD",
         `${this.recordPath} is not a csikit cluster record; remove the state dir to start afresh`,
       );
     const nodes = value.nodes

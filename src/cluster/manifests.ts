@@ -6,7 +6,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
-import { isRecord } from "../base/index.ts";
+import { isRecord, CsikitError } from "../base/index.ts";
 import { isAlreadyExists, type KubeClient } from "../kube/index.ts";
 
 /** deploy/rbac/ of this checkout: the RBAC every identity of `up` is bound by. */
@@ -38,7 +38,10 @@ export async function readManifests(dir: string): Promise<Manifest[]> {
   for (const file of files) {
     for (const document of parseAllDocuments(await readFile(join(dir, file), "utf8"))) {
       if (document.errors.length > 0)
-        throw new Error(`${join(dir, file)}: ${document.errors.map((e) => e.message).join("; ")}`);
+        throw new CsikitError(
+          "CSIKIT_ERR_MANIFEST",
+          `${join(dir, file)}: ${document.errors.map((e) => e.message).join("; ")}`,
+        );
       const value: unknown = document.toJS();
       if (value === null || value === undefined) continue;
       if (
@@ -48,7 +51,10 @@ export async function readManifests(dir: string): Promise<Manifest[]> {
         !isRecord(value.metadata) ||
         typeof value.metadata.name !== "string"
       )
-        throw new Error(`${join(dir, file)}: a document without apiVersion, kind or metadata.name`);
+        throw new CsikitError(
+          "CSIKIT_ERR_MANIFEST",
+          `${join(dir, file)}: a document without apiVersion, kind or metadata.name`,
+        );
       manifests.push({
         ...value,
         apiVersion: value.apiVersion,
@@ -77,7 +83,11 @@ export async function applyManifests(
 ): Promise<void> {
   for (const manifest of manifests) {
     const resource = RESOURCES[manifest.kind];
-    if (!resource) throw new Error(`cannot apply kind ${manifest.kind} (${manifest.metadata.name})`);
+    if (!resource)
+      throw new CsikitError(
+        "CSIKIT_ERR_MANIFEST",
+        `cannot apply kind ${manifest.kind} (${manifest.metadata.name})`,
+      );
     const slash = manifest.apiVersion.indexOf("/");
     const gvr = {
       group: slash < 0 ? "" : manifest.apiVersion.slice(0, slash),

@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSync, closeSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
-import { Backoff, isErrno, isRecord, type Logger } from "../base/index.ts";
+import { Backoff, isErrno, isRecord, type Logger, CsikitError } from "../base/index.ts";
 
 export interface ProcessSpec {
   /** Component name: its log file and its line in messages. */
@@ -129,7 +129,8 @@ export class Supervisor {
   }
 
   start(spec: ProcessSpec): SupervisedProcess {
-    if (this.#children.has(spec.name)) throw new Error(`component ${spec.name} is already running`);
+    if (this.#children.has(spec.name))
+      throw new CsikitError("CSIKIT_ERR_COMPONENT", `component ${spec.name} is already running`);
     const child = new Supervised(spec, this.#logger, () => void this.#recordPids());
     this.#children.set(spec.name, child);
     child.start();

@@ -20,7 +20,7 @@ import {
   type StorageClass,
   type VolumeAttachment,
 } from "../api/index.ts";
-import { errorMessage } from "../base/index.ts";
+import { errorMessage, CsikitError, AbortedError } from "../base/index.ts";
 import { isNotFound } from "../kube/index.ts";
 import { KubeletPaths } from "../node/index.ts";
 import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
@@ -58,14 +58,15 @@ async function until<T>(
   const deadline = Date.now() + timeoutMs;
   let last = "";
   for (;;) {
-    if (signal.aborted) throw new Error(`stopped while waiting for ${what}`);
+    if (signal.aborted) throw new AbortedError(`stopped while waiting for ${what}`);
     try {
       const value = await probe();
       if (value !== undefined) return value;
     } catch (error) {
       last = errorMessage(error);
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ""}`);
+    if (Date.now() > deadline)
+      throw new CsikitError("CSIKIT_ERR_TIMEOUT", `timed out waiting for ${what}${last ? ` (${last})` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -224,7 +225,8 @@ export async function runWalkthrough(
             : join(target, "hello.txt");
         const back = await readFile(where, "utf8");
         if (back !== message)
-          throw new Error(
+          throw new CsikitError(
+            "CSIKIT_ERR_WALKTHROUGH",
             `read back ${JSON.stringify(back)} from ${where}, wrote ${JSON.stringify(message)}`,
           );
         return where;
@@ -248,7 +250,7 @@ export async function runWalkthrough(
       gone(() => client.get(GVR.pods, POD, { namespace: NAMESPACE })),
     );
     if ((await mountsUnder(cluster.layout.nodesDir)).includes(target))
-      throw new Error(`${target} is still mounted after the pod went`);
+      throw new CsikitError("CSIKIT_ERR_WALKTHROUGH", `${target} is still mounted after the pod went`);
   });
   const unmounted = async (path: string): Promise<true | undefined> =>
     (await mountsUnder(cluster.layout.nodesDir)).includes(path) ? undefined : true;

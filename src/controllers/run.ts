@@ -13,7 +13,7 @@
 // - When one loop fails, the others are stopped and the failure is reported.
 
 import type { FeatureGates } from "../migration/index.ts";
-import { childController, errorMessage, silentLogger, type Logger } from "../base/index.ts";
+import { childController, errorMessage, silentLogger, type Logger, FlagError } from "../base/index.ts";
 import { InformerFactory, runWithLeaderElection, type KubeClient } from "../kube/index.ts";
 import { startAttachDetachController } from "./attachdetach/index.ts";
 import { startGarbageCollector } from "./gc/index.ts";
@@ -142,7 +142,7 @@ export function validateControllerNames(loops: readonly ControllerLoop[], words:
     const name = word.startsWith("-") ? word.slice(1) : word;
     if (!loopNamed(loops, name)) {
       const known = loops.map((loop) => loop.name).join(", ");
-      throw new Error(`"${name}" is not in the list of known controllers (${known})`);
+      throw new FlagError(`"${name}" is not in the list of known controllers (${known})`);
     }
   }
 }

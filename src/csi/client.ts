@@ -6,12 +6,11 @@
 // (Connect + ProbeForever, see ready.ts).
 
 import * as grpc from "@grpc/grpc-js";
-import type { MethodDefinition } from "@grpc/proto-loader";
 import type { Clock, Logger } from "../base/index.ts";
 import { CsikitError, realClock, silentLogger } from "../base/index.ts";
 import { grpcTarget, parseEndpoint } from "./endpoint.ts";
 import { CsiError, GrpcStatus } from "./errors.ts";
-import { serviceDefinition } from "./loader.ts";
+import { serviceDefinition, type MethodDefinition } from "./loader.ts";
 import { probeUntilReady, whenConnected } from "./ready.ts";
 import { SERVICE_SPECS, type MethodSpec, type ServiceKey } from "./services.ts";
 import { traceCall } from "./trace.ts";
@@ -196,7 +195,7 @@ export class CsiClient {
     return timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs };
   }
 
-  #unaryMethod(method: MethodSpec, wire: MethodDefinition<object, object>): UntypedMethod {
+  #unaryMethod(method: MethodSpec, wire: MethodDefinition): UntypedMethod {
     return (request: unknown, options: CallOptions = {}) =>
       new Promise<unknown>((resolve, reject) => {
         options.signal?.throwIfAborted();
@@ -229,7 +228,7 @@ export class CsiClient {
       });
   }
 
-  #streamMethod(method: MethodSpec, wire: MethodDefinition<object, object>): UntypedMethod {
+  #streamMethod(method: MethodSpec, wire: MethodDefinition): UntypedMethod {
     const channel = this.#channel;
     const logger = this.#logger;
     const maxLogLength = this.#maxLogLength;

@@ -9,6 +9,6 @@ export { CsiClient, type CallObserver, type CsiClientOptions, type WaitForReadyO
 export { requireField } from "./validate.ts";
 export { OperationLocks } from "./locks.ts";
 export { sanitizeRequest, STRIPPED } from "./sanitize.ts";
-export { packageDefinition, LOADER_OPTIONS } from "./loader.ts";
+export { serviceDefinition, LOADER_OPTIONS } from "./loader.ts";
 export type { MethodSpec, ServiceSpec, ServiceKey } from "./services.ts";
 export { SERVICE_SPECS } from "./services.ts";

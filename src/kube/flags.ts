@@ -58,7 +58,8 @@ export const COMMON_SIDECAR_FLAGS: FlagSpecs = {
   "metrics-address": {
     type: "string",
     help: "(deprecated) The TCP network address where the prometheus metrics endpoint will listen.",
-    deprecated: "use --http-endpoint instead",
+    deprecated:
+      "when set, the diagnostics server (metrics at --metrics-path, leader election health check) listens at this address, as --http-endpoint would; use --http-endpoint instead",
   },
   "metrics-path": {
     type: "string",

@@ -17,7 +17,14 @@
 // `InformerFactory` hands out ONE SharedInformer per (GVR, namespace, label selector, field
 // selector) and starts them together.
 
-import { errorMessage, realClock, silentLogger, type Clock, type Logger } from "../base/index.ts";
+import {
+  errorMessage,
+  realClock,
+  silentLogger,
+  type Clock,
+  type Logger,
+  CsikitError,
+} from "../base/index.ts";
 import type { KubeClient } from "./client.ts";
 import { Reflector, clientListerWatcher, type ListerWatcher, type SelectorOptions } from "./reflector.ts";
 import { Store, type IndexFunc } from "./store.ts";
@@ -146,7 +153,7 @@ export class SharedInformer<T extends KubeObject> {
 
   /** Runs list/watch (and resync) until the signal aborts. Never rejects. Call once. */
   async run(signal: AbortSignal): Promise<void> {
-    if (this.#started) throw new Error(`informer ${this.name} already started`);
+    if (this.#started) throw new CsikitError("CSIKIT_ERR_INFORMER", `informer ${this.name} already started`);
     this.#started = true;
     let cancelResync = (): void => {};
     const scheduleResync = (): void => {

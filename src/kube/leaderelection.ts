@@ -154,7 +154,10 @@ export class LeaderElector {
       if (!this.#leading) return;
       const since = this.#clock.now() - this.#observedTime;
       if (since > this.leaseDurationMs + this.#healthTimeoutMs)
-        throw new Error(`failed election to renew leadership on lease ${this.name}`);
+        throw new CsikitError(
+          "CSIKIT_ERR_LEADERSHIP_LOST",
+          `failed election to renew leadership on lease ${this.name}`,
+        );
     };
   }
 

@@ -10,6 +10,7 @@
 //   a mutation throws at the guilty line.
 
 import { objectKey, type KubeObject } from "./types.ts";
+import { CsikitError } from "../base/index.ts";
 
 export type IndexFunc<T> = (object: T) => string[];
 
@@ -40,7 +41,8 @@ export class Store<T extends KubeObject> {
 
   /** Adds a named index; throws if the name is taken. */
   addIndexer(name: string, fn: IndexFunc<T>): void {
-    if (this.#indexers.has(name)) throw new Error(`indexer ${JSON.stringify(name)} already exists`);
+    if (this.#indexers.has(name))
+      throw new CsikitError("CSIKIT_ERR_INDEXER", `indexer ${JSON.stringify(name)} already exists`);
     this.#indexers.set(name, fn);
     const index = new Map<string, Set<string>>();
     this.#indices.set(name, index);
@@ -70,14 +72,14 @@ export class Store<T extends KubeObject> {
   /** Objects whose index function returned `value` for index `name`. */
   byIndex(name: string, value: string): T[] {
     const index = this.#indices.get(name);
-    if (!index) throw new Error(`no indexer named ${JSON.stringify(name)}`);
+    if (!index) throw new CsikitError("CSIKIT_ERR_INDEXER", `no indexer named ${JSON.stringify(name)}`);
     return [...(index.get(value) ?? [])].map((key) => this.#items.get(key)!);
   }
 
   /** Keys for index `name` = `value`. */
   indexKeys(name: string, value: string): string[] {
     const index = this.#indices.get(name);
-    if (!index) throw new Error(`no indexer named ${JSON.stringify(name)}`);
+    if (!index) throw new CsikitError("CSIKIT_ERR_INDEXER", `no indexer named ${JSON.stringify(name)}`);
     return [...(index.get(value) ?? [])];
   }
 

@@ -33,6 +33,7 @@ import {
   subtractQuantities,
   tryParseQuantity,
   type Quantity,
+  CsikitError,
 } from "../../base/index.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
@@ -48,7 +49,7 @@ class KubeQuantity {
 
 function quantityOf(text: string): KubeQuantity {
   const parsed = tryParseQuantity(text);
-  if (parsed === undefined) throw new Error("invalid quantity");
+  if (parsed === undefined) throw new CsikitError("CSIKIT_ERR_CEL", "invalid quantity");
   return new KubeQuantity(parsed);
 }
 
@@ -58,9 +59,10 @@ function toQuantity(value: KubeQuantity | bigint): Quantity {
 
 function asInteger(q: KubeQuantity): bigint {
   const { nanos } = q.quantity;
-  if (nanos % NANO !== 0n) throw new Error("cannot convert value to integer");
+  if (nanos % NANO !== 0n) throw new CsikitError("CSIKIT_ERR_CEL", "cannot convert value to integer");
   const value = nanos / NANO;
-  if (value > INT64_MAX || value < INT64_MIN) throw new Error("cannot convert value to integer");
+  if (value > INT64_MAX || value < INT64_MIN)
+    throw new CsikitError("CSIKIT_ERR_CEL", "cannot convert value to integer");
   return value;
 }
 
@@ -93,7 +95,8 @@ function parseRequestURI(text: string): KubeURL | undefined {
 
 function urlOf(text: string): KubeURL {
   const url = parseRequestURI(text);
-  if (url === undefined) throw new Error(`URL parse error during conversion from string: ${text}`);
+  if (url === undefined)
+    throw new CsikitError("CSIKIT_ERR_CEL", `URL parse error during conversion from string: ${text}`);
   return url;
 }
 
@@ -165,7 +168,10 @@ function parseIP(text: string): KubeIP | undefined {
 function ipOf(text: string): KubeIP {
   const ip = parseIP(text);
   if (ip === undefined)
-    throw new Error(`IP Address ${JSON.stringify(text)} parse error during conversion from string`);
+    throw new CsikitError(
+      "CSIKIT_ERR_CEL",
+      `IP Address ${JSON.stringify(text)} parse error during conversion from string`,
+    );
   return ip;
 }
 
@@ -234,7 +240,10 @@ function parseCIDR(text: string): KubeCIDR | undefined {
 function cidrOf(text: string): KubeCIDR {
   const cidr = parseCIDR(text);
   if (cidr === undefined)
-    throw new Error(`network address parse error during conversion from string: ${text}`);
+    throw new CsikitError(
+      "CSIKIT_ERR_CEL",
+      `network address parse error during conversion from string: ${text}`,
+    );
   return cidr;
 }
 
@@ -506,7 +515,8 @@ function registerLibraries(environment: Environment): Environment {
       // strings
       .registerFunction("string.charAt(int): string", (text: string, index: bigint) => {
         const points = codePoints(text);
-        if (index < 0n || index > BigInt(points.length)) throw new Error(`index out of range: ${index}`);
+        if (index < 0n || index > BigInt(points.length))
+          throw new CsikitError("CSIKIT_ERR_CEL", `index out of range: ${index}`);
         return points[Number(index)] ?? "";
       })
       .registerFunction("string.replace(string, string): string", (text: string, from: string, to: string) =>

@@ -19,6 +19,7 @@ import { Environment } from "@marcbachmann/cel-js";
 import type { JSONSchemaProps } from "../../api/index.ts";
 import { withKubernetesLibraries } from "./cel-libraries.ts";
 import { compilePattern, patternMatches } from "./regex.ts";
+import { CsikitError } from "../../base/index.ts";
 
 /** Upstream's per-expression runtime cost limit (apiextensions PerCallLimit). */
 export const PER_CALL_COST_LIMIT = 1_000_000;
@@ -75,7 +76,7 @@ const environment = withKubernetesLibraries(
 
 function compare(a: unknown, b: unknown): number {
   if (typeof a !== typeof b || !["bigint", "number", "string", "boolean"].includes(typeof a))
-    throw new Error("no such overload: list elements are not comparable");
+    throw new CsikitError("CSIKIT_ERR_CEL", "no such overload: list elements are not comparable");
   return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
 }
 
@@ -84,12 +85,12 @@ function sum(list: unknown[]): unknown {
   return list.reduce((total, item) => {
     if (typeof total === "bigint" && typeof item === "bigint") return total + item;
     if (typeof total === "number" && typeof item === "number") return total + item;
-    throw new Error("no such overload: sum() of mixed or non-numeric elements");
+    throw new CsikitError("CSIKIT_ERR_CEL", "no such overload: sum() of mixed or non-numeric elements");
   });
 }
 
 function extreme(list: unknown[], sign: number): unknown {
-  if (list.length === 0) throw new Error("min/max of an empty list");
+  if (list.length === 0) throw new CsikitError("CSIKIT_ERR_CEL", "min/max of an empty list");
   return list.reduce((best, item) => (compare(item, best) * sign > 0 ? item : best));
 }
 
@@ -103,7 +104,7 @@ function same(a: unknown, b: unknown): boolean {
 /** Up to `limit` (all when negative) leftmost non-overlapping RE2 matches. */
 function findAll(value: string, pattern: string, limit: number): string[] {
   const compiledPattern = compilePattern(pattern);
-  if (!compiledPattern.ok) throw new Error(`invalid regular expression: ${pattern}`);
+  if (!compiledPattern.ok) throw new CsikitError("CSIKIT_ERR_CEL", `invalid regular expression: ${pattern}`);
   const matches: string[] = [];
   const matcher = compiledPattern.re.matcher(value);
   while ((limit < 0 || matches.length < limit) && matcher.find()) matches.push(matcher.group() ?? "");
@@ -114,7 +115,8 @@ const COST_LIMIT_MESSAGE = "operation cancelled: actual cost limit exceeded";
 
 function re2(value: string, pattern: string): boolean {
   const matched = patternMatches(pattern, value);
-  if (matched === undefined) throw new Error(`invalid regular expression: ${pattern}`);
+  if (matched === undefined)
+    throw new CsikitError("CSIKIT_ERR_CEL", `invalid regular expression: ${pattern}`);
   return matched;
 }
 

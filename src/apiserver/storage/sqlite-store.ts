@@ -832,7 +832,11 @@ function serialize(object: KubeObject, revision: number): string {
 
 function parseObject(text: string): KubeObject {
   const value: unknown = JSON.parse(text);
-  if (!isRecord(value)) throw new Error("state database holds a value that is not a JSON object");
+  if (!isRecord(value))
+    throw new CsikitError(
+      "CSIKIT_ERR_STORE_CORRUPT",
+      "state database holds a value that is not a JSON object",
+    );
   return value;
 }
 
@@ -845,12 +849,18 @@ function readInteger(row: Record<string, SQLOutputValue> | undefined, column: st
   if (value === undefined || value === null) return 0;
   if (typeof value === "number") return value;
   if (typeof value === "bigint") return Number(value);
-  throw new Error(`state database column ${column} holds ${typeof value}, expected an integer`);
+  throw new CsikitError(
+    "CSIKIT_ERR_STORE_CORRUPT",
+    `state database column ${column} holds ${typeof value}, expected an integer`,
+  );
 }
 
 function readString(row: Record<string, SQLOutputValue>, column: string): string {
   const value = row[column];
   if (typeof value !== "string")
-    throw new Error(`state database column ${column} holds ${typeof value}, expected text`);
+    throw new CsikitError(
+      "CSIKIT_ERR_STORE_CORRUPT",
+      `state database column ${column} holds ${typeof value}, expected text`,
+    );
   return value;
 }

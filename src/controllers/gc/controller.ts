@@ -16,7 +16,14 @@
 // started here (after discovery), since they are only known once the server has answered.
 
 import { parseAPIVersion, type GroupVersionKindResource, type OwnerReference } from "../../api/index.ts";
-import { errorMessage, realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import {
+  errorMessage,
+  realClock,
+  silentLogger,
+  type Clock,
+  type Logger,
+  CsikitError,
+} from "../../base/index.ts";
 import {
   WorkQueue,
   controllerRateLimiter,
@@ -144,7 +151,10 @@ export async function startGarbageCollector(
     const { group } = parseAPIVersion(ref.apiVersion);
     const resource = byKind.get(`${group}/${ref.kind}`);
     if (!resource)
-      throw new Error(`ownerReference to ${ref.apiVersion}/${ref.kind} ${ref.name}: kind not served`);
+      throw new CsikitError(
+        "CSIKIT_ERR_KIND_NOT_SERVED",
+        `ownerReference to ${ref.apiVersion}/${ref.kind} ${ref.name}: kind not served`,
+      );
     const namespace = resource.namespaced ? (dependent.object.metadata?.namespace ?? "") : undefined;
     if (resource.namespaced && !namespace) return undefined; // a cluster-scoped object cannot have a namespaced owner
     try {

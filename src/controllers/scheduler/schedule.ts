@@ -28,7 +28,7 @@ import {
   type CSIStorageCapacity,
   type StorageClass,
 } from "../../api/index.ts";
-import { errorMessage, type Clock, type Logger } from "../../base/index.ts";
+import { errorMessage, type Clock, type Logger, CsikitError } from "../../base/index.ts";
 import {
   isConflict,
   type EventRecorder,
@@ -273,7 +273,8 @@ export class PodScheduler {
     signal: AbortSignal,
   ): Promise<string> {
     const cached = this.#options.caches.volumes.get(nameOf(volume));
-    if (!cached) throw new Error(`persistentvolume "${nameOf(volume)}" not found`);
+    if (!cached)
+      throw new CsikitError("CSIKIT_ERR_NOT_FOUND", `persistentvolume "${nameOf(volume)}" not found`);
     const staleVersion = cached.metadata?.resourceVersion ?? "";
     if (cached.spec?.claimRef) return staleVersion;
     const updated = structuredClone(cached);

@@ -5,7 +5,7 @@
 // (or unpublishes) again. The loop never writes itself: the one writer of a VolumeAttachment
 // stays its queue worker, which may run on a fresher object.
 
-import { errorMessage } from "../../base/index.ts";
+import { errorMessage, CsikitError } from "../../base/index.ts";
 import type { AttacherContext } from "./context.ts";
 import { nodeIdFor } from "./node-id.ts";
 import { attachmentVolume } from "./volume-source.ts";
@@ -30,7 +30,10 @@ export async function listPublishedNodes(
     if (page.nextToken === "") return published;
     // A driver handing out the same token twice would page forever.
     if (seenTokens.has(page.nextToken))
-      throw new Error(`ListVolumes returned next_token ${JSON.stringify(page.nextToken)} twice`);
+      throw new CsikitError(
+        "CSIKIT_ERR_DRIVER",
+        `ListVolumes returned next_token ${JSON.stringify(page.nextToken)} twice`,
+      );
     seenTokens.add(page.nextToken);
     startingToken = page.nextToken;
   }

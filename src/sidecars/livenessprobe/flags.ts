@@ -18,7 +18,8 @@ export const LIVENESSPROBE_FLAGS: FlagSpecs = {
     type: "string",
     default: DEFAULT_HEALTH_PORT,
     help: "(deprecated) TCP ports for listening healthz requests. The default is `9808`. If set, --http-endpoint cannot be set.",
-    deprecated: "use --http-endpoint",
+    deprecated:
+      "without --http-endpoint, /healthz is served on all interfaces at this port (9808 unless set); use --http-endpoint, which serves /healthz and the metrics on one address",
   },
   "http-endpoint": {
     type: "string",
@@ -27,7 +28,8 @@ export const LIVENESSPROBE_FLAGS: FlagSpecs = {
   "metrics-address": {
     type: "string",
     help: "(deprecated) The TCP network address where the prometheus metrics endpoint will listen (example: `:8080`). The default is empty string, which means metrics endpoint is disabled. If set, --http-endpoint cannot be set.",
-    deprecated: "use --http-endpoint",
+    deprecated:
+      "when set, the metrics (at --metrics-path) are served by a second HTTP server at this address; use --http-endpoint, which serves /healthz and the metrics on one address",
   },
   "metrics-path": {
     type: "string",

@@ -36,13 +36,15 @@ export const REGISTRAR_FLAGS: FlagSpecs = {
     type: "duration",
     default: "0s",
     help: "The --connection-timeout flag is deprecated.",
-    deprecated: "has no effect",
+    deprecated:
+      "accepted for compatibility and ignored: any value has no effect (a non-zero one logs a warning)",
   },
   "health-port": {
     type: "int",
     default: "0",
     help: "(deprecated) TCP port for healthz requests. Set to 0 to disable the healthz server. Only one of --health-port and --http-endpoint can be set.",
-    deprecated: "use --http-endpoint",
+    deprecated:
+      "when not 0, serves the /healthz check (is the registration socket there) on all interfaces at this port; use --http-endpoint, which serves the same check",
   },
   "http-endpoint": {
     type: "string",
@@ -52,7 +54,8 @@ export const REGISTRAR_FLAGS: FlagSpecs = {
     type: "string",
     default: MODE_REGISTRATION,
     help: 'The running mode: "registration" runs as a long running process; "kubelet-registration-probe" exits 0 at once.',
-    deprecated: "the registration probe is no longer needed",
+    deprecated:
+      '"kubelet-registration-probe" makes the process exit 0 at once without registering (the probe is no longer needed); "registration", the default, registers the driver and keeps running',
   },
   "enable-pprof": {
     type: "bool",

@@ -31,7 +31,14 @@ import {
   type OwnerReference,
   type StorageClass,
 } from "../../../api/index.ts";
-import { errorMessage, realClock, silentLogger, type Clock, type Logger } from "../../../base/index.ts";
+import {
+  errorMessage,
+  realClock,
+  silentLogger,
+  type Clock,
+  type Logger,
+  CsikitError,
+} from "../../../base/index.ts";
 import type { CallOptions, GetCapacityRequestInput, GetCapacityResponse } from "../../../csi/index.ts";
 import {
   ItemExponentialRateLimiter,
@@ -380,7 +387,9 @@ export class CapacityController {
         signal,
       });
     } catch (error) {
-      throw new Error(`CSI GetCapacity for ${what}: ${errorMessage(error)}`, { cause: error });
+      throw new CsikitError("CSIKIT_ERR_CAPACITY", `CSI GetCapacity for ${what}: ${errorMessage(error)}`, {
+        cause: error,
+      });
     }
     const existing = item.object;
     const plan = planCapacity(this.#identity, item, reportedCapacity(response), existing);
@@ -393,7 +402,11 @@ export class CapacityController {
       try {
         created = await this.#config.writer.create(GVR.csiStorageCapacities, plan.object, signal);
       } catch (error) {
-        throw new Error(`create CSIStorageCapacity for ${what}: ${errorMessage(error)}`, { cause: error });
+        throw new CsikitError(
+          "CSIKIT_ERR_CAPACITY",
+          `create CSIStorageCapacity for ${what}: ${errorMessage(error)}`,
+          { cause: error },
+        );
       }
       this.#logger.info(5, "created object", {
         capacity: created.metadata?.name,
@@ -409,7 +422,11 @@ export class CapacityController {
     try {
       updated = await this.#config.writer.update(GVR.csiStorageCapacities, plan.object, {}, signal);
     } catch (error) {
-      throw new Error(`update CSIStorageCapacity for ${what}: ${errorMessage(error)}`, { cause: error });
+      throw new CsikitError(
+        "CSIKIT_ERR_CAPACITY",
+        `update CSIStorageCapacity for ${what}: ${errorMessage(error)}`,
+        { cause: error },
+      );
     }
     this.#logger.info(5, "updated object", { capacity: updated.metadata?.name, item: what });
     if (item.object?.metadata?.uid === updated.metadata?.uid) item.object = updated;
