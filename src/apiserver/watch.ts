@@ -10,8 +10,10 @@
 // each event is a 4-byte big-endian length and a WatchEvent envelope (protobuf.ts).
 //
 // Fan-out cost and memory: a live change is encoded once per form (JSON object or Table, event
-// type, resource) and the same bytes are written to every watcher that wants that form. Live
-// events are written without waiting for the client; a watch whose unsent bytes exceed
+// type, resource) and the same bytes are queued to every watcher that wants that form; the
+// queues are written in coalesced batches by one shared timer (watch-flush.ts), so N watchers
+// cost N socket writes per batch rather than per event. Live events are queued without waiting
+// for the client; a watch whose unsent bytes (queued or in the socket) exceed
 // `maxPendingBytes` is ended the way kube-apiserver's cacher ends a watcher that cannot keep up
 // ("Forcing watcher close due to unresponsiveness"): the stream is cut, its buffers are freed,
 // and the client watches again from its last resourceVersion (or relists on 410).
@@ -32,6 +34,7 @@ import { ApiError, badRequest, tooOldResourceVersion } from "./status.ts";
 import { toTable, type IncludeObject } from "./table.ts";
 import { PROTOBUF_WATCH_MEDIA_TYPE, type WireFormat } from "./negotiation.ts";
 import { encodeProtobufWatchEvent } from "./protobuf.ts";
+import { CoalescedWriter } from "./watch-flush.ts";
 
 export interface WatchRequest {
   def: ResourceDef;
@@ -90,13 +93,13 @@ export function terminatedWatcherCount(): number {
   return terminatedWatchers;
 }
 
-/** Open watch responses of this process, for pendingWatchBytes. */
-const openResponses = new Set<ServerResponse>();
+/** Open watch streams of this process, for pendingWatchBytes. */
+const openWriters = new Set<CoalescedWriter>();
 
-/** Bytes written to open watch streams and not yet sent, summed over the process's watches. */
+/** Bytes queued for open watch streams and not yet sent, summed over the process's watches. */
 export function pendingWatchBytes(): number {
   let total = 0;
-  for (const response of openResponses) total += response.writableLength;
+  for (const writer of openWriters) total += writer.pendingBytes();
   return total;
 }
 
@@ -188,7 +191,8 @@ export async function serveWatch(
       ? encodeProtobufWatchEvent(event.type, event.object as Record<string, unknown>)
       : Buffer.from(JSON.stringify(event) + "\n");
   response.writeHead(200, { "Content-Type": contentType, "Cache-Control": "no-cache, private" });
-  openResponses.add(response);
+  const writer = new CoalescedWriter(response);
+  openWriters.add(writer);
   response.flushHeaders();
   let first = true;
   const encode = (type: OutEvent["type"], object: KubeObject): OutEvent => {
@@ -205,28 +209,35 @@ export async function serveWatch(
   };
   // The form a live event's bytes depend on besides the change itself; a Table's first event
   // carries the column definitions, so it is this watch's own.
-  const formOf = (type: OutEvent["type"]): string | undefined =>
-    request.table
-      ? first
-        ? undefined
-        : `${type} table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
-      : `${type} ${protobuf ? "protobuf" : "json"} ${def.group}/${def.version}/${def.resource}`;
+  // The strings are built once per watch, not per event.
+  const formSuffix = request.table
+    ? ` table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
+    : ` ${protobuf ? "protobuf" : "json"} ${def.group}/${def.version}/${def.resource}`;
+  const forms = new Map<string, string>();
+  const formOf = (type: OutEvent["type"]): string | undefined => {
+    if (request.table && first) return undefined;
+    let form = forms.get(type);
+    if (form === undefined) forms.set(type, (form = type + formSuffix));
+    return form;
+  };
   const sendLive = (event: StoreEvent, type: OutEvent["type"], object: KubeObject): void => {
     if (stop.signal.aborted) return;
     const form = formOf(type);
     const line = (): Buffer => frame(encode(type, forOutput(def, object)));
-    response.write(form === undefined ? line() : encodedOnce(event, form, line));
+    writer.enqueue(form === undefined ? line() : encodedOnce(event, form, line));
     // Past the bound a live watch is cut; a replay below it only waits (history costs no memory
     // while it waits: the store reads it page by page).
-    if (response.writableLength > options.maxPendingBytes) {
+    const pending = writer.pendingBytes();
+    if (pending > options.maxPendingBytes) {
       terminatedWatchers++;
       options.logger.info(1, "Forcing watcher close due to unresponsiveness", {
         resource: `${def.resource}${def.group === "" ? "" : "." + def.group}`,
         namespace: request.namespace,
-        pendingBytes: response.writableLength,
+        pendingBytes: pending,
         maxPendingBytes: options.maxPendingBytes,
       });
       stop.abort();
+      writer.discard();
       // Cut the stream and free what it buffered: waiting for a stalled client is what the
       // bound exists to avoid. The client sees the watch end and watches again.
       response.destroy();
@@ -234,7 +245,7 @@ export async function serveWatch(
   };
   const send = async (event: OutEvent): Promise<void> => {
     if (stop.signal.aborted) return;
-    if (!response.write(frame(event))) {
+    if (!writer.writeNow(frame(event))) {
       await new Promise<void>((resolve) => {
         const done = (): void => {
           response.off("drain", done);
@@ -281,7 +292,9 @@ export async function serveWatch(
     options.signal.removeEventListener("abort", onAbort);
     response.off("close", onAbort);
     stop.abort();
-    openResponses.delete(response);
+    openWriters.delete(writer);
+    // Events queued before the end still go out (a timeout or server stop is not a failure).
+    writer.flush();
     if (!response.writableEnded) response.end();
   }
 }
