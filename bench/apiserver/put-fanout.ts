@@ -4,16 +4,16 @@
 // not hide the fan-out cost). Rounds alternate over the watcher counts so that load from other
 // processes on a shared machine falls on every count alike; each cell is the median over rounds,
 // and the ratio to the 0-watcher rate of the same format is printed beside it with the targets.
-// (Delivery itself — every event once, in order — is counted by watch-fanout.ts and the tests.)
+// The watchers run in a child process of their own (watcher-child.ts), as
+// other components' informers would. (Delivery itself — every event once, in order — is counted by watch-fanout.ts and the tests.)
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { request } from "node:https";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/protobuf.ts";
 import { RawClient } from "./raw-client.ts";
-import { startServerProcess, type ServerProcess } from "./server-process.ts";
+import { processCpuSeconds, startServerProcess, type ServerProcess } from "./server-process.ts";
 import { runBounded } from "./stats.ts";
 
 export interface PutFanoutOptions {
@@ -32,8 +32,8 @@ const NS = "bench-fanout";
 
 interface Stream {
   destroy(): void;
-  /** Bytes received so far. */
-  bytes(): number;
+  /** CPU seconds the watcher process has used so far. */
+  cpuSeconds(): number;
 }
 
 export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
@@ -58,10 +58,10 @@ export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
       for (const format of options.formats) {
         for (const watchers of options.watcherCounts) {
           options.progress(`fan-out round ${round + 1}/${options.rounds}: ${format}, ${watchers} watchers`);
-          const streams = await openWatchers(client, server, watchers, format);
+          const streams = await openWatchers(server, watchers, format);
           try {
             const cpuBefore = server.cpuSeconds();
-            const clientBefore = process.cpuUsage();
+            const watcherCpuBefore = streams.cpuSeconds();
             const c = client;
             const result = await runBounded(options.puts, 1, async () => {
               await c.send(
@@ -73,10 +73,9 @@ export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
             const key = `${format} ${watchers}`;
             push(rates, key, options.puts / result.seconds);
             push(cpu, key, ((server.cpuSeconds() - cpuBefore) * 1e6) / options.puts);
-            const used = process.cpuUsage(clientBefore);
-            push(clientCpu, key, (used.user + used.system) / options.puts);
+            push(clientCpu, key, ((streams.cpuSeconds() - watcherCpuBefore) * 1e6) / options.puts);
           } finally {
-            for (const stream of streams) stream.destroy();
+            streams.destroy();
           }
         }
       }
@@ -121,7 +120,7 @@ export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
             "x of 0 watchers",
             "target",
             "server CPU µs/PUT",
-            "client CPU µs/PUT",
+            "watchers CPU µs/PUT",
             "rounds /s",
           ],
           rows,
@@ -149,42 +148,56 @@ function configMap(generation: string): object {
   };
 }
 
-/** Opens `count` watches that read every byte, 25 at a time (TLS handshakes vs listen backlog). */
+/** Opens `count` watches in a child process (watcher-child.ts) that reads and drops every byte. */
 async function openWatchers(
-  client: RawClient,
   server: ServerProcess,
   count: number,
   format: "json" | "protobuf",
-): Promise<Stream[]> {
-  const streams: Stream[] = [];
-  const openOne = (): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const stream = client.streamOptions();
-      if (format === "protobuf") stream.headers.Accept = `${PROTOBUF_MEDIA_TYPE}, application/json`;
-      let received = 0;
-      const req = request(`${server.url}/api/v1/namespaces/${NS}/configmaps?watch=1`, stream, (res) => {
-        if (res.statusCode !== 200) {
-          reject(new Error(`watch: HTTP ${res.statusCode}`));
-          res.resume();
-          return;
-        }
-        res.on("data", (chunk: Buffer) => void (received += chunk.length));
-        res.on("error", () => {});
-        resolve();
-      });
-      req.on("error", reject);
-      req.end();
-      streams.push({ destroy: () => req.destroy(), bytes: () => received });
-    });
+): Promise<Stream> {
+  if (count === 0) return { destroy: () => {}, cpuSeconds: () => 0 };
+  const child = spawn(process.execPath, [join(import.meta.dirname, "watcher-child.ts")], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => void (stderr += chunk));
+  const stream: Stream = {
+    destroy: () => {
+      child.stdin.end();
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+    cpuSeconds: () => processCpuSeconds(child.pid),
+  };
   try {
-    for (let opened = 0; opened < count; opened += 25) {
-      await Promise.all(Array.from({ length: Math.min(25, count - opened) }, openOne));
-    }
+    child.stdin.write(
+      JSON.stringify({
+        url: server.url,
+        path: `/api/v1/namespaces/${NS}/configmaps?watch=1`,
+        token: server.token,
+        ca: server.caCertPem,
+        count,
+        accept: format === "protobuf" ? `${PROTOBUF_MEDIA_TYPE}, application/json` : "application/json",
+      }) + "\n",
+    );
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`watchers not ready in 60 s: ${stderr}`)), 60_000);
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => {
+        if (chunk.includes("ready")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`watcher process exited (${code}): ${stderr}`));
+      });
+    });
+    return stream;
   } catch (error) {
-    for (const stream of streams) stream.destroy();
+    stream.destroy();
     throw error;
   }
-  return streams;
 }
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {

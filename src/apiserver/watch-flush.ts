@@ -18,6 +18,8 @@ import type { ServerResponse } from "node:http";
 const FLUSH_SHARE = 10;
 const MIN_DELAY_MS = 1;
 const MAX_DELAY_MS = 100;
+/** Watches written per turn of the event loop. */
+const FLUSH_SLICE = 64;
 /**
  * A watch holding this much is flushed at once: per-write overhead is already small against its
  * size, and holding large events back would only make a healthy watch look like a stalled one.
@@ -34,19 +36,30 @@ function schedule(): void {
   timer = setTimeout(flushAll, delay);
 }
 
-/** Writes every dirty watch's pending events, sharing the joined bytes among equal sequences. */
+/**
+ * Writes every dirty watch's pending events, sharing the joined bytes among equal sequences, in
+ * slices of FLUSH_SLICE watches with the event loop free in between, so a request that arrives
+ * meanwhile (a writer's next PUT) waits for one slice, not for the whole fan-out.
+ */
 function flushAll(): void {
   timer = undefined;
-  const started = performance.now();
   const writers = [...dirty];
   dirty.clear();
   const joined = new Map<Buffer, { parts: Buffer[]; bytes: Buffer }[]>();
-  for (const writer of writers) writer.flush(joined);
-  // The socket writes themselves happen when http uncorks each response, on process.nextTick;
-  // a tick queued now runs after all of them, so the cost measured includes them.
-  process.nextTick(() => {
-    lastFlushMs = performance.now() - started;
-  });
+  let spentMs = 0;
+  const slice = (from: number): void => {
+    const started = performance.now();
+    const to = Math.min(writers.length, from + FLUSH_SLICE);
+    for (let i = from; i < to; i++) writers[i]!.flush(joined);
+    // The socket writes themselves happen when http uncorks each response, on process.nextTick;
+    // a tick queued now runs after all of them, so the cost measured includes them.
+    process.nextTick(() => {
+      spentMs += performance.now() - started;
+      if (to < writers.length) setImmediate(slice, to);
+      else lastFlushMs = spentMs;
+    });
+  };
+  slice(0);
 }
 
 function sameParts(a: readonly Buffer[], b: readonly Buffer[]): boolean {

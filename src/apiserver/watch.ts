@@ -272,11 +272,36 @@ export async function serveWatch(
     if (bookmarks)
       cancelBookmarks = scheduleBookmarks(options, activeWatch, def, (e) => send(e), stop.signal);
     // Live events never wait for the client: their unsent bytes are bounded instead (above).
-    for await (const event of activeWatch) {
+    // Once caught up, the watch follows the store synchronously: one call per change, no
+    // promise or iterator step per watcher and event (what the fan-out cost is made of).
+    // It runs inside the store's publish: a failure here must end this watch only.
+    const onLive = (event: StoreEvent): void => {
+      try {
+        const out = translate(event, matcher);
+        if (out) sendLive(event, out.type, out.object);
+      } catch (error) {
+        options.logger.error("watch event could not be sent; ending the watch", {
+          resource: def.resource,
+          namespace: request.namespace,
+          err: error instanceof Error ? error.message : String(error),
+        });
+        stop.abort();
+        response.destroy();
+      }
+    };
+    const events = activeWatch[Symbol.asyncIterator]();
+    while (!stop.signal.aborted) {
+      const following = activeWatch.follow?.(onLive);
+      if (following) {
+        await following;
+        break;
+      }
+      const next = await events.next();
+      if (next.done) break;
+      const event = next.value;
       const out = translate(event, matcher);
       if (out && activeWatch.replaying()) await send(encode(out.type, forOutput(def, out.object)));
       else if (out) sendLive(event, out.type, out.object);
-      if (stop.signal.aborted) break;
     }
   } catch (error) {
     if (error instanceof StoreError && error.reason === "Gone") {
