@@ -35,6 +35,7 @@ import { toTable, type IncludeObject } from "./table.ts";
 import { PROTOBUF_WATCH_MEDIA_TYPE, type WireFormat } from "./negotiation.ts";
 import { encodeProtobufWatchEvent } from "./protobuf.ts";
 import { CoalescedWriter } from "./watch-flush.ts";
+import { asPartialObjectMetadata } from "./partial-metadata.ts";
 
 export interface WatchRequest {
   def: ResourceDef;
@@ -45,6 +46,8 @@ export interface WatchRequest {
   table?: { include: IncludeObject };
   /** The negotiated stream format; YAML streams as JSON, as upstream (it has no YAML framing). */
   format?: WireFormat;
+  /** Events carry PartialObjectMetadata (metadata informers' Accept), not whole objects. */
+  partial?: boolean;
 }
 
 export interface WatchServeOptions {
@@ -196,7 +199,9 @@ export async function serveWatch(
   response.flushHeaders();
   let first = true;
   const encode = (type: OutEvent["type"], object: KubeObject): OutEvent => {
-    if (!request.table || type === "BOOKMARK" || type === "ERROR") return { type, object };
+    if (type === "BOOKMARK" || type === "ERROR") return { type, object };
+    if (request.partial) return { type, object: asPartialObjectMetadata(object) };
+    if (!request.table) return { type, object };
     const table = toTable({
       def,
       objects: [object],
@@ -212,7 +217,7 @@ export async function serveWatch(
   // The strings are built once per watch, not per event.
   const formSuffix = request.table
     ? ` table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
-    : ` ${protobuf ? "protobuf" : "json"} ${def.group}/${def.version}/${def.resource}`;
+    : ` ${protobuf ? "protobuf" : "json"}${request.partial ? " partial" : ""} ${def.group}/${def.version}/${def.resource}`;
   const forms = new Map<string, string>();
   const formOf = (type: OutEvent["type"]): string | undefined => {
     if (request.table && first) return undefined;
@@ -263,14 +268,21 @@ export async function serveWatch(
   try {
     for (const object of initial) await send(encode("ADDED", object));
     if (start.initialEvents && query.get("sendInitialEvents") === "true") {
-      await send({ type: "BOOKMARK", object: bookmarkObject(def, fromRevision, true) });
+      await send({ type: "BOOKMARK", object: bookmarkObject(def, fromRevision, true, request.partial) });
     }
     if (stop.signal.aborted) return;
     watch = ctx.store.watch(collectionPrefix(def, request.namespace), fromRevision);
     const activeWatch = watch;
     stop.signal.addEventListener("abort", () => activeWatch.close(), { once: true });
     if (bookmarks)
-      cancelBookmarks = scheduleBookmarks(options, activeWatch, def, (e) => send(e), stop.signal);
+      cancelBookmarks = scheduleBookmarks(
+        options,
+        activeWatch,
+        def,
+        (e) => send(e),
+        stop.signal,
+        request.partial === true,
+      );
     // Live events never wait for the client: their unsent bytes are bounded instead (above).
     // Once caught up, the watch follows the store synchronously: one call per change, no
     // promise or iterator step per watcher and event (what the fan-out cost is made of).
@@ -344,10 +356,17 @@ function translate(
   return undefined;
 }
 
-function bookmarkObject(def: ResourceDef, revision: number, initialEventsEnd: boolean): KubeObject {
+/** A BOOKMARK's object; a metadata watch gets it as PartialObjectMetadata, as every other event. */
+function bookmarkObject(
+  def: ResourceDef,
+  revision: number,
+  initialEventsEnd: boolean,
+  partial = false,
+): KubeObject {
   const metadata: Record<string, unknown> = { resourceVersion: String(revision) };
   if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
-  return { kind: def.kind, apiVersion: apiVersionOf(def), metadata };
+  const object = { kind: def.kind, apiVersion: apiVersionOf(def), metadata };
+  return partial ? asPartialObjectMetadata(object) : object;
 }
 
 function scheduleBookmarks(
@@ -356,6 +375,7 @@ function scheduleBookmarks(
   def: ResourceDef,
   send: (event: OutEvent) => Promise<void>,
   signal: AbortSignal,
+  partial: boolean,
 ): () => void {
   let cancel = (): void => {};
   let lastSent = -1;
@@ -370,7 +390,7 @@ function scheduleBookmarks(
       return;
     }
     lastSent = revision;
-    send({ type: "BOOKMARK", object: bookmarkObject(def, revision, false) }).then(next, next);
+    send({ type: "BOOKMARK", object: bookmarkObject(def, revision, false, partial) }).then(next, next);
   };
   cancel = options.clock.setTimer(options.bookmarkIntervalMs, tick);
   return () => cancel();
