@@ -35,6 +35,7 @@ import {
 } from "./apiserver/stats.ts";
 import { runWatchFanout } from "./apiserver/watch-fanout.ts";
 import { runDiskSuite } from "./apiserver/disk-suite.ts";
+import { runPutFanout } from "./apiserver/put-fanout.ts";
 // The benchmark's protobuf client encodes with the server's own codec (a Go client would use
 // k8s.io/api's generated marshalers; the bytes are the same).
 import { encodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "../src/apiserver/protobuf.ts";
@@ -55,7 +56,9 @@ const FLAGS: FlagSpecs = {
   suite: {
     type: "string",
     default: "all",
-    help: "Which scenarios: disk (durable writes, real disk vs tmpfs), classic (per-verb and client tables), all.",
+    help:
+      "Which scenarios: disk (durable writes, real disk vs tmpfs), fanout (PUTs with N JSON/protobuf watchers), " +
+      "classic (per-verb and client tables), all.",
   },
   "disk-dir": {
     type: "string",
@@ -152,8 +155,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (!Number.isInteger(rate) || rate < 0) throw new Error(`--rate: want an integer >= 0, got ${rate}`);
 
   const suite = flags.string("suite");
-  if (!["all", "disk", "classic"].includes(suite))
-    throw new Error(`--suite: want all, disk or classic, got ${JSON.stringify(suite)}`);
+  if (!["all", "disk", "fanout", "classic"].includes(suite))
+    throw new Error(`--suite: want all, disk, fanout or classic, got ${JSON.stringify(suite)}`);
   const watcherCounts = flags
     .string("watcher-counts")
     .split(",")
@@ -162,6 +165,20 @@ async function main(argv: readonly string[]): Promise<number> {
     throw new Error(
       `--watcher-counts: want comma-separated integers >= 0, got ${flags.string("watcher-counts")}`,
     );
+  if (suite === "fanout") {
+    const cpuProfileDir = flags.string("server-cpu-prof");
+    await runPutFanout({
+      dir: flags.string("tmpfs-dir"),
+      watcherCounts,
+      formats: ["json", "protobuf"],
+      puts: quick ? 200 : 1_000,
+      rounds: sizes.reps,
+      ...(cpuProfileDir !== "" ? { cpuProfileDir } : {}),
+      out: (text) => void process.stdout.write(text + "\n"),
+      progress,
+    });
+    return 0;
+  }
   if (suite !== "classic") {
     await runDiskSuite({
       diskDir: flags.string("disk-dir") || tmpdir(),

@@ -108,7 +108,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 /** Clock ticks per second of /proc/<pid>/stat times: USER_HZ, 100 on every Linux build in use. */
 const USER_HZ = 100;
 
-function processCpuSeconds(pid: number | undefined): number {
+export function processCpuSeconds(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");

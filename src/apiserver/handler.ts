@@ -18,7 +18,8 @@ import { apiVersionOf } from "./objects.ts";
 import type { FaultInjector } from "./faults.ts";
 import { impersonatedUser, wantsImpersonation } from "./impersonation.ts";
 import { readBody, sendJson, sendObject, sendStatus, sendText } from "./http.ts";
-import { negotiateOutput, type WireFormat } from "./negotiation.ts";
+import { negotiateResponse, type WireFormat } from "./negotiation.ts";
+import { toPartialMetadata } from "./partial-metadata.ts";
 import { protobufType } from "./protobuf.ts";
 import type { Authenticator, UserInfo } from "./authn.ts";
 import { forbiddenError, type Authorizer, type RequestAttributes } from "./authz.ts";
@@ -29,7 +30,7 @@ import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } f
 import { openApiDocument } from "./openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "./routing.ts";
 import { ApiError, internalError, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
-import { parseIncludeObject, wantsTable } from "./table.ts";
+import { parseIncludeObject } from "./table.ts";
 import { objectBody, optionsBody, VERBS, type VerbCall } from "./verbs.ts";
 import { serveWatch } from "./watch.ts";
 import { restContextFor } from "./storage-view.ts";
@@ -219,12 +220,17 @@ async function handleResource(
   }
   // Every verb and watch of this request sees the store through the resource (storage-view.ts).
   const ctx = restContextFor(options.ctx, def);
-  const table = wantsTable(req.headers.accept)
-    ? { include: parseIncludeObject(query.get("includeObject")) }
-    : undefined;
   // Custom resources and kinds without a message (CRDs) speak JSON and YAML only, as upstream.
   const protobuf = def.custom !== true && protobufType(apiVersionOf(def), def.kind) !== undefined;
-  const format: WireFormat = table ? "json" : negotiateOutput(req.headers.accept, protobuf);
+  const negotiated = negotiateResponse(req.headers.accept, protobuf);
+  const table =
+    negotiated.convert === "Table" ? { include: parseIncludeObject(query.get("includeObject")) } : undefined;
+  const partial =
+    negotiated.convert === "PartialObjectMetadata" || negotiated.convert === "PartialObjectMetadataList"
+      ? negotiated.convert
+      : undefined;
+  // Tables are JSON (a YAML Accept included), as before; upstream has no protobuf Table.
+  const format: WireFormat = table ? "json" : negotiated.format;
   responseFormats.set(res, format);
   const call: VerbCall = {
     ctx,
@@ -238,6 +244,7 @@ async function handleResource(
     table,
     format,
     protobuf,
+    ...(partial ? { partial } : {}),
   };
   if (request.verb === "watch") {
     req.resume();
@@ -249,6 +256,7 @@ async function handleResource(
         query,
         format,
         ...(call.table ? { table: call.table } : {}),
+        ...(partial === "PartialObjectMetadata" ? { partial: true } : {}),
       },
       res,
       {
@@ -264,7 +272,10 @@ async function handleResource(
   }
   const special = await specialCreate(options, call, user);
   if (special) {
-    sendObject(res, special.code, special.body, format);
+    const body = partial
+      ? toPartialMetadata(def, partial, special.body as Record<string, unknown>)
+      : special.body;
+    sendObject(res, special.code, body, format);
     return;
   }
   if (request.verb === "create" && def.custom === true && options.crds?.terminating(def)) {
@@ -294,6 +305,12 @@ async function handleResource(
   await ctx.store.whenDurable(shownRevision(ctx, request.verb, result));
   if (options.crds && def.group === CRD_GROUP && def.resource === CRD_RESOURCE)
     syncCrds(options.crds, result);
+  if (partial) {
+    // The stored forms (spliced JSON, cached protobuf) are of the whole objects: not sent.
+    const body = toPartialMetadata(def, partial, result.body as Record<string, unknown>);
+    sendObject(res, result.code, body, format, { warnings: call.warnings });
+    return;
+  }
   sendObject(res, result.code, result.body, format, {
     warnings: call.warnings,
     ...(result.encoded !== undefined ? { encoded: result.encoded } : {}),

@@ -4,8 +4,12 @@
 // `application/*` mean JSON; no Accept means JSON; a header naming only types the endpoint
 // cannot produce is 406 NotAcceptable listing what it can. Built-in kinds speak JSON, YAML and
 // protobuf; custom resources JSON and YAML only (upstream's CR handler has no protobuf).
-// Entries carrying a conversion (`as=Table;g=meta.k8s.io;v=v1`) are table.ts's business and
-// are skipped here, as are entries with parameters this server does not understand.
+//
+// An entry may ask for a conversion (`as=<Kind>;g=meta.k8s.io;v=v1`), as kube-apiserver's
+// RequestScope.AllowsMediaTypeTransform decides: Table only as JSON or YAML (meta/v1 Table has
+// no protobuf message upstream), PartialObjectMetadata and PartialObjectMetadataList in every
+// format — protobuf too, even for custom resources, whose metadata is the same ObjectMeta. An
+// entry whose conversion the server cannot make is skipped, so the next entry may match.
 
 import { stringify as stringifyYaml } from "yaml";
 import { ApiError } from "./status.ts";
@@ -67,21 +71,61 @@ function parseAccept(header: string): MediaRange[] {
 /** Parameters a plain (non-converting) response may be asked for with. */
 const PLAIN_PARAMS = new Set(["charset", "pretty", "stream"]);
 
+/** The meta.k8s.io/v1 forms a response may be converted to on request. */
+export type Conversion = "Table" | "PartialObjectMetadata" | "PartialObjectMetadataList";
+
+export interface Negotiated {
+  format: WireFormat;
+  convert?: Conversion;
+}
+
 /**
  * The format to answer in. `undefined` Accept or "" means JSON; a header none of whose ranges
  * the endpoint serves is 406.
  */
 export function negotiateOutput(accept: string | undefined, protobuf: boolean): WireFormat {
-  if (accept === undefined || accept.trim() === "") return "json";
+  return negotiateResponse(accept, protobuf, false).format;
+}
+
+/**
+ * The format and conversion to answer in (see the header). `conversions` false ignores
+ * entries asking for one, as endpoints that serve no resource do.
+ */
+export function negotiateResponse(
+  accept: string | undefined,
+  protobuf: boolean,
+  conversions = true,
+): Negotiated {
+  if (accept === undefined || accept.trim() === "") return { format: "json" };
   const formats = servedFormats(protobuf);
   for (const range of parseAccept(accept)) {
+    const as = range.params.get("as");
+    if (as !== undefined) {
+      if (!conversions) continue;
+      const convert = conversionOf(range);
+      if (!convert) continue;
+      const format = (convert === "Table" ? servedFormats(false) : servedFormats(true)).find(
+        (f) => MEDIA_TYPES[f] === `${range.type}/${range.subtype}`,
+      );
+      if (format) return { format, convert };
+      continue;
+    }
     if ([...range.params.keys()].some((key) => !PLAIN_PARAMS.has(key))) continue;
-    if (range.type === "*" || (range.type === "application" && range.subtype === "*")) return "json";
+    if (range.type === "*" || (range.type === "application" && range.subtype === "*"))
+      return { format: "json" };
     if (range.type !== "application") continue;
     const format = formats.find((f) => MEDIA_TYPES[f] === `application/${range.subtype}`);
-    if (format) return format;
+    if (format) return { format };
   }
   throw notAcceptable(formats);
+}
+
+function conversionOf(range: MediaRange): Conversion | undefined {
+  if (range.params.get("g") !== "meta.k8s.io" || range.params.get("v") !== "v1") return undefined;
+  const as = range.params.get("as");
+  return as === "Table" || as === "PartialObjectMetadata" || as === "PartialObjectMetadataList"
+    ? as
+    : undefined;
 }
 
 export function notAcceptable(formats: readonly WireFormat[]): ApiError {

@@ -374,7 +374,7 @@ describe("negotiation and refusals", () => {
     const deepGroups = protobuf.Writer.create();
     for (let i = 0; i < 20_000; i++) deepGroups.uint32((99 << 3) | 3);
     const unknownField = Buffer.concat([good, Buffer.from([0x12, 0x04, 0xd0, 0x02, 0x01, 0x00])]);
-    const cases: [string, Buffer, number, RegExp, string?][] = [
+    const cases: [string, Buffer, number, RegExp, string?, Buffer?][] = [
       ["truncated", good.subarray(0, good.length - 3), 400, /truncated or malformed/],
       ["wrong magic", Buffer.concat([Buffer.from("k9s\0"), good.subarray(4)]), 400, /magic/],
       [
@@ -392,17 +392,46 @@ describe("negotiation and refusals", () => {
       ],
       ["nesting too deep", encodeUnknown(good, Buffer.from(deepGroups.finish())), 400, /groups/],
       ["over size", Buffer.concat([good, Buffer.alloc(3 * 1024 * 1024)]), 413, /Request entity too large/],
+      [
+        "JSON nested too deep inside a raw field (managedFields fieldsV1)",
+        encodeProtobufObject({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: {
+            name: "deep",
+            managedFields: [{ manager: "m", operation: "Apply", fieldsType: "FieldsV1", fieldsV1: {} }],
+          },
+        }),
+        400,
+        /exceeded max depth/,
+        "",
+        Buffer.from('{"f:a":'.repeat(20_000) + "{}" + "}".repeat(20_000)),
+      ],
+      ["empty body", Buffer.alloc(0), 400, /magic/],
+      [
+        "envelope without typeMeta",
+        Buffer.concat([Buffer.from("k8s\0"), Buffer.from([0x12, 0x00])]),
+        400,
+        /no apiVersion and kind/,
+      ],
       ["not an envelope", unknownField.subarray(2), 400, /magic/],
     ];
-    for (const [name, body, status, message, query] of cases) {
-      const response = await call({
-        method: "POST",
-        path: collection + (query ?? ""),
-        body,
-        headers: { "Content-Type": PB },
-      });
-      assert.equal(response.status, status, `${name}: ${response.text}`);
-      assert.match(String(response.json().message), message, name);
+    for (const [name, encoded, status, message, query, fieldsV1] of cases) {
+      const body = fieldsV1 ? withFieldsV1(encoded, fieldsV1) : encoded;
+      // Creates and updates decode bodies alike: both must refuse.
+      for (const [method, path] of [
+        ["POST", collection],
+        ["PUT", `${collection}/bad`],
+      ] as const) {
+        const response = await call({
+          method,
+          path: path + (query ?? ""),
+          body,
+          headers: { "Content-Type": PB },
+        });
+        assert.equal(response.status, status, `${name}, ${method}: ${response.text}`);
+        assert.match(String(response.json().message), message, `${name}, ${method}`);
+      }
     }
     // Unknown fields under the default (Warn): created, with a warning naming them.
     const warned = await call({
@@ -422,5 +451,18 @@ function encodeUnknown(good: Buffer, extra: Buffer): Buffer {
   const unknown = protobuf.Writer.create();
   unknown.uint32(10).fork().uint32(10).string(envelope.apiVersion).uint32(18).string(envelope.kind).ldelim();
   unknown.uint32(18).bytes(Buffer.concat([envelope.raw, extra]));
+  return Buffer.concat([Buffer.from("k8s\0"), unknown.finish()]);
+}
+
+/** `good` (a ConfigMap with one managedFields entry) with that entry's fieldsV1 raw bytes replaced. */
+function withFieldsV1(good: Buffer, raw: Buffer): Buffer {
+  const envelope = decodeEnvelope(good);
+  const type = protobufType(envelope.apiVersion, envelope.kind)!;
+  const message = type.decode(envelope.raw);
+  const metadata = Reflect.get(message, "metadata") as { managedFields: { fieldsV1: { Raw: Uint8Array } }[] };
+  metadata.managedFields[0]!.fieldsV1.Raw = raw;
+  const unknown = protobuf.Writer.create();
+  unknown.uint32(10).fork().uint32(10).string(envelope.apiVersion).uint32(18).string(envelope.kind).ldelim();
+  unknown.uint32(18).bytes(type.encode(message).finish());
   return Buffer.concat([Buffer.from("k8s\0"), unknown.finish()]);
 }

@@ -46,6 +46,8 @@ export interface VerbCall {
   format: WireFormat;
   /** Whether the kind has a protobuf form (built-in kinds): protobuf bodies are taken. */
   protobuf: boolean;
+  /** Set when the client asked for PartialObjectMetadata(List) (partial-metadata.ts). */
+  partial?: "PartialObjectMetadata" | "PartialObjectMetadataList";
 }
 
 /**
@@ -125,7 +127,7 @@ async function list(call: VerbCall): Promise<RestResult> {
   call.req.resume();
   const { def } = call;
   const page = listObjects(call.ctx, def, call.target.namespace, listQuery(call.query), {
-    encoded: call.table === undefined,
+    encoded: call.table === undefined && call.partial === undefined,
   });
   const metadata: Record<string, unknown> = { resourceVersion: String(page.revision) };
   if (page.continueToken) metadata.continue = page.continueToken;

@@ -10,8 +10,10 @@
 // each event is a 4-byte big-endian length and a WatchEvent envelope (protobuf.ts).
 //
 // Fan-out cost and memory: a live change is encoded once per form (JSON object or Table, event
-// type, resource) and the same bytes are written to every watcher that wants that form. Live
-// events are written without waiting for the client; a watch whose unsent bytes exceed
+// type, resource) and the same bytes are queued to every watcher that wants that form; the
+// queues are written in coalesced batches by one shared timer (watch-flush.ts), so N watchers
+// cost N socket writes per batch rather than per event. Live events are queued without waiting
+// for the client; a watch whose unsent bytes (queued or in the socket) exceed
 // `maxPendingBytes` is ended the way kube-apiserver's cacher ends a watcher that cannot keep up
 // ("Forcing watcher close due to unresponsiveness"): the stream is cut, its buffers are freed,
 // and the client watches again from its last resourceVersion (or relists on 410).
@@ -32,6 +34,8 @@ import { ApiError, badRequest, tooOldResourceVersion } from "./status.ts";
 import { toTable, type IncludeObject } from "./table.ts";
 import { PROTOBUF_WATCH_MEDIA_TYPE, type WireFormat } from "./negotiation.ts";
 import { encodeProtobufWatchEvent } from "./protobuf.ts";
+import { CoalescedWriter } from "./watch-flush.ts";
+import { asPartialObjectMetadata } from "./partial-metadata.ts";
 
 export interface WatchRequest {
   def: ResourceDef;
@@ -42,6 +46,8 @@ export interface WatchRequest {
   table?: { include: IncludeObject };
   /** The negotiated stream format; YAML streams as JSON, as upstream (it has no YAML framing). */
   format?: WireFormat;
+  /** Events carry PartialObjectMetadata (metadata informers' Accept), not whole objects. */
+  partial?: boolean;
 }
 
 export interface WatchServeOptions {
@@ -90,13 +96,13 @@ export function terminatedWatcherCount(): number {
   return terminatedWatchers;
 }
 
-/** Open watch responses of this process, for pendingWatchBytes. */
-const openResponses = new Set<ServerResponse>();
+/** Open watch streams of this process, for pendingWatchBytes. */
+const openWriters = new Set<CoalescedWriter>();
 
-/** Bytes written to open watch streams and not yet sent, summed over the process's watches. */
+/** Bytes queued for open watch streams and not yet sent, summed over the process's watches. */
 export function pendingWatchBytes(): number {
   let total = 0;
-  for (const response of openResponses) total += response.writableLength;
+  for (const writer of openWriters) total += writer.pendingBytes();
   return total;
 }
 
@@ -188,11 +194,14 @@ export async function serveWatch(
       ? encodeProtobufWatchEvent(event.type, event.object as Record<string, unknown>)
       : Buffer.from(JSON.stringify(event) + "\n");
   response.writeHead(200, { "Content-Type": contentType, "Cache-Control": "no-cache, private" });
-  openResponses.add(response);
+  const writer = new CoalescedWriter(response);
+  openWriters.add(writer);
   response.flushHeaders();
   let first = true;
   const encode = (type: OutEvent["type"], object: KubeObject): OutEvent => {
-    if (!request.table || type === "BOOKMARK" || type === "ERROR") return { type, object };
+    if (type === "BOOKMARK" || type === "ERROR") return { type, object };
+    if (request.partial) return { type, object: asPartialObjectMetadata(object) };
+    if (!request.table) return { type, object };
     const table = toTable({
       def,
       objects: [object],
@@ -205,28 +214,35 @@ export async function serveWatch(
   };
   // The form a live event's bytes depend on besides the change itself; a Table's first event
   // carries the column definitions, so it is this watch's own.
-  const formOf = (type: OutEvent["type"]): string | undefined =>
-    request.table
-      ? first
-        ? undefined
-        : `${type} table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
-      : `${type} ${protobuf ? "protobuf" : "json"} ${def.group}/${def.version}/${def.resource}`;
+  // The strings are built once per watch, not per event.
+  const formSuffix = request.table
+    ? ` table ${request.table.include} ${def.group}/${def.version}/${def.resource}`
+    : ` ${protobuf ? "protobuf" : "json"}${request.partial ? " partial" : ""} ${def.group}/${def.version}/${def.resource}`;
+  const forms = new Map<string, string>();
+  const formOf = (type: OutEvent["type"]): string | undefined => {
+    if (request.table && first) return undefined;
+    let form = forms.get(type);
+    if (form === undefined) forms.set(type, (form = type + formSuffix));
+    return form;
+  };
   const sendLive = (event: StoreEvent, type: OutEvent["type"], object: KubeObject): void => {
     if (stop.signal.aborted) return;
     const form = formOf(type);
     const line = (): Buffer => frame(encode(type, forOutput(def, object)));
-    response.write(form === undefined ? line() : encodedOnce(event, form, line));
+    writer.enqueue(form === undefined ? line() : encodedOnce(event, form, line));
     // Past the bound a live watch is cut; a replay below it only waits (history costs no memory
     // while it waits: the store reads it page by page).
-    if (response.writableLength > options.maxPendingBytes) {
+    const pending = writer.pendingBytes();
+    if (pending > options.maxPendingBytes) {
       terminatedWatchers++;
       options.logger.info(1, "Forcing watcher close due to unresponsiveness", {
         resource: `${def.resource}${def.group === "" ? "" : "." + def.group}`,
         namespace: request.namespace,
-        pendingBytes: response.writableLength,
+        pendingBytes: pending,
         maxPendingBytes: options.maxPendingBytes,
       });
       stop.abort();
+      writer.discard();
       // Cut the stream and free what it buffered: waiting for a stalled client is what the
       // bound exists to avoid. The client sees the watch end and watches again.
       response.destroy();
@@ -234,7 +250,7 @@ export async function serveWatch(
   };
   const send = async (event: OutEvent): Promise<void> => {
     if (stop.signal.aborted) return;
-    if (!response.write(frame(event))) {
+    if (!writer.writeNow(frame(event))) {
       await new Promise<void>((resolve) => {
         const done = (): void => {
           response.off("drain", done);
@@ -252,20 +268,52 @@ export async function serveWatch(
   try {
     for (const object of initial) await send(encode("ADDED", object));
     if (start.initialEvents && query.get("sendInitialEvents") === "true") {
-      await send({ type: "BOOKMARK", object: bookmarkObject(def, fromRevision, true) });
+      await send({ type: "BOOKMARK", object: bookmarkObject(def, fromRevision, true, request.partial) });
     }
     if (stop.signal.aborted) return;
     watch = ctx.store.watch(collectionPrefix(def, request.namespace), fromRevision);
     const activeWatch = watch;
     stop.signal.addEventListener("abort", () => activeWatch.close(), { once: true });
     if (bookmarks)
-      cancelBookmarks = scheduleBookmarks(options, activeWatch, def, (e) => send(e), stop.signal);
+      cancelBookmarks = scheduleBookmarks(
+        options,
+        activeWatch,
+        def,
+        (e) => send(e),
+        stop.signal,
+        request.partial === true,
+      );
     // Live events never wait for the client: their unsent bytes are bounded instead (above).
-    for await (const event of activeWatch) {
+    // Once caught up, the watch follows the store synchronously: one call per change, no
+    // promise or iterator step per watcher and event (what the fan-out cost is made of).
+    // It runs inside the store's publish: a failure here must end this watch only.
+    const onLive = (event: StoreEvent): void => {
+      try {
+        const out = translate(event, matcher);
+        if (out) sendLive(event, out.type, out.object);
+      } catch (error) {
+        options.logger.error("watch event could not be sent; ending the watch", {
+          resource: def.resource,
+          namespace: request.namespace,
+          err: error instanceof Error ? error.message : String(error),
+        });
+        stop.abort();
+        response.destroy();
+      }
+    };
+    const events = activeWatch[Symbol.asyncIterator]();
+    while (!stop.signal.aborted) {
+      const following = activeWatch.follow?.(onLive);
+      if (following) {
+        await following;
+        break;
+      }
+      const next = await events.next();
+      if (next.done) break;
+      const event = next.value;
       const out = translate(event, matcher);
       if (out && activeWatch.replaying()) await send(encode(out.type, forOutput(def, out.object)));
       else if (out) sendLive(event, out.type, out.object);
-      if (stop.signal.aborted) break;
     }
   } catch (error) {
     if (error instanceof StoreError && error.reason === "Gone") {
@@ -281,7 +329,9 @@ export async function serveWatch(
     options.signal.removeEventListener("abort", onAbort);
     response.off("close", onAbort);
     stop.abort();
-    openResponses.delete(response);
+    openWriters.delete(writer);
+    // Events queued before the end still go out (a timeout or server stop is not a failure).
+    writer.flush();
     if (!response.writableEnded) response.end();
   }
 }
@@ -306,10 +356,17 @@ function translate(
   return undefined;
 }
 
-function bookmarkObject(def: ResourceDef, revision: number, initialEventsEnd: boolean): KubeObject {
+/** A BOOKMARK's object; a metadata watch gets it as PartialObjectMetadata, as every other event. */
+function bookmarkObject(
+  def: ResourceDef,
+  revision: number,
+  initialEventsEnd: boolean,
+  partial = false,
+): KubeObject {
   const metadata: Record<string, unknown> = { resourceVersion: String(revision) };
   if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
-  return { kind: def.kind, apiVersion: apiVersionOf(def), metadata };
+  const object = { kind: def.kind, apiVersion: apiVersionOf(def), metadata };
+  return partial ? asPartialObjectMetadata(object) : object;
 }
 
 function scheduleBookmarks(
@@ -318,6 +375,7 @@ function scheduleBookmarks(
   def: ResourceDef,
   send: (event: OutEvent) => Promise<void>,
   signal: AbortSignal,
+  partial: boolean,
 ): () => void {
   let cancel = (): void => {};
   let lastSent = -1;
@@ -332,7 +390,7 @@ function scheduleBookmarks(
       return;
     }
     lastSent = revision;
-    send({ type: "BOOKMARK", object: bookmarkObject(def, revision, false) }).then(next, next);
+    send({ type: "BOOKMARK", object: bookmarkObject(def, revision, false, partial) }).then(next, next);
   };
   cancel = options.clock.setTimer(options.bookmarkIntervalMs, tick);
   return () => cancel();

@@ -86,6 +86,14 @@ export interface Watch {
   replaying(): boolean;
   /** Ends the iterator (a pending next() resolves done) and frees its buffer. Idempotent. */
   close(): void;
+  /**
+   * Once replay is over and every buffered event was yielded, hands each later live event to
+   * `listener` synchronously as it is published (no buffer, no promise per event: the cost of a
+   * watcher is then one call per change) and returns a promise that settles when the watch ends
+   * (rejecting as next() would). Returns undefined, changing nothing, while events remain to be
+   * read through the iterator. The iterator must not be read after a successful call.
+   */
+  follow?(listener: (event: StoreEvent) => void): Promise<void> | undefined;
 }
 
 export interface Store {

@@ -129,6 +129,10 @@ class WatchStream implements Watch, AsyncIterator<StoreEvent> {
   #waiters: (() => void)[] = [];
   #failure: StoreError | undefined;
   #ended = false;
+  /** Set by follow(): live events go straight to it. */
+  #listener: ((event: StoreEvent) => void) | undefined;
+  #whenEnded:
+    { promise: Promise<void>; resolve: () => void; reject: (error: StoreError) => void } | undefined;
 
   constructor(init: WatchStreamInit) {
     this.prefix = init.prefix;
@@ -155,6 +159,11 @@ class WatchStream implements Watch, AsyncIterator<StoreEvent> {
 
   push(event: StoreEvent): void {
     if (this.#ended || event.revision <= this.#replayUntil || event.revision <= this.#cursor) return;
+    if (this.#listener) {
+      this.#cursor = event.revision;
+      this.#listener(event);
+      return;
+    }
     if (this.#queue.length - this.#head >= this.#options.bufferLimit) {
       this.#options.logger.warn("watch fell too far behind; ending it with Gone so the client relists", {
         prefix: this.prefix,
@@ -205,6 +214,14 @@ class WatchStream implements Watch, AsyncIterator<StoreEvent> {
     }
   }
 
+  follow(listener: (event: StoreEvent) => void): Promise<void> | undefined {
+    if (this.#ended || this.replaying() || this.#head < this.#queue.length || this.#failure) return undefined;
+    this.#listener = listener;
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    this.#whenEnded = { promise, resolve, reject };
+    return promise;
+  }
+
   async return(): Promise<IteratorResult<StoreEvent>> {
     this.close();
     return { done: true, value: undefined };
@@ -224,6 +241,13 @@ class WatchStream implements Watch, AsyncIterator<StoreEvent> {
 
   #end(): void {
     this.#ended = true;
+    this.#listener = undefined;
+    if (this.#whenEnded) {
+      if (this.#failure) {
+        this.#whenEnded.reject(this.#failure);
+        this.#failure = undefined;
+      } else this.#whenEnded.resolve();
+    }
     this.#page = [];
     this.#pageIndex = 0;
     this.#queue = [];

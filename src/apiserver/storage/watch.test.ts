@@ -285,3 +285,34 @@ test("a watch from a future revision starts after it", { timeout: HANG_GUARD_MS 
   store.update("/k/a", obj("a", { v: "4" })); // 4
   assert.deepEqual(summary(await take(watch, 1)), ["4 MODIFIED /k/a"]);
 });
+
+test(
+  "follow: refused while replay or buffered events remain; then live events arrive synchronously, in order",
+  { timeout: HANG_GUARD_MS },
+  async (t) => {
+    const store = memoryStore(t);
+    store.create("/cm/a", obj("a")); // 1
+    const watch = store.watch("/cm/", 0);
+    const seen: string[] = [];
+    const listener = (event: StoreEvent): void =>
+      void seen.push(`${event.revision} ${event.type} ${event.key}`);
+    // Revision 1 is still to be replayed through the iterator.
+    assert.equal(watch.follow?.(listener), undefined);
+    assert.deepEqual(summary(await take(watch, 1)), ["1 ADDED /cm/a"]);
+    store.update("/cm/a", obj("a", { v: "2" })); // 2, buffered
+    assert.equal(watch.follow?.(listener), undefined, "a buffered live event must be read first");
+    assert.deepEqual(summary(await take(watch, 1)), ["2 MODIFIED /cm/a"]);
+    const ended = watch.follow?.(listener);
+    assert.ok(ended, "caught up: follows");
+    store.create("/cm/b", obj("b")); // 3
+    store.create("/other/x", obj("x")); // 4, not ours
+    store.delete("/cm/a"); // 5
+    // Delivered during the writes themselves: nothing to wait for.
+    assert.deepEqual(seen, ["3 ADDED /cm/b", "5 DELETED /cm/a"]);
+    assert.equal(watch.progressRevision(), 5);
+    watch.close();
+    await ended;
+    store.create("/cm/c", obj("c"));
+    assert.equal(seen.length, 2, "nothing after close");
+  },
+);
