@@ -492,7 +492,12 @@ class SqliteStoreImpl implements SqliteStore {
     if (this.#pipeline) {
       // Readers below the new boundary get Gone from now on, so none reads a half-compacted log.
       this.#compacted = to;
-      removedRows = this.#pipeline.compactSync(from, to);
+      try {
+        removedRows = this.#pipeline.compactSync(from, to);
+      } catch (error) {
+        this.#compacted = from;
+        throw error;
+      }
     } else {
       removedRows = this.#transaction(() => compactLog(this.#statements, from, to));
       this.#compacted = to;
@@ -510,7 +515,14 @@ class SqliteStoreImpl implements SqliteStore {
     const bounds = this.#compactionBounds(keep);
     if (!bounds) return;
     this.#compacted = bounds.to;
-    const removedRows = await this.#pipeline.compact(bounds.from, bounds.to);
+    let removedRows: number;
+    try {
+      removedRows = await this.#pipeline.compact(bounds.from, bounds.to);
+    } catch (error) {
+      // Rolled back: the rows are all there, and the next round must start from the old boundary.
+      if (this.#compacted === bounds.to) this.#compacted = bounds.from;
+      throw error;
+    }
     this.#logger.info(2, "compacted revision log", { compactedRevision: bounds.to, removedRows });
   }
 
