@@ -24,7 +24,7 @@ export interface CommitPipelineOptions {
 /** How long a synchronous request may wait for the worker beyond the lock timeout. */
 const SYNC_WAIT_MS = 60_000;
 
-type Outstanding = { op: CommitRequest["op"]; resolve: (reply: CommitReply) => void };
+type Outstanding = { resolve: (reply: CommitReply) => void };
 
 export class CommitPipeline {
   readonly #path: string;
@@ -76,11 +76,17 @@ export class CommitPipeline {
     }
   }
 
-  /** Commits `changes` in one transaction; resolves once durable, rejects if the COMMIT failed. */
-  commit(changes: LogChange[]): Promise<void> {
-    return this.#send({ id: this.#nextId++, op: "commit", changes }).then((reply) => {
+  /**
+   * Hands `changes` over as one batch; `done` resolves once they are durable and rejects if
+   * their COMMIT failed or was refused (an earlier batch of an epoch not older failed). Batches
+   * commit in the order handed over; those that wait behind a COMMIT share the next one.
+   */
+  commit(changes: LogChange[], epoch: number): { id: number; done: Promise<void> } {
+    const id = this.#nextId++;
+    const done = this.#send({ id, op: "commit", epoch, changes }).then((reply) => {
       if (!reply.ok) throw new Error(reply.message);
     });
+    return { id, done };
   }
 
   /** One compaction round in the worker, without blocking the event loop. */
@@ -102,21 +108,20 @@ export class CommitPipeline {
 
   /**
    * Commits the last `changes` after every batch handed over, closes the database and stops the
-   * worker. Returns the final commit's error, if any. Batches still in flight never settle.
+   * worker. Returns the final commit's error, if any, and the newest batch id committed. Batches
+   * still in flight never settle: the caller learns their fate from `committedThrough`.
    */
-  close(changes: LogChange[]): Error | undefined {
-    if (this.#closed) return undefined;
+  close(changes: LogChange[], epoch: number): { error?: Error; committedThrough: number } {
+    if (this.#closed) return { committedThrough: 0 };
     const id = this.#nextId++;
-    let result: Error | undefined;
+    let result: { error?: Error; committedThrough: number };
     try {
-      // Requests are answered in order, so the only commit possibly outstanding is the newest.
-      const commits = [...this.#outstanding].filter(([, o]) => o.op === "commit").map(([key]) => key);
-      const after = Math.max(0, ...commits);
-      this.#post({ id, op: "close", changes, after, sync: true });
+      this.#post({ id, op: "close", epoch, changes, sync: true });
       const reply = this.#await(id, "close");
-      if (!reply.ok) result = new Error(reply.message);
+      const committedThrough = reply.committedThrough ?? 0;
+      result = reply.ok ? { committedThrough } : { error: new Error(reply.message), committedThrough };
     } catch (error) {
-      result = error instanceof Error ? error : new Error(String(error));
+      result = { error: error instanceof Error ? error : new Error(String(error)), committedThrough: 0 };
     }
     this.#shutDown();
     return result;
@@ -125,7 +130,7 @@ export class CommitPipeline {
   #send(request: CommitRequest): Promise<CommitReply> {
     if (this.#closed) return Promise.reject(new Error("the commit worker has stopped"));
     return new Promise((resolve) => {
-      this.#outstanding.set(request.id, { op: request.op, resolve });
+      this.#outstanding.set(request.id, { resolve });
       if (this.#outstanding.size === 1) this.#requests.ref();
       this.#requests.postMessage(request);
     });

@@ -10,7 +10,7 @@
 // reports the open.
 
 import { DatabaseSync } from "node:sqlite";
-import { workerData } from "node:worker_threads";
+import { receiveMessageOnPort, workerData } from "node:worker_threads";
 import type { MessagePort } from "node:worker_threads";
 import { beforeCommit } from "./commit-faults.ts";
 import {
@@ -34,14 +34,19 @@ export interface CommitWorkerData {
   replies: MessagePort;
 }
 
+/**
+ * `epoch` counts the main thread's failed commits: a commit or close whose epoch is not newer
+ * than a failed commit's was built on writes that were undone, and is refused unwritten.
+ */
 export type CommitRequest =
-  | { id: number; op: "commit"; changes: LogChange[]; sync?: boolean }
+  | { id: number; op: "commit"; epoch: number; changes: LogChange[]; sync?: boolean }
   | { id: number; op: "compact"; from: number; to: number; sync?: boolean }
-  /** `after`: the commit still outstanding when closing; if it failed, `changes` build on it. */
-  | { id: number; op: "close"; changes: LogChange[]; after: number; sync: true };
+  | { id: number; op: "close"; epoch: number; changes: LogChange[]; sync: true };
 
+/** `committedThrough` (close only): the newest commit request that was committed. */
 export type CommitReply =
-  { id: number; ok: true; removedRows?: number } | { id: number; ok: false; message: string; code?: string };
+  | { id: number; ok: true; removedRows?: number; committedThrough?: number }
+  | { id: number; ok: false; message: string; code?: string; committedThrough?: number };
 
 /** How long a held COMMIT (fault hook) may wait for its release. */
 const MAX_HOLD_MS = 120_000;
@@ -103,46 +108,85 @@ if (db) {
     });
   };
 
-  /** The newest commit request that failed. */
-  let lastFailed = 0;
+  /** The epoch of the newest failed commit: later requests of that epoch or older are refused. */
+  let failedEpoch = -1;
+  let failedMessage = "";
+  let committedThrough = 0;
+  const refused = (epoch: number): string | undefined =>
+    epoch <= failedEpoch
+      ? `an earlier batch failed to commit (${failedMessage}); this one built on it`
+      : undefined;
 
-  data.requests.on("message", (request: CommitRequest) => {
+  /**
+   * Commits consecutive commit requests in one transaction (one fsync): the batches the main
+   * thread handed over while the previous COMMIT ran, so fsyncs never pile up behind each other.
+   */
+  const commitGroup = (group: Extract<CommitRequest, { op: "commit" }>[]): void => {
+    const accepted: typeof group = [];
+    for (const request of group) {
+      const reason = refused(request.epoch);
+      if (reason) reply({ id: request.id, ok: false, message: reason }, request.sync);
+      else accepted.push(request);
+    }
+    if (accepted.length === 0) return;
     try {
-      switch (request.op) {
-        case "commit":
-          try {
-            commit(request.changes);
-          } catch (error) {
-            lastFailed = request.id;
-            throw error;
-          }
-          reply({ id: request.id, ok: true }, request.sync);
-          return;
-        case "compact": {
+      commit(accepted.flatMap((request) => request.changes));
+    } catch (error) {
+      failedEpoch = Math.max(...accepted.map((request) => request.epoch));
+      failedMessage = error instanceof Error ? error.message : String(error);
+      for (const request of accepted) reply(failure(request.id, error), request.sync);
+      return;
+    }
+    committedThrough = accepted[accepted.length - 1]!.id;
+    for (const request of accepted) reply({ id: request.id, ok: true }, request.sync);
+  };
+
+  const handleOther = (request: Exclude<CommitRequest, { op: "commit" }>): void => {
+    switch (request.op) {
+      case "compact": {
+        try {
           const removedRows = transaction(() => compactLog(statements, request.from, request.to));
           reply({ id: request.id, ok: true, removedRows }, request.sync);
-          return;
+        } catch (error) {
+          reply(failure(request.id, error), request.sync);
         }
-        case "close": {
-          let outcome: CommitReply = { id: request.id, ok: true };
-          try {
-            if (request.after !== 0 && request.after === lastFailed) {
-              throw new Error("the batch before the last one failed to commit; the last one built on it");
-            }
-            commit(request.changes);
-          } catch (error) {
-            outcome = failure(request.id, error);
-          }
-          statements.clear();
-          connection.close();
-          lock?.close();
-          data.requests.close();
-          reply(outcome, true);
-          return;
-        }
+        return;
       }
-    } catch (error) {
-      reply(failure(request.id, error), request.sync);
+      case "close": {
+        let outcome: CommitReply = { id: request.id, ok: true };
+        try {
+          const reason = refused(request.epoch);
+          if (reason) throw new Error(reason);
+          commit(request.changes);
+        } catch (error) {
+          outcome = failure(request.id, error);
+        }
+        statements.clear();
+        connection.close();
+        lock?.close();
+        data.requests.close();
+        reply({ ...outcome, committedThrough }, true);
+        return;
+      }
+    }
+  };
+
+  data.requests.on("message", (first: CommitRequest) => {
+    // Everything already queued, in order: consecutive commits share one transaction.
+    const queue: CommitRequest[] = [first];
+    for (let next = receiveMessageOnPort(data.requests); next; next = receiveMessageOnPort(data.requests)) {
+      queue.push(next.message as CommitRequest);
+    }
+    while (queue.length > 0) {
+      const request = queue.shift()!;
+      if (request.op !== "commit") {
+        handleOther(request);
+        if (request.op === "close") return;
+        continue;
+      }
+      const group = [request];
+      while (queue[0]?.op === "commit") group.push(queue.shift() as typeof request);
+      commitGroup(group);
     }
   });
   reply({ id: 0, ok: true }, true);

@@ -14,13 +14,15 @@
 //   (commit-worker.ts), so no fsync ever runs on the event loop. A write is checked against and
 //   applied to the in-memory state at once (so read-check-write stays atomic) and returns with
 //   its revision; the writes of one event-loop turn form a batch that the worker commits in one
-//   transaction (one fsync), as etcd batches its raft log. One batch is in flight at a time: the
-//   writes that arrive during its COMMIT form the next one, so batches grow with the load.
+//   transaction (one fsync), as etcd batches its raft log. Batches go to the worker in order
+//   at the end of each turn; the worker merges those that queued behind a COMMIT into the next
+//   one, so batches grow with the load while this thread keeps serving during every fsync.
 //   `whenDurable(revision)` resolves once the worker reported the batch holding it committed,
 //   and the caller acknowledges nothing before that; watchers hear of a change only then, in
 //   revision order. `currentRevision()` is the newest applied revision. A failed COMMIT undoes
 //   its batch and every later write in memory (they were checked against its state), puts the
-//   revision counter back to the last durable one, and rejects their whenDurable callers.
+//   revision counter back to the last durable one, and rejects their whenDurable callers; the
+//   batches already handed over carry the old epoch, so the worker refuses them unwritten.
 // - Durability: WAL journal. With synchronous=FULL (the default) COMMIT returns only after the
 //   WAL is fsynced, so an acknowledged write survives kill -9 and power loss, as an etcd write
 //   does. synchronous=NORMAL still survives kill -9 (the WAL write reached the kernel before
@@ -114,7 +116,7 @@ export interface CompactionResult {
 export interface SqliteStore extends Store {
   readonly path: string;
   readonly compactionWindow: number;
-  /** Write transactions committed since open: with group commit, one per batch (one fsync each). */
+  /** Write transactions committed since open; with group commit, batches reported durable (a COMMIT may cover several). */
   readonly commitCount: number;
   /** Like Store.compact; `keep` defaults to the store's compaction window. */
   compact(keep?: number): CompactionResult;
@@ -187,7 +189,7 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
     });
   } catch (error) {
     db?.close();
-    pipeline?.close([]);
+    pipeline?.close([], 0);
     lock?.close();
     throw openError(options.path, error);
   }
@@ -216,6 +218,11 @@ interface PendingWrite {
   type: WatchEventType;
   /** The key's row before this write: restored if the batch fails. */
   previous: CurrentRow | undefined;
+}
+
+interface InFlightBatch {
+  id: number;
+  writes: PendingWrite[];
 }
 
 interface DurableWaiter {
@@ -248,8 +255,10 @@ class SqliteStoreImpl implements SqliteStore {
   #closed = false;
   /** Group commit: writes applied since the last batch was handed to the worker. */
   #pending: PendingWrite[] = [];
-  /** Group commit: the batch the worker is committing (at most one at a time). */
-  #inFlight: PendingWrite[] | undefined;
+  /** Group commit: batches handed to the worker and not yet reported, oldest first. */
+  #inFlight: InFlightBatch[] = [];
+  /** Group commit: failed commits so far; batches of an older epoch are refused by the worker. */
+  #epoch = 0;
   #flushScheduled = false;
   #commits = 0;
   /** whenDurable callers, in ascending revision order (revisions only grow). */
@@ -556,15 +565,22 @@ class SqliteStoreImpl implements SqliteStore {
     if (this.#pipeline) {
       // Writes applied but not yet durable are committed, not dropped: the batch in flight (the
       // worker takes requests in order) and then the ones not handed over yet.
-      const writes = [...(this.#inFlight ?? []), ...this.#pending];
-      const handOver = this.#pending.map((write) => write.change);
-      this.#inFlight = undefined;
+      const inFlight = this.#inFlight;
+      const pending = this.#pending;
+      this.#inFlight = [];
       this.#pending = [];
       this.#statements.clear();
       this.#db.close();
-      const error = this.#pipeline.close(handOver);
-      if (error) this.#failWrites(writes, error);
-      else this.#made(writes);
+      const { error, committedThrough } = this.#pipeline.close(
+        pending.map((write) => write.change),
+        this.#epoch,
+      );
+      // The worker answered in order: batches up to committedThrough are durable.
+      const made = inFlight.filter((batch) => batch.id <= committedThrough).flatMap((b) => b.writes);
+      const rest = inFlight.filter((batch) => batch.id > committedThrough).flatMap((b) => b.writes);
+      this.#made(made);
+      if (error) this.#failWrites([...rest, ...pending], error);
+      else this.#made([...rest, ...pending]);
     } else {
       this.#statements.clear();
       this.#db.close();
@@ -598,7 +614,7 @@ class SqliteStoreImpl implements SqliteStore {
       return;
     }
     this.#pending.push(write);
-    if (!this.#inFlight && !this.#flushScheduled) {
+    if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       // After this turn's I/O callbacks: every request read in this turn joins the batch.
       setImmediate(() => {
@@ -609,29 +625,36 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   /**
-   * Hands the pending writes to the worker as one batch, unless a batch is in flight: the writes
-   * that arrive during a COMMIT form the next batch, sent when it returns, so batches grow with
-   * the load and there is never more than one fsync in progress.
+   * Hands the pending writes to the worker as one batch. The worker commits batches in order and
+   * merges those that wait behind a COMMIT into the next one, so fsyncs never pile up, and this
+   * thread goes on serving (and batching) while a COMMIT runs.
    */
   #flush(): void {
     const pipeline = this.#pipeline;
-    if (!pipeline || this.#closed || this.#inFlight || this.#pending.length === 0) return;
-    const batch = this.#pending;
+    if (!pipeline || this.#closed || this.#pending.length === 0) return;
+    const writes = this.#pending;
     this.#pending = [];
-    this.#inFlight = batch;
-    pipeline.commit(batch.map((write) => write.change)).then(
+    const { id, done } = pipeline.commit(
+      writes.map((write) => write.change),
+      this.#epoch,
+    );
+    const batch: InFlightBatch = { id, writes };
+    this.#inFlight.push(batch);
+    done.then(
       () => {
-        if (this.#closed || this.#inFlight !== batch) return;
-        this.#inFlight = undefined;
-        this.#made(batch);
-        this.#flush();
+        // Answers come in order; a batch no longer queued was undone by a failure before it.
+        if (this.#closed || this.#inFlight[0] !== batch) return;
+        this.#inFlight.shift();
+        this.#made(writes);
       },
       (error: unknown) => {
-        if (this.#closed || this.#inFlight !== batch) return;
-        this.#inFlight = undefined;
-        // Later writes were checked against this batch's state: none of them may stand either.
-        const undone = [...batch, ...this.#pending];
+        if (this.#closed || this.#inFlight[0] !== batch) return;
+        // Every later write was checked against this batch's state: none of them may stand. The
+        // worker refuses the batches already handed over (their epoch is not newer).
+        const undone = [...this.#inFlight.flatMap((b) => b.writes), ...this.#pending];
+        this.#inFlight = [];
         this.#pending = [];
+        this.#epoch++;
         this.#failWrites(undone, error instanceof Error ? error : new Error(String(error)));
       },
     );
