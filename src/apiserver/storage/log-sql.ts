@@ -9,6 +9,7 @@
 // second store, in this process or another, fails at open rather than forking the revision
 // sequence. The lock is an fcntl lock: the kernel drops it when the process dies, even by kill -9.
 
+import { chmodSync, closeSync, constants, openSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import type { SQLOutputValue, StatementSync } from "node:sqlite";
 import { CsikitError } from "../../base/index.ts";
@@ -58,8 +59,14 @@ export class StatementCache {
 export function acquireOwnerLock(path: string, timeoutMs: number): DatabaseSync {
   let lock: DatabaseSync | undefined;
   try {
-    lock = new DatabaseSync(`${path}-lock`, { timeout: timeoutMs });
+    // Private like the database (no data in it, but nothing in a state directory is for others).
+    const lockPath = `${path}-lock`;
+    closeSync(openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
+    chmodSync(lockPath, 0o600);
+    lock = new DatabaseSync(lockPath, { timeout: timeoutMs });
     lock.exec("PRAGMA locking_mode = EXCLUSIVE");
+    // No journal file next to it: the write below only takes the lock.
+    lock.exec("PRAGMA journal_mode = MEMORY");
     // A write takes the EXCLUSIVE file lock; in this locking mode it is kept until close.
     lock.exec("BEGIN EXCLUSIVE; PRAGMA user_version = 1; COMMIT");
     return lock;
