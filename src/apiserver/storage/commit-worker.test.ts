@@ -138,3 +138,41 @@ test("a failed COMMIT rejects its writes and the later ones; memory and revision
   assert.equal(event.done, false);
   assert.equal(event.value.key, "/f/next");
 });
+
+test("remaining at a past revision matches the full list, with writes not yet durable", async (t) => {
+  const path = tempPath(t);
+  const store = openSqliteStore({ path, groupCommit: true });
+  t.after(() => store.close());
+  // A fixed pseudo-random mix of creates, updates and deletes over 40 keys.
+  let seed = 7;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return (seed >>> 8) % n;
+  };
+  const revisions: number[] = [];
+  for (let i = 0; i < 400; i++) {
+    const key = `/r/${String(next(40)).padStart(2, "0")}`;
+    if (!store.get(key)) store.create(key, cm(key));
+    else if (next(5) === 0) store.delete(key);
+    else store.update(key, cm(key, String(i)));
+    revisions.push(store.currentRevision());
+    // Some writes become durable, the newest ones stay in the batch.
+    if (i % 50 === 0) await store.whenDurable(store.currentRevision());
+  }
+  const durable = revisions[350]!;
+  await store.whenDurable(durable);
+  for (const revision of [revisions[100]!, revisions[250]!, durable]) {
+    const all = store.list({ prefix: "/r/", revision }).items.map((item) => item.key);
+    assert.ok(all.length >= 10, `${all.length} keys live at ${revision}`);
+    for (const startIndex of [0, 5, all.length - 4]) {
+      const startAfter = all[startIndex]!;
+      const page = store.list({ prefix: "/r/", revision, limit: 3, startAfter });
+      const expected = all.length - (startIndex + 1) - page.items.length;
+      assert.deepEqual(
+        page.items.map((item) => item.key),
+        all.slice(startIndex + 1, startIndex + 4),
+      );
+      assert.equal(page.remaining ?? 0, expected, `revision ${revision}, after ${startAfter}`);
+    }
+  }
+});

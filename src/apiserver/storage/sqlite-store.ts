@@ -462,17 +462,44 @@ class SqliteStoreImpl implements SqliteStore {
     const last = items[items.length - 1];
     if (limit > 0 && items.length === limit && last) {
       const after: KeyRange = { lo: last.key, loInclusive: false, hi: range.hi };
-      const countRow = this.#statements.get(countAtRevisionSql(after)).get({
-        ...rangeParams(after),
-        rev: revision,
-      });
-      const remaining = readInteger(countRow, "n");
+      const remaining = this.#countAtRevision(after, revision);
       if (remaining > 0) {
         result.continueKey = last.key;
         result.remaining = remaining;
       }
     }
     return result;
+  }
+
+  /**
+   * Live keys in `range` as of `revision`: the count in memory now, corrected for each key of the
+   * range changed after that revision (durable changes from the log, the rest from the writes
+   * not yet durable). Costs the changes since `revision`, not the size of the range: counting
+   * the range in the log took tens of ms of this thread for 5,000 objects.
+   */
+  #countAtRevision(range: KeyRange, revision: number): number {
+    const keys = this.#sortedKeys;
+    const start = lowerBound(keys, range.lo, range.loInclusive);
+    const end = range.hi === undefined ? keys.length : lowerBound(keys, range.hi, true);
+    let count = end - start;
+    const changed = new Set<string>();
+    for (const row of this.#statements
+      .get(`SELECT DISTINCT key FROM log WHERE revision > :rev AND ${rangeWhere("key", range)}`)
+      .all({ ...rangeParams(range), rev: revision })) {
+      changed.add(readString(row, "key"));
+    }
+    for (const write of [...this.#inFlight.flatMap((batch) => batch.writes), ...this.#pending]) {
+      if (inRange(write.change.key, range)) changed.add(write.change.key);
+    }
+    const then = this.#statements.get(
+      "SELECT deleted FROM log WHERE key = ? AND revision <= ? ORDER BY revision DESC LIMIT 1",
+    );
+    for (const key of changed) {
+      const row = then.get(key, revision);
+      const liveThen = row !== undefined && readInteger(row, "deleted") === 0;
+      count += (liveThen ? 1 : 0) - (this.#live.has(key) ? 1 : 0);
+    }
+    return count;
   }
 
   watch(prefix: string, fromRevision: number): Watch {
@@ -785,8 +812,10 @@ function listAtRevisionSql(range: KeyRange): string {
   );
 }
 
-function countAtRevisionSql(range: KeyRange): string {
-  return `SELECT count(*) AS n FROM (${newestAtRevisionSql(range)}) WHERE deleted = 0`;
+function inRange(key: string, range: KeyRange): boolean {
+  const order = compareKeys(key, range.lo);
+  if (order < 0 || (order === 0 && !range.loInclusive)) return false;
+  return range.hi === undefined || compareKeys(key, range.hi) < 0;
 }
 
 function historySql(range: KeyRange): string {
