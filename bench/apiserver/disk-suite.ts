@@ -2,7 +2,8 @@
 // state directory is on a real disk and against one on tmpfs, side by side, so the table shows
 // what the disk costs. Per filesystem: the disk's own fsync time (the floor of one durable
 // write), creates with 1 / 16 / 64 keep-alive clients, GET latency while 16 writers run, an
-// unpaged list of 5,000 objects, serial 1 KB PUTs with 0 / 10 / 100 / 500 watchers, and GET
+// unpaged list of 5,000 objects, continue pages read at a past revision (from the revision log) while
+// 16 writers run, serial 1 KB PUTs with 0 / 10 / 100 / 500 watchers, and GET
 // latency while other clients block the event loop with huge lists and huge bodies. Each state
 // directory's filesystem type (`stat -f -c %T`) and the core count are printed with the tables.
 // Nothing here asserts on a number; the targets are printed next to the figures.
@@ -37,6 +38,7 @@ interface FsFigures {
   getUnderWrites: Summary;
   writesDuringGets: number;
   list5k: Summary;
+  pageUnderWrites: Summary;
   putsByWatchers: Map<number, Summary>;
   getUnderHog: Summary;
   hogOps: number;
@@ -47,6 +49,8 @@ const LIST_NS = "bench-list";
 /** The fan-out scenario's namespace: one object, so a watch starts without a large initial list. */
 const PUT_NS = "bench-put";
 const LIST_OBJECTS = 5_000;
+/** Page size of the paginated-list scenario. */
+const PAGE = 100;
 
 export async function runDiskSuite(options: DiskSuiteOptions): Promise<void> {
   const { out } = options;
@@ -98,6 +102,25 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
       await runBounded(options.quick ? 3 : 20, 1, async () => void (await client.send("GET", cms(LIST_NS)))),
     );
 
+    // Pages after the first are read at the first page's revision: from the revision log on
+    // disk, not from memory, while the writers keep the newest revision moving.
+    options.progress(`${label}: continue pages of ${PAGE} at a past revision while 16 writers run`);
+    const first = JSON.parse((await client.send("GET", `${cms(LIST_NS)}?limit=${PAGE}`)).text) as {
+      metadata: { continue?: string };
+    };
+    const token = first.metadata.continue ?? "";
+    const { gets: pageUnderWrites } = await underLoad(
+      client,
+      16,
+      async (i) => void (await client.send("POST", cms(NS), configMap(`p-${i}-${serial++}`, 256))),
+      options.quick ? 20 : 200,
+      async () =>
+        void (await client.send(
+          "GET",
+          `${cms(LIST_NS)}?limit=${PAGE}&continue=${encodeURIComponent(token)}`,
+        )),
+    );
+
     const putsByWatchers = new Map<number, Summary>();
     await client.send("POST", cms(PUT_NS), configMap("target", 1024));
     for (const watchers of options.watcherCounts) {
@@ -137,6 +160,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
       getUnderWrites,
       writesDuringGets,
       list5k,
+      pageUnderWrites,
       putsByWatchers,
       getUnderHog,
       hogOps,
@@ -181,14 +205,16 @@ function measureFsync(dir: string, rounds: number): number {
 }
 
 /**
- * `gets` sequential GETs of one small object while `workers` loops run `background` until the
- * GETs are done; returns the GET latencies and how many background operations completed.
+ * `gets` sequential GETs of one small object (or runs of `probe`) while `workers` loops run
+ * `background` until the GETs are done; returns the GET latencies and how many background
+ * operations completed.
  */
 async function underLoad(
   client: RawClient,
   workers: number,
   background: (index: number) => Promise<void>,
   gets: number,
+  probe: () => Promise<void> = async () => void (await client.send("GET", "/api/v1/namespaces/default")),
 ): Promise<{ gets: Summary; background: number }> {
   let done = false;
   let completed = 0;
@@ -203,11 +229,7 @@ async function underLoad(
     // Let the background load reach its steady state before timing.
     const deadline = Date.now() + 10_000;
     while (completed < workers * 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    const result = await runBounded(
-      gets,
-      1,
-      async () => void (await client.send("GET", "/api/v1/namespaces/default")),
-    );
+    const result = await runBounded(gets, 1, probe);
     return { gets: summarize(result), background: completed };
   } finally {
     done = true;
@@ -345,6 +367,14 @@ function renderDiskTables(real: FsFigures, tmpfs: FsFigures, options: DiskSuiteO
     "≤ 15 ms",
   ]);
   rows.push(["  same, p99 ms", ms(real.list5k.p99), ms(tmpfs.list5k.p99), "", ""]);
+  rows.push([
+    `continue page of ${PAGE} at a past revision, 16 writers running, p50 ms`,
+    ms(real.pageUnderWrites.p50),
+    ms(tmpfs.pageUnderWrites.p50),
+    "",
+    "",
+  ]);
+  rows.push(["  same, p99 ms", ms(real.pageUnderWrites.p99), ms(tmpfs.pageUnderWrites.p99), "", ""]);
   const base = (figures: FsFigures): number => figures.putsByWatchers.get(0)?.opsPerSecond ?? Number.NaN;
   for (const watchers of options.watcherCounts) {
     const r = real.putsByWatchers.get(watchers)!;

@@ -3,6 +3,7 @@
 // it only when one was passed; nothing here is reachable from the CLI.
 
 import type { Verb } from "./routing.ts";
+import { CommitFaults } from "./storage/index.ts";
 import { ApiError, conflict, OPTIMISTIC_LOCK_MESSAGE } from "./status.ts";
 
 export interface FaultSpec {
@@ -36,6 +37,8 @@ interface ArmedFault extends FaultSpec {
 }
 
 export class FaultInjector {
+  /** Hooks of the storage's commit worker: hold or fail COMMITs (see storage/commit-faults.ts). */
+  readonly commits = new CommitFaults();
   #armed: ArmedFault[] = [];
   #fired = 0;
 

@@ -4,7 +4,7 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Clock, Logger } from "../base/index.ts";
-import { errorMessage } from "../base/index.ts";
+import { CsikitError, errorMessage } from "../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { CRD_GROUP, CRD_RESOURCE, type CustomResourceSync } from "./crds.ts";
 import {
@@ -72,6 +72,16 @@ export interface HandlerOptions {
   serverAddress: () => string;
 }
 
+/**
+ * A write whose COMMIT failed (disk full, I/O error): a 500 that says the write was not made,
+ * so a client knows it may retry; the database path stays in the server's log only.
+ */
+function storageFailure(error: unknown): ApiError | undefined {
+  if (!(error instanceof CsikitError) || error.code !== "CSIKIT_ERR_STORE_WRITE") return undefined;
+  const cause = error.cause instanceof Error ? error.cause.message : error.message;
+  return internalError(`storage commit failed, the write was not persisted: ${cause}`);
+}
+
 const PUBLIC_ROUTES = new Set<Route["kind"]>(["health", "version"]);
 
 export function createRequestHandler(
@@ -79,7 +89,7 @@ export function createRequestHandler(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     handle(options, req, res).catch((error: unknown) => {
-      const apiError = error instanceof ApiError ? error : undefined;
+      const apiError = error instanceof ApiError ? error : storageFailure(error);
       if (!apiError) {
         options.logger.error("request failed", {
           method: req.method,

@@ -112,6 +112,7 @@ export async function startApiServer(
   const store = openSqliteStore({
     path: databasePath,
     groupCommit: true,
+    ...(options.faults ? { commitFaults: options.faults.commits } : {}),
     ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
     logger,
     clock,

@@ -46,7 +46,7 @@ export async function secureDatabaseFiles(path: string): Promise<void> {
   } finally {
     await handle.close();
   }
-  for (const suffix of ["-wal", "-shm", "-journal"]) {
+  for (const suffix of ["-wal", "-shm", "-journal", "-lock"]) {
     try {
       const info = await lstat(path + suffix);
       if (info.isFile() && (info.mode & 0o077) !== 0) await chmod(path + suffix, STATE_FILE_MODE);

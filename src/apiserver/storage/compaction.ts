@@ -11,7 +11,7 @@ export const DEFAULT_COMPACTION_INTERVAL_MS = 5 * 60_000;
 
 export interface CompactionLoopOptions {
   intervalMs: number;
-  /** One compaction round. */
+  /** One compaction round; awaited, so the store never closes under a round in progress. */
   compact: () => unknown;
   /** True once the store closed: the loop ends. */
   isClosed: () => boolean;
@@ -32,7 +32,7 @@ export async function runCompactionLoop(options: CompactionLoopOptions, signal: 
     }
     if (options.isClosed()) return;
     try {
-      options.compact();
+      await options.compact();
     } catch (error) {
       options.logger.error("compaction of the revision log failed; retrying at the next interval", {
         error: errorMessage(error),

@@ -5,3 +5,4 @@ export * from "./types.ts";
 export { openSqliteStore, DEFAULT_COMPACTION_WINDOW, DEFAULT_WATCH_BUFFER_LIMIT } from "./sqlite-store.ts";
 export type { SqliteStore, SqliteStoreOptions, CompactionResult } from "./sqlite-store.ts";
 export { DEFAULT_COMPACTION_INTERVAL_MS } from "./compaction.ts";
+export { CommitFaults } from "./commit-faults.ts";

@@ -8,38 +8,59 @@
 // revisions are never reused, across restarts too.
 //
 // Invariants:
-// - Without group commit, one write = one `BEGIN IMMEDIATE … COMMIT` transaction; the next
-//   revision is assigned in it and the write returns after COMMIT.
-// - With group commit (the API server's mode), writes that arrive in one turn of the event loop
-//   share a transaction (one SAVEPOINT each, so a failed write undoes only itself) and one
-//   fsync, committed at the next setImmediate: as etcd batches its raft log. A write returns
-//   once applied, with its revision; `whenDurable(revision)` resolves after the COMMIT that
-//   made it durable, and the caller acknowledges nothing before that. Reads inside the open
-//   batch see its writes (so read-check-write stays atomic), and `currentRevision()` is the
-//   newest applied revision; watchers hear of a change only after its COMMIT, and anything a
-//   reader learned is acknowledged only after `whenDurable` of what it read.
+// - Without group commit, one write = one `BEGIN IMMEDIATE … COMMIT` transaction on this thread;
+//   the next revision is assigned in it and the write returns after COMMIT.
+// - With group commit (the API server's mode), the write connection lives in a worker thread
+//   (commit-worker.ts), so no fsync ever runs on the event loop. A write is checked against and
+//   applied to the in-memory state at once (so read-check-write stays atomic) and returns with
+//   its revision; the writes of one event-loop turn form a batch that the worker commits in one
+//   transaction (one fsync), as etcd batches its raft log. Batches go to the worker in order
+//   at the end of each turn; the worker merges those that queued behind a COMMIT into the next
+//   one, so batches grow with the load while this thread keeps serving during every fsync.
+//   `whenDurable(revision)` resolves once the worker reported the batch holding it committed,
+//   and the caller acknowledges nothing before that; watchers hear of a change only then, in
+//   revision order. `currentRevision()` is the newest applied revision. A failed COMMIT undoes
+//   its batch and every later write in memory (they were checked against its state), puts the
+//   revision counter back to the last durable one, and rejects their whenDurable callers; the
+//   batches already handed over carry the old epoch, so the worker refuses them unwritten.
 // - Durability: WAL journal. With synchronous=FULL (the default) COMMIT returns only after the
 //   WAL is fsynced, so an acknowledged write survives kill -9 and power loss, as an etcd write
 //   does. synchronous=NORMAL still survives kill -9 (the WAL write reached the kernel before
 //   COMMIT returned) but may lose the newest commits on power loss or an OS crash.
-// - One process owns the file: the database is opened with locking_mode=EXCLUSIVE, so a second
-//   store on the same file fails at open instead of silently forking the revision sequence (the
-//   in-process watch hub would never see the other process's writes).
-// - Watchers are told about a change after its COMMIT, synchronously and in revision order.
+// - One process owns the file: a store holds the EXCLUSIVE owner lock on "<database>-lock"
+//   (log-sql.ts), so a second store on the same file fails at open instead of silently forking
+//   the revision sequence (the in-process watch hub would never see the other's writes).
 // - Reads of the latest state never touch the database: every live key's newest row (its JSON
-//   text) is kept in memory, in key order, as kube-apiserver's watch cache keeps it. It changes
-//   with each write (the open batch included) and is reloaded if a COMMIT fails. Reads at a past
-//   revision and watch replays read the log.
+//   text) is kept in memory, in key order, as kube-apiserver's watch cache keeps it. Reads at a
+//   past revision and watch replays read the log: with group commit through a read-only
+//   connection of this thread, which WAL lets read while the worker commits, and which sees
+//   every durable revision (the worker reports a batch only after its COMMIT returned).
 // - Compaction at C removes only rows no read at a revision >= C can need: rows superseded by a
-//   newer row of the same key at or below C, and deletion tombstones at or below C.
+//   newer row of the same key at or below C, and deletion tombstones at or below C. With group
+//   commit, C never passes the durable revision, and the in-memory boundary moves before the
+//   worker deletes anything, so no read of this thread sees a half-compacted log.
 
 import { DatabaseSync } from "node:sqlite";
-import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
-import { CsikitError, errorMessage, realClock, silentLogger } from "../../base/index.ts";
+import type { SQLInputValue, SQLOutputValue } from "node:sqlite";
+import { CsikitError, realClock, silentLogger } from "../../base/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
+import type { CommitFaults } from "./commit-faults.ts";
+import { CommitPipeline } from "./commit-pipeline.ts";
 import { runCompactionLoop } from "./compaction.ts";
 import type { CompactionLoopOptions } from "./compaction.ts";
 import { compareKeys, keyRange } from "./key-range.ts";
+import {
+  acquireOwnerLock,
+  applyChange,
+  compactLog,
+  configure,
+  migrate,
+  openError,
+  readInteger,
+  readRevisions,
+  StatementCache,
+} from "./log-sql.ts";
+import type { LogChange } from "./log-sql.ts";
 import type { KeyRange } from "./key-range.ts";
 import { StoreError } from "./types.ts";
 import type {
@@ -59,8 +80,6 @@ export const DEFAULT_COMPACTION_WINDOW = 10_000;
 /** Undelivered live events one watch may hold before it is ended with Gone. */
 export const DEFAULT_WATCH_BUFFER_LIMIT = 10_000;
 
-const SCHEMA_VERSION = 1;
-
 export interface SqliteStoreOptions {
   /** Database file, or ":memory:" (no durability; for tests and benchmarks). */
   path: string;
@@ -73,11 +92,13 @@ export interface SqliteStoreOptions {
   /** Stored events a replaying watch reads per query (bounds its memory). Default 500. */
   watchReplayPageSize?: number;
   /**
-   * Commit the writes of one event-loop turn together (one transaction, one fsync); each write
-   * is durable once `whenDurable(revision)` resolves. Default false: every write commits
-   * before it returns.
+   * Commit in a worker thread, the writes of one event-loop turn together (one transaction, one
+   * fsync); each write is durable once `whenDurable(revision)` resolves. Needs a file. Default
+   * false: every write commits on this thread before it returns.
    */
   groupCommit?: boolean;
+  /** Test hooks of the commit worker (hold or fail COMMITs); group commit only. */
+  commitFaults?: CommitFaults;
   /** How long open waits for another process to release the file, in ms. Default 2000. */
   lockTimeoutMs?: number;
   logger?: Logger;
@@ -95,7 +116,7 @@ export interface CompactionResult {
 export interface SqliteStore extends Store {
   readonly path: string;
   readonly compactionWindow: number;
-  /** Write transactions committed since open: with group commit, one per batch (one fsync each). */
+  /** Write transactions committed since open; with group commit, batches reported durable (a COMMIT may cover several). */
   readonly commitCount: number;
   /** Like Store.compact; `keep` defaults to the store's compaction window. */
   compact(keep?: number): CompactionResult;
@@ -119,38 +140,47 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
     throw new RangeError(`watchBufferLimit must be a positive integer, got ${watchBufferLimit}`);
   }
   const inMemory = options.path === ":memory:";
-  let db: DatabaseSync;
-  try {
-    db = new DatabaseSync(options.path, { timeout: options.lockTimeoutMs ?? 2000 });
-  } catch (error) {
-    throw new CsikitError(
-      "CSIKIT_ERR_STORE_OPEN",
-      `cannot open state database ${options.path}: ${errorMessage(error)}`,
-      {
-        cause: error,
-      },
-    );
+  const groupCommit = options.groupCommit ?? false;
+  if (groupCommit && inMemory) {
+    throw new RangeError("groupCommit needs a database file: its commit worker cannot share :memory:");
   }
+  const synchronous = options.synchronous ?? "FULL";
+  const lockTimeoutMs = options.lockTimeoutMs ?? 2000;
+  let lock: DatabaseSync | undefined;
+  let pipeline: CommitPipeline | undefined;
+  let db: DatabaseSync | undefined;
   try {
-    configure(db, { inMemory, synchronous: options.synchronous ?? "FULL" });
-    migrate(db, options.path);
-    const revision = readInteger(
-      db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'log'").get(),
-      "seq",
-    );
-    const compacted = readInteger(
-      db.prepare("SELECT value FROM meta WHERE name = 'compacted_revision'").get(),
-      "value",
-    );
-    logger.info(1, "opened state database", { path: options.path, revision, compactedRevision: compacted });
+    if (groupCommit) {
+      // The worker owns the lock and the write connection; this thread reads past revisions.
+      pipeline = new CommitPipeline({
+        path: options.path,
+        synchronous,
+        lockTimeoutMs,
+        ...(options.commitFaults ? { faults: options.commitFaults } : {}),
+      });
+      db = new DatabaseSync(options.path, { readOnly: true, timeout: lockTimeoutMs });
+    } else {
+      if (!inMemory) lock = acquireOwnerLock(options.path, lockTimeoutMs);
+      db = new DatabaseSync(options.path, { timeout: lockTimeoutMs });
+      configure(db, { sharing: inMemory ? "memory" : "exclusive", synchronous });
+      migrate(db, options.path);
+    }
+    const { revision, compacted } = readRevisions(db);
+    logger.info(1, "opened state database", {
+      path: options.path,
+      revision,
+      compactedRevision: compacted,
+      ...(groupCommit ? { writer: "commit worker thread" } : {}),
+    });
     return new SqliteStoreImpl({
       db,
+      ...(lock ? { lock } : {}),
+      ...(pipeline ? { pipeline } : {}),
       path: options.path,
       revision,
       compacted,
       compactionWindow,
       watchBufferLimit,
-      groupCommit: options.groupCommit ?? false,
       ...(options.watchReplayPageSize === undefined
         ? {}
         : { watchReplayPageSize: options.watchReplayPageSize }),
@@ -158,85 +188,41 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
       clock: options.clock ?? realClock,
     });
   } catch (error) {
-    db.close();
-    if (error instanceof CsikitError) throw error;
-    const detail = /locked|busy/i.test(errorMessage(error))
-      ? "it is in use by another process (one csikit API server per state directory)"
-      : errorMessage(error);
-    throw new CsikitError("CSIKIT_ERR_STORE_OPEN", `cannot open state database ${options.path}: ${detail}`, {
-      cause: error,
-    });
+    db?.close();
+    pipeline?.close([], 0);
+    lock?.close();
+    throw openError(options.path, error);
   }
-}
-
-function configure(db: DatabaseSync, options: { inMemory: boolean; synchronous: "FULL" | "NORMAL" }): void {
-  if (!options.inMemory) {
-    // Must precede the switch to WAL so no shared-memory index is used and the lock is held.
-    db.exec("PRAGMA locking_mode = EXCLUSIVE");
-    const mode = db.prepare("PRAGMA journal_mode = WAL").get();
-    if (mode?.["journal_mode"] !== "wal") {
-      throw new CsikitError(
-        "CSIKIT_ERR_STORE_OPEN",
-        `the file system refused WAL mode (got ${String(mode?.["journal_mode"])})`,
-      );
-    }
-  }
-  db.exec(`PRAGMA synchronous = ${options.synchronous}`);
-}
-
-function migrate(db: DatabaseSync, path: string): void {
-  const version = readInteger(db.prepare("PRAGMA user_version").get(), "user_version");
-  if (version === SCHEMA_VERSION) return;
-  if (version !== 0) {
-    throw new CsikitError(
-      "CSIKIT_ERR_STORE_OPEN",
-      `cannot open state database ${path}: schema version ${version} is not supported (this csikit writes ${SCHEMA_VERSION})`,
-    );
-  }
-  db.exec(`
-    BEGIN IMMEDIATE;
-    CREATE TABLE log (
-      revision INTEGER PRIMARY KEY AUTOINCREMENT,
-      key TEXT NOT NULL,
-      created INTEGER NOT NULL,
-      deleted INTEGER NOT NULL,
-      create_revision INTEGER NOT NULL,
-      prev_revision INTEGER NOT NULL,
-      value TEXT NOT NULL
-    );
-    CREATE INDEX log_key_revision ON log (key, revision);
-    CREATE TABLE current (
-      key TEXT PRIMARY KEY,
-      revision INTEGER NOT NULL,
-      create_revision INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-    INSERT INTO meta (name, value) VALUES ('compacted_revision', 0);
-    PRAGMA user_version = ${SCHEMA_VERSION};
-    COMMIT;
-  `);
 }
 
 interface StoreInit {
+  /** In-thread mode: the read-write connection; group commit: this thread's read-only one. */
   db: DatabaseSync;
+  /** The owner lock, held here in in-thread mode (the worker holds it with group commit). */
+  lock?: DatabaseSync;
+  /** Group commit: the commit worker. */
+  pipeline?: CommitPipeline;
   path: string;
   revision: number;
   compacted: number;
   compactionWindow: number;
   watchBufferLimit: number;
-  groupCommit: boolean;
   watchReplayPageSize?: number;
   logger: Logger;
   clock: Clock;
 }
 
-/** A change applied in the open batch, published to watchers once the batch commits. */
-interface UnpublishedChange {
-  revision: number;
+/** A write applied in memory whose batch is not durable yet (group commit only). */
+interface PendingWrite {
+  change: LogChange;
   type: WatchEventType;
-  key: string;
-  value: string;
-  previous: string | undefined;
+  /** The key's row before this write: restored if the batch fails. */
+  previous: CurrentRow | undefined;
+}
+
+interface InFlightBatch {
+  id: number;
+  writes: PendingWrite[];
 }
 
 interface DurableWaiter {
@@ -255,21 +241,25 @@ class SqliteStoreImpl implements SqliteStore {
   readonly path: string;
   readonly compactionWindow: number;
   readonly #db: DatabaseSync;
+  readonly #lock: DatabaseSync | undefined;
+  readonly #pipeline: CommitPipeline | undefined;
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #hub: WatchHub;
-  /** Statements by SQL text: each is prepared once per store. */
-  readonly #statements = new Map<string, StatementSync>();
-  /** The newest applied revision (committed, or in the open batch). */
+  readonly #statements: StatementCache;
+  /** The newest applied revision (durable, or in a batch on its way to the disk). */
   #revision: number;
-  /** The newest committed revision: what watchers have been told about. */
+  /** The newest durable revision: what watchers have been told about. */
   #durable: number;
   #compacted: number;
   #closed = false;
-  readonly #groupCommit: boolean;
-  /** A batch transaction is open (group commit only). */
-  #batchOpen = false;
-  #unpublished: UnpublishedChange[] = [];
+  /** Group commit: writes applied since the last batch was handed to the worker. */
+  #pending: PendingWrite[] = [];
+  /** Group commit: batches handed to the worker and not yet reported, oldest first. */
+  #inFlight: InFlightBatch[] = [];
+  /** Group commit: failed commits so far; batches of an older epoch are refused by the worker. */
+  #epoch = 0;
+  #flushScheduled = false;
   #commits = 0;
   /** whenDurable callers, in ascending revision order (revisions only grow). */
   #waiters: DurableWaiter[] = [];
@@ -280,10 +270,12 @@ class SqliteStoreImpl implements SqliteStore {
 
   constructor(init: StoreInit) {
     this.#db = init.db;
+    this.#lock = init.lock;
+    this.#pipeline = init.pipeline;
+    this.#statements = new StatementCache(init.db);
     this.path = init.path;
     this.#revision = init.revision;
     this.#durable = init.revision;
-    this.#groupCommit = init.groupCommit;
     this.#compacted = init.compacted;
     this.compactionWindow = init.compactionWindow;
     this.#logger = init.logger;
@@ -293,7 +285,7 @@ class SqliteStoreImpl implements SqliteStore {
       source: {
         history: (prefix, after, until, limit) => this.#history(prefix, after, until, limit),
         compactedRevision: () => this.#compacted,
-        // Replay stops at the committed revision; later changes arrive live after their COMMIT.
+        // Replay stops at the durable revision; later changes arrive live once durable.
         currentRevision: () => this.#durable,
       },
       bufferLimit: init.watchBufferLimit,
@@ -322,7 +314,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   get(key: string): StoredObject | undefined {
     this.#assertOpen();
-    const row = this.#current(key);
+    const row = this.#live.get(key);
     if (!row) return undefined;
     return {
       key,
@@ -349,16 +341,16 @@ class SqliteStoreImpl implements SqliteStore {
     this.#sortedKeys = [...this.#live.keys()].sort(compareKeys);
   }
 
-  /** Records a key's new newest row; called last in a write, once its SQL succeeded. */
-  #setLive(key: string, row: CurrentRow): void {
+  /** Sets (row) or removes (undefined) a key's newest row in memory. */
+  #setLive(key: string, row: CurrentRow | undefined): void {
+    if (row === undefined) {
+      if (!this.#live.delete(key)) return;
+      const index = lowerBound(this.#sortedKeys, key, true);
+      if (this.#sortedKeys[index] === key) this.#sortedKeys.splice(index, 1);
+      return;
+    }
     if (!this.#live.has(key)) this.#sortedKeys.splice(lowerBound(this.#sortedKeys, key, true), 0, key);
     this.#live.set(key, row);
-  }
-
-  #removeLive(key: string): void {
-    if (!this.#live.delete(key)) return;
-    const index = lowerBound(this.#sortedKeys, key, true);
-    if (this.#sortedKeys[index] === key) this.#sortedKeys.splice(index, 1);
   }
 
   /** The latest state under `range` from memory. */
@@ -383,73 +375,55 @@ class SqliteStoreImpl implements SqliteStore {
   create(key: string, object: KubeObject): StoredObject {
     this.#assertOpen();
     assertKey(key);
+    if (this.#live.has(key)) throw new StoreError("AlreadyExists", `${key} already exists`);
     const revision = this.#revision + 1;
     const value = serialize(object, revision);
-    this.#write(() => {
-      if (this.#current(key)) throw new StoreError("AlreadyExists", `${key} already exists`);
-      this.#appendLog({
-        revision,
-        key,
-        created: 1,
-        deleted: 0,
-        createRevision: revision,
-        prevRevision: 0,
-        value,
-      });
-      this.#statement(UPSERT_CURRENT).run(key, revision, revision);
-      this.#setLive(key, { revision, createRevision: revision, value });
+    this.#write("ADDED", undefined, {
+      revision,
+      key,
+      created: 1,
+      deleted: 0,
+      createRevision: revision,
+      prevRevision: 0,
+      value,
     });
-    this.#committed(revision, "ADDED", key, value, undefined);
     return { key, revision, createRevision: revision, object: parseObject(value) };
   }
 
   update(key: string, object: KubeObject, expectedRevision?: number): StoredObject {
     this.#assertOpen();
     assertKey(key);
+    const current = this.#existing(key, expectedRevision);
     const revision = this.#revision + 1;
     const value = serialize(object, revision);
-    const previous = this.#write(() => {
-      const current = this.#existing(key, expectedRevision);
-      this.#appendLog({
-        revision,
-        key,
-        created: 0,
-        deleted: 0,
-        createRevision: current.createRevision,
-        prevRevision: current.revision,
-        value,
-      });
-      this.#statement(UPSERT_CURRENT).run(key, revision, current.createRevision);
-      this.#setLive(key, { revision, createRevision: current.createRevision, value });
-      return current;
+    this.#write("MODIFIED", current, {
+      revision,
+      key,
+      created: 0,
+      deleted: 0,
+      createRevision: current.createRevision,
+      prevRevision: current.revision,
+      value,
     });
-    this.#committed(revision, "MODIFIED", key, value, previous.value);
-    return { key, revision, createRevision: previous.createRevision, object: parseObject(value) };
+    return { key, revision, createRevision: current.createRevision, object: parseObject(value) };
   }
 
   delete(key: string, expectedRevision?: number): StoredObject {
     this.#assertOpen();
+    const current = this.#existing(key, expectedRevision);
     const revision = this.#revision + 1;
-    let tombstone = "";
-    const previous = this.#write(() => {
-      const current = this.#existing(key, expectedRevision);
-      // The tombstone is the last state stamped with the deletion revision, as kube reports it.
-      tombstone = serialize(parseObject(current.value), revision);
-      this.#appendLog({
-        revision,
-        key,
-        created: 0,
-        deleted: 1,
-        createRevision: current.createRevision,
-        prevRevision: current.revision,
-        value: tombstone,
-      });
-      this.#statement("DELETE FROM current WHERE key = ?").run(key);
-      this.#removeLive(key);
-      return current;
+    // The tombstone is the last state stamped with the deletion revision, as kube reports it.
+    const tombstone = serialize(parseObject(current.value), revision);
+    this.#write("DELETED", current, {
+      revision,
+      key,
+      created: 0,
+      deleted: 1,
+      createRevision: current.createRevision,
+      prevRevision: current.revision,
+      value: tombstone,
     });
-    this.#committed(revision, "DELETED", key, tombstone, previous.value);
-    return { key, revision, createRevision: previous.createRevision, object: parseObject(tombstone) };
+    return { key, revision, createRevision: current.createRevision, object: parseObject(tombstone) };
   }
 
   list(options: ListOptions): ListResult {
@@ -467,8 +441,10 @@ class SqliteStoreImpl implements SqliteStore {
       );
     }
     if (!historical) return this.#listLive(range, limit);
+    // With group commit this reads through this thread's read-only connection, which sees every
+    // durable revision: a reader is never blocked by the worker's COMMIT (WAL).
     const revision = atRevision;
-    const rows = this.#statement(listAtRevisionSql(range)).all({
+    const rows = this.#statements.get(listAtRevisionSql(range)).all({
       ...rangeParams(range),
       rev: revision,
       limit: limit || -1,
@@ -486,17 +462,44 @@ class SqliteStoreImpl implements SqliteStore {
     const last = items[items.length - 1];
     if (limit > 0 && items.length === limit && last) {
       const after: KeyRange = { lo: last.key, loInclusive: false, hi: range.hi };
-      const countRow = this.#statement(countAtRevisionSql(after)).get({
-        ...rangeParams(after),
-        rev: revision,
-      });
-      const remaining = readInteger(countRow, "n");
+      const remaining = this.#countAtRevision(after, revision);
       if (remaining > 0) {
         result.continueKey = last.key;
         result.remaining = remaining;
       }
     }
     return result;
+  }
+
+  /**
+   * Live keys in `range` as of `revision`: the count in memory now, corrected for each key of the
+   * range changed after that revision (durable changes from the log, the rest from the writes
+   * not yet durable). Costs the changes since `revision`, not the size of the range: counting
+   * the range in the log took tens of ms of this thread for 5,000 objects.
+   */
+  #countAtRevision(range: KeyRange, revision: number): number {
+    const keys = this.#sortedKeys;
+    const start = lowerBound(keys, range.lo, range.loInclusive);
+    const end = range.hi === undefined ? keys.length : lowerBound(keys, range.hi, true);
+    let count = end - start;
+    const changed = new Set<string>();
+    for (const row of this.#statements
+      .get(`SELECT DISTINCT key FROM log WHERE revision > :rev AND ${rangeWhere("key", range)}`)
+      .all({ ...rangeParams(range), rev: revision })) {
+      changed.add(readString(row, "key"));
+    }
+    for (const write of [...this.#inFlight.flatMap((batch) => batch.writes), ...this.#pending]) {
+      if (inRange(write.change.key, range)) changed.add(write.change.key);
+    }
+    const then = this.#statements.get(
+      "SELECT deleted FROM log WHERE key = ? AND revision <= ? ORDER BY revision DESC LIMIT 1",
+    );
+    for (const key of changed) {
+      const row = then.get(key, revision);
+      const liveThen = row !== undefined && readInteger(row, "deleted") === 0;
+      count += (liveThen ? 1 : 0) - (this.#live.has(key) ? 1 : 0);
+    }
+    return count;
   }
 
   watch(prefix: string, fromRevision: number): Watch {
@@ -518,30 +521,64 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   compact(keep: number = this.compactionWindow): CompactionResult {
+    const bounds = this.#compactionBounds(keep);
+    if (!bounds) return { compactedRevision: this.#compacted, removedRows: 0 };
+    const { from, to } = bounds;
+    let removedRows: number;
+    if (this.#pipeline) {
+      // Readers below the new boundary get Gone from now on, so none reads a half-compacted log.
+      this.#compacted = to;
+      try {
+        removedRows = this.#pipeline.compactSync(from, to);
+      } catch (error) {
+        this.#compacted = from;
+        throw error;
+      }
+    } else {
+      removedRows = this.#transaction(() => compactLog(this.#statements, from, to));
+      this.#compacted = to;
+    }
+    this.#logger.info(2, "compacted revision log", { compactedRevision: to, removedRows });
+    return { compactedRevision: to, removedRows };
+  }
+
+  /** Like compact, but with group commit the event loop goes on while the worker compacts. */
+  async #compactInBackground(keep: number): Promise<void> {
+    if (!this.#pipeline) {
+      this.compact(keep);
+      return;
+    }
+    const bounds = this.#compactionBounds(keep);
+    if (!bounds) return;
+    this.#compacted = bounds.to;
+    let removedRows: number;
+    try {
+      removedRows = await this.#pipeline.compact(bounds.from, bounds.to);
+    } catch (error) {
+      // Rolled back: the rows are all there, and the next round must start from the old boundary.
+      if (this.#compacted === bounds.to) this.#compacted = bounds.from;
+      throw error;
+    }
+    this.#logger.info(2, "compacted revision log", { compactedRevision: bounds.to, removedRows });
+  }
+
+  /**
+   * The next compaction's bounds, or undefined if there is nothing to do. With group commit the
+   * boundary never passes the durable revision: the worker compacts only committed rows.
+   */
+  #compactionBounds(keep: number): { from: number; to: number } | undefined {
     this.#assertOpen();
     if (!Number.isInteger(keep) || keep < 0)
       throw new RangeError(`keep must be a non-negative integer, got ${keep}`);
     const from = this.#compacted;
-    // Compaction is its own transaction: commit the open batch first.
-    this.#commitBatch();
-    const to = this.#revision - keep;
-    if (to <= from) return { compactedRevision: from, removedRows: 0 };
-    const removedRows = this.#transaction(() => {
-      const bounds = { from, to };
-      const superseded = this.#statement(COMPACT_SUPERSEDED).run(bounds).changes;
-      const tombstones = this.#statement(COMPACT_TOMBSTONES).run(bounds).changes;
-      this.#statement("UPDATE meta SET value = ? WHERE name = 'compacted_revision'").run(to);
-      return Number(superseded) + Number(tombstones);
-    });
-    this.#compacted = to;
-    this.#logger.info(2, "compacted revision log", { compactedRevision: to, removedRows });
-    return { compactedRevision: to, removedRows };
+    const to = Math.min(this.#revision - keep, this.#durable);
+    return to <= from ? undefined : { from, to };
   }
 
   runCompaction(options: { intervalMs: number; keep?: number }, signal: AbortSignal): Promise<void> {
     const loop: CompactionLoopOptions = {
       intervalMs: options.intervalMs,
-      compact: () => this.compact(options.keep ?? this.compactionWindow),
+      compact: () => this.#compactInBackground(options.keep ?? this.compactionWindow),
       isClosed: () => this.#closed,
       clock: this.#clock,
       logger: this.#logger,
@@ -551,108 +588,154 @@ class SqliteStoreImpl implements SqliteStore {
 
   close(): void {
     if (this.#closed) return;
-    // Acknowledged-to-be writes of the open batch are committed, not dropped.
-    this.#commitBatch();
     this.#closed = true;
+    if (this.#pipeline) {
+      // Writes applied but not yet durable are committed, not dropped: the batch in flight (the
+      // worker takes requests in order) and then the ones not handed over yet.
+      const inFlight = this.#inFlight;
+      const pending = this.#pending;
+      this.#inFlight = [];
+      this.#pending = [];
+      this.#statements.clear();
+      this.#db.close();
+      const { error, committedThrough } = this.#pipeline.close(
+        pending.map((write) => write.change),
+        this.#epoch,
+      );
+      // The worker answered in order: batches up to committedThrough are durable.
+      const made = inFlight.filter((batch) => batch.id <= committedThrough).flatMap((b) => b.writes);
+      const rest = inFlight.filter((batch) => batch.id > committedThrough).flatMap((b) => b.writes);
+      this.#made(made);
+      if (error) this.#failWrites([...rest, ...pending], error);
+      else this.#made([...rest, ...pending]);
+    } else {
+      this.#statements.clear();
+      this.#db.close();
+      this.#lock?.close();
+    }
     for (const waiter of this.#waiters.splice(0)) waiter.reject(closedError(this.path));
     this.#hub.closeAll();
-    this.#statements.clear();
-    this.#db.close();
   }
 
   #assertOpen(): void {
     if (this.#closed) throw closedError(this.path);
   }
 
-  /** Runs one write: its own transaction, or (group commit) a savepoint in the open batch. */
-  #write<T>(work: () => T): T {
-    if (!this.#groupCommit) return this.#transaction(work);
-    if (!this.#batchOpen) {
-      this.#statement("BEGIN IMMEDIATE").run();
-      this.#batchOpen = true;
-      // After this turn's I/O callbacks: every request read in this turn joins the batch.
-      setImmediate(() => this.#commitBatch());
+  /**
+   * Applies one checked write. In-thread mode it is committed before this returns; with group
+   * commit it is applied in memory and joins the next batch for the worker, and is durable once
+   * whenDurable(its revision) resolved.
+   */
+  #write(type: WatchEventType, previous: CurrentRow | undefined, change: LogChange): void {
+    if (!this.#pipeline) this.#transaction(() => applyChange(this.#statements, change));
+    this.#setLive(
+      change.key,
+      change.deleted === 1
+        ? undefined
+        : { revision: change.revision, createRevision: change.createRevision, value: change.value },
+    );
+    this.#revision = change.revision;
+    const write: PendingWrite = { change, type, previous };
+    if (!this.#pipeline) {
+      this.#made([write]);
+      return;
     }
-    this.#statement("SAVEPOINT write").run();
-    try {
-      const result = work();
-      this.#statement("RELEASE write").run();
-      return result;
-    } catch (error) {
-      this.#statement("ROLLBACK TO write").run();
-      this.#statement("RELEASE write").run();
-      throw error;
+    this.#pending.push(write);
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      // After this turn's I/O callbacks: every request read in this turn joins the batch.
+      setImmediate(() => {
+        this.#flushScheduled = false;
+        this.#flush();
+      });
     }
   }
 
   /**
-   * Commits the open batch (one fsync), then tells the watchers and the whenDurable callers. A
-   * failed COMMIT rolls the batch back: its writes were never acknowledged, so their callers get
-   * the error and the revision counter returns to the last durable one.
+   * Hands the pending writes to the worker as one batch. The worker commits batches in order and
+   * merges those that wait behind a COMMIT into the next one, so fsyncs never pile up, and this
+   * thread goes on serving (and batching) while a COMMIT runs.
    */
-  #commitBatch(): void {
-    if (!this.#batchOpen || this.#closed) return;
-    this.#batchOpen = false;
-    const changes = this.#unpublished;
-    this.#unpublished = [];
-    try {
-      this.#statement("COMMIT").run();
-    } catch (error) {
-      if (this.#db.isTransaction) this.#statement("ROLLBACK").run();
-      this.#revision = this.#durable;
-      this.#loadLive();
-      this.#logger.error("committing a batch of writes failed; none of them was acknowledged", {
-        writes: changes.length,
-        error: errorMessage(error),
-      });
-      const failure = new CsikitError(
-        "CSIKIT_ERR_STORE_WRITE",
-        `state database ${this.path}: commit failed: ${errorMessage(error)}`,
-        { cause: error },
-      );
-      for (const waiter of this.#waiters.splice(0)) waiter.reject(failure);
-      return;
-    }
+  #flush(): void {
+    const pipeline = this.#pipeline;
+    if (!pipeline || this.#closed || this.#pending.length === 0) return;
+    const writes = this.#pending;
+    this.#pending = [];
+    const { id, done } = pipeline.commit(
+      writes.map((write) => write.change),
+      this.#epoch,
+    );
+    const batch: InFlightBatch = { id, writes };
+    this.#inFlight.push(batch);
+    done.then(
+      () => {
+        // Answers come in order; a batch no longer queued was undone by a failure before it.
+        if (this.#closed || this.#inFlight[0] !== batch) return;
+        this.#inFlight.shift();
+        this.#made(writes);
+      },
+      (error: unknown) => {
+        if (this.#closed || this.#inFlight[0] !== batch) return;
+        // Every later write was checked against this batch's state: none of them may stand. The
+        // worker refuses the batches already handed over (their epoch is not newer).
+        const undone = [...this.#inFlight.flatMap((b) => b.writes), ...this.#pending];
+        this.#inFlight = [];
+        this.#pending = [];
+        this.#epoch++;
+        this.#failWrites(undone, error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  }
+
+  /** Writes became durable: count the COMMIT, tell the watchers, then the whenDurable callers. */
+  #made(writes: readonly PendingWrite[]): void {
+    if (writes.length === 0) return;
     this.#commits++;
-    for (const change of changes) this.#publish(change);
-    this.#durable = this.#revision;
+    for (const write of writes) this.#publish(write);
+    this.#durable = writes[writes.length - 1]!.change.revision;
     let done = 0;
     while (done < this.#waiters.length && this.#waiters[done]!.revision <= this.#durable) done++;
     for (const waiter of this.#waiters.splice(0, done)) waiter.resolve();
   }
 
-  #statement(sql: string): StatementSync {
-    let statement = this.#statements.get(sql);
-    if (!statement) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
+  /**
+   * A COMMIT failed: its writes were never acknowledged. Memory goes back to the last durable
+   * state (undone newest first) and the revision counter with it; every caller waiting for one
+   * of them gets the error.
+   */
+  #failWrites(writes: readonly PendingWrite[], cause: Error): void {
+    for (let i = writes.length - 1; i >= 0; i--) {
+      const write = writes[i]!;
+      this.#setLive(write.change.key, write.previous);
     }
-    return statement;
+    this.#revision = this.#durable;
+    this.#logger.error("committing a batch of writes failed; none of them was acknowledged", {
+      writes: writes.length,
+      error: cause.message,
+    });
+    const failure = new CsikitError(
+      "CSIKIT_ERR_STORE_WRITE",
+      `state database ${this.path}: commit failed: ${cause.message}`,
+      { cause },
+    );
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(failure);
   }
 
   #transaction<T>(work: () => T): T {
-    this.#statement("BEGIN IMMEDIATE").run();
+    this.#statements.get("BEGIN IMMEDIATE").run();
     try {
       const result = work();
-      this.#statement("COMMIT").run();
+      this.#statements.get("COMMIT").run();
       this.#commits++;
       return result;
     } catch (error) {
-      if (this.#db.isTransaction) {
-        this.#statement("ROLLBACK").run();
-        // A refusal (StoreError) comes before any change; anything else may follow one.
-        if (!(error instanceof StoreError)) this.#loadLive();
-      }
+      if (this.#db.isTransaction) this.#statements.get("ROLLBACK").run();
       throw error;
     }
   }
 
-  #current(key: string): CurrentRow | undefined {
-    return this.#live.get(key);
-  }
-
   #existing(key: string, expectedRevision: number | undefined): CurrentRow {
-    const current = this.#current(key);
+    const current = this.#live.get(key);
     if (!current) throw new StoreError("NotFound", `${key} not found`);
     if (expectedRevision !== undefined && expectedRevision !== current.revision) {
       throw new StoreError(
@@ -663,58 +746,23 @@ class SqliteStoreImpl implements SqliteStore {
     return current;
   }
 
-  #appendLog(row: {
-    revision: number;
-    key: string;
-    created: 0 | 1;
-    deleted: 0 | 1;
-    createRevision: number;
-    prevRevision: number;
-    value: string;
-  }): void {
-    this.#statement(
-      "INSERT INTO log (revision, key, created, deleted, create_revision, prev_revision, value) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ).run(row.revision, row.key, row.created, row.deleted, row.createRevision, row.prevRevision, row.value);
-  }
-
-  /**
-   * After a write applied: advance the revision; without group commit (the write is committed)
-   * tell the watchers now, else once its batch commits.
-   */
-  #committed(
-    revision: number,
-    type: WatchEventType,
-    key: string,
-    value: string,
-    previous: string | undefined,
-  ): void {
-    this.#revision = revision;
-    const change: UnpublishedChange = { revision, type, key, value, previous };
-    if (this.#groupCommit) {
-      this.#unpublished.push(change);
-      return;
-    }
-    this.#durable = revision;
-    this.#publish(change);
-  }
-
-  #publish(change: UnpublishedChange): void {
-    this.#durable = change.revision;
+  #publish(write: PendingWrite): void {
+    const { change } = write;
     if (!this.#hub.wants(change.key)) return;
     const event: StoreEvent = {
-      type: change.type,
+      type: write.type,
       key: change.key,
       revision: change.revision,
       object: parseObject(change.value),
     };
-    if (change.previous !== undefined) event.previous = parseObject(change.previous);
+    if (write.previous !== undefined) event.previous = parseObject(write.previous.value);
     this.#hub.publish(event);
   }
 
   #history(prefix: string, after: number, until: number, limit: number): StoreEvent[] {
     if (this.#closed) return [];
     const range = keyRange(prefix);
-    const rows = this.#statement(historySql(range)).all({ ...rangeParams(range), after, until, limit });
+    const rows = this.#statements.get(historySql(range)).all({ ...rangeParams(range), after, until, limit });
     return rows.map((row): StoreEvent => {
       const type: WatchEventType =
         readInteger(row, "created") === 1
@@ -735,18 +783,6 @@ class SqliteStoreImpl implements SqliteStore {
   }
 }
 
-const UPSERT_CURRENT =
-  "INSERT INTO current (key, revision, create_revision) VALUES (?, ?, ?) " +
-  "ON CONFLICT (key) DO UPDATE SET revision = excluded.revision, create_revision = excluded.create_revision";
-
-// A row is superseded when the key's next row is at or below the boundary; each row is the
-// `prev_revision` of at most one row, so this finds exactly those. Rows up to the previous
-// boundary were handled by earlier compactions.
-const COMPACT_SUPERSEDED =
-  "DELETE FROM log WHERE revision IN " +
-  "(SELECT prev_revision FROM log WHERE revision > :from AND revision <= :to AND prev_revision > 0)";
-const COMPACT_TOMBSTONES = "DELETE FROM log WHERE revision > :from AND revision <= :to AND deleted = 1";
-
 function rangeWhere(column: string, range: KeyRange): string {
   const lower = `${column} ${range.loInclusive ? ">=" : ">"} :lo`;
   return range.hi === undefined ? lower : `${lower} AND ${column} < :hi`;
@@ -757,23 +793,29 @@ function rangeParams(range: KeyRange): Record<string, SQLInputValue> {
 }
 
 // SQLite guarantees that bare columns next to max() come from the row holding the maximum, so
-// this is "each key's newest row at or below :rev", read off the (key, revision) index.
+// this is "each key's newest row at or below :rev", read off the (key, revision) index in key
+// order. It leaves out the row's value so that only the rows a page returns are read whole.
 function newestAtRevisionSql(range: KeyRange): string {
   return (
-    "SELECT key, max(revision) AS revision, create_revision, value, deleted FROM log " +
-    `WHERE ${rangeWhere("key", range)} AND revision <= :rev GROUP BY key`
+    "SELECT key, max(revision) AS revision, deleted FROM log " +
+    `WHERE ${rangeWhere("key", range)} AND revision <= :rev GROUP BY key ORDER BY key`
   );
 }
 
+// The ordered subquery lets SQLite stream keys and stop at :limit instead of grouping the whole
+// rest of the range into a temporary B-tree first: a page costs its own rows, not the
+// collection's (0.3 ms instead of 28 ms for a page of 100 out of 5,000, measured).
 function listAtRevisionSql(range: KeyRange): string {
   return (
-    `SELECT key, revision, create_revision, value FROM (${newestAtRevisionSql(range)}) ` +
-    "WHERE deleted = 0 ORDER BY key LIMIT :limit"
+    `SELECT l.key, l.revision, l.create_revision, l.value FROM (${newestAtRevisionSql(range)}) g ` +
+    "JOIN log l ON l.revision = g.revision WHERE g.deleted = 0 ORDER BY g.key LIMIT :limit"
   );
 }
 
-function countAtRevisionSql(range: KeyRange): string {
-  return `SELECT count(*) AS n FROM (${newestAtRevisionSql(range)}) WHERE deleted = 0`;
+function inRange(key: string, range: KeyRange): boolean {
+  const order = compareKeys(key, range.lo);
+  if (order < 0 || (order === 0 && !range.loInclusive)) return false;
+  return range.hi === undefined || compareKeys(key, range.hi) < 0;
 }
 
 function historySql(range: KeyRange): string {
@@ -842,17 +884,6 @@ function parseObject(text: string): KubeObject {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function readInteger(row: Record<string, SQLOutputValue> | undefined, column: string): number {
-  const value = row?.[column];
-  if (value === undefined || value === null) return 0;
-  if (typeof value === "number") return value;
-  if (typeof value === "bigint") return Number(value);
-  throw new CsikitError(
-    "CSIKIT_ERR_STORE_CORRUPT",
-    `state database column ${column} holds ${typeof value}, expected an integer`,
-  );
 }
 
 function readString(row: Record<string, SQLOutputValue>, column: string): string {
