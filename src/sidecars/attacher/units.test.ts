@@ -100,7 +100,11 @@ test("attachmentVolume: PV or inline spec, and each malformed source named", () 
   assert.equal(migrated.migrated, true);
   assert.equal(migrated.csi.driver, "pd.csi.storage.gke.io");
   assert.equal(migrated.csi.volumeHandle, "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/disk-1");
-  assert.equal(migrated.pv?.spec?.gcePersistentDisk?.pdName, "disk-1", "the PV itself is not modified");
+  assert.deepEqual(
+    migrated.pv?.spec?.gcePersistentDisk,
+    { pdName: "disk-1", fsType: "ext4" },
+    "PV unmodified",
+  );
   assert.throws(
     () => attachmentVolume(va({ persistentVolumeName: "pv" }), gce("")),
     /failed to translate in-tree PersistentVolume "pv" to CSI: /,
