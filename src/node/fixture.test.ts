@@ -197,6 +197,8 @@ export async function serveScriptedNode(
     nodeId: string;
     capabilities: NodeServiceCapability_RPC_Type[];
     topology?: Record<string, string>;
+    /** GetPluginInfo name; default scripted.csi.k8s.io. */
+    name?: string;
   },
 ): Promise<ScriptedNode> {
   const calls: RecordedCall[] = [];
@@ -254,7 +256,8 @@ export async function serveScriptedNode(
   const server = await serveCsi({
     endpoint: options.endpoint,
     identity: {
-      getPluginInfo: () => Promise.resolve({ name: "scripted.csi.k8s.io", vendorVersion: "1" }),
+      getPluginInfo: () =>
+        Promise.resolve({ name: options.name ?? "scripted.csi.k8s.io", vendorVersion: "1" }),
       probe: () => Promise.resolve({ ready: { value: true } }),
     },
     node,
