@@ -233,6 +233,7 @@ async function provisionClaim(
         honorPVReclaimPolicy: ctx.options.features.honorPVReclaimPolicy,
         controllerPublishReadonly: ctx.options.controllerPublishReadonly,
         volumeAttributesClass: ctx.options.features.volumeAttributesClass,
+        topology: ctx.driver.topology,
       },
       current,
       storageClass,
