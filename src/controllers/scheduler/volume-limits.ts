@@ -79,7 +79,8 @@ export function podCSIVolumes(
     // Not bound yet: the class's provisioner (an in-tree one's CSI driver, if migrated) creates it.
     let provisioner = view.storageClass(claimClass(claim))?.provisioner;
     const plugin = provisioner === undefined ? undefined : pluginByInTreeName(provisioner);
-    if (plugin && isMigratedOnNode(gates, plugin.inTreePluginName, csiNode)) provisioner = plugin.csiDriverName;
+    if (plugin && isMigratedOnNode(gates, plugin.inTreePluginName, csiNode))
+      provisioner = plugin.csiDriverName;
     if (provisioner) out.set(`${provisioner}^claim:${namespace}/${claimName}`, provisioner);
   }
   return out;
