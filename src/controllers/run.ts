@@ -111,6 +111,7 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
           ...(knobs.attachDetachMaxWaitForUnmountMs !== undefined
             ? { maxWaitForUnmountMs: knobs.attachDetachMaxWaitForUnmountMs }
             : {}),
+          ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
         },
         signal,
       ),

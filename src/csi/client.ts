@@ -5,6 +5,7 @@
 // so later calls work once the driver is back. waitForReady is the sidecars' start-up wait
 // (Connect + ProbeForever, see ready.ts).
 
+import { AsyncResource } from "node:async_hooks";
 import * as grpc from "@grpc/grpc-js";
 import type { Clock, Logger } from "../base/index.ts";
 import { CsikitError, realClock, silentLogger } from "../base/index.ts";
@@ -201,8 +202,11 @@ export class CsiClient {
         options.signal?.throwIfAborted();
         const trace = traceCall(this.#logger, method, request, this.#maxLogLength);
         const started = performance.now();
-        const observe = (code: number): void =>
-          this.#onCall?.(method.path, code, (performance.now() - started) / 1000);
+        // Bound to the caller's async context: observers may read context it set (metrics'
+        // `migrated` label), which grpc-js's completion callback would otherwise lose.
+        const observe = AsyncResource.bind((code: number): void =>
+          this.#onCall?.(method.path, code, (performance.now() - started) / 1000),
+        );
         const onAbort = (): void => call.cancel();
         const call = this.#channel.makeUnaryRequest<unknown, unknown>(
           wire.path,

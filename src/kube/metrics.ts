@@ -6,8 +6,22 @@
 // `grpc_status_code` is the Go name of the code ("OK", "DeadlineExceeded"), as Go's
 // codes.Code.String() prints it. src/csi is a lower layer and cannot import this module; its
 // client takes a plain `CsiCallObserver` function, which `observer()` returns.
+// `migrated` (CSI migration) follows the call's async context: code that calls the driver for
+// a migrated in-tree volume runs the call inside `withMigratedCalls(true, …)`, as upstream
+// marks the call's context.Context; src/csi's client runs its observer in the caller's context.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Histogram, type Registry } from "prom-client";
+
+const migratedContext = new AsyncLocalStorage<boolean>();
+
+/**
+ * Runs `fn` with every CSI call it makes (directly or through awaited promises) observed with
+ * `migrated="<migrated>"` by a CsiOperationMetrics with the migrated label.
+ */
+export function withMigratedCalls<T>(migrated: boolean, fn: () => T): T {
+  return migratedContext.run(migrated, fn);
+}
 
 export const CSI_OPERATIONS_METRIC = "csi_sidecar_operations_seconds";
 export const CSI_OPERATIONS_HELP =
@@ -54,21 +68,43 @@ export interface CsiMetricsOptions {
 }
 
 export class CsiOperationMetrics {
-  readonly histogram: Histogram;
+  #histogram: Histogram;
   #driverName = UNKNOWN_DRIVER_NAME;
-  readonly #migratedLabel: boolean;
+  #migratedLabel: boolean;
+  readonly #registry: Registry;
 
   constructor(options: CsiMetricsOptions) {
+    this.#registry = options.registry;
     this.#migratedLabel = options.migratedLabel ?? false;
+    this.#histogram = this.#newHistogram();
+  }
+
+  get histogram(): Histogram {
+    return this.#histogram;
+  }
+
+  #newHistogram(): Histogram {
     const labelNames = ["driver_name", "method_name", "grpc_status_code"];
     if (this.#migratedLabel) labelNames.push("migrated");
-    this.histogram = new Histogram({
+    return new Histogram({
       name: CSI_OPERATIONS_METRIC,
       help: CSI_OPERATIONS_HELP,
       labelNames,
       buckets: [...CSI_OPERATIONS_BUCKETS],
-      registers: [options.registry],
+      registers: [this.#registry],
     });
+  }
+
+  /**
+   * Switches to the histogram with the `migrated` label, as upstream's provisioner, attacher and
+   * resizer do (a new metrics manager WithMigration) once GetPluginInfo named a CSI migration
+   * target driver; what was observed before (start-up probes) is dropped, as there.
+   */
+  enableMigratedLabel(): void {
+    if (this.#migratedLabel) return;
+    this.#migratedLabel = true;
+    this.#registry.removeSingleMetric(CSI_OPERATIONS_METRIC);
+    this.#histogram = this.#newHistogram();
   }
 
   get driverName(): string {
@@ -86,11 +122,12 @@ export class CsiOperationMetrics {
       grpc_status_code: grpcCodeName(code),
     };
     if (this.#migratedLabel) labels.migrated = migrated ? "true" : "false";
-    this.histogram.observe(labels, seconds);
+    this.#histogram.observe(labels, seconds);
   }
 
   /** A plain function for src/csi's client hook. */
   observer(): CsiCallObserver {
-    return (method, code, seconds) => this.observeCsiCall(method, code, seconds);
+    return (method, code, seconds) =>
+      this.observeCsiCall(method, code, seconds, migratedContext.getStore() ?? false);
   }
 }

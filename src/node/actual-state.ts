@@ -16,6 +16,8 @@ export interface StagedVolume {
   /** Whether NodeStageVolume was called (false for drivers without STAGE_UNSTAGE_VOLUME). */
   staged: boolean;
   state: MountState;
+  /** CSI migration: the in-tree plugin the volume was translated from (kept across restarts). */
+  migratedFrom?: string;
 }
 
 export interface PublishedVolume {
@@ -36,6 +38,8 @@ export interface PublishedVolume {
   sizeBytes?: number;
   /** When NodePublishVolume last succeeded (clock ms), for requiresRepublish. */
   publishedAt?: number;
+  /** CSI migration: the in-tree plugin the volume was translated from (kept across restarts). */
+  migratedFrom?: string;
 }
 
 export class ActualState {

@@ -18,8 +18,10 @@ import type { DesiredPodVolume, VolumeSpec } from "./desired-state.ts";
 import type { RegisteredDriver } from "./drivers.ts";
 import {
   attachmentName,
+  migratedVolData,
   type KubeletPaths,
   type PublishVolData,
+  type StagingVolData,
   VOL_DATA_FILE,
   writeJsonFile,
 } from "./paths.ts";
@@ -138,10 +140,12 @@ export class CsiVolumePlugin {
     if (spec.block) {
       await writeJsonFile(join(paths.blockDataDir(spec.specName), VOL_DATA_FILE), this.#publishVolData(spec));
     } else {
-      await writeJsonFile(join(paths.stagingDir(spec.driver, spec.handle), VOL_DATA_FILE), {
+      const data: StagingVolData = {
         volumeHandle: spec.handle,
         driverName: spec.driver,
-      });
+        ...migratedVolData(spec.migratedFrom),
+      };
+      await writeJsonFile(join(paths.stagingDir(spec.driver, spec.handle), VOL_DATA_FILE), data);
     }
     // The kubelet creates the staging dir even for drivers without STAGE_UNSTAGE_VOLUME.
     await mkdir(stagingPath, { recursive: true, mode: 0o750 });
@@ -167,6 +171,7 @@ export class CsiVolumePlugin {
       stagingPath,
       staged,
       state: "mounted",
+      ...(spec.migratedFrom !== undefined ? { migratedFrom: spec.migratedFrom } : {}),
     };
   }
 
@@ -237,6 +242,7 @@ export class CsiVolumePlugin {
       stagingPath,
       state: "mounted",
       ...(spec.claim ? { claim: spec.claim } : {}),
+      ...(spec.migratedFrom !== undefined ? { migratedFrom: spec.migratedFrom } : {}),
     };
   }
 
@@ -361,6 +367,7 @@ export class CsiVolumePlugin {
       nodeName,
       attachmentID: attachmentName(spec.handle, spec.driver, nodeName),
       volumeLifecycleMode: spec.ephemeral ? "Ephemeral" : "Persistent",
+      ...migratedVolData(spec.migratedFrom),
     };
   }
 

@@ -5,6 +5,12 @@
 // from the informer caches on every reconcile pass, so it never drifts from them. A volume
 // that cannot be resolved yet (claim unbound, PV missing, not CSI) is reported per pod as a
 // problem in the kubelet's words instead.
+// CSI migration: in-tree PVs and inline in-tree volumes of a plugin this node migrated (its
+// --feature-gates) are translated and served by the plugin's CSI driver like any CSI volume —
+// staged at plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount, the pod dir named
+// by the translated PV's name, as the kubelet's CSI plugin does — and remember the plugin they
+// came from. Volumes of plugins not migrated here would be the in-tree plugin's: csikit has
+// none, so they are problems.
 
 import type {
   CSIDriver,
@@ -14,7 +20,18 @@ import type {
   Pod,
   SecretReference,
 } from "../api/index.ts";
+import {
+  isMigrationEnabledForPlugin,
+  pluginForInlineVolume,
+  pluginForPV,
+  resolveFeatureGates,
+  translateInTreeInlineVolumeToCSI,
+  translateInTreePVToCSI,
+  type FeatureGates,
+} from "../migration/index.ts";
 import { ephemeralVolumeHandle, uniqueVolumeName } from "./paths.ts";
+
+const DEFAULT_GATES = resolveFeatureGates({});
 
 /** Everything an operation needs to know about one volume of one pod. */
 export interface VolumeSpec {
@@ -37,6 +54,8 @@ export interface VolumeSpec {
   /** The claim of a PV-backed volume. */
   claim?: { namespace: string; name: string };
   pvName?: string;
+  /** CSI migration: the in-tree plugin the volume was translated from. */
+  migratedFrom?: string;
 }
 
 export interface DesiredPodVolume {
@@ -61,6 +80,8 @@ export interface Caches {
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
   volume(name: string): PersistentVolume | undefined;
   csiDriver(name: string): CSIDriver | undefined;
+  /** The node's --feature-gates (which in-tree plugins it migrated); default 1.32's. */
+  featureGates?: FeatureGates;
 }
 
 export function podVolumeKey(podUID: string, specName: string): string {
@@ -82,6 +103,7 @@ export function computeDesiredState(pods: readonly Pod[], caches: Caches): Desir
     for (const volume of pod.spec?.volumes ?? []) {
       let result: VolumeSpec | string | undefined;
       if (volume.csi) result = inlineSpec(pod, volume.name, volume.csi, caches);
+      else if (pluginForInlineVolume(volume)) result = migratedInlineSpec(pod, volume, caches);
       else if (volume.persistentVolumeClaim) {
         result = claimSpec(
           pod,
@@ -148,7 +170,19 @@ function claimSpec(pod: Pod, claimName: string, readOnly: boolean, caches: Cache
   if (pvName === "" || claim.status?.phase !== "Bound") return `${where}: PVC is not bound`;
   const pv = caches.volume(pvName);
   if (!pv) return `${where}: persistentvolume "${pvName}" not found`;
-  const csi = pv.spec?.csi;
+  let csi = pv.spec?.csi;
+  let spec = pv.spec;
+  const plugin = csi ? undefined : pluginForPV(pv)?.inTreePluginName;
+  if (plugin !== undefined) {
+    if (!isMigrationEnabledForPlugin(caches.featureGates ?? DEFAULT_GATES, plugin))
+      return `${where}: volume ${pvName} is an in-tree ${plugin} volume and CSI migration of that plugin is off on this node: csikit node has no in-tree plugins`;
+    try {
+      spec = translateInTreePVToCSI(pv).spec;
+    } catch (error) {
+      return `${where}: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    csi = spec?.csi;
+  }
   if (!csi) return `${where}: volume ${pvName} is not a CSI volume: csikit node mounts CSI volumes only`;
   if (pv.spec?.claimRef?.uid && pv.spec.claimRef.uid !== claim.metadata?.uid) {
     return `${where}: volume ${pvName} is bound to another claim`;
@@ -159,16 +193,53 @@ function claimSpec(pod: Pod, claimName: string, readOnly: boolean, caches: Cache
     driver: csi.driver,
     handle: csi.volumeHandle,
     ephemeral: false,
-    block: pv.spec?.volumeMode === "Block",
+    block: spec?.volumeMode === "Block",
     readOnly: readOnly || (csi.readOnly ?? false),
     fsType: csi.fsType ?? "",
-    mountOptions: [...(pv.spec?.mountOptions ?? [])],
-    accessModes: [...(pv.spec?.accessModes ?? [])],
+    mountOptions: [...(spec?.mountOptions ?? [])],
+    accessModes: [...(spec?.accessModes ?? [])],
     volumeAttributes: { ...csi.volumeAttributes },
     ...(csi.nodeStageSecretRef ? { nodeStageSecretRef: csi.nodeStageSecretRef } : {}),
     ...(csi.nodePublishSecretRef ? { nodePublishSecretRef: csi.nodePublishSecretRef } : {}),
     ...(csi.nodeExpandSecretRef ? { nodeExpandSecretRef: csi.nodeExpandSecretRef } : {}),
     claim: { namespace, name: claimName },
     pvName,
+    ...(plugin !== undefined ? { migratedFrom: plugin } : {}),
+  };
+}
+
+/** An inline in-tree volume of a plugin migrated here: a persistent CSI volume (attached, staged). */
+function migratedInlineSpec(
+  pod: Pod,
+  volume: NonNullable<NonNullable<Pod["spec"]>["volumes"]>[number],
+  caches: Caches,
+): VolumeSpec | string {
+  const plugin = pluginForInlineVolume(volume)?.inTreePluginName ?? "";
+  if (!isMigrationEnabledForPlugin(caches.featureGates ?? DEFAULT_GATES, plugin))
+    return `volume "${volume.name}": in-tree ${plugin} volume and CSI migration of that plugin is off on this node: csikit node has no in-tree plugins`;
+  let pv: PersistentVolume;
+  try {
+    pv = translateInTreeInlineVolumeToCSI(volume, pod.metadata?.namespace ?? "");
+  } catch (error) {
+    return `volume "${volume.name}": ${error instanceof Error ? error.message : String(error)}`;
+  }
+  const csi = pv.spec?.csi;
+  if (!csi) return `volume "${volume.name}": no CSI source after translation`;
+  return {
+    uniqueName: uniqueVolumeName(csi.driver, csi.volumeHandle),
+    // The kubelet names a migrated inline volume by the translated PV (its pod dir too).
+    specName: pv.metadata?.name ?? volume.name,
+    driver: csi.driver,
+    handle: csi.volumeHandle,
+    ephemeral: false,
+    block: false,
+    readOnly: csi.readOnly ?? false,
+    fsType: csi.fsType ?? "",
+    mountOptions: [...(pv.spec?.mountOptions ?? [])],
+    accessModes: [...(pv.spec?.accessModes ?? [])],
+    volumeAttributes: { ...csi.volumeAttributes },
+    ...(csi.nodeStageSecretRef ? { nodeStageSecretRef: csi.nodeStageSecretRef } : {}),
+    ...(csi.nodePublishSecretRef ? { nodePublishSecretRef: csi.nodePublishSecretRef } : {}),
+    migratedFrom: plugin,
   };
 }

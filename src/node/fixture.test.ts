@@ -207,6 +207,8 @@ export async function serveScriptedNode(
     nodeId: string;
     capabilities: NodeServiceCapability_RPC_Type[];
     topology?: Record<string, string>;
+    /** GetPluginInfo name; default scripted.csi.k8s.io. */
+    name?: string;
   },
 ): Promise<ScriptedNode> {
   const calls: RecordedCall[] = [];
@@ -264,7 +266,8 @@ export async function serveScriptedNode(
   const server = await serveCsi({
     endpoint: options.endpoint,
     identity: {
-      getPluginInfo: () => Promise.resolve({ name: "scripted.csi.k8s.io", vendorVersion: "1" }),
+      getPluginInfo: () =>
+        Promise.resolve({ name: options.name ?? "scripted.csi.k8s.io", vendorVersion: "1" }),
       probe: () => Promise.resolve({ ready: { value: true } }),
     },
     node,

@@ -68,6 +68,9 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       migratedPlugins(options.featureGates ?? resolveFeatureGates({})),
     );
     await nodeInfo.initializeCSINode(node.metadata?.uid ?? "", inner.signal);
+    // Ready only now that controllers can read this node's migrated plugins (seed: ADC–kubelet sync).
+    nodeStatus.markCSINodeInitialized();
+    await nodeStatus.writeStatus(inner.signal);
     running.push(nodeStatus.runLease(options.leaseRenewIntervalMs ?? 10_000, inner.signal));
     running.push(nodeStatus.runHeartbeat(options.nodeStatusReportFrequencyMs ?? 300_000, inner.signal));
 
@@ -116,6 +119,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       actual,
       attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
       syncFrequencyMs: options.syncFrequencyMs ?? 60_000,
+      ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
     });
 
     const registry = new Registry();

@@ -3,7 +3,10 @@
 // controller-managed-attach-detach annotation), status with a Ready condition, the node Lease
 // in kube-node-lease renewed every 10s, and status.volumesInUse. Every Node write goes
 // through `mutateNode` (read, change, write with conflict retry, one at a time), so CSI
-// registration and volume reporting never overwrite each other.
+// registration and volume reporting never overwrite each other. Ready stays False ("CSINode is
+// not yet initialized", as the kubelet) until the CSINode with its migrated-plugins annotation
+// exists: the seed's ADC–kubelet sync, so nothing is scheduled here before controllers can see
+// which in-tree plugins this node migrated.
 
 import { hostname as osHostname } from "node:os";
 import { ANNOTATIONS, GVR, LABELS, type Lease, type Node, type NodeCondition } from "../api/index.ts";
@@ -48,6 +51,8 @@ export class NodeStatusManager {
   #chain: Promise<unknown> = Promise.resolve();
   #uid = "";
   #reportedInUse: string[] | undefined;
+  /** Whether the CSINode (with the migrated-plugins annotation) is written. */
+  #csiNodeInitialized = false;
 
   constructor(context: NodeContext, options: NodeStatusOptions) {
     this.#context = context;
@@ -90,6 +95,11 @@ export class NodeStatusManager {
     return node;
   }
 
+  /** The CSINode is initialized: the next status write may say Ready. */
+  markCSINodeInitialized(): void {
+    this.#csiNodeInitialized = true;
+  }
+
   /** Writes the node status with a fresh Ready heartbeat (and the kubelet's other conditions). */
   async writeStatus(signal: AbortSignal): Promise<void> {
     const now = time(this.#context.clock.now());
@@ -125,7 +135,9 @@ export class NodeStatusManager {
             "KubeletHasSufficientPID",
             "kubelet has sufficient PID available",
           ),
-          condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+          this.#csiNodeInitialized
+            ? condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+            : condition("Ready", "False", "KubeletNotReady", "CSINode is not yet initialized"),
         ],
         addresses: [
           { type: "InternalIP", address: "127.0.0.1" },

@@ -91,14 +91,36 @@ export class KubeletPaths {
   }
 }
 
+/**
+ * CSI migration (the seed's "Volume Reconstruction"): vol_data.json of a volume translated from
+ * an in-tree plugin also says so, so a restarted node knows it was mounted migrated and from
+ * which plugin. Absent for CSI volumes, whose files stay exactly the kubelet's; the kubelet
+ * reads vol_data.json as a string map and ignores keys it does not know.
+ */
+export interface MigratedVolData {
+  migrated?: "true";
+  inTreePluginName?: string;
+}
+
+export function migratedVolData(migratedFrom: string | undefined): MigratedVolData {
+  return migratedFrom === undefined ? {} : { migrated: "true", inTreePluginName: migratedFrom };
+}
+
+/** The in-tree plugin a vol_data.json says its volume was migrated from, if any. */
+export function migratedFromVolData(data: Record<string, unknown>): string | undefined {
+  if (data.migrated !== "true") return undefined;
+  const plugin = data.inTreePluginName;
+  return typeof plugin === "string" && plugin !== "" ? plugin : undefined;
+}
+
 /** vol_data.json beside a staging dir: what UnmountDevice needs after a restart. */
-export interface StagingVolData {
+export interface StagingVolData extends MigratedVolData {
   volumeHandle: string;
   driverName: string;
 }
 
 /** vol_data.json beside a publish dir (and in a block volume's data dir). */
-export interface PublishVolData {
+export interface PublishVolData extends MigratedVolData {
   specVolID: string;
   volumeHandle: string;
   driverName: string;

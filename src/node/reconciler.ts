@@ -10,6 +10,7 @@
 // A pass runs on every informer event, driver (de)registration and operation completion
 // (coalesced), plus a fallback tick (100ms, as the kubelet's loop period).
 
+import type { FeatureGates } from "../migration/index.ts";
 import { rm, rmdir } from "node:fs/promises";
 import type {
   CSIDriver,
@@ -63,6 +64,8 @@ export interface ReconcilerOptions {
   attachTimeoutMs: number;
   /** Republish period of volumes whose CSIDriver has requiresRepublish. */
   syncFrequencyMs: number;
+  /** The node's --feature-gates (CSI migration). Default 1.32's. */
+  featureGates?: FeatureGates;
 }
 
 export class Reconciler {
@@ -87,6 +90,7 @@ export class Reconciler {
       claim: (namespace, name) => informers.claims.store.get(`${namespace}/${name}`),
       volume: (name) => informers.volumes.store.get(name),
       csiDriver: (name) => informers.csiDrivers.store.get(name),
+      ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
     };
   }
 

@@ -5,13 +5,28 @@
 // unpublishes/unstages the rest, so no mount is left behind and nothing is mounted twice.
 // vol_data.json is written before every mount call and removed after every unmount, so it
 // is present exactly when something may be mounted. Also removes pod dirs left empty.
+// Volumes mounted through CSI migration are found with the in-tree plugin they came from (their
+// vol_data.json says so), as the seed's "Volume Reconstruction" asks.
 
 import { readdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, type Logger } from "../base/index.ts";
 import type { ActualState } from "./actual-state.ts";
 import { podVolumeKey } from "./desired-state.ts";
-import { readJsonFile, stringField, uniqueVolumeName, VOL_DATA_FILE, type KubeletPaths } from "./paths.ts";
+import {
+  migratedFromVolData,
+  readJsonFile,
+  stringField,
+  uniqueVolumeName,
+  VOL_DATA_FILE,
+  type KubeletPaths,
+} from "./paths.ts";
+
+/** `{ migratedFrom }` when the vol_data.json records a migrated volume, else nothing. */
+function migrated(data: Record<string, unknown>): { migratedFrom?: string } {
+  const plugin = migratedFromVolData(data);
+  return plugin === undefined ? {} : { migratedFrom: plugin };
+}
 
 async function list(dir: string): Promise<string[]> {
   try {
@@ -51,6 +66,7 @@ export async function reconstruct(
         stagingPath: paths.stagingTarget(driverName, handle),
         staged: true,
         state: "uncertain",
+        ...migrated(data),
       });
       result.staged++;
     }
@@ -73,6 +89,7 @@ export async function reconstruct(
       stagingPath: paths.blockStagingTarget(specName),
       staged: true,
       state: "uncertain",
+      ...migrated(data),
     });
     result.staged++;
     for (const podUID of await list(paths.blockPublishDir(specName))) {
@@ -88,6 +105,7 @@ export async function reconstruct(
         targetPath: paths.blockPublishTarget(specName, podUID),
         stagingPath: paths.blockStagingTarget(specName),
         state: "uncertain",
+        ...migrated(data),
       });
       result.published++;
     }
@@ -119,6 +137,7 @@ export async function reconstruct(
         targetPath: paths.publishTarget(podUID, specName),
         stagingPath: paths.stagingTarget(driver, handle),
         state: "uncertain",
+        ...migrated(data),
       });
       result.published++;
     }

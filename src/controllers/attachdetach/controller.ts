@@ -7,6 +7,7 @@ import {
   GVR,
   keyOf,
   type CSIDriver,
+  type CSINode,
   type Node,
   type PersistentVolume,
   type PersistentVolumeClaim,
@@ -27,6 +28,7 @@ import {
   type KubeClient,
   type Tombstone,
 } from "../../kube/index.ts";
+import { resolveFeatureGates, type FeatureGates } from "../../migration/index.ts";
 import { podVolumeClaim } from "./desired.ts";
 import { NodeReconciler } from "./reconcile.ts";
 
@@ -45,6 +47,8 @@ export interface AttachDetachOptions {
   attachTimeoutMs?: number;
   /** Event recorder (component "attachdetach-controller"); default one of its own, started here. */
   recorder?: EventRecorder;
+  /** Resolved --feature-gates (CSI migration's, src/migration). Default: Kubernetes 1.32's. */
+  featureGates?: FeatureGates;
 }
 
 export const ATTACH_DETACH_COMPONENT = "attachdetach-controller";
@@ -80,6 +84,8 @@ export async function startAttachDetachController(
   const volumes = options.informers.informer<PersistentVolume>(GVR.persistentVolumes);
   const csiDrivers = options.informers.informer<CSIDriver>(GVR.csiDrivers);
   const attachments = options.informers.informer<VolumeAttachment>(GVR.volumeAttachments);
+  // CSI migration: a node's kubelet announces its migrated plugins on its CSINode.
+  const csiNodes = options.informers.informer<CSINode>(GVR.csiNodes);
   ensureIndexer(pods, POD_NODE_INDEX, (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []));
   ensureIndexer(pods, POD_CLAIM_INDEX, (pod) =>
     (pod.spec?.volumes ?? []).flatMap((volume) => {
@@ -106,6 +112,8 @@ export async function startAttachDetachController(
       claim: (key) => claims.store.get(key),
       volume: (name) => volumes.store.get(name),
       csiDriver: (name) => csiDrivers.store.get(name),
+      csiNode: (name) => csiNodes.store.get(name),
+      featureGates: options.featureGates ?? resolveFeatureGates({}),
     },
   });
   const queue = new WorkQueue<string>({ name: "attachdetach", clock });
@@ -138,6 +146,7 @@ export async function startAttachDetachController(
     pods.addEventHandler(byNode<Pod>((pod) => pod.spec?.nodeName)),
     nodes.addEventHandler(byNode<Node>((node) => node.metadata?.name)),
     attachments.addEventHandler(byNode<VolumeAttachment>((va) => va.spec?.nodeName)),
+    csiNodes.addEventHandler(byNode<CSINode>((csiNode) => csiNode.metadata?.name)),
     claims.addEventHandler({
       onAdd: (claim) => enqueueClaimUsers(claimKeyOf(claim)),
       onUpdate: (_old, claim) => enqueueClaimUsers(claimKeyOf(claim)),
@@ -165,7 +174,7 @@ export async function startAttachDetachController(
     await runController(
       {
         name: "attachdetach",
-        informers: [pods, nodes, claims, volumes, csiDrivers, attachments],
+        informers: [pods, nodes, claims, volumes, csiDrivers, attachments, csiNodes],
         queue,
         workers: options.workers ?? 10,
         logger,

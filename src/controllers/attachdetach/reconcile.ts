@@ -13,6 +13,11 @@
 //   node stops trusting it), and the attachment is then deleted and left to the attacher.
 // - Only nodes annotated volumes.kubernetes.io/controller-managed-attach-detach=true are
 //   managed; others are left entirely to their kubelet.
+// - CSI migration (desired.ts, migration.ts): migrated in-tree PVs get VolumeAttachments named
+//   from their translated source, inline in-tree volumes ones with `spec.source.inlineVolumeSpec`;
+//   a volume the node migrated but this controller may not is a FailedAttachVolume Event. The
+//   seed's caveat — an in-tree detach must delete the VolumeAttachment a migrated attach would
+//   have made — holds because every VolumeAttachment nothing wants in CSI form is detached.
 // Memory is only for Events and the detach timer; after a restart the state is rebuilt from
 // VolumeAttachments, pods and nodes, and anything nothing needs is detached.
 
@@ -32,7 +37,8 @@ import {
   type KubeClient,
   type ProcessResult,
 } from "../../kube/index.ts";
-import { desiredVolumes, type DesiredLookups, type DesiredVolume } from "./desired.ts";
+import { desiredVolumes, type DesiredLookups, type DesiredProblem, type DesiredVolume } from "./desired.ts";
+import { csiFormOfPV } from "./migration.ts";
 import { attachMessage, uniqueVolumeName } from "./names.ts";
 
 export const OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service";
@@ -85,7 +91,9 @@ export class NodeReconciler {
     // A node that exists but is not ours is left to its kubelet; a vanished node's attachments
     // are still ours to clean up.
     if (node && !managedNode(node)) return;
-    const desired = node ? desiredVolumes(nodeName, lookups) : new Map<string, DesiredVolume>();
+    const problems: DesiredProblem[] = [];
+    const desired = node ? desiredVolumes(nodeName, lookups, problems) : new Map<string, DesiredVolume>();
+    this.#reportProblems(nodeName, problems);
     const attachments = new Map(
       lookups.attachmentsOnNode(nodeName).map((va) => [va.metadata?.name ?? "", va]),
     );
@@ -101,9 +109,15 @@ export class NodeReconciler {
     this.#detachRequestedAtByNode.set(nodeName, detachRequestedAt);
 
     for (const [name, attachment] of attachments) {
-      if (desired.has(name) || !attachment.spec?.source?.persistentVolumeName) continue;
+      if (desired.has(name)) continue;
+      const source = attachment.spec?.source;
+      if (!source?.persistentVolumeName && !source?.inlineVolumeSpec) continue;
       if (attachment.metadata?.deletionTimestamp) continue; // detaching: the attacher finishes it
-      const csi = lookups.volume(attachment.spec.source.persistentVolumeName)?.spec?.csi;
+      // The volume in CSI form: a CSI PV, an in-tree PV translated, or a migrated inline spec.
+      const pv = source.persistentVolumeName ? lookups.volume(source.persistentVolumeName) : undefined;
+      const csi = source.persistentVolumeName
+        ? pv && csiFormOfPV(pv)?.spec?.csi
+        : source.inlineVolumeSpec?.csi;
       // Without the PV or the node we cannot tell whether it is mounted: assume it is.
       const mounted = !node || !csi || inUse.has(uniqueVolumeName(csi.driver, csi.volumeHandle));
       const requestedAt = detachRequestedAt.get(name) ?? now;
@@ -144,7 +158,7 @@ export class NodeReconciler {
               pod,
               "Normal",
               EVENT_REASONS.successfulAttachVolume.key,
-              attachMessage("AttachVolume.Attach succeeded", volume.persistentVolumeName),
+              attachMessage("AttachVolume.Attach succeeded", volume.specName),
             );
           }
         }
@@ -165,7 +179,7 @@ export class NodeReconciler {
             pod,
             "Warning",
             EVENT_REASONS.failedAttachVolume.key,
-            attachMessage("AttachVolume.Attach failed", volume.persistentVolumeName, error),
+            attachMessage("AttachVolume.Attach failed", volume.specName, error),
           );
         }
       }
@@ -180,6 +194,28 @@ export class NodeReconciler {
     for (const name of detachRequestedAt.keys()) if (!attachments.has(name)) detachRequestedAt.delete(name);
     if (detachRequestedAt.size === 0) this.#detachRequestedAtByNode.delete(nodeName);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /** Pod volume → problem already reported (each is an Event once, until it changes). */
+  readonly #reportedProblems = new Map<string, string>();
+
+  /** FailedAttachVolume Events for volumes the controller cannot attach (CSI migration skew). */
+  #reportProblems(nodeName: string, problems: readonly DesiredProblem[]): void {
+    const seen = new Set<string>();
+    for (const { pod, volumeName, message } of problems) {
+      const key = `${nodeName}/${pod.metadata?.uid ?? pod.metadata?.name ?? ""}/${volumeName}`;
+      seen.add(key);
+      if (this.#reportedProblems.get(key) === message) continue;
+      this.#reportedProblems.set(key, message);
+      this.#options.recorder.event(
+        pod,
+        "Warning",
+        EVENT_REASONS.failedAttachVolume.key,
+        attachMessage("AttachVolume.Attach failed", volumeName, message),
+      );
+    }
+    for (const key of this.#reportedProblems.keys())
+      if (key.startsWith(`${nodeName}/`) && !seen.has(key)) this.#reportedProblems.delete(key);
   }
 
   /** Remembers that the attachment is awaited; returns since when. */
@@ -201,7 +237,10 @@ export class NodeReconciler {
       metadata: { name: volume.attachmentName },
       spec: {
         attacher: volume.driver,
-        source: { persistentVolumeName: volume.persistentVolumeName },
+        // Exactly one of the two: a migrated inline volume has no PV.
+        source: volume.inlineVolumeSpec
+          ? { inlineVolumeSpec: volume.inlineVolumeSpec }
+          : { persistentVolumeName: volume.persistentVolumeName },
         nodeName,
       },
     };

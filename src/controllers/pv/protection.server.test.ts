@@ -103,3 +103,39 @@ test("pvc-protection: a claim no pod uses is removed at once; the finalizer is p
     return claim?.metadata?.finalizers?.includes(FINALIZERS.pvcProtection.key);
   }, "finalizer added back");
 });
+
+test("protection with CSI migration: an in-tree (migrated) PV and its claim are protected like CSI ones", async () => {
+  const { csi: _csi, ...spec } = pv("prot-gce", { storageClassName: "prot-gce" }).spec ?? {};
+  await client.create(GVR.persistentVolumes, {
+    ...pv("prot-gce"),
+    spec: { ...spec, gcePersistentDisk: { pdName: "disk-prot" } },
+  });
+  await waitVolumePhase(client, "prot-gce", "Available");
+  await client.create(GVR.persistentVolumeClaims, pvc("c-gce", { storageClassName: "prot-gce" }));
+  await waitClaimBound(client, "c-gce");
+  await client.create(GVR.pods, pod("p-gce", "c-gce", "node-1"));
+  await client.delete(GVR.persistentVolumeClaims, "c-gce", { namespace: NS });
+  const terminating = await until(async () => {
+    const claim = await claimPhase(client, "c-gce");
+    return claim?.metadata?.deletionTimestamp ? claim : undefined;
+  }, "claim Terminating");
+  assert.deepEqual(terminating.metadata?.finalizers, [FINALIZERS.pvcProtection.key]);
+  await client.delete(GVR.persistentVolumes, "prot-gce");
+  const volume = await until(
+    async () => getOrUndefined<PersistentVolume>(client, GVR.persistentVolumes, "prot-gce"),
+    "volume still there",
+  );
+  assert.deepEqual(volume.metadata?.finalizers, [FINALIZERS.pvProtection.key]);
+  assert.equal(volume.spec?.csi, undefined, "still in-tree");
+  await client.request({
+    method: "DELETE",
+    path: `/api/v1/namespaces/${NS}/pods/p-gce`,
+    body: { gracePeriodSeconds: 0 },
+  });
+  await until(async () => (await claimPhase(client, "c-gce")) === undefined, "claim removed");
+  await until(
+    async () =>
+      (await getOrUndefined<PersistentVolume>(client, GVR.persistentVolumes, "prot-gce")) === undefined,
+    "volume removed once Released",
+  );
+});

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type {
   CSIDriver,
+  CSINode,
   CSIStorageCapacity,
   Node,
   PersistentVolume,
@@ -217,4 +218,67 @@ test("attach limits count unique volumes per driver; inline volumes count", () =
     spec: { containers: [], volumes: [{ name: "x", csi: { driver: "d" } }] },
   };
   assert.equal(fitsVolumeLimits(inline, [podUsing("p1", "v1")], csiNode, lookups), false);
+});
+
+test("volume limits with CSI migration: in-tree PVs, inline volumes and in-tree classes count against the driver", () => {
+  const GCE = "pd.csi.storage.gke.io";
+  const PX = "pxd.portworx.com";
+  const inTree = (name: string, source: Partial<NonNullable<PersistentVolume["spec"]>>): PersistentVolume => {
+    const { csi: _csi, ...spec } = pv(name, "1Gi").spec ?? {};
+    return { metadata: { name }, spec: { ...spec, ...source } };
+  };
+  const handle = (disk: string) => `projects/UNSPECIFIED/zones/UNSPECIFIED/disks/${disk}`;
+  const volumes = [
+    inTree("in-tree", { gcePersistentDisk: { pdName: "disk-1" } }),
+    pv("csi-same", "1Gi", { csi: { driver: GCE, volumeHandle: handle("disk-1") } }),
+    inTree("px", { portworxVolume: { volumeID: "px-1" } }),
+  ];
+  const claims = ["in-tree", "csi-same", "px", "new"].map((name) => ({
+    metadata: { name, namespace: "ns" },
+    spec: name === "new" ? { storageClassName: "legacy" } : { volumeName: name },
+  }));
+  const classes = [{ metadata: { name: "legacy" }, provisioner: "kubernetes.io/gce-pd" }];
+  const lookups = view({ volumes, claims, classes });
+  const using = (name: string, volumesOfPod: NonNullable<NonNullable<Pod["spec"]>["volumes"]>): Pod => ({
+    metadata: { name, namespace: "ns", uid: name },
+    spec: { containers: [], volumes: volumesOfPod },
+  });
+  const byClaim = (name: string) => ({ name, persistentVolumeClaim: { claimName: name } });
+  const csiNode = (limits: Record<string, number>, migrated = ""): CSINode => ({
+    metadata: { name: "a", annotations: { "storage.alpha.kubernetes.io/migrated-plugins": migrated } },
+    spec: {
+      drivers: Object.entries(limits).map(([name, count]) => ({ name, nodeID: "a", allocatable: { count } })),
+    },
+  });
+  const oneGce = csiNode({ [GCE]: 1 });
+  const onNode = [using("old", [byClaim("in-tree")])];
+  // The in-tree PV fills the GCE limit; the same disk named in CSI form counts once.
+  assert.equal(fitsVolumeLimits(using("p", [byClaim("csi-same")]), onNode, oneGce, lookups), true);
+  assert.equal(
+    fitsVolumeLimits(
+      using("p", [{ name: "x", gcePersistentDisk: { pdName: "disk-2" } }]),
+      onNode,
+      oneGce,
+      lookups,
+    ),
+    false,
+    "an inline in-tree disk is one more",
+  );
+  assert.equal(
+    fitsVolumeLimits(using("p", [byClaim("new")]), onNode, oneGce, lookups),
+    false,
+    "an in-tree class's claim",
+  );
+  assert.equal(fitsVolumeLimits(using("p", [byClaim("new")]), onNode, csiNode({ [GCE]: 2 }), lookups), true);
+  // Portworx counts only where the node migrated it (its CSINode annotation).
+  const onePx = (migrated: string) => csiNode({ [PX]: 0 }, migrated);
+  assert.equal(
+    fitsVolumeLimits(using("p", [byClaim("px")]), [], onePx(""), lookups),
+    true,
+    "not migrated here",
+  );
+  assert.equal(
+    fitsVolumeLimits(using("p", [byClaim("px")]), [], onePx("kubernetes.io/portworx-volume"), lookups),
+    false,
+  );
 });

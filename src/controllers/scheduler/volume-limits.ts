@@ -1,13 +1,51 @@
 // Per-node attachable volume limits, as upstream's NodeVolumeLimits (CSILimits) filter: each
 // driver's limit is CSINode spec.drivers[].allocatable.count; the node's scheduled pods' unique
 // CSI volumes of that driver plus the new pod's volumes not already on the node must not
-// exceed it. Drivers without a limit are not counted. Pure functions.
+// exceed it. Drivers without a limit are not counted. CSI migration (as upstream's CSILimits):
+// in-tree PVs, inline in-tree volumes and unbound claims of in-tree classes of a plugin migrated
+// on the node count against its CSI driver's limit, under their translated handles — the same
+// volume counts once whichever form names it. Pure functions.
 
 import type { CSINode, Pod } from "../../api/index.ts";
+import {
+  isMigratedOnNode,
+  pluginByInTreeName,
+  pluginForInlineVolume,
+  pluginForPV,
+  resolveFeatureGates,
+  translateInTreeInlineVolumeToCSI,
+  translateInTreePVToCSI,
+  type FeatureGates,
+} from "../../migration/index.ts";
 import { claimClass, podVolumeClaimName, type VolumeView } from "./volume-binding.ts";
 
-/** Unique volume id → driver name, for the CSI volumes a pod uses. */
-export function podCSIVolumes(pod: Pod, view: VolumeView): Map<string, string> {
+const DEFAULT_GATES = resolveFeatureGates({});
+
+/** The translated CSI source, or undefined when the node does not migrate it or it is malformed. */
+function migrated<T>(
+  plugin: string | undefined,
+  csiNode: CSINode | undefined,
+  gates: FeatureGates,
+  translate: () => T,
+): T | undefined {
+  if (plugin === undefined || !isMigratedOnNode(gates, plugin, csiNode)) return undefined;
+  try {
+    return translate();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Unique volume id → driver name, for the CSI volumes a pod uses on a node with `csiNode`
+ * (which decides whether its in-tree volumes are migrated there).
+ */
+export function podCSIVolumes(
+  pod: Pod,
+  view: VolumeView,
+  csiNode?: CSINode,
+  gates: FeatureGates = DEFAULT_GATES,
+): Map<string, string> {
   const out = new Map<string, string>();
   const namespace = pod.metadata?.namespace ?? "";
   for (const volume of pod.spec?.volumes ?? []) {
@@ -16,18 +54,33 @@ export function podCSIVolumes(pod: Pod, view: VolumeView): Map<string, string> {
       out.set(`${volume.csi.driver}^inline:${pod.metadata?.uid ?? ""}/${volume.name}`, volume.csi.driver);
       continue;
     }
+    const inline = migrated(pluginForInlineVolume(volume)?.inTreePluginName, csiNode, gates, () =>
+      translateInTreeInlineVolumeToCSI(volume, namespace),
+    )?.spec?.csi;
+    if (inline) {
+      out.set(`${inline.driver}^${inline.volumeHandle}`, inline.driver);
+      continue;
+    }
     const claimName = podVolumeClaimName(pod, volume);
     if (claimName === undefined) continue;
     const claim = view.claim(namespace, claimName);
     if (!claim) continue;
     const volumeName = claim.spec?.volumeName ?? "";
     if (volumeName !== "") {
-      const csi = view.volume(volumeName)?.spec?.csi;
+      const pv = view.volume(volumeName);
+      const csi =
+        pv?.spec?.csi ??
+        migrated(pv ? pluginForPV(pv)?.inTreePluginName : undefined, csiNode, gates, () =>
+          translateInTreePVToCSI(pv!),
+        )?.spec?.csi;
       if (csi) out.set(`${csi.driver}^${csi.volumeHandle}`, csi.driver);
       continue;
     }
-    // Not bound yet: the class's provisioner will create it.
-    const provisioner = view.storageClass(claimClass(claim))?.provisioner;
+    // Not bound yet: the class's provisioner (an in-tree one's CSI driver, if migrated) creates it.
+    let provisioner = view.storageClass(claimClass(claim))?.provisioner;
+    const plugin = provisioner === undefined ? undefined : pluginByInTreeName(provisioner);
+    if (plugin && isMigratedOnNode(gates, plugin.inTreePluginName, csiNode))
+      provisioner = plugin.csiDriverName;
     if (provisioner) out.set(`${provisioner}^claim:${namespace}/${claimName}`, provisioner);
   }
   return out;
@@ -52,11 +105,11 @@ export function fitsVolumeLimits(
 ): boolean {
   const limits = nodeVolumeLimits(csiNode);
   if (limits.size === 0) return true;
-  const fresh = podCSIVolumes(pod, view);
+  const fresh = podCSIVolumes(pod, view, csiNode);
   if (fresh.size === 0) return true;
   const attached = new Map<string, string>();
   for (const other of podsOnNode)
-    for (const [id, driver] of podCSIVolumes(other, view)) attached.set(id, driver);
+    for (const [id, driver] of podCSIVolumes(other, view, csiNode)) attached.set(id, driver);
   const attachedCount = new Map<string, number>();
   for (const [id, driver] of attached) {
     // A volume several pods share counts once.

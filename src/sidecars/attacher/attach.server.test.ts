@@ -71,7 +71,8 @@ test("attaches and detaches a hostpath volume: finalizers, node-id annotation, P
   assert.ok(pv?.metadata.finalizers?.includes(FINALIZER), "finalizer on the PV");
   assert.deepEqual((await hostpathPublished(driver.path)).get(handle), ["hp-node-1"]);
 
-  // Metrics: the CSI call histogram with upstream's labels, and the work queues by upstream name.
+  // Metrics: the CSI call histogram with upstream's labels (no `migrated`: hostpath is no CSI
+  // migration target), and the work queues by upstream name.
   const metrics = await (await fetch(`${attacher.url}/metrics`)).text();
   const publishCount = metrics
     .split("\n")
@@ -81,7 +82,7 @@ test("attaches and detaches a hostpath volume: finalizers, node-id annotation, P
     );
   assert.equal(
     publishCount,
-    'csi_sidecar_operations_seconds_count{driver_name="hostpath.csi.k8s.io",method_name="/csi.v1.Controller/ControllerPublishVolume",grpc_status_code="OK",migrated="false"} 1',
+    'csi_sidecar_operations_seconds_count{driver_name="hostpath.csi.k8s.io",method_name="/csi.v1.Controller/ControllerPublishVolume",grpc_status_code="OK"} 1',
   );
   assert.match(metrics, /workqueue_adds_total\{name="csi-attacher-va"\}/);
 
@@ -140,4 +141,68 @@ test("leader election: the Lease is external-attacher-leader-<sanitized driver>,
   await createVolume(client, "pv-le", HOSTPATH, handle);
   await createAttachment(client, "va-le", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-le" });
   await waitFor("va-le attached", async () => (await getAttachment(client, "va-le"))?.status?.attached);
+});
+
+test("CSI migration: an in-tree PV is attached translated, an inline spec as is; calls metered migrated", async (t) => {
+  // hostpath as the Cinder CSI driver: a Cinder handle is any string (hostpath's UUIDs).
+  const CINDER = "cinder.csi.openstack.org";
+  const cluster = await startCluster(t);
+  const driver = await startHostpath(t, cluster.dir, { nodeId: "hp-node-1", driverName: CINDER });
+  const { client } = cluster;
+  const handle = await hostpathVolume(driver.path, "vol-intree");
+  const inlineHandle = await hostpathVolume(driver.path, "vol-inline");
+  await createCsiNode(client, "worker-1", { [CINDER]: "hp-node-1" });
+  // The PV in its in-tree form, as the API keeps it.
+  await client.create(GVR.persistentVolumes, {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name: "pv-intree" },
+    spec: {
+      capacity: { storage: "1Mi" },
+      accessModes: ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Retain",
+      cinder: { volumeID: handle, fsType: "ext4" },
+    },
+  });
+  const attacher = runAttacher(t, cluster, driver.path, ["--http-endpoint=127.0.0.1:0"]);
+  await createAttachment(client, "va-intree", { driver: CINDER, nodeName: "worker-1", pvName: "pv-intree" });
+  await createAttachment(client, "va-inline", {
+    driver: CINDER,
+    nodeName: "worker-1",
+    inline: {
+      accessModes: ["ReadWriteOnce"],
+      csi: { driver: CINDER, volumeHandle: inlineHandle, fsType: "ext4" },
+    },
+  });
+  await waitFor("both attached", async () => {
+    const [a, b] = [await getAttachment(client, "va-intree"), await getAttachment(client, "va-inline")];
+    return a?.status?.attached && b?.status?.attached;
+  });
+  const published = await hostpathPublished(driver.path);
+  assert.deepEqual(published.get(handle), ["hp-node-1"]);
+  assert.deepEqual(published.get(inlineHandle), ["hp-node-1"]);
+  // The PV keeps its in-tree shape (only the attacher's finalizer was added).
+  const pv = await getVolume(client, "pv-intree");
+  assert.equal(pv?.spec?.csi, undefined);
+  assert.deepEqual(pv?.spec?.cinder, { volumeID: handle, fsType: "ext4" });
+  assert.ok(pv?.metadata.finalizers?.includes(attacherFinalizer(CINDER)));
+
+  await client.delete(GVR.volumeAttachments, "va-intree");
+  await client.delete(GVR.volumeAttachments, "va-inline");
+  await waitFor("both detached", async () => {
+    const [a, b] = [await getAttachment(client, "va-intree"), await getAttachment(client, "va-inline")];
+    return a === undefined && b === undefined;
+  });
+  const after = await hostpathPublished(driver.path);
+  assert.deepEqual([after.get(handle), after.get(inlineHandle)], [[], []]);
+
+  const url = await waitFor("http endpoint", () => attacher.url);
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  for (const method of ["ControllerPublishVolume", "ControllerUnpublishVolume"])
+    assert.ok(
+      metrics.includes(
+        `csi_sidecar_operations_seconds_count{driver_name="${CINDER}",method_name="/csi.v1.Controller/${method}",grpc_status_code="OK",migrated="true"} 2`,
+      ),
+      `${method} twice with migrated="true"`,
+    );
 });

@@ -26,6 +26,7 @@ import {
   csiErrorText,
   objectReference,
   secretStrings,
+  withMigratedCalls,
   type ProcessResult,
   type ReconcileContext,
 } from "../../kube/index.ts";
@@ -186,16 +187,18 @@ async function csiAttach(
   } catch (error) {
     throw new AttachmentError(`could not save VolumeAttachment: ${csiErrorText(error)}`, { cause: error });
   }
-  const response = await ctx.csi.controller.controllerPublishVolume(
-    {
-      volumeId: volume.csi.volumeHandle,
-      nodeId,
-      volumeCapability: capability,
-      readonly,
-      secrets,
-      volumeContext: volume.csi.volumeAttributes ?? {},
-    },
-    { timeoutMs: ctx.timeoutMs, signal },
+  const response = await withMigratedCalls(volume.migrated, () =>
+    ctx.csi.controller.controllerPublishVolume(
+      {
+        volumeId: volume.csi.volumeHandle,
+        nodeId,
+        volumeCapability: capability,
+        readonly,
+        secrets,
+        volumeContext: volume.csi.volumeAttributes ?? {},
+      },
+      { timeoutMs: ctx.timeoutMs, signal },
+    ),
   );
   return { va: saved, publishContext: response.publishContext };
 }
@@ -204,9 +207,11 @@ async function csiDetach(ctx: AttacherContext, va: VolumeAttachment, signal: Abo
   const volume = attachmentVolume(va, (pvName) => ctx.volumes.get(pvName));
   const secrets = await publishSecrets(ctx, volume.csi, signal);
   const nodeId = await nodeIdFor(ctx, va.spec.nodeName, { va, signal });
-  await ctx.csi.controller.controllerUnpublishVolume(
-    { volumeId: volume.csi.volumeHandle, nodeId, secrets },
-    { timeoutMs: ctx.timeoutMs, signal },
+  await withMigratedCalls(volume.migrated, () =>
+    ctx.csi.controller.controllerUnpublishVolume(
+      { volumeId: volume.csi.volumeHandle, nodeId, secrets },
+      { timeoutMs: ctx.timeoutMs, signal },
+    ),
   );
 }
 

@@ -40,6 +40,7 @@ import {
   type HttpEndpoint,
   type KubeClient,
 } from "../../kube/index.ts";
+import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { syncAttachment } from "./attachment-sync.ts";
 import { attachmentChangeMatters } from "./changes.ts";
 import type { AttacherContext } from "./context.ts";
@@ -54,8 +55,7 @@ export async function runAttacher(options: AttacherOptions, signal: AbortSignal)
   const registry = new Registry();
   // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
   collectDefaultMetrics({ register: registry });
-  // The attacher's histogram carries `migrated`, as upstream's (WithMigration).
-  const csiMetrics = new CsiOperationMetrics({ registry, migratedLabel: true });
+  const csiMetrics = new CsiOperationMetrics({ registry });
   const csi = CsiClient.connect(options.csiAddress, {
     logger,
     timeoutMs: options.timeoutMs,
@@ -66,6 +66,8 @@ export async function runAttacher(options: AttacherOptions, signal: AbortSignal)
   try {
     const driver = await discoverAttacherDriver(csi, { timeoutMs: options.timeoutMs, signal });
     csiMetrics.setDriverName(driver.name);
+    // A CSI migration target's calls carry `migrated`, as upstream (WithMigration).
+    if (isMigratedCSIDriverByName(driver.name)) csiMetrics.enableMigratedLabel();
     logger.info(1, "driver ready", {
       driver: driver.name,
       handler: driver.publishUnpublish ? "csi" : "trivial",

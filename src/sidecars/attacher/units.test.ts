@@ -91,6 +91,24 @@ test("attachmentVolume: PV or inline spec, and each malformed source named", () 
     () => attachmentVolume(va({ persistentVolumeName: "pv" }), inTree),
     /non-csi source that was not migrated/,
   );
+  // A migratable in-tree PV is translated (CSI migration); a malformed one says why not.
+  const gce = (pdName: string) => (): PersistentVolume => ({
+    metadata: { name: "pv" },
+    spec: { accessModes: ["ReadWriteOnce"], gcePersistentDisk: { pdName, fsType: "ext4" } },
+  });
+  const migrated = attachmentVolume(va({ persistentVolumeName: "pv" }), gce("disk-1"));
+  assert.equal(migrated.migrated, true);
+  assert.equal(migrated.csi.driver, "pd.csi.storage.gke.io");
+  assert.equal(migrated.csi.volumeHandle, "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/disk-1");
+  assert.deepEqual(
+    migrated.pv?.spec?.gcePersistentDisk,
+    { pdName: "disk-1", fsType: "ext4" },
+    "PV unmodified",
+  );
+  assert.throws(
+    () => attachmentVolume(va({ persistentVolumeName: "pv" }), gce("")),
+    /failed to translate in-tree PersistentVolume "pv" to CSI: /,
+  );
 });
 
 test("attachmentChangeMatters: our own error reports do not re-sync; anything else does", () => {

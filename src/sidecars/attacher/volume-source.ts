@@ -1,5 +1,6 @@
 // What a VolumeAttachment's source says about the volume, as the CSI calls need it: the PV's
-// (or, for a migrated inline volume, `spec.source.inlineVolumeSpec`'s) CSI source and spec,
+// (or, for a migrated inline volume, `spec.source.inlineVolumeSpec`'s) CSI source and spec —
+// an in-tree PV of a migrated plugin translated to CSI first, as upstream's attacher does —
 // and from them the volume capability (external-attacher's GetVolumeCapabilities: block vs
 // mount, fsType with --default-fstype, mountOptions, access modes mapped as csi-lib-utils
 // does). Pure functions: the PV comes from a lookup the caller gives (the informer's cache).
@@ -13,6 +14,7 @@ import type {
 } from "../../api/index.ts";
 import type { VolumeCapabilityInput } from "../../csi/index.ts";
 import { csiAccessMode } from "../../kube/index.ts";
+import { isPVMigratable, translateInTreePVToCSI } from "../../migration/index.ts";
 
 /** The volume one VolumeAttachment is about. */
 export interface AttachmentVolume {
@@ -20,6 +22,11 @@ export interface AttachmentVolume {
   pv: PersistentVolume | undefined;
   spec: PersistentVolumeSpec;
   csi: CSIPersistentVolumeSource;
+  /**
+   * CSI migration: an in-tree PV translated, or an inline spec (only migrated inline volumes
+   * have one). Marks the CSI calls `migrated="true"` in the metrics.
+   */
+  migrated: boolean;
 }
 
 export class VolumeSourceError extends Error {
@@ -45,14 +52,25 @@ export function attachmentVolume(
       );
     const pv = lookupPV(persistentVolumeName);
     if (!pv) throw new VolumeSourceError(`persistentvolume "${persistentVolumeName}" not found`);
+    if (!pv.spec?.csi && isPVMigratable(pv)) {
+      let translated: PersistentVolume;
+      try {
+        translated = translateInTreePVToCSI(pv);
+      } catch (error) {
+        throw new VolumeSourceError(
+          `failed to translate in-tree PersistentVolume "${persistentVolumeName}" to CSI: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+      const spec = translated.spec ?? {};
+      if (spec.csi) return { pv, spec, csi: spec.csi, migrated: true };
+    }
     const spec = pv.spec ?? {};
-    // In-tree PVs need csi-translation-lib, which csikit's attacher does not carry yet.
     if (!spec.csi) throw new VolumeSourceError("pv spec contained non-csi source that was not migrated");
-    return { pv, spec, csi: spec.csi };
+    return { pv, spec, csi: spec.csi, migrated: false };
   }
   if (inlineVolumeSpec) {
     if (!inlineVolumeSpec.csi) throw new VolumeSourceError("inline volume spec contains nil CSI source");
-    return { pv: undefined, spec: inlineVolumeSpec, csi: inlineVolumeSpec.csi };
+    return { pv: undefined, spec: inlineVolumeSpec, csi: inlineVolumeSpec.csi, migrated: true };
   }
   throw new VolumeSourceError(
     "neither InlineCSIVolumeSource nor PersistentVolumeName specified in VA source",

@@ -33,6 +33,7 @@ import {
   isAlreadyExists,
   isNotFound,
   objectReference,
+  withMigratedCalls,
   type ProcessResult,
   type ReconcileContext,
 } from "../../kube/index.ts";
@@ -149,7 +150,10 @@ export async function syncClaim(
     if (selectedNode === "") return tryToOwnClaim(ctx, claim, storageClass, rc);
     if (selectedNode !== nd.nodeName) return;
   }
-  return provisionClaim(ctx, claim, storageClass, rc);
+  // CSI migration: the driver's calls for an in-tree class are metered migrated="true".
+  return withMigratedCalls(isMigratedClass(ctx.driver.name, classObject), () =>
+    provisionClaim(ctx, claim, storageClass, rc),
+  );
 }
 
 async function provisionClaim(
@@ -229,6 +233,7 @@ async function provisionClaim(
         honorPVReclaimPolicy: ctx.options.features.honorPVReclaimPolicy,
         controllerPublishReadonly: ctx.options.controllerPublishReadonly,
         volumeAttributesClass: ctx.options.features.volumeAttributesClass,
+        topology: ctx.driver.topology,
       },
       current,
       storageClass,

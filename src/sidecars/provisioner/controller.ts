@@ -44,6 +44,7 @@ import {
   type KubeClient,
   type RouteHandler,
 } from "../../kube/index.ts";
+import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { CapacityRefresh, resolveCapacityOwner, startCapacityController } from "./capacity/index.ts";
 import { syncClaim } from "./claim-sync.ts";
 import { cloneProtectionKeys, syncCloneSource } from "./clone-protection.ts";
@@ -80,6 +81,8 @@ export async function startProvisioner(options: ProvisionerOptions, signal: Abor
       signal,
     });
     csiMetrics.setDriverName(driver.name);
+    // A CSI migration target's calls carry `migrated`, as upstream (WithMigration).
+    if (isMigratedCSIDriverByName(driver.name)) csiMetrics.enableMigratedLabel();
     logger.info(1, "driver ready", { driver: driver.name, topology: driver.topology });
     client = kubeClientFromOptions({ ...options, userAgent: "csi-provisioner", clock });
     const kube = client;

@@ -45,7 +45,10 @@ test("an in-tree cinder class is provisioned by the migrated driver; the PV stay
     parameters: { fsType: "ext4" },
   });
   await createClass(cluster, "own", CINDER_DRIVER, { reclaimPolicy: "Delete" });
-  runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
+  const provisioner = runProvisioner(t, cluster, driver.path, [
+    "--feature-gates=Topology=false",
+    "--http-endpoint=127.0.0.1:0",
+  ]);
   const claim = await createClaim(cluster, "legacy", CINDER_DRIVER, {
     resources: { requests: { storage: "1Mi" } },
   });
@@ -79,6 +82,24 @@ test("an in-tree cinder class is provisioned by the migrated driver; the PV stay
     async () => (await getVolume(cluster, pv.metadata.name!)) === undefined,
   );
   assert.deepEqual(await volumeIds(driver.path), []);
+
+  // Metrics as upstream's WithMigration: the in-tree class's and PV's calls migrated="true",
+  // the driver's own class's migrated="false".
+  const url = await waitFor("endpoint", () => provisioner.url);
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const count = (method: string, migrated: boolean): string | undefined =>
+    metrics
+      .split("\n")
+      .find((line) =>
+        line.startsWith(
+          `csi_sidecar_operations_seconds_count{driver_name="${CINDER_DRIVER}",method_name="/csi.v1.Controller/${method}",grpc_status_code="OK",migrated="${migrated}"}`,
+        ),
+      )
+      ?.split(" ")[1];
+  assert.equal(count("CreateVolume", true), "1");
+  assert.equal(count("CreateVolume", false), "1");
+  assert.equal(count("DeleteVolume", true), "1");
+  assert.equal(count("DeleteVolume", false), "1");
 });
 
 test("a claim of another plugin's in-tree class is left alone", async (t) => {

@@ -11,7 +11,7 @@
 
 import { ANNOTATIONS, FINALIZERS, GVR, type PersistentVolume } from "../../api/index.ts";
 import { CsikitError, errorMessage } from "../../base/index.ts";
-import { isNotFound, objectReference, type ReconcileContext } from "../../kube/index.ts";
+import { isNotFound, objectReference, withMigratedCalls, type ReconcileContext } from "../../kube/index.ts";
 import type { ProvisionerContext } from "./context.ts";
 import { formatCsiError } from "./errors.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
@@ -76,9 +76,12 @@ export async function syncVolume(ctx: ProvisionerContext, name: string, rc: Reco
           `persistentvolume ${name} is still attached to node ${attachment.spec?.nodeName ?? ""}`,
         );
       const secrets = await readSecret(ctx.view, deletionSecretRef(ctx, pv), rc.signal);
-      await ctx.csi.controller.deleteVolume(
-        { volumeId: csi.volumeHandle, secrets },
-        { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+      // An in-tree PV (translated for the call) is metered migrated="true".
+      await withMigratedCalls(target !== pv, () =>
+        ctx.csi.controller.deleteVolume(
+          { volumeId: csi.volumeHandle, secrets },
+          { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+        ),
       );
     } catch (error) {
       const message = formatCsiError(error);

@@ -27,6 +27,12 @@ export interface VolumeOptions {
   honorPVReclaimPolicy: boolean;
   controllerPublishReadonly: boolean;
   volumeAttributesClass: boolean;
+  /**
+   * Whether topology is supported (the Topology gate and the driver's
+   * VOLUME_ACCESSIBILITY_CONSTRAINTS): only then does the PV get nodeAffinity from
+   * accessible_topology, as upstream's supportsTopology(). Default true.
+   */
+  topology?: boolean;
 }
 
 export function buildVolume(
@@ -72,7 +78,7 @@ export function buildVolume(
     annotations["volume.kubernetes.io/controller-modify-secret-name"] = refs.controllerModify.name;
     annotations["volume.kubernetes.io/controller-modify-secret-namespace"] = refs.controllerModify.namespace;
   }
-  const affinity = volumeNodeAffinity(response.accessibleTopology);
+  const affinity = options.topology === false ? undefined : volumeNodeAffinity(response.accessibleTopology);
   const vacName = claim.spec?.volumeAttributesClassName;
   return {
     apiVersion: "v1",

@@ -38,6 +38,7 @@ import {
   type HttpEndpoint,
   type KubeClient,
 } from "../../kube/index.ts";
+import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { newResizerState, type ResizerContext } from "./context.ts";
 import { discoverResizerDriver, type ResizerDriverInfo } from "./driver.ts";
 import { syncExpansion } from "./expand.ts";
@@ -60,6 +61,8 @@ export async function startResizer(options: ResizerOptions, signal: AbortSignal)
   try {
     const driver = await discoverResizerDriver(csi, { timeoutMs: options.timeoutMs, signal });
     csiMetrics.setDriverName(driver.name);
+    // A CSI migration target's calls carry `migrated`, as upstream (WithMigration).
+    if (isMigratedCSIDriverByName(driver.name)) csiMetrics.enableMigratedLabel();
     logger.info(1, "driver ready", {
       driver: driver.name,
       controllerExpansion: driver.controllerExpansion,

@@ -21,7 +21,8 @@ import {
 } from "../../api/index.ts";
 import { CsikitError, errorMessage } from "../../base/index.ts";
 import type { VolumeCapabilityInput } from "../../csi/index.ts";
-import { csiAccessMode, isNotFound } from "../../kube/index.ts";
+import { csiAccessMode, isNotFound, withMigratedCalls } from "../../kube/index.ts";
+import { isPVMigratable, translateInTreePVToCSI } from "../../migration/index.ts";
 import type { ResizerContext } from "./context.ts";
 import { ANNOTATION } from "./names.ts";
 
@@ -52,7 +53,22 @@ export function volumeCapability(
   };
 }
 
+/**
+ * Expands the volume. An in-tree PV (CSI migration) is translated for the call only — the caller
+ * keeps writing the in-tree PV — and the call is metered migrated="true".
+ */
 export async function resizeVolume(
+  ctx: ResizerContext,
+  inputPv: PersistentVolume,
+  size: string,
+  signal: AbortSignal,
+): Promise<ResizeResult> {
+  const migrated = !inputPv.spec?.csi && isPVMigratable(inputPv);
+  const pv = migrated ? translateInTreePVToCSI(inputPv) : inputPv;
+  return withMigratedCalls(migrated, () => expandCall(ctx, pv, size, signal));
+}
+
+async function expandCall(
   ctx: ResizerContext,
   pv: PersistentVolume,
   size: string,

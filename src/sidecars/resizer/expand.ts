@@ -16,6 +16,7 @@ import { GVR, type PersistentVolume, type PersistentVolumeClaim } from "../../ap
 import { CsikitError, errorMessage } from "../../base/index.ts";
 import { grpcDetails } from "../../csi/index.ts";
 import { isNotFound, type ProcessResult, type ReconcileContext } from "../../kube/index.ts";
+import { pluginForPV } from "../../migration/index.ts";
 import {
   markControllerExpansionFailed,
   markControllerExpansionInfeasible,
@@ -43,9 +44,20 @@ import { planExpansion } from "./expand-plan.ts";
 import { claimInUse } from "./in-use.ts";
 import { ANNOTATION, CONDITION, REASON, RESIZE_STATUS } from "./names.ts";
 
-/** CanSupport: a CSI PV of this driver (in-tree PVs need CSI migration, which csikit lacks). */
-export function volumeOfDriver(ctx: ResizerContext, pv: PersistentVolume): boolean {
-  return pv.spec?.csi?.driver === ctx.driver.name;
+/**
+ * CanSupport: a CSI PV of this driver, or (CSI migration, as upstream) an in-tree PV of the
+ * driver's plugin whose claim's `volume.kubernetes.io/storage-resizer` names this driver.
+ */
+export function volumeOfDriver(
+  ctx: ResizerContext,
+  pv: PersistentVolume,
+  claim?: PersistentVolumeClaim,
+): boolean {
+  if (pv.spec?.csi) return pv.spec.csi.driver === ctx.driver.name;
+  return (
+    claim?.metadata?.annotations?.[ANNOTATION.storageResizer] === ctx.driver.name &&
+    pluginForPV(pv)?.csiDriverName === ctx.driver.name
+  );
 }
 
 function boundTo(pv: PersistentVolume, claim: PersistentVolumeClaim): boolean {
@@ -70,7 +82,7 @@ export async function syncExpansion(
   const cached = ctx.claims.store.get(key);
   if (!cached?.spec?.volumeName) return;
   const cachedPv = ctx.volumes.store.get(cached.spec.volumeName);
-  if (!cachedPv || !volumeOfDriver(ctx, cachedPv)) return;
+  if (!cachedPv || !volumeOfDriver(ctx, cachedPv, cached)) return;
   if (
     ctx.options.features.annotateFsResize &&
     compareSizes(statusSize(cached), volumeSize(cachedPv)) >= 0 &&
@@ -85,7 +97,7 @@ export async function syncExpansion(
   const pv = await fresh(() =>
     ctx.client.get<PersistentVolume>(GVR.persistentVolumes, cachedPv.metadata?.name ?? "", {}, rc.signal),
   );
-  if (!claim || !pv || !claimNeedsResize(claim) || !volumeOfDriver(ctx, pv)) return;
+  if (!claim || !pv || !claimNeedsResize(claim) || !volumeOfDriver(ctx, pv, claim)) return;
   if (!boundTo(pv, claim)) {
     rc.logger.info(4, "persistent volume is not bound to the claim being updated", { pv: pv.metadata?.name });
     return;

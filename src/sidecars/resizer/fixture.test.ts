@@ -55,7 +55,7 @@ export interface ResizeStub {
 export async function startResizeStub(
   t: TestContext,
   dir: string,
-  options: { nodeOnly?: boolean; online?: boolean; name?: string } = {},
+  options: { nodeOnly?: boolean; online?: boolean; name?: string; driverName?: string } = {},
 ): Promise<ResizeStub> {
   const stub: Omit<ResizeStub, "server"> = {
     expands: [],
@@ -70,7 +70,7 @@ export async function startResizeStub(
     shutdownGraceMs: 100,
     identity: {
       probe: async () => ({ ready: { value: true } }),
-      getPluginInfo: async () => ({ name: STUB, vendorVersion: "1" }),
+      getPluginInfo: async () => ({ name: options.driverName ?? STUB, vendorVersion: "1" }),
       getPluginCapabilities: async () => ({
         capabilities: [
           { service: { type: "CONTROLLER_SERVICE" } },
