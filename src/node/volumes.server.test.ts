@@ -515,7 +515,7 @@ test("expansion pending on the node → NodeExpandVolume, then the claim's resiz
   const url = metricsUrl();
   assert.ok(url, "metrics endpoint started");
   const text = await waitFor("volume stats metrics", async () => {
-    const body = await (await fetch(url)).text();
+    const body = await (await fetch(url, { signal: AbortSignal.timeout(5000) })).text();
     return body.includes(
       'kubelet_volume_stats_capacity_bytes{namespace="default",persistentvolumeclaim="grow"} 1048576',
     )
