@@ -47,17 +47,28 @@ export async function waitFor<T>(
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
+  // A check that never settles (a request with no deadline of its own) must not outlive the
+  // bound: each check races the deadline.
+  let expire: () => void = () => undefined;
+  const expired = new Promise<"expired">((resolve) => (expire = () => resolve("expired")));
+  const timer = setTimeout(expire, timeoutMs);
+  try {
+    for (;;) {
+      try {
+        const value = await Promise.race([Promise.resolve().then(check), expired]);
+        if (value === "expired") throw new Error(`timed out waiting for ${what}: a check did not settle`);
+        if (value !== undefined && value !== false) return value;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        last = error;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`timed out waiting for ${what}${last ? `: ${errorMessage(last)}` : ""}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${errorMessage(last)}` : ""}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  } finally {
+    clearTimeout(timer);
   }
 }
 
