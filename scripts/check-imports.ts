@@ -53,7 +53,7 @@ const ALLOWED: Record<string, readonly string[]> = {
 /** npm packages each top-level folder may import (node: builtins are always allowed). */
 const PACKAGES: Record<string, readonly string[]> = {
   csi: ["@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"],
-  kube: ["@kubernetes/client-node", "prom-client", "undici"],
+  kube: ["@kubernetes/client-node", "prom-client", "undici", "yaml"],
   apiserver: [
     "@kubernetes/client-node",
     "@marcbachmann/cel-js",
