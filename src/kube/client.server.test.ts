@@ -1,10 +1,16 @@
 // KubeClient against the real embedded API server: CRUD and errors over the generic transport,
-// watch, and client-side throttling (counted, never timed).
+// exec credential plugins, watch, and client-side throttling (counted, never timed).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
 import { FakeClock, settle } from "../base/index.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { KubeClient } from "./client.ts";
+import { apiStatusCode, isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
+import { loadKubeConfig } from "./kubeconfig.ts";
 import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
 import type { KubeObject, WatchEvent } from "./types.ts";
 
@@ -149,4 +155,51 @@ test("connections are pooled: many requests reuse one keep-alive connection", as
   }
   // Without pooling this would be 40.
   assert.equal(opened, 1, `opened ${opened} connections for 40 requests`);
+});
+
+test("exec credential plugin: a rejected token (401) is replaced by a fresh run on the next request", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-kube-exec-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const admin = parseYaml(await readFile(env.kubeconfigPath, "utf8")) as {
+    clusters: { cluster: Record<string, unknown> }[];
+    users: { user: { token: string } }[];
+  };
+  const runs = join(dir, "runs");
+  // The first run hands out a wrong token, later runs the real one.
+  await writeFile(
+    join(dir, "plugin.sh"),
+    `#!/bin/sh
+echo run >> "${runs}"
+if [ "$(wc -l < "${runs}")" -eq 1 ]; then token=wrong; else token="$REAL_TOKEN"; fi
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"
+`,
+    { mode: 0o755 },
+  );
+  await writeFile(
+    join(dir, "config"),
+    stringifyYaml({
+      clusters: [{ name: "c", cluster: admin.clusters[0]?.cluster }],
+      users: [
+        {
+          name: "u",
+          user: {
+            exec: {
+              apiVersion: "client.authentication.k8s.io/v1",
+              command: "./plugin.sh",
+              env: [{ name: "REAL_TOKEN", value: admin.users[0]?.user.token }],
+            },
+          },
+        },
+      ],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  const client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(dir, "config") }) });
+  t.after(() => client.close());
+  await assert.rejects(client.get(NAMESPACES, "default"), (e: unknown) => apiStatusCode(e) === 401);
+  const ns = await client.get(NAMESPACES, "default");
+  assert.equal(ns.metadata?.name, "default");
+  await client.get(NAMESPACES, "default");
+  assert.equal((await readFile(runs, "utf8")).trim().split("\n").length, 2, "one run per credential");
 });

@@ -76,7 +76,7 @@ test("in-cluster service account is used when KUBERNETES_SERVICE_HOST/PORT and t
   assert.equal(podNamespace({}, join(dir, "none")), "default");
 });
 
-test("falls back to $KUBECONFIG (first existing entry), then ~/.kube/config", (t) => {
+test("falls back to $KUBECONFIG (its existing files), then ~/.kube/config", (t) => {
   const dir = tempDir(t);
   const path = join(dir, "second");
   writeFileSync(path, kubeconfig("https://second:6443"));
