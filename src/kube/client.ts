@@ -322,7 +322,7 @@ export class KubeClient {
       if (value !== undefined && value !== "") url.searchParams.set(key, String(value));
     }
     const credentials = await this.kubeConfig.auth.credentials();
-    const requestOptions: RequestOptions & { headers: Record<string, string> } = {
+    const requestOptions: RequestOptions & { headers: Record<string, string | string[]> } = {
       method: options.method,
       headers: { ...credentials.headers, accept: "application/json", "user-agent": this.userAgent },
     };

@@ -115,12 +115,12 @@ test("username/password, impersonation, and tokenFile re-read once a minute", as
   assert.deepEqual((await basic.auth.credentials()).headers, {
     authorization: `Basic ${Buffer.from("admin:pw").toString("base64")}`,
     "impersonate-user": "jane",
-    "impersonate-group": "g1, g2",
+    "impersonate-group": ["g1", "g2"],
   });
   write(dir, "token", "first\n");
   const clock = new FakeClock();
   const config = load(write(dir, "file", doc({}, { tokenFile: "token" })), clock);
-  const bearer = async (): Promise<string | undefined> =>
+  const bearer = async (): Promise<string | string[] | undefined> =>
     (await config.auth.credentials()).headers.authorization;
   assert.equal(await bearer(), "Bearer first");
   write(dir, "token", "second\n");
@@ -289,7 +289,8 @@ test("bad files get errors naming the file and field", (t) => {
     const path = write(dir, name, text);
     rejectsWith(() => load(path), pattern);
   };
-  bad("yaml", "clusters: [", /kubeconfig .*yaml is not valid YAML/);
+  bad("yaml", "users: [{token: sekrit", /kubeconfig .*yaml is not valid YAML/);
+  rejectsWith(() => load(join(dir, "yaml")), /^(?![\s\S]*sekrit)/);
   bad("scalar", "just text", /is not a YAML mapping/);
   bad("nocontext", stringify({ clusters: [] }), /has no current-context/);
   bad(

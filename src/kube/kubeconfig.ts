@@ -40,7 +40,8 @@ export interface TlsSettings {
 
 /** What one request carries: headers and, from an exec plugin, a client certificate. */
 export interface Credentials {
-  headers: Record<string, string>;
+  /** An array value is sent as repeated header lines (Impersonate-Group, as client-go sends it). */
+  headers: Record<string, string | string[]>;
   cert?: Buffer;
   key?: Buffer;
 }
@@ -250,7 +251,9 @@ function readDocument(path: string, source: string): Fields {
   try {
     document = parseYaml(text);
   } catch (error) {
-    return fail(`${source}: kubeconfig ${path} is not valid YAML: ${(error as Error).message}`);
+    // First line only: the parser's code frame would quote the file, which may hold a token.
+    const reason = (error as Error).message.split("\n")[0] ?? "";
+    return fail(`${source}: kubeconfig ${path} is not valid YAML: ${reason}`);
   }
   if (document === null || document === undefined) return {};
   if (typeof document !== "object" || Array.isArray(document))
@@ -318,15 +321,15 @@ function userAuth(
   const fields = user.value;
   if (fields["auth-provider"] !== undefined && fields["auth-provider"] !== null)
     fail(`${where}: auth-provider is not supported (deprecated upstream); use an exec credential plugin`);
-  const extra: Record<string, string> = {};
+  const extra: Record<string, string | string[]> = {};
   const as = optionalString(fields, "as", where);
   if (as) extra["impersonate-user"] = as;
   const groups = fields["as-groups"];
   if (groups !== undefined && groups !== null) {
     if (!Array.isArray(groups) || groups.some((g) => typeof g !== "string"))
       fail(`${where}: as-groups must be a list of strings`);
-    // Node joins repeated header values with ", " when given an array; one value per group.
-    if ((groups as string[]).length > 0) extra["impersonate-group"] = (groups as string[]).join(", ");
+    // One header line per group: the API server does not split a comma-joined value.
+    if ((groups as string[]).length > 0) extra["impersonate-group"] = groups as string[];
   }
   const token = optionalString(fields, "token", where);
   const tokenFile = optionalString(fields, "tokenFile", where);
@@ -357,7 +360,7 @@ function userAuth(
   return staticAuth(extra);
 }
 
-function staticAuth(headers: Record<string, string>): Authenticator {
+function staticAuth(headers: Record<string, string | string[]>): Authenticator {
   const credentials = { headers };
   return {
     credentials: () => Promise.resolve(credentials),
@@ -370,7 +373,7 @@ function tokenFileAuth(
   path: string,
   what: string,
   clock: Clock,
-  extra: Record<string, string>,
+  extra: Record<string, string | string[]>,
 ): Authenticator {
   const read = (): string => {
     try {
@@ -462,7 +465,7 @@ function execAuth(
   tls: TlsSettings,
   env: NodeJS.ProcessEnv,
   clock: Clock,
-  extra: Record<string, string>,
+  extra: Record<string, string | string[]>,
 ): Authenticator {
   let cached: { credentials: Credentials; expiresAt: number } | undefined;
   let running: Promise<Credentials> | undefined;
@@ -521,7 +524,7 @@ function execAuth(
 function parseExecOutput(
   stdout: string,
   config: ExecConfig,
-  extra: Record<string, string>,
+  extra: Record<string, string | string[]>,
 ): { credentials: Credentials; expirationTimestamp: string } {
   const what = `exec credential plugin ${config.command}`;
   let parsed: unknown;
