@@ -186,6 +186,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
             exec: {
               apiVersion: "client.authentication.k8s.io/v1",
               command: "./plugin.sh",
+              interactiveMode: "Never",
               env: [{ name: "REAL_TOKEN", value: admin.users[0]?.user.token }],
             },
           },

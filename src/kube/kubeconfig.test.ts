@@ -210,7 +210,16 @@ test("exec plugin failures and bad output name the plugin", async (t) => {
     return join(dir, name);
   };
   const config = (command: string) =>
-    load(write(dir, "config", doc({}, { exec: { apiVersion: "client.authentication.k8s.io/v1", command } })));
+    load(
+      write(
+        dir,
+        "config",
+        doc(
+          {},
+          { exec: { apiVersion: "client.authentication.k8s.io/v1", command, interactiveMode: "Never" } },
+        ),
+      ),
+    );
   const cases: [string, RegExp][] = [
     [plugin("fails.sh", "echo boom >&2; exit 3"), /exec credential plugin .*fails\.sh: .*boom/],
     [plugin("garbage.sh", "echo not json"), /garbage\.sh: output is not an ExecCredential/],

@@ -440,8 +440,11 @@ function parseExec(raw: unknown, dir: string, where: string): ExecConfig {
       fail(`${at}: env entries need a name and a string value`);
     env[name as string] = value as string;
   }
-  const interactiveMode = optionalString(fields, "interactiveMode", at) || "IfAvailable";
-  if (!["Never", "IfAvailable", "Always"].includes(interactiveMode))
+  // As clientcmd: v1 must say how the plugin uses stdin; v1beta1 defaults to IfAvailable.
+  const interactiveMode = optionalString(fields, "interactiveMode", at);
+  if (!interactiveMode && apiVersion === "client.authentication.k8s.io/v1")
+    fail(`${at}: interactiveMode must be specified for ${apiVersion}`);
+  if (interactiveMode && !["Never", "IfAvailable", "Always"].includes(interactiveMode))
     fail(`${at}: interactiveMode ${JSON.stringify(interactiveMode)} is not Never, IfAvailable or Always`);
   if (interactiveMode === "Always")
     fail(`${at}: interactiveMode Always needs a terminal, which csikit components never have`);
@@ -451,7 +454,7 @@ function parseExec(raw: unknown, dir: string, where: string): ExecConfig {
     args: args as string[],
     env,
     provideClusterInfo: fields.provideClusterInfo === true,
-    interactiveMode,
+    interactiveMode: interactiveMode || "IfAvailable",
   };
 }
 
