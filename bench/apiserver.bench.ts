@@ -20,7 +20,7 @@ import {
 // client-node's own HTTP library; imported only to hand it one shared keep-alive pool.
 import { Agent as UndiciAgent } from "undici";
 import { GVR } from "../src/api/index.ts";
-import { KubeClient } from "../src/kube/index.ts";
+import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
 import { RawClient } from "./apiserver/raw-client.ts";
 import { startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
@@ -247,7 +247,12 @@ async function main(argv: readonly string[]): Promise<number> {
         ],
       }),
     );
-    const kube = new KubeClient({ kubeConfig: kc, qps: 1e9, burst: 1e9, userAgent: "csikit-bench" });
+    const kube = new KubeClient({
+      kubeConfig: loadKubeConfig({ kubeconfig: server.kubeconfigPath }),
+      qps: 1e9,
+      burst: 1e9,
+      userAgent: "csikit-bench",
+    });
     await runScenarios({ server, raw, core, coreShared, kube, sizes, concurrency, rate });
     return 0;
   } finally {

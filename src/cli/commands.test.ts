@@ -44,7 +44,7 @@ test("each entry's summary is its command's own, and names are unique", async ()
   }
 });
 
-test("csikit --help loads no command; hostpath, sanity and the node sidecars never load the Kubernetes client", () => {
+test("csikit --help loads no command; hostpath, sanity and the node sidecars never load the Kubernetes client; no component loads client-node", () => {
   const top = loadedBy(["--help"]);
   assert.ok(!top.includes("@grpc/grpc-js"), `--help loaded ${top.join(" ")}`);
   for (const name of ["hostpath", "sanity"]) {
@@ -59,6 +59,12 @@ test("csikit --help loads no command; hostpath, sanity and the node sidecars nev
     assert.ok(loaded.includes("@grpc/grpc-js"), `${name} loads its own dependencies: ${loaded.join(" ")}`);
     for (const heavy of ["@kubernetes/client-node", "src/apiserver"])
       assert.ok(!loaded.includes(heavy), `csikit ${name} loaded ${heavy}`);
+  }
+  // Components that do talk to the API server use csikit's own client, not client-node's.
+  for (const name of ["provisioner", "attacher", "resizer", "controllers"]) {
+    const loaded = loadedBy([name, "--help"]);
+    assert.ok(loaded.includes("src/kube"), `${name} loads the Kubernetes client: ${loaded.join(" ")}`);
+    assert.ok(!loaded.includes("@kubernetes/client-node"), `csikit ${name} loaded @kubernetes/client-node`);
   }
   // The hook does see what a command loads: the API server's process has its dependencies.
   assert.ok(loadedBy(["apiserver", "--help"]).includes("src/apiserver"));

@@ -1,11 +1,16 @@
 // KubeClient against the real embedded API server: CRUD and errors over the generic transport,
-// typed client-node APIs, watch, and client-side throttling (counted, never timed).
+// exec credential plugins, watch, and client-side throttling (counted, never timed).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
 import { FakeClock, settle } from "../base/index.ts";
-import { CoordinationV1Api } from "@kubernetes/client-node";
-import { isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { KubeClient } from "./client.ts";
+import { apiStatusCode, isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
+import { loadKubeConfig } from "./kubeconfig.ts";
 import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
 import type { KubeObject, WatchEvent } from "./types.ts";
 
@@ -67,24 +72,6 @@ test("request reaches any path with the same credentials and error mapping", asy
   );
 });
 
-test("typed client-node APIs work through the throttled configuration", async () => {
-  const client = env.client();
-  const api = client.api(CoordinationV1Api);
-  assert.equal(client.coordination, api, "one API object per class");
-  const before = client.requestCount;
-  const lease = await api.createNamespacedLease({
-    namespace: "default",
-    body: { metadata: { name: "typed" }, spec: { holderIdentity: "me" } },
-  });
-  assert.equal(lease.spec?.holderIdentity, "me");
-  const read = await api.readNamespacedLease({ name: "typed", namespace: "default" });
-  assert.equal(read.metadata?.name, "typed");
-  assert.equal(client.requestCount - before, 2);
-  await assert.rejects(api.readNamespacedLease({ name: "absent", namespace: "default" }), (e: unknown) =>
-    isNotFound(e),
-  );
-});
-
 test("watch streams events from a resourceVersion and ends quietly on abort", async () => {
   const client = env.client();
   const start = await client.list<ConfigMap>(CONFIGMAPS, { namespace: "default" });
@@ -117,12 +104,11 @@ test("watch streams events from a resourceVersion and ends quietly on abort", as
 test("client-side rate limit: burst requests pass, the rest wait for tokens (counted, not timed)", async () => {
   const clock = new FakeClock();
   const client = env.client({ qps: 5, burst: 10, clock });
-  const api = client.core;
   let done = 0;
   const requests = Array.from({ length: 13 }, (_, i) =>
     (i % 2 === 0
       ? client.get(CONFIGMAPS, "absent", { namespace: "default" })
-      : api.readNamespacedConfigMap({ name: "absent", namespace: "default" })
+      : client.request({ method: "GET", path: "/api/v1/namespaces/default/configmaps/absent" })
     ).then(
       () => done++,
       () => done++,
@@ -151,7 +137,7 @@ test("client-side rate limit: burst requests pass, the rest wait for tokens (cou
   assert.equal(client.requestCount, 13);
 });
 
-test("connections are pooled: many requests reuse one keep-alive connection per transport", async () => {
+test("connections are pooled: many requests reuse one keep-alive connection", async () => {
   const client = env.client();
   let opened = 0;
   const onSocket = (): void => {
@@ -160,14 +146,61 @@ test("connections are pooled: many requests reuse one keep-alive connection per 
   diagnostics.subscribe("net.client.socket", onSocket);
   try {
     for (let i = 0; i < 20; i++) {
-      await client.core.readNamespace({ name: "default" });
       await client.get(NAMESPACES, "default");
+      await client.list(CONFIGMAPS, { namespace: "default", limit: 1 });
     }
   } finally {
     diagnostics.unsubscribe("net.client.socket", onSocket);
     client.close();
   }
-  // One connection for the typed APIs' pool and one for the generic transport; without
-  // pooling this would be 40.
-  assert.ok(opened >= 1 && opened <= 2, `opened ${opened} connections for 40 requests`);
+  // Without pooling this would be 40.
+  assert.equal(opened, 1, `opened ${opened} connections for 40 requests`);
+});
+
+test("exec credential plugin: a rejected token (401) is replaced by a fresh run on the next request", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-kube-exec-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const admin = parseYaml(await readFile(env.kubeconfigPath, "utf8")) as {
+    clusters: { cluster: Record<string, unknown> }[];
+    users: { user: { token: string } }[];
+  };
+  const runs = join(dir, "runs");
+  // The first run hands out a wrong token, later runs the real one.
+  await writeFile(
+    join(dir, "plugin.sh"),
+    `#!/bin/sh
+echo run >> "${runs}"
+if [ "$(wc -l < "${runs}")" -eq 1 ]; then token=wrong; else token="$REAL_TOKEN"; fi
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"
+`,
+    { mode: 0o755 },
+  );
+  await writeFile(
+    join(dir, "config"),
+    stringifyYaml({
+      clusters: [{ name: "c", cluster: admin.clusters[0]?.cluster }],
+      users: [
+        {
+          name: "u",
+          user: {
+            exec: {
+              apiVersion: "client.authentication.k8s.io/v1",
+              command: "./plugin.sh",
+              interactiveMode: "Never",
+              env: [{ name: "REAL_TOKEN", value: admin.users[0]?.user.token }],
+            },
+          },
+        },
+      ],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  const client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(dir, "config") }) });
+  t.after(() => client.close());
+  await assert.rejects(client.get(NAMESPACES, "default"), (e: unknown) => apiStatusCode(e) === 401);
+  const ns = await client.get(NAMESPACES, "default");
+  assert.equal(ns.metadata?.name, "default");
+  await client.get(NAMESPACES, "default");
+  assert.equal((await readFile(runs, "utf8")).trim().split("\n").length, 2, "one run per credential");
 });

@@ -37,7 +37,7 @@ test("--kubeconfig is loaded; a missing file is an error naming the flag and pat
   const path = join(dir, "config");
   writeFileSync(path, kubeconfig("https://10.0.0.1:6443"));
   const config = loadKubeConfig({ kubeconfig: path, env: {} });
-  assert.equal(config.getCurrentCluster()?.server, "https://10.0.0.1:6443");
+  assert.equal(config.server, "https://10.0.0.1:6443");
   assert.throws(
     () => loadKubeConfig({ kubeconfig: join(dir, "nope") }),
     (error: unknown) =>
@@ -45,21 +45,21 @@ test("--kubeconfig is loaded; a missing file is an error naming the flag and pat
   );
 });
 
-test("--master overrides the server of the loaded config and keeps its credentials", (t) => {
+test("--master overrides the server of the loaded config and keeps its credentials", async (t) => {
   const dir = tempDir(t);
   const path = join(dir, "config");
   writeFileSync(path, kubeconfig("https://10.0.0.1:6443", "secret-token"));
   const config = loadKubeConfig({ kubeconfig: path, master: "https://127.0.0.1:9443", env: {} });
-  assert.equal(config.getCurrentCluster()?.server, "https://127.0.0.1:9443");
-  assert.equal(config.getCurrentUser()?.token, "secret-token");
-  assert.equal(config.getContextObject(config.getCurrentContext())?.namespace, "team-a");
+  assert.equal(config.server, "https://127.0.0.1:9443");
+  assert.equal((await config.auth.credentials()).headers.authorization, "Bearer secret-token");
+  assert.equal(config.namespace, "team-a");
   const alone = loadKubeConfig({
     master: "http://127.0.0.1:8080",
     env: {},
     homeDir: dir,
     serviceAccountDir: dir,
   });
-  assert.equal(alone.getCurrentCluster()?.server, "http://127.0.0.1:8080");
+  assert.equal(alone.server, "http://127.0.0.1:8080");
 });
 
 test("in-cluster service account is used when KUBERNETES_SERVICE_HOST/PORT and the token exist", (t) => {
@@ -69,14 +69,14 @@ test("in-cluster service account is used when KUBERNETES_SERVICE_HOST/PORT and t
   writeFileSync(join(dir, "namespace"), "kube-system\n");
   const env = { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" };
   const config = loadKubeConfig({ env, serviceAccountDir: dir, homeDir: dir });
-  assert.equal(config.getCurrentCluster()?.server, "https://[fd00::1]:443");
-  assert.equal(config.getContextObject(config.getCurrentContext())?.namespace, "kube-system");
+  assert.equal(config.server, "https://[fd00::1]:443");
+  assert.equal(config.namespace, "kube-system");
   assert.equal(podNamespace({}, dir), "kube-system");
   assert.equal(podNamespace({ POD_NAMESPACE: "mine" }, dir), "mine");
   assert.equal(podNamespace({}, join(dir, "none")), "default");
 });
 
-test("falls back to $KUBECONFIG (first existing entry), then ~/.kube/config", (t) => {
+test("falls back to $KUBECONFIG (its existing files), then ~/.kube/config", (t) => {
   const dir = tempDir(t);
   const path = join(dir, "second");
   writeFileSync(path, kubeconfig("https://second:6443"));
@@ -84,11 +84,11 @@ test("falls back to $KUBECONFIG (first existing entry), then ~/.kube/config", (t
     env: { KUBECONFIG: `${join(dir, "first")}:${path}` },
     serviceAccountDir: dir,
   });
-  assert.equal(viaEnv.getCurrentCluster()?.server, "https://second:6443");
+  assert.equal(viaEnv.server, "https://second:6443");
   mkdirSync(join(dir, ".kube"));
   writeFileSync(join(dir, ".kube", "config"), kubeconfig("https://home:6443"));
   const viaHome = loadKubeConfig({ env: {}, serviceAccountDir: dir, homeDir: dir });
-  assert.equal(viaHome.getCurrentCluster()?.server, "https://home:6443");
+  assert.equal(viaHome.server, "https://home:6443");
 });
 
 test("nothing found: the error lists everything tried", (t) => {

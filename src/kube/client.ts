@@ -1,184 +1,29 @@
-// Building a Kubernetes client the way the upstream sidecars do, and funnelling every request
-// through one client-side token bucket (--kube-api-qps / --kube-api-burst, client-go's
-// flowcontrol semantics: a full bucket of `burst` at start, then `qps` per second).
+// A Kubernetes client the way the upstream sidecars use one, funnelling every request through
+// one client-side token bucket (--kube-api-qps / --kube-api-burst, client-go's flowcontrol
+// semantics: a full bucket of `burst` at start, then `qps` per second).
 //
-// `loadKubeConfig`: an explicit --kubeconfig wins; else the in-cluster service account
-// (KUBERNETES_SERVICE_HOST/PORT + /var/run/secrets/kubernetes.io/serviceaccount/token); else
-// $KUBECONFIG (first existing file of the list) or ~/.kube/config. --master replaces the
-// server URL of whatever was loaded (or is used alone when nothing was found). The error when
-// nothing works names everything that was tried.
-//
-// `KubeClient`: typed client-node APIs (`api(CoreV1Api)`) whose configuration carries a
-// throttling middleware, and a generic GVR transport (`list`, `watch`, `get`, `create`,
-// `update`, `updateStatus`, `patch`, `delete`) over node:https with the kubeconfig's TLS and
-// credentials, used by the informers. Both share the one bucket, so every request of the
-// process counts against it (watches too, as client-go throttles the watch request itself).
-// No I/O in the constructor; credentials are read per request (token files rotate).
-// Connections are pooled with keep-alive, one pool per client for each transport: client-node
-// 2.x builds a fresh undici Agent (so a fresh TLS handshake) for every request, which costs an
-// order of magnitude in latency and server CPU (bench/apiserver.bench.ts measures it).
+// `KubeClient` is a generic GVR transport (`list`, `watch`, `get`, `create`, `update`,
+// `updateStatus`, `patch`, `delete`, `request`) over node:https with the TLS settings and
+// credentials of a ClientConfig (kubeconfig.ts). It does not load @kubernetes/client-node:
+// components need only this transport, and loading client-node costs each process ~0.65 s CPU.
+// Every request, watches included (client-go throttles the watch request itself), waits on the
+// bucket. No I/O in the constructor; credentials are asked for per request (token files rotate,
+// exec credentials expire). Connections are pooled with keep-alive, one pool per client: a
+// fresh TLS handshake per request costs an order of magnitude in latency and server CPU
+// (bench/apiserver.bench.ts measures it).
 
-import { existsSync, readFileSync } from "node:fs";
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
-import {
-  Agent as HttpsAgent,
-  request as httpsRequest,
-  type RequestOptions as HttpsRequestOptions,
-} from "node:https";
-import { homedir } from "node:os";
-import { delimiter, join } from "node:path";
-import {
-  AppsV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  EventsV1Api,
-  KubeConfig,
-  ServerConfiguration,
-  StorageV1Api,
-  createConfiguration,
-  type Configuration,
-  type Middleware,
-  type RequestContext,
-  type ResponseContext,
-} from "@kubernetes/client-node";
-import { Agent as UndiciAgent } from "undici";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { CsikitError, realClock, type Clock } from "../base/index.ts";
 import { KubeApiError, kubeApiErrorFromResponse } from "./errors.ts";
+import { loadKubeConfig, type ClientConfig, type Credentials, type TlsSettings } from "./kubeconfig.ts";
+
+export { loadKubeConfig, podNamespace, type LoadKubeConfigOptions } from "./kubeconfig.ts";
 import { TokenBucket } from "./ratelimit.ts";
 import type { GroupVersionResource, KubeList, KubeObject, WatchEvent } from "./types.ts";
 
-const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-export interface LoadKubeConfigOptions {
-  /** --kubeconfig path; "" or absent = not given. */
-  kubeconfig?: string;
-  /** --master URL override; "" or absent = not given. */
-  master?: string;
-  /** For tests: environment and service-account directory. Defaults: process.env, the real path. */
-  env?: NodeJS.ProcessEnv;
-  serviceAccountDir?: string;
-  homeDir?: string;
-}
-
-/** Loads client configuration as the sidecars do; throws a CsikitError naming what was tried. */
-export function loadKubeConfig(options: LoadKubeConfigOptions = {}): KubeConfig {
-  const env = options.env ?? process.env;
-  const master = options.master ?? "";
-  const tried: string[] = [];
-  let config: KubeConfig | undefined;
-  if (options.kubeconfig) {
-    if (!existsSync(options.kubeconfig))
-      throw new CsikitError(
-        "CSIKIT_ERR_KUBECONFIG",
-        `flag -kubeconfig: file ${options.kubeconfig} does not exist`,
-      );
-    config = fromFile(options.kubeconfig, "-kubeconfig");
-  } else {
-    const saDir = options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
-    const host = env.KUBERNETES_SERVICE_HOST;
-    const port = env.KUBERNETES_SERVICE_PORT;
-    if (host && port && existsSync(join(saDir, "token"))) {
-      config = inClusterConfig(saDir, host, port);
-    } else {
-      tried.push(
-        `in-cluster service account (KUBERNETES_SERVICE_HOST/PORT ${host && port ? "set" : "unset"}, ${join(saDir, "token")} ${existsSync(join(saDir, "token")) ? "present" : "missing"})`,
-      );
-      const candidates = env.KUBECONFIG
-        ? env.KUBECONFIG.split(delimiter).filter((p) => p !== "")
-        : [join(options.homeDir ?? homedir(), ".kube", "config")];
-      const found = candidates.find((path) => existsSync(path));
-      if (found) config = fromFile(found, env.KUBECONFIG ? "$KUBECONFIG" : "~/.kube/config");
-      else tried.push(...candidates.map((path) => `kubeconfig ${path} (missing)`));
-    }
-  }
-  if (master) return withServer(config, master);
-  if (!config)
-    throw new CsikitError(
-      "CSIKIT_ERR_KUBECONFIG",
-      `no Kubernetes client configuration: give -kubeconfig or -master; tried ${tried.join("; ")}`,
-    );
-  return config;
-}
-
-function fromFile(path: string, source: string): KubeConfig {
-  const config = new KubeConfig();
-  try {
-    config.loadFromFile(path);
-  } catch (error) {
-    throw new CsikitError(
-      "CSIKIT_ERR_KUBECONFIG",
-      `${source}: cannot load kubeconfig ${path}: ${error instanceof Error ? error.message : String(error)}`,
-      { cause: error },
-    );
-  }
-  if (!config.getCurrentCluster())
-    throw new CsikitError("CSIKIT_ERR_KUBECONFIG", `${source}: kubeconfig ${path} has no current cluster`);
-  return config;
-}
-
-function inClusterConfig(saDir: string, host: string, port: string): KubeConfig {
-  const config = new KubeConfig();
-  const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  const namespaceFile = join(saDir, "namespace");
-  config.loadFromOptions({
-    clusters: [{ name: "inCluster", server, caFile: join(saDir, "ca.crt"), skipTLSVerify: false }],
-    users: [
-      {
-        name: "inClusterUser",
-        authProvider: { name: "tokenFile", config: { tokenFile: join(saDir, "token") } },
-      },
-    ],
-    contexts: [
-      {
-        name: "inClusterContext",
-        cluster: "inCluster",
-        user: "inClusterUser",
-        ...(existsSync(namespaceFile) ? { namespace: readFileSync(namespaceFile, "utf8").trim() } : {}),
-      },
-    ],
-    currentContext: "inClusterContext",
-  });
-  return config;
-}
-
-function withServer(config: KubeConfig | undefined, master: string): KubeConfig {
-  const out = new KubeConfig();
-  const cluster = config?.getCurrentCluster();
-  const user = config?.getCurrentUser();
-  const context = config?.getContextObject(config.getCurrentContext());
-  out.loadFromOptions({
-    clusters: [
-      { ...(cluster ?? { name: "master", skipTLSVerify: master.startsWith("http:") }), server: master },
-    ],
-    users: [user ?? { name: "master-user" }],
-    contexts: [
-      {
-        name: "master-context",
-        cluster: cluster?.name ?? "master",
-        user: user?.name ?? "master-user",
-        ...(context?.namespace ? { namespace: context.namespace } : {}),
-      },
-    ],
-    currentContext: "master-context",
-  });
-  return out;
-}
-
-/** The namespace the process runs in: POD_NAMESPACE, the service-account file, else "default". */
-export function podNamespace(env: NodeJS.ProcessEnv = process.env, saDir = SERVICE_ACCOUNT_DIR): string {
-  if (env.POD_NAMESPACE) return env.POD_NAMESPACE;
-  try {
-    const text = readFileSync(join(saDir, "namespace"), "utf8").trim();
-    if (text) return text;
-  } catch {
-    // Not in a pod.
-  }
-  return "default";
-}
-
 export interface KubeClientOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: ClientConfig;
   /** --kube-api-qps. Default 5. */
   qps?: number;
   /** --kube-api-burst. Default 10. */
@@ -214,8 +59,6 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   apply: "application/apply-patch+yaml",
 };
 
-type ApiConstructor<T> = new (configuration: Configuration) => T;
-
 interface SendOptions {
   method: string;
   path: string;
@@ -228,12 +71,11 @@ interface SendOptions {
 }
 
 export class KubeClient {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: ClientConfig;
   /** The one bucket every request of this client waits on. */
   readonly limiter: TokenBucket;
   readonly userAgent: string;
   readonly #requestTimeoutMs: number;
-  readonly #apis = new Map<ApiConstructor<unknown>, unknown>();
   /** Requests sent so far (after throttling): for metrics and tests. */
   requestCount = 0;
 
@@ -249,53 +91,9 @@ export class KubeClient {
   }
 
   get server(): string {
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new CsikitError("CSIKIT_ERR_KUBECONFIG", "kubeconfig has no current cluster");
-    return cluster.server.replace(/\/+$/, "");
-  }
-
-  /** A typed client-node API whose every request is throttled by this client's bucket. */
-  api<T>(apiClass: ApiConstructor<T>): T {
-    const existing = this.#apis.get(apiClass);
-    if (existing) return existing as T;
-    const throttle: Middleware = {
-      pre: async (context: RequestContext): Promise<RequestContext> => {
-        await this.limiter.wait(context.getSignal());
-        this.requestCount++;
-        context.setHeaderParam("User-Agent", this.userAgent);
-        const pool = await this.#pooledDispatcher();
-        if (pool) context.setDispatcher(pool);
-        return context;
-      },
-      post: (context: ResponseContext): Promise<ResponseContext> => Promise.resolve(context),
-    };
-    const configuration = createConfiguration({
-      baseServer: new ServerConfiguration(this.server, {}),
-      authMethods: { default: this.kubeConfig },
-      promiseMiddleware: [throttle],
-    });
-    const api = new apiClass(configuration);
-    this.#apis.set(apiClass, api);
-    return api;
-  }
-
-  get core(): CoreV1Api {
-    return this.api(CoreV1Api);
-  }
-  get storage(): StorageV1Api {
-    return this.api(StorageV1Api);
-  }
-  get coordination(): CoordinationV1Api {
-    return this.api(CoordinationV1Api);
-  }
-  get events(): EventsV1Api {
-    return this.api(EventsV1Api);
-  }
-  get apps(): AppsV1Api {
-    return this.api(AppsV1Api);
-  }
-  get customObjects(): CustomObjectsApi {
-    return this.api(CustomObjectsApi);
+    if (!this.kubeConfig.server)
+      throw new CsikitError("CSIKIT_ERR_KUBECONFIG", `${this.kubeConfig.source}: no server URL`);
+    return this.kubeConfig.server;
   }
 
   /** REST path of a collection (name absent) or an object. */
@@ -494,45 +292,26 @@ export class KubeClient {
   }
 
   #httpsAgent: HttpsAgent | undefined;
-  #dispatcher: Promise<UndiciAgent | undefined> | undefined;
+  /** The exec-plugin client certificate the pool was built with (a new one needs a new pool). */
+  #agentCert: Buffer | undefined;
 
-  /** Closes pooled idle connections; the client stays usable (pools are rebuilt on demand). */
+  /** Closes pooled idle connections; the client stays usable (the pool is rebuilt on demand). */
   close(): void {
     this.#httpsAgent?.destroy();
     this.#httpsAgent = undefined;
-    const dispatcher = this.#dispatcher;
-    this.#dispatcher = undefined;
-    void dispatcher?.then((agent) => agent?.destroy()).catch(() => {});
   }
 
-  /** The keep-alive node:https agent of the generic transport, built once from the kubeconfig's TLS settings. */
-  #pooledHttpsAgent(tls: HttpsRequestOptions): HttpsAgent {
-    this.#httpsAgent ??= new HttpsAgent({
-      keepAlive: true,
-      ...tlsSettings(tls),
-    });
+  /** The keep-alive node:https agent, built from the config's TLS settings and credentials. */
+  #pooledHttpsAgent(credentials: Credentials): HttpsAgent {
+    if (this.#httpsAgent && this.#agentCert !== credentials.cert) this.close();
+    this.#agentCert = credentials.cert;
+    const tls: TlsSettings = { ...this.kubeConfig.tls };
+    if (credentials.cert && credentials.key) {
+      tls.cert = credentials.cert;
+      tls.key = credentials.key;
+    }
+    this.#httpsAgent ??= new HttpsAgent({ keepAlive: true, ...tls });
     return this.#httpsAgent;
-  }
-
-  /**
-   * The keep-alive undici pool for the typed APIs; undefined (client-node's own dispatcher
-   * stays) for plain http and for proxied clusters, whose dispatchers client-node builds.
-   */
-  #pooledDispatcher(): Promise<UndiciAgent | undefined> {
-    this.#dispatcher ??= (async () => {
-      const cluster = this.kubeConfig.getCurrentCluster();
-      if (!cluster || cluster.proxyUrl || !cluster.server.startsWith("https:")) return undefined;
-      const tls: HttpsRequestOptions = {};
-      await this.kubeConfig.applyToHTTPSOptions(tls);
-      return new UndiciAgent({
-        connect: {
-          keepAlive: true,
-          keepAliveInitialDelay: 30_000,
-          ...tlsSettings(tls),
-        },
-      });
-    })();
-    return this.#dispatcher;
   }
 
   async #send(options: SendOptions): Promise<IncomingMessage> {
@@ -542,13 +321,12 @@ export class KubeClient {
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined && value !== "") url.searchParams.set(key, String(value));
     }
-    const requestOptions: RequestOptions & { headers: Record<string, string> } = {
+    const credentials = await this.kubeConfig.auth.credentials();
+    const requestOptions: RequestOptions & { headers: Record<string, string | string[]> } = {
       method: options.method,
-      headers: { accept: "application/json", "user-agent": this.userAgent },
+      headers: { ...credentials.headers, accept: "application/json", "user-agent": this.userAgent },
     };
-    await this.kubeConfig.applyToHTTPSOptions(requestOptions);
-    requestOptions.headers["user-agent"] = this.userAgent;
-    if (url.protocol === "https:") requestOptions.agent = this.#pooledHttpsAgent(requestOptions);
+    if (url.protocol === "https:") requestOptions.agent = this.#pooledHttpsAgent(credentials);
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     if (payload !== undefined) {
       requestOptions.headers["content-type"] = options.contentType ?? "application/json";
@@ -561,7 +339,12 @@ export class KubeClient {
     if (signals.length > 0) requestOptions.signal = AbortSignal.any(signals);
     const send = url.protocol === "http:" ? httpRequest : httpsRequest;
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = send(url, requestOptions, resolve);
+      const req = send(url, requestOptions, (response) => {
+        // As client-go's exec authenticator: a 401 drops the credential so the next request
+        // gets a fresh one (the failed request itself is not retried).
+        if (response.statusCode === 401) this.kubeConfig.auth.unauthorized(credentials);
+        resolve(response);
+      });
       req.on("error", (error) =>
         reject(
           new KubeApiError(0, "", `${options.method} ${url.pathname}: ${error.message}`, {
@@ -572,19 +355,6 @@ export class KubeClient {
       req.end(payload);
     });
   }
-}
-
-/** The TLS settings of request options that a connection pool must carry. */
-type TlsSettings = Pick<HttpsRequestOptions, "ca" | "cert" | "key" | "rejectUnauthorized" | "servername">;
-
-function tlsSettings(options: HttpsRequestOptions): TlsSettings {
-  const out: TlsSettings = {};
-  if (options.ca !== undefined) out.ca = options.ca;
-  if (options.cert !== undefined) out.cert = options.cert;
-  if (options.key !== undefined) out.key = options.key;
-  if (options.rejectUnauthorized !== undefined) out.rejectUnauthorized = options.rejectUnauthorized;
-  if (options.servername !== undefined) out.servername = options.servername;
-  return out;
 }
 
 function readBody(response: IncomingMessage): Promise<string> {

@@ -1,8 +1,8 @@
 // Kubernetes API failures as one error class with the HTTP status and the Status reason, plus
-// predicates (NotFound, Conflict, AlreadyExists, Gone) that also understand client-node's own
-// ApiException, so callers classify errors without caring which client raised them.
+// predicates (NotFound, Conflict, AlreadyExists, Gone). They also understand errors thrown by
+// @kubernetes/client-node's typed APIs (tests and benches use them) by shape — an ApiException
+// carries a numeric `code` and the Status `body` — so this module never loads client-node.
 
-import { ApiException } from "@kubernetes/client-node";
 import { CsikitError } from "../base/index.ts";
 
 export class KubeApiError extends CsikitError {
@@ -21,8 +21,19 @@ export class KubeApiError extends CsikitError {
 /** The HTTP status of a failed Kubernetes request, from our error or client-node's. */
 export function apiStatusCode(error: unknown): number | undefined {
   if (error instanceof KubeApiError) return error.statusCode;
-  if (error instanceof ApiException) return error.code;
+  if (isClientNodeApiException(error)) return error.code;
   return undefined;
+}
+
+/** client-node's ApiException (an Error subclass with a numeric `code` and `body`), matched by shape. */
+function isClientNodeApiException(error: unknown): error is Error & { code: number; body: unknown } {
+  return (
+    error instanceof Error &&
+    error.constructor.name === "ApiException" &&
+    "code" in error &&
+    typeof error.code === "number" &&
+    "body" in error
+  );
 }
 
 export const isNotFound = (error: unknown): boolean => apiStatusCode(error) === 404;
@@ -45,7 +56,7 @@ export function isTooLargeResourceVersion(error: unknown): boolean {
 export function isAlreadyExists(error: unknown): boolean {
   if (apiStatusCode(error) !== 409) return false;
   if (error instanceof KubeApiError) return error.reason === "AlreadyExists";
-  if (error instanceof ApiException) return /AlreadyExists/.test(String(error.body));
+  if (isClientNodeApiException(error)) return /AlreadyExists/.test(String(error.body));
   return false;
 }
 
