@@ -139,18 +139,20 @@ test("bound PV node affinity, and unbound immediate claims make the pod wait", a
     pod("waits", { volumes: claimVolume("late") }),
   ]);
   assert.equal(await scheduledNode(client, "uses-b"), "node-b");
-  const event = await podEvent(client, "waits", "FailedScheduling");
-  assert.equal(event.message, "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims.");
+  const unbound = "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims.";
+  const event = await podEvent(client, "waits", "FailedScheduling", (message) => message === unbound);
+  assert.equal(event.message, unbound);
   // Pod conflicting with its PV's affinity.
   await create(client, GVR.persistentVolumeClaims, [boundClaim("data-b2", "pv-late")]);
   await create(client, GVR.pods, [
     pod("conflict", { volumes: claimVolume("data-b2"), nodeSelector: { zone: "a" } }),
   ]);
-  const conflict = await podEvent(client, "conflict", "FailedScheduling");
-  assert.equal(
-    conflict.message,
-    "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had volume node affinity conflict.",
-  );
+  // The scheduler may see the pod before its claim ("persistentvolumeclaim … not found"); the
+  // claim's arrival re-queues the pod, so wait for the verdict that names the conflict.
+  const expected =
+    "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had volume node affinity conflict.";
+  const conflict = await podEvent(client, "conflict", "FailedScheduling", (message) => message === expected);
+  assert.equal(conflict.message, expected);
   // The claim binding (the PV controller's job) lets the waiting pod go, event driven.
   await create(client, GVR.persistentVolumes, [csiVolume("pv-free", "vol-free")]);
   await bindClaim(client, "late", "pv-free");
