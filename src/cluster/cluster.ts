@@ -236,6 +236,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   const registrations: CsiServer[] = [];
   let admin: KubeClient | undefined;
   let exitCode = 0;
+  const volumeEvents = new AbortController();
   const stages = new Map<string, Stage>();
   const spawnComponent = (instance: ComponentInstance): void => {
     stages.set(instance.name, instance.stage);
@@ -352,7 +353,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     });
     const readyMs = performance.now() - started;
     print(`cluster ready in ${seconds(readyMs)} — controller socket ${controllerSocket(plan)}`);
-    await watchVolumeEvents({ client, driverName, print: (line) => print(`  ${line}`) }, signal);
+    // Its own signal: with --exit the outer one never aborts, and a watch left running would
+    // retry against the stopped API server and keep this process alive.
+    await watchVolumeEvents(
+      { client, driverName, print: (line) => print(`  ${line}`) },
+      AbortSignal.any([signal, volumeEvents.signal]),
+    );
 
     if (options.afterReady) {
       try {
@@ -400,6 +406,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       print(`✗ teardown: ${errorMessage(error)}`);
       exitCode = 1;
     });
+    volumeEvents.abort();
     admin?.close();
   }
   return exitCode;

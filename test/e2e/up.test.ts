@@ -625,3 +625,28 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
     assert.deepEqual(await clusterMounts(stateDir, join(stateDir, "nodes")), []);
   });
 });
+
+describe("csikit up --walkthrough --exit", { skip: SKIP }, () => {
+  test("ends on its own with 0 after the walkthrough: nothing keeps the process alive after teardown", async (t) => {
+    const base = await mkdtemp(join(tmpdir(), "csikit-ux-"));
+    const stateDir = join(base, "s");
+    const up = startUp(stateDir, ["--nodes=1", "--walkthrough=expand", "--exit"]);
+    t.after(async () => {
+      await stopUp(up, stateDir);
+      await rm(base, { recursive: true, force: true });
+    });
+    const timer = setTimeout(() => up.child.kill("SIGKILL"), START_MS);
+    const code = await up.exited;
+    clearTimeout(timer);
+    const text = up.output();
+    assert.equal(
+      code,
+      0,
+      `up --exit ended with ${code} (SIGKILL after ${START_MS} ms = it never exited):\n${text}`,
+    );
+    assert.match(text, /walkthrough done: every step passed/);
+    assert.match(text, /all processes stopped/);
+    for (const pid of Object.values(await pids(stateDir)))
+      assert.ok(!alive(pid), `process ${pid} still alive`);
+  });
+});
