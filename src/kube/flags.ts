@@ -124,6 +124,29 @@ function parseFeatureGates(raw: Record<string, string>): Record<string, boolean>
   return out;
 }
 
+/** A numeric flag's value, refused with a FlagError naming the flag when below `min`. */
+export function flagAtLeast(flags: Flags, name: string, min: number): number {
+  const value = flags.number(name);
+  if (value < min) throw new FlagError(`flag -${name} must be at least ${min}, got ${value}`);
+  return value;
+}
+
+/**
+ * A sidecar's feature gates: its own defaults overlaid with `--feature-gates`; a gate the
+ * sidecar does not know is refused, as each upstream sidecar's gate set refuses it.
+ */
+export function sidecarFeatureGates(
+  given: Record<string, boolean>,
+  defaults: Readonly<Record<string, boolean>>,
+): Record<string, boolean> {
+  const gates: Record<string, boolean> = { ...defaults };
+  for (const [name, value] of Object.entries(given)) {
+    if (!(name in defaults)) throw new FlagError(`flag -feature-gates: unrecognized feature gate: ${name}`);
+    gates[name] = value;
+  }
+  return gates;
+}
+
 /** Typed options from flags parsed with COMMON_SIDECAR_FLAGS; FlagError names any bad flag. */
 export function commonSidecarOptions(flags: Flags): CommonSidecarOptions {
   const leaseDurationMs = positive(flags, "leader-election-lease-duration");

@@ -3,8 +3,14 @@
 // logging flags and klog's (so older manifests passing --logtostderr still start).
 // `attacherOptionsFromFlags` validates ranges and names the bad flag.
 
-import { FlagError, KLOG_FLAGS, type FlagSpecs, type Flags } from "../../base/index.ts";
-import { COMMON_SIDECAR_FLAGS, SIDECAR_LOGGING_FLAGS, commonSidecarOptions } from "../../kube/index.ts";
+import { KLOG_FLAGS, type FlagSpecs, type Flags } from "../../base/index.ts";
+import {
+  COMMON_SIDECAR_FLAGS,
+  SIDECAR_LOGGING_FLAGS,
+  commonSidecarOptions,
+  flagAtLeast,
+  sidecarFeatureGates,
+} from "../../kube/index.ts";
 import { ATTACHER_FEATURE_GATE_DEFAULTS, type AttacherOptions } from "./options.ts";
 
 export const ATTACHER_FLAGS: FlagSpecs = {
@@ -61,29 +67,18 @@ export const ATTACHER_FLAGS: FlagSpecs = {
   },
 };
 
-function atLeast(flags: Flags, name: string, min: number): number {
-  const value = flags.number(name);
-  if (value < min) throw new FlagError(`flag -${name} must be at least ${min}, got ${value}`);
-  return value;
-}
-
 /** Typed options from flags parsed with ATTACHER_FLAGS; FlagError names any bad flag. */
 export function attacherOptionsFromFlags(flags: Flags): Omit<AttacherOptions, "logger" | "clock"> {
   const common = commonSidecarOptions(flags);
-  const gates: Record<string, boolean> = { ...ATTACHER_FEATURE_GATE_DEFAULTS };
-  for (const [name, value] of Object.entries(common.featureGates)) {
-    if (!(name in ATTACHER_FEATURE_GATE_DEFAULTS))
-      throw new FlagError(`flag -feature-gates: unrecognized feature gate: ${name}`);
-    gates[name] = value;
-  }
+  const gates = sidecarFeatureGates(common.featureGates, ATTACHER_FEATURE_GATE_DEFAULTS);
   return {
     ...common,
     featureGates: gates,
-    timeoutMs: atLeast(flags, "timeout", 1),
-    workerThreads: atLeast(flags, "worker-threads", 1),
-    resyncMs: atLeast(flags, "resync", 0),
-    reconcileSyncMs: atLeast(flags, "reconcile-sync", 1),
-    maxEntries: atLeast(flags, "max-entries", 0),
+    timeoutMs: flagAtLeast(flags, "timeout", 1),
+    workerThreads: flagAtLeast(flags, "worker-threads", 1),
+    resyncMs: flagAtLeast(flags, "resync", 0),
+    reconcileSyncMs: flagAtLeast(flags, "reconcile-sync", 1),
+    maxEntries: flagAtLeast(flags, "max-entries", 0),
     defaultFsType: flags.string("default-fstype"),
     maxGrpcLogLength: flags.number("max-grpc-log-length"),
     releaseLeaderElectionOnExit: gates.ReleaseLeaderElectionOnExit!,

@@ -5,7 +5,13 @@
 // ranges and names the bad flag.
 
 import { FlagError, type FlagSpecs, type Flags } from "../../base/index.ts";
-import { COMMON_SIDECAR_FLAGS, SIDECAR_LOGGING_FLAGS, commonSidecarOptions } from "../../kube/index.ts";
+import {
+  COMMON_SIDECAR_FLAGS,
+  SIDECAR_LOGGING_FLAGS,
+  commonSidecarOptions,
+  flagAtLeast,
+  sidecarFeatureGates,
+} from "../../kube/index.ts";
 import { FEATURE_GATE_DEFAULTS, type ProvisionerOptions } from "./options.ts";
 
 export const PROVISIONER_FLAGS: FlagSpecs = {
@@ -146,35 +152,24 @@ export const PROVISIONER_FLAGS: FlagSpecs = {
   },
 };
 
-function atLeast(flags: Flags, name: string, min: number): number {
-  const value = flags.number(name);
-  if (value < min) throw new FlagError(`flag -${name} must be at least ${min}, got ${value}`);
-  return value;
-}
-
 /** Typed options from flags parsed with PROVISIONER_FLAGS and the environment (NODE_NAME, NAMESPACE, POD_NAME). */
 export function provisionerOptionsFromFlags(
   flags: Flags,
   env: NodeJS.ProcessEnv = process.env,
 ): Omit<ProvisionerOptions, "logger" | "clock"> {
   const common = commonSidecarOptions(flags);
-  const gates: Record<string, boolean> = { ...FEATURE_GATE_DEFAULTS };
-  for (const [name, value] of Object.entries(common.featureGates)) {
-    if (!(name in FEATURE_GATE_DEFAULTS))
-      throw new FlagError(`flag -feature-gates: unrecognized feature gate: ${name}`);
-    gates[name] = value;
-  }
+  const gates = sidecarFeatureGates(common.featureGates, FEATURE_GATE_DEFAULTS);
   const uuidLength = flags.number("volume-name-uuid-length");
   if (uuidLength < -1)
     throw new FlagError(`flag -volume-name-uuid-length must be -1 or more, got ${uuidLength}`);
   const nodeDeployment = flags.bool("node-deployment");
-  const baseDelayMs = atLeast(flags, "node-deployment-base-delay", 0);
-  const maxDelayMs = atLeast(flags, "node-deployment-max-delay", 0);
+  const baseDelayMs = flagAtLeast(flags, "node-deployment-base-delay", 0);
+  const maxDelayMs = flagAtLeast(flags, "node-deployment-max-delay", 0);
   return {
     ...common,
     featureGates: gates,
-    timeoutMs: atLeast(flags, "timeout", 1),
-    workerThreads: atLeast(flags, "worker-threads", 1),
+    timeoutMs: flagAtLeast(flags, "timeout", 1),
+    workerThreads: flagAtLeast(flags, "worker-threads", 1),
     volumeNamePrefix: flags.string("volume-name-prefix"),
     volumeNameUuidLength: uuidLength,
     extraCreateMetadata: flags.bool("extra-create-metadata"),
@@ -183,9 +178,9 @@ export function provisionerOptionsFromFlags(
     immediateTopology: flags.bool("immediate-topology"),
     enablePprof: flags.bool("enable-pprof"),
     defaultFsType: flags.string("default-fstype"),
-    cloningProtectionThreads: atLeast(flags, "cloning-protection-threads", 1),
+    cloningProtectionThreads: flagAtLeast(flags, "cloning-protection-threads", 1),
     preventVolumeModeConversion: flags.bool("prevent-volume-mode-conversion"),
-    snapshotOrphanSweepIntervalMs: atLeast(flags, "snapshot-orphan-sweep-interval", 0),
+    snapshotOrphanSweepIntervalMs: flagAtLeast(flags, "snapshot-orphan-sweep-interval", 0),
     features: {
       topology: gates.Topology!,
       honorPVReclaimPolicy: gates.HonorPVReclaimPolicy!,
@@ -202,12 +197,12 @@ export function provisionerOptionsFromFlags(
     },
     capacity: {
       enabled: flags.bool("enable-capacity"),
-      ownerrefLevel: atLeast(flags, "capacity-ownerref-level", -1),
-      threads: atLeast(flags, "capacity-threads", 1),
-      pollIntervalMs: atLeast(flags, "capacity-poll-interval", 1),
+      ownerrefLevel: flagAtLeast(flags, "capacity-ownerref-level", -1),
+      threads: flagAtLeast(flags, "capacity-threads", 1),
+      pollIntervalMs: flagAtLeast(flags, "capacity-poll-interval", 1),
       forImmediateBinding: flags.bool("capacity-for-immediate-binding"),
       kubeApiQps: flags.number("kube-api-capacity-qps"),
-      kubeApiBurst: atLeast(flags, "kube-api-capacity-burst", 1),
+      kubeApiBurst: flagAtLeast(flags, "kube-api-capacity-burst", 1),
       namespace: env.NAMESPACE ?? "",
       podName: env.POD_NAME ?? "",
     },

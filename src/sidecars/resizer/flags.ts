@@ -3,8 +3,14 @@
 // without --leader-election-labels, which v1.13 does not have. `resizerOptionsFromFlags`
 // validates ranges and feature gates and names the bad flag.
 
-import { FlagError, type FlagSpecs, type Flags } from "../../base/index.ts";
-import { COMMON_SIDECAR_FLAGS, SIDECAR_LOGGING_FLAGS, commonSidecarOptions } from "../../kube/index.ts";
+import { type FlagSpecs, type Flags } from "../../base/index.ts";
+import {
+  COMMON_SIDECAR_FLAGS,
+  SIDECAR_LOGGING_FLAGS,
+  commonSidecarOptions,
+  flagAtLeast,
+  sidecarFeatureGates,
+} from "../../kube/index.ts";
 import { RESIZER_FEATURE_GATE_DEFAULTS, type ResizerOptions } from "./options.ts";
 
 const { "leader-election-labels": _labels, ...COMMON } = COMMON_SIDECAR_FLAGS;
@@ -46,27 +52,16 @@ export const RESIZER_FLAGS: FlagSpecs = {
   },
 };
 
-function atLeast(flags: Flags, name: string, min: number): number {
-  const value = flags.number(name);
-  if (value < min) throw new FlagError(`flag -${name} must be at least ${min}, got ${value}`);
-  return value;
-}
-
 /** Typed options from flags parsed with RESIZER_FLAGS. */
 export function resizerOptionsFromFlags(flags: Flags): Omit<ResizerOptions, "logger" | "clock"> {
   const common = commonSidecarOptions(flags);
-  const gates: Record<string, boolean> = { ...RESIZER_FEATURE_GATE_DEFAULTS };
-  for (const [name, value] of Object.entries(common.featureGates)) {
-    if (!(name in RESIZER_FEATURE_GATE_DEFAULTS))
-      throw new FlagError(`flag -feature-gates: unrecognized feature gate: ${name}`);
-    gates[name] = value;
-  }
+  const gates = sidecarFeatureGates(common.featureGates, RESIZER_FEATURE_GATE_DEFAULTS);
   return {
     ...common,
     featureGates: gates,
-    timeoutMs: atLeast(flags, "timeout", 1),
-    workers: atLeast(flags, "workers", 1),
-    resyncPeriodMs: atLeast(flags, "resync-period", 0),
+    timeoutMs: flagAtLeast(flags, "timeout", 1),
+    workers: flagAtLeast(flags, "workers", 1),
+    resyncPeriodMs: flagAtLeast(flags, "resync-period", 0),
     extraModifyMetadata: flags.bool("extra-modify-metadata"),
     handleVolumeInUseError: flags.bool("handle-volume-inuse-error"),
     features: {
