@@ -419,6 +419,12 @@ export class Reconciler {
       const pv = volume.spec.pvName ? this.#caches.volume(volume.spec.pvName) : undefined;
       const size = pv?.spec?.capacity?.storage;
       if (!pv || !size) continue;
+      // As the kubelet: expand only to a PV size above the claim's recorded capacity. The claim
+      // and the PV come through separate watches, so the claim can say NodeResizePending while
+      // this cache still holds the PV from before ControllerExpandVolume; expanding to that
+      // size would finish the resize at the old capacity.
+      const recorded = claim.status?.capacity?.storage;
+      if (recorded && quantityValue(parseQuantity(size)) <= quantityValue(parseQuantity(recorded))) continue;
       const done = `${published.key}@${size}`;
       if (this.#expanded.has(done)) continue;
       executor.run(
