@@ -35,7 +35,6 @@ test("hostpath driver: capacity per kind on its node, zero elsewhere, refreshed 
   t.after(() => api.stop());
   const client = api.client();
   const dir = await mkdtemp(join(tmpdir(), "csikit-capacity-hostpath-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
   const driver = await serveHostpathDriver({
     nodeId: "node-1",
     stateDir: join(dir, "state"),
@@ -47,6 +46,9 @@ test("hostpath driver: capacity per kind on its node, zero elsewhere, refreshed 
   t.after(() => driver.close());
   const csi = CsiClient.connect(`unix://${join(dir, "csi.sock")}`);
   t.after(() => csi.close());
+  // Registered last because t.after hooks run in registration order: the driver writes its state
+  // into dir until it is closed.
+  t.after(() => rm(dir, { recursive: true, force: true }));
 
   for (const node of ["node-1", "node-2"]) {
     await client.create<Node>(GVR.nodes, { metadata: { name: node, labels: { [TOPOLOGY_KEY_NODE]: node } } });
