@@ -9,7 +9,13 @@
 //   other failures: the NodeResizeError condition (MarkNodeExpansionFailedCondition), retried.
 // Writes are merge patches of /status: only the fields named change.
 
-import { GVR, type PersistentVolumeClaim } from "../api/index.ts";
+import {
+  GVR,
+  parseQuantity,
+  quantityValue,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+} from "../api/index.ts";
 import { grpcCode } from "../csi/index.ts";
 import { describeError } from "./csi-errors.ts";
 import type { NodeContext } from "./options.ts";
@@ -32,6 +38,26 @@ export function resizePending(claim: PersistentVolumeClaim): boolean {
   const status = claim.status?.allocatedResourceStatuses?.storage;
   if (status !== undefined) return status === NODE_RESIZE_PENDING || status === NODE_RESIZE_IN_PROGRESS;
   return (claim.status?.conditions ?? []).some((c) => c.type === FS_RESIZE_PENDING && c.status === "True");
+}
+
+/**
+ * The size the node expands a pending claim's volume to: the PV's capacity, only when it is
+ * above the claim's recorded capacity (as the kubelet). The claim and the PV come through
+ * separate watches, so the claim can say NodeResizePending while the PV cache still holds the
+ * PV from before ControllerExpandVolume; expanding to that size would finish the resize at the
+ * old capacity. undefined: nothing to do yet.
+ */
+export function nodeExpansionSize(
+  claim: PersistentVolumeClaim,
+  pv: PersistentVolume | undefined,
+): string | undefined {
+  if (!resizePending(claim)) return undefined;
+  const size = pv?.spec?.capacity?.storage;
+  if (!size) return undefined;
+  const recorded = claim.status?.capacity?.storage;
+  if (recorded && quantityValue(parseQuantity(size)) <= quantityValue(parseQuantity(recorded)))
+    return undefined;
+  return size;
 }
 
 async function patchClaimStatus(

@@ -37,7 +37,7 @@ import {
   markNodeExpansionFailed,
   markNodeExpansionInProgress,
   markResizeFinished,
-  resizePending,
+  nodeExpansionSize,
 } from "./expansion.ts";
 import type { NodeStatusManager } from "./node-status.ts";
 import type { OperationExecutor } from "./operation-executor.ts";
@@ -415,16 +415,10 @@ export class Reconciler {
       const volume = desired.volumes.get(published.key);
       if (!volume) continue;
       const claim = this.#caches.claim(published.claim.namespace, published.claim.name);
-      if (!claim || !resizePending(claim)) continue;
+      if (!claim) continue;
       const pv = volume.spec.pvName ? this.#caches.volume(volume.spec.pvName) : undefined;
-      const size = pv?.spec?.capacity?.storage;
-      if (!pv || !size) continue;
-      // As the kubelet: expand only to a PV size above the claim's recorded capacity. The claim
-      // and the PV come through separate watches, so the claim can say NodeResizePending while
-      // this cache still holds the PV from before ControllerExpandVolume; expanding to that
-      // size would finish the resize at the old capacity.
-      const recorded = claim.status?.capacity?.storage;
-      if (recorded && quantityValue(parseQuantity(size)) <= quantityValue(parseQuantity(recorded))) continue;
+      const size = nodeExpansionSize(claim, pv);
+      if (size === undefined) continue;
       const done = `${published.key}@${size}`;
       if (this.#expanded.has(done)) continue;
       executor.run(

@@ -12,7 +12,7 @@ import { csiAccessMode, supportsFsGroup } from "./csi-volume.ts";
 import { computeDesiredState, type VolumeSpec } from "./desired-state.ts";
 import { attachmentName, ephemeralVolumeHandle, KubeletPaths, uniqueVolumeName } from "./paths.ts";
 import { highestSupportedVersion } from "./registration.ts";
-import { resizePending } from "./expansion.ts";
+import { nodeExpansionSize, resizePending } from "./expansion.ts";
 
 const hex = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -145,6 +145,35 @@ test("a claim is resize-pending by allocatedResourceStatuses or the FileSystemRe
     false,
     "an infeasible node step waits for the resizer",
   );
+});
+
+test("node expansion goes to the PV's size only when it is above the claim's recorded capacity (a stale PV cache waits)", () => {
+  const pending = (recorded?: string): PersistentVolumeClaim => ({
+    metadata: { name: "c" },
+    status: {
+      ...(recorded ? { capacity: { storage: recorded } } : {}),
+      allocatedResourceStatuses: { storage: "NodeResizePending" },
+    },
+  });
+  const pv = (size?: string): PersistentVolume => ({
+    metadata: { name: "pv" },
+    spec: size ? { capacity: { storage: size } } : {},
+  });
+  // The claim says NodeResizePending but the cache still holds the PV from before
+  // ControllerExpandVolume: expanding now would finish the resize at the old capacity.
+  assert.equal(nodeExpansionSize(pending("1Mi"), pv("1Mi")), undefined);
+  assert.equal(nodeExpansionSize(pending("1Gi"), pv("1024Mi")), undefined, "sizes compare as quantities");
+  assert.equal(nodeExpansionSize(pending("2Mi"), pv("1Mi")), undefined, "never shrinks");
+  // Once the PV update arrives, the node expands to it.
+  assert.equal(nodeExpansionSize(pending("1Mi"), pv("2Mi")), "2Mi");
+  assert.equal(nodeExpansionSize(pending(), pv("2Mi")), "2Mi", "no recorded capacity: the PV's size");
+  assert.equal(nodeExpansionSize(pending("1Mi"), undefined), undefined, "PV not in the cache yet");
+  assert.equal(nodeExpansionSize(pending("1Mi"), pv()), undefined, "PV without a capacity");
+  const notPending: PersistentVolumeClaim = {
+    metadata: { name: "c" },
+    status: { capacity: { storage: "1Mi" } },
+  };
+  assert.equal(nodeExpansionSize(notPending, pv("2Mi")), undefined, "only claims whose node step waits");
 });
 
 test("desired state: bound CSI claims and inline volumes of active pods; problems in the kubelet's words", () => {
