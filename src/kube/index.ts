@@ -23,3 +23,4 @@ export * from "./events.ts";
 export * from "./controller.ts";
 export * from "./access-modes.ts";
 export * from "./merge-patch.ts";
+export * from "./sidecar.ts";

@@ -1,4 +1,5 @@
-// `runAttacher(options, signal)`: the composition root of the attacher sidecar.
+// `runAttacher(options, signal)`: the composition root of the attacher sidecar, on the start-up
+// every controller sidecar shares (runSidecar in src/kube/sidecar.ts):
 //   1. connect to the driver, Probe until ready, GetPluginInfo and capabilities (any error is
 //      fatal: the promise rejects and the CLI exits non-zero, as upstream);
 //   2. the diagnostics endpoint (metrics incl. csi_sidecar_operations_seconds and the
@@ -12,7 +13,6 @@
 // released, sockets closed); rejects with LeadershipLostError when the lease is lost.
 // `startAttacher(options)` wraps it in a handle for in-process callers (`csikit up`).
 
-import { Registry, collectDefaultMetrics } from "prom-client";
 import {
   GVR,
   attacherFinalizer,
@@ -20,25 +20,15 @@ import {
   type PersistentVolume,
   type VolumeAttachment,
 } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
-import { CsiClient } from "../../csi/index.ts";
 import {
-  CsiOperationMetrics,
   EventRecorder,
   InformerFactory,
   ItemExponentialRateLimiter,
-  LeaderElector,
   WorkQueue,
-  WorkQueueMetrics,
   deletedObject,
-  kubeClientFromOptions,
-  leaderElectionOptions,
-  leaseName,
   runController,
-  runElected,
-  startHttpEndpoint,
-  type HttpEndpoint,
-  type KubeClient,
+  runSidecar,
+  type SidecarParts,
 } from "../../kube/index.ts";
 import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { syncAttachment } from "./attachment-sync.ts";
@@ -50,78 +40,26 @@ import { runReconcileLoop } from "./reconcile.ts";
 import { BY_VOLUME, syncVolume, volumeNeedsSync } from "./volume-sync.ts";
 
 export async function runAttacher(options: AttacherOptions, signal: AbortSignal): Promise<void> {
-  const logger = options.logger ?? silentLogger;
-  const clock = options.clock ?? realClock;
-  const registry = new Registry();
-  // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
-  collectDefaultMetrics({ register: registry });
-  const csiMetrics = new CsiOperationMetrics({ registry });
-  const csi = CsiClient.connect(options.csiAddress, {
-    logger,
-    timeoutMs: options.timeoutMs,
-    maxLogLength: options.maxGrpcLogLength,
-    onCall: csiMetrics.observer(),
-  });
-  let client: KubeClient | undefined;
-  try {
-    const driver = await discoverAttacherDriver(csi, { timeoutMs: options.timeoutMs, signal });
-    csiMetrics.setDriverName(driver.name);
-    // A CSI migration target's calls carry `migrated`, as upstream (WithMigration).
-    if (isMigratedCSIDriverByName(driver.name)) csiMetrics.enableMigratedLabel();
-    logger.info(1, "driver ready", {
-      driver: driver.name,
-      handler: driver.publishUnpublish ? "csi" : "trivial",
-      reconcile: driver.publishUnpublish && driver.listVolumesPublishedNodes,
-    });
-    client = kubeClientFromOptions({ ...options, userAgent: "csi-attacher", clock });
-    const kube = client;
-    const elector = options.leaderElection.enabled
-      ? new LeaderElector({
-          ...leaderElectionOptions(options.leaderElection, {
-            // Its own token bucket, so a busy main client never starves lease renewal.
-            client: kubeClientFromOptions({ ...options, userAgent: "csi-attacher-leader-election", clock }),
-            leaseName: leaseName("attacher", driver.name),
-            logger,
-            clock,
-          }),
-          releaseOnCancel: options.releaseLeaderElectionOnExit,
-        })
-      : undefined;
-    let endpoint: HttpEndpoint | undefined;
-    if (options.httpEndpoint !== "") {
-      endpoint = await startHttpEndpoint(
-        {
-          address: options.httpEndpoint,
-          metricsPath: options.metricsPath,
-          registry,
-          healthChecks: elector ? { "leader-election": elector.healthCheck() } : {},
-          logger,
-        },
-        signal,
-      );
-      options.onHttpEndpoint?.(endpoint.url);
-    }
-    const queueMetrics = new WorkQueueMetrics({ registry });
-    const work = (workSignal: AbortSignal): Promise<void> =>
-      runControllers({ options, driver, client: kube, csi, queueMetrics, logger, clock }, workSignal);
-    if (elector) await runElected(elector, work, signal);
-    else await work(signal);
-    await endpoint?.stopped;
-  } finally {
-    csi.close();
-    client?.close();
-  }
+  await runSidecar<AttacherDriverInfo>(
+    options,
+    {
+      component: "attacher",
+      discover: (csi, discoverSignal) =>
+        discoverAttacherDriver(csi, { timeoutMs: options.timeoutMs, signal: discoverSignal }),
+      describe: (driver) => ({
+        handler: driver.publishUnpublish ? "csi" : "trivial",
+        reconcile: driver.publishUnpublish && driver.listVolumesPublishedNodes,
+      }),
+      isMigrationTarget: isMigratedCSIDriverByName,
+      leaderElection: options.leaderElection.enabled,
+      releaseLeaseOnExit: options.releaseLeaderElectionOnExit,
+      prepare: async (parts) => (workSignal) => runControllers({ options, ...parts }, workSignal),
+    },
+    signal,
+  );
 }
 
-interface RunParts {
-  options: AttacherOptions;
-  driver: AttacherDriverInfo;
-  client: KubeClient;
-  csi: CsiClient;
-  queueMetrics: WorkQueueMetrics;
-  logger: Logger;
-  clock: Clock;
-}
+type RunParts = SidecarParts<AttacherDriverInfo> & { options: AttacherOptions };
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;

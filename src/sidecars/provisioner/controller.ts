@@ -1,4 +1,5 @@
-// `startProvisioner(options, signal)`: the composition root of the provisioner sidecar.
+// `startProvisioner(options, signal)`: the composition root of the provisioner sidecar, on the
+// start-up every controller sidecar shares (runSidecar in src/kube/sidecar.ts):
 //   1. connect to the driver, Probe until ready, GetPluginInfo / capabilities (any error is
 //      fatal: the promise rejects and the CLI exits non-zero, as upstream);
 //   2. the diagnostics endpoint (metrics, /healthz/leader-election, optional pprof);
@@ -9,7 +10,6 @@
 // Resolves once everything has stopped after `signal` aborts (workers drained, lease
 // released, sockets closed); rejects with LeadershipLostError when the lease is lost.
 
-import { Registry, collectDefaultMetrics } from "prom-client";
 import {
   GVR,
   type CSINode,
@@ -20,29 +20,21 @@ import {
   type OwnerReference,
   type VolumeAttachment,
 } from "../../api/index.ts";
-import { CsikitError, realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
-import { CsiClient } from "../../csi/index.ts";
+import { CsikitError, type Clock } from "../../base/index.ts";
 import {
-  CsiOperationMetrics,
   EventRecorder,
   InformerFactory,
   ItemExponentialRateLimiter,
-  LeaderElector,
   PPROF_PREFIX,
   WorkQueue,
-  WorkQueueMetrics,
   deletedObject,
   kubeClientFromOptions,
-  leaderElectionOptions,
-  leaseName,
   objectKey,
   pprofRoute,
   runController,
-  runElected,
-  startHttpEndpoint,
-  type HttpEndpoint,
+  runSidecar,
+  type SidecarParts,
   type KubeClient,
-  type RouteHandler,
 } from "../../kube/index.ts";
 import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { CapacityRefresh, resolveCapacityOwner, startCapacityController } from "./capacity/index.ts";
@@ -59,96 +51,42 @@ import { syncVolume } from "./volume-sync.ts";
 import { clusterView } from "./view.ts";
 
 export async function startProvisioner(options: ProvisionerOptions, signal: AbortSignal): Promise<void> {
-  const logger = options.logger ?? silentLogger;
-  const clock = options.clock ?? realClock;
   if (options.nodeDeployment.enabled && options.nodeDeployment.nodeName === "")
     throw new CsikitError("CSIKIT_ERR_CONFIG", "--node-deployment needs the NODE_NAME environment variable");
-  const registry = new Registry();
-  // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
-  collectDefaultMetrics({ register: registry });
-  const csiMetrics = new CsiOperationMetrics({ registry });
-  const csi = CsiClient.connect(options.csiAddress, {
-    logger,
-    timeoutMs: options.timeoutMs,
-    onCall: csiMetrics.observer(),
-  });
-  let client: KubeClient | undefined;
-  try {
-    const driver = await discoverDriver(csi, {
-      timeoutMs: options.timeoutMs,
-      topologyGate: options.features.topology,
-      nodeDeployment: options.nodeDeployment.enabled,
-      signal,
-    });
-    csiMetrics.setDriverName(driver.name);
-    // A CSI migration target's calls carry `migrated`, as upstream (WithMigration).
-    if (isMigratedCSIDriverByName(driver.name)) csiMetrics.enableMigratedLabel();
-    logger.info(1, "driver ready", { driver: driver.name, topology: driver.topology });
-    client = kubeClientFromOptions({ ...options, userAgent: "csi-provisioner", clock });
-    const kube = client;
-    const capacity = options.capacity.enabled
-      ? await capacitySetup(options, driver, kube, clock, signal)
-      : undefined;
-    const electionEnabled = options.leaderElection.enabled && !options.nodeDeployment.enabled;
-    const elector = electionEnabled
-      ? new LeaderElector({
-          ...leaderElectionOptions(options.leaderElection, {
-            client: kubeClientFromOptions({
-              ...options,
-              userAgent: "csi-provisioner-leader-election",
-              clock,
-            }),
-            leaseName: leaseName("provisioner", driver.name),
-            logger,
-            clock,
-          }),
-          releaseOnCancel: options.features.releaseLeaderElectionOnExit,
-        })
-      : undefined;
-    let endpoint: HttpEndpoint | undefined;
-    if (options.httpEndpoint !== "") {
-      const routes: Record<string, RouteHandler> = options.enablePprof ? { [PPROF_PREFIX]: pprofRoute } : {};
-      endpoint = await startHttpEndpoint(
-        {
-          address: options.httpEndpoint,
-          metricsPath: options.metricsPath,
-          registry,
-          healthChecks: elector ? { "leader-election": elector.healthCheck() } : {},
-          routes,
-          logger,
-        },
-        signal,
-      );
-      options.onHttpEndpoint?.(endpoint.url);
-    }
-    const metrics = new ProvisionerMetrics(registry);
-    const queueMetrics = new WorkQueueMetrics({ registry });
-    const work = (workSignal: AbortSignal): Promise<void> =>
-      runControllers(
-        { options, driver, client: kube, csi, metrics, queueMetrics, registry, capacity, logger, clock },
-        workSignal,
-      );
-    if (elector) await runElected(elector, work, signal);
-    else await work(signal);
-    await endpoint?.stopped;
-  } finally {
-    csi.close();
-    client?.close();
-  }
+  await runSidecar<DriverInfo>(
+    options,
+    {
+      component: "provisioner",
+      discover: (csi, discoverSignal) =>
+        discoverDriver(csi, {
+          timeoutMs: options.timeoutMs,
+          topologyGate: options.features.topology,
+          nodeDeployment: options.nodeDeployment.enabled,
+          signal: discoverSignal,
+        }),
+      describe: (driver) => ({ topology: driver.topology }),
+      isMigrationTarget: isMigratedCSIDriverByName,
+      // In node deployment each node's instance works alone, as upstream.
+      leaderElection: options.leaderElection.enabled && !options.nodeDeployment.enabled,
+      releaseLeaseOnExit: options.features.releaseLeaderElectionOnExit,
+      ...(options.enablePprof ? { routes: { [PPROF_PREFIX]: pprofRoute } } : {}),
+      prepare: async (parts, prepareSignal) => {
+        const capacity = options.capacity.enabled
+          ? await capacitySetup(options, parts.driver, parts.client, parts.clock, prepareSignal)
+          : undefined;
+        const metrics = new ProvisionerMetrics(parts.registry);
+        return (workSignal) => runControllers({ ...parts, options, metrics, capacity }, workSignal);
+      },
+    },
+    signal,
+  );
 }
 
-interface RunParts {
+type RunParts = SidecarParts<DriverInfo> & {
   options: ProvisionerOptions;
-  driver: DriverInfo;
-  client: KubeClient;
-  csi: CsiClient;
   metrics: ProvisionerMetrics;
-  queueMetrics: WorkQueueMetrics;
-  registry: Registry;
   capacity: CapacitySetup | undefined;
-  logger: Logger;
-  clock: Clock;
-}
+};
 
 /** What --enable-capacity resolved at start-up, before any leader election (as upstream's main). */
 interface CapacitySetup {

@@ -1,4 +1,5 @@
-// `startResizer(options, signal)`: the composition root of the resizer sidecar.
+// `startResizer(options, signal)`: the composition root of the resizer sidecar, on the start-up
+// every controller sidecar shares (runSidecar in src/kube/sidecar.ts):
 //   1. connect to the driver, Probe until ready, GetPluginInfo and capabilities (any error is
 //      fatal: the promise rejects and the CLI exits non-zero, as upstream);
 //   2. the diagnostics endpoint (metrics incl. csi_sidecar_operations_seconds and workqueue_*,
@@ -9,7 +10,6 @@
 // Resolves once everything has stopped after `signal` aborts (workers drained, lease released,
 // sockets closed); rejects with LeadershipLostError when the lease is lost.
 
-import { Registry, collectDefaultMetrics } from "prom-client";
 import {
   GVR,
   type PersistentVolume,
@@ -17,26 +17,16 @@ import {
   type Pod,
   type VolumeAttributesClass,
 } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
-import { CsiClient } from "../../csi/index.ts";
 import {
-  CsiOperationMetrics,
   EventRecorder,
   InformerFactory,
   ItemExponentialRateLimiter,
-  LeaderElector,
   WorkQueue,
-  WorkQueueMetrics,
   deletedObject,
-  kubeClientFromOptions,
-  leaderElectionOptions,
-  leaseName,
   objectKey,
   runController,
-  runElected,
-  startHttpEndpoint,
-  type HttpEndpoint,
-  type KubeClient,
+  runSidecar,
+  type SidecarParts,
 } from "../../kube/index.ts";
 import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { newResizerState, type ResizerContext } from "./context.ts";
@@ -47,75 +37,22 @@ import { syncModify } from "./modify.ts";
 import type { ResizerOptions } from "./options.ts";
 
 export async function startResizer(options: ResizerOptions, signal: AbortSignal): Promise<void> {
-  const logger = options.logger ?? silentLogger;
-  const clock = options.clock ?? realClock;
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const csiMetrics = new CsiOperationMetrics({ registry });
-  const csi = CsiClient.connect(options.csiAddress, {
-    logger,
-    timeoutMs: options.timeoutMs,
-    onCall: csiMetrics.observer(),
-  });
-  let client: KubeClient | undefined;
-  try {
-    const driver = await discoverResizerDriver(csi, { timeoutMs: options.timeoutMs, signal });
-    csiMetrics.setDriverName(driver.name);
-    // A CSI migration target's calls carry `migrated`, as upstream (WithMigration).
-    if (isMigratedCSIDriverByName(driver.name)) csiMetrics.enableMigratedLabel();
-    logger.info(1, "driver ready", {
-      driver: driver.name,
-      controllerExpansion: driver.controllerExpansion,
-      online: driver.online,
-    });
-    client = kubeClientFromOptions({ ...options, userAgent: "csi-resizer", clock });
-    const kube = client;
-    const elector = options.leaderElection.enabled
-      ? new LeaderElector(
-          leaderElectionOptions(options.leaderElection, {
-            client: kubeClientFromOptions({ ...options, userAgent: "csi-resizer-leader-election", clock }),
-            leaseName: leaseName("resizer", driver.name),
-            logger,
-            clock,
-          }),
-        )
-      : undefined;
-    let endpoint: HttpEndpoint | undefined;
-    if (options.httpEndpoint !== "") {
-      endpoint = await startHttpEndpoint(
-        {
-          address: options.httpEndpoint,
-          metricsPath: options.metricsPath,
-          registry,
-          healthChecks: elector ? { "leader-election": elector.healthCheck() } : {},
-          routes: {},
-          logger,
-        },
-        signal,
-      );
-      options.onHttpEndpoint?.(endpoint.url);
-    }
-    const queueMetrics = new WorkQueueMetrics({ registry });
-    const work = (workSignal: AbortSignal): Promise<void> =>
-      runControllers({ options, driver, client: kube, csi, queueMetrics, logger, clock }, workSignal);
-    if (elector) await runElected(elector, work, signal);
-    else await work(signal);
-    await endpoint?.stopped;
-  } finally {
-    csi.close();
-    client?.close();
-  }
+  await runSidecar<ResizerDriverInfo>(
+    options,
+    {
+      component: "resizer",
+      discover: (csi, discoverSignal) =>
+        discoverResizerDriver(csi, { timeoutMs: options.timeoutMs, signal: discoverSignal }),
+      describe: (driver) => ({ controllerExpansion: driver.controllerExpansion, online: driver.online }),
+      isMigrationTarget: isMigratedCSIDriverByName,
+      leaderElection: options.leaderElection.enabled,
+      prepare: async (parts) => (workSignal) => runControllers({ options, ...parts }, workSignal),
+    },
+    signal,
+  );
 }
 
-interface RunParts {
-  options: ResizerOptions;
-  driver: ResizerDriverInfo;
-  client: KubeClient;
-  csi: CsiClient;
-  queueMetrics: WorkQueueMetrics;
-  logger: Logger;
-  clock: Clock;
-}
+type RunParts = SidecarParts<ResizerDriverInfo> & { options: ResizerOptions };
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
