@@ -2,7 +2,9 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "src/csi/generated/**", "src/apiserver/generated/**", ".csikit/**"] },
+  {
+    ignores: ["node_modules/**", "src/csi/generated/**", "src/apiserver/encoding/generated/**", ".csikit/**"],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {

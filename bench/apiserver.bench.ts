@@ -38,7 +38,7 @@ import { runDiskSuite } from "./apiserver/disk-suite.ts";
 import { runPutFanout } from "./apiserver/put-fanout.ts";
 // The benchmark's protobuf client encodes with the server's own codec (a Go client would use
 // k8s.io/api's generated marshalers; the bytes are the same).
-import { encodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "../src/apiserver/protobuf.ts";
+import { encodeProtobufObject, PROTOBUF_MEDIA_TYPE } from "../src/apiserver/encoding/protobuf.ts";
 
 const PB_ACCEPT = `${PROTOBUF_MEDIA_TYPE}, application/json`;
 

@@ -1,4 +1,4 @@
-// Writes src/apiserver/proto/**/generated.proto: the Kubernetes API messages the embedded API
+// Writes src/apiserver/encoding/proto/**/generated.proto: the Kubernetes API messages the embedded API
 // server speaks, pruned to what its served kinds reach. The facts (message names, field
 // names, numbers, types) are read from the FileDescriptorProtos that every Go client embeds
 // gzipped in its binary (generated.pb.go registers them), here from a kubectl 1.32 binary:
@@ -44,7 +44,7 @@ interface FileProto {
 }
 
 const ROOT = resolve(import.meta.dirname, "..");
-const OUT_DIR = join(ROOT, "src/apiserver/proto");
+const OUT_DIR = join(ROOT, "src/apiserver/encoding/proto");
 
 /** The kinds csikit's API server serves (and the envelopes around them), by full proto name. */
 const ROOTS: readonly string[] = [

@@ -11,7 +11,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/protobuf.ts";
+import { PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/encoding/protobuf.ts";
 import { RawClient } from "./raw-client.ts";
 import { processCpuSeconds, startServerProcess, type ServerProcess } from "./server-process.ts";
 import { runBounded } from "./stats.ts";

@@ -9,7 +9,7 @@
 
 import type { ClientRequest } from "node:http";
 import { request } from "node:https";
-import { decodeProtobufWatchEvent, PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/protobuf.ts";
+import { decodeProtobufWatchEvent, PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/encoding/protobuf.ts";
 import type { RawClient } from "./raw-client.ts";
 import { percentile, runBounded, type Summary } from "./stats.ts";
 

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { TestContext } from "node:test";
-import { FaultInjector } from "./faults.ts";
+import { FaultInjector } from "./transport/faults.ts";
 import { raw, startTestServer } from "./testing/harness.ts";
 import type { RawRequest, RawResponse, TestServer } from "./testing/harness.ts";
 

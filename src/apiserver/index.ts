@@ -3,15 +3,15 @@
 
 export { startApiServer, runApiServer, DEFAULT_BOOKMARK_INTERVAL_MS } from "./server.ts";
 export type { ApiServerOptions, ApiServerHandle } from "./server.ts";
-export { FaultInjector } from "./faults.ts";
-export type { FaultSpec } from "./faults.ts";
-export { SYSTEM_NAMESPACES } from "./namespaces.ts";
-export { MAX_BODY_BYTES } from "./http.ts";
-export type { ResourceDef, ResourceRegistry } from "./resource.ts";
+export { FaultInjector } from "./transport/faults.ts";
+export type { FaultSpec } from "./transport/faults.ts";
+export { SYSTEM_NAMESPACES } from "./admission/namespaces.ts";
+export { MAX_BODY_BYTES } from "./transport/http.ts";
+export type { ResourceDef, ResourceRegistry } from "./rest/resource.ts";
 export { createBuiltinRegistry } from "./registry.ts";
 export type { MutableResourceRegistry } from "./registry.ts";
-export { KUBECONFIG_CONTEXT } from "./kubeconfig.ts";
-export { admissionChain, ADMISSION_PLUGINS, DEFAULT_ADMISSION_PLUGINS } from "./admission.ts";
-export type { AdmissionPlugin } from "./admission.ts";
-export { AUTHORIZATION_MODES } from "./authz.ts";
-export type { AuthorizationMode } from "./authz.ts";
+export { KUBECONFIG_CONTEXT } from "./transport/kubeconfig.ts";
+export { admissionChain, ADMISSION_PLUGINS, DEFAULT_ADMISSION_PLUGINS } from "./admission/admission.ts";
+export type { AdmissionPlugin } from "./admission/admission.ts";
+export { AUTHORIZATION_MODES } from "./auth/authz.ts";
+export type { AuthorizationMode } from "./auth/authz.ts";

@@ -4,7 +4,7 @@
 // every change. A CRD may not shadow a built-in resource.
 
 import type { CustomResourceDefinition } from "../api/index.ts";
-import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
+import type { KubeObject, ResourceDef, ResourceRegistry } from "./rest/resource.ts";
 import { builtinResourceDefs, resourceDefFromCRD } from "./resources/index.ts";
 
 export { resourceDefFromCRD };

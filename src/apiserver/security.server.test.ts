@@ -18,7 +18,7 @@ import {
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeKubeconfig } from "./kubeconfig.ts";
+import { writeKubeconfig } from "./transport/kubeconfig.ts";
 import { raw, startTestServer, type TestServer } from "./testing/harness.ts";
 
 const isRoot = process.getuid?.() === 0;

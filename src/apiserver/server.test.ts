@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { FaultInjector } from "./faults.ts";
+import { FaultInjector } from "./transport/faults.ts";
 import { raw, startTestServer, type TestServer } from "./testing/harness.ts";
 
 let server: TestServer;

@@ -9,22 +9,22 @@ import { createServer, type Server } from "node:https";
 import { join, resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
-import type { ResourceRegistry } from "./resource.ts";
+import type { ResourceRegistry } from "./rest/resource.ts";
 import { DEFAULT_COMPACTION_INTERVAL_MS, openSqliteStore, type SqliteStore } from "./storage/index.ts";
-import { CustomResourceSync, isCustomResourceRegistry } from "./crds.ts";
-import type { FaultInjector } from "./faults.ts";
+import { CustomResourceSync, isCustomResourceRegistry } from "./admission/crds.ts";
+import type { FaultInjector } from "./transport/faults.ts";
 import { createBuiltinRegistry } from "./registry.ts";
-import { createRequestHandler, type OpenApiProvider } from "./handler.ts";
-import { DEFAULT_WATCH_MAX_PENDING_BYTES } from "./watch.ts";
-import { writeKubeconfig } from "./kubeconfig.ts";
-import { ensureSystemNamespaces, NamespaceReaper } from "./namespaces.ts";
-import { loadOrCreateCredentials } from "./pki.ts";
-import type { RestContext } from "./rest.ts";
-import { admissionChain, type AdmissionPlugin } from "./admission.ts";
-import { secureDatabaseFiles, secureStateDir } from "./state-dir.ts";
-import { Authenticator, loadTokenAuthFile } from "./authn.ts";
-import { Authorizer, ensureBootstrapPolicy, type AuthorizationMode } from "./authz.ts";
-import { loadOrCreateSigningKey, ServiceAccountTokens } from "./sa-tokens.ts";
+import { createRequestHandler, type OpenApiProvider } from "./rest/handler.ts";
+import { DEFAULT_WATCH_MAX_PENDING_BYTES } from "./rest/watch.ts";
+import { writeKubeconfig } from "./transport/kubeconfig.ts";
+import { ensureSystemNamespaces, NamespaceReaper } from "./admission/namespaces.ts";
+import { loadOrCreateCredentials } from "./transport/pki.ts";
+import type { RestContext } from "./rest/rest.ts";
+import { admissionChain, type AdmissionPlugin } from "./admission/admission.ts";
+import { secureDatabaseFiles, secureStateDir } from "./transport/state-dir.ts";
+import { Authenticator, loadTokenAuthFile } from "./auth/authn.ts";
+import { Authorizer, ensureBootstrapPolicy, type AuthorizationMode } from "./auth/authz.ts";
+import { loadOrCreateSigningKey, ServiceAccountTokens } from "./auth/sa-tokens.ts";
 
 export interface ApiServerOptions {
   /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */

@@ -12,7 +12,7 @@ import {
   nameIsDNSSubdomain,
 } from "../../api/index.ts";
 import type { CustomResourceDefinition, JSONSchemaProps } from "../../api/index.ts";
-import type { FieldCause, KubeObject, ResourceDef, TableColumn } from "../resource.ts";
+import type { FieldCause, KubeObject, ResourceDef, TableColumn } from "../rest/resource.ts";
 import {
   NAME_COLUMN,
   at,

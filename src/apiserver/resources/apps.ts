@@ -3,7 +3,7 @@
 // manifests apply cleanly. Nothing runs them: no controller creates their pods.
 
 import { fieldInvalid, fieldRequired } from "../../api/index.ts";
-import type { FieldCause, KubeObject, ResourceDef } from "../resource.ts";
+import type { FieldCause, KubeObject, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
   NAME_COLUMN,

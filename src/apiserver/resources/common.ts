@@ -18,7 +18,7 @@ import {
   validateLabels,
 } from "../../api/index.ts";
 import type { NameValidator } from "../../api/index.ts";
-import type { FieldCause, KubeObject, ResourceDef, StorageMapping, TableColumn } from "../resource.ts";
+import type { FieldCause, KubeObject, ResourceDef, StorageMapping, TableColumn } from "../rest/resource.ts";
 import { builtinModelOf, pruneBuiltinFields } from "./builtin-schema.ts";
 
 export type Obj = Record<string, unknown>;

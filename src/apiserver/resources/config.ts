@@ -2,7 +2,7 @@
 // Secret type rules and stringData folding (the v1 → internal conversion upstream does).
 
 import { fieldForbidden, fieldInvalid, fieldRequired, fieldTooLong } from "../../api/index.ts";
-import type { FieldCause, ResourceDef } from "../resource.ts";
+import type { FieldCause, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
   NAME_COLUMN,

@@ -1,7 +1,7 @@
 // coordination.k8s.io/v1 leases (leader election): spec rules and the HOLDER printer column.
 
 import { fieldInvalid } from "../../api/index.ts";
-import type { FieldCause, ResourceDef } from "../resource.ts";
+import type { FieldCause, ResourceDef } from "../rest/resource.ts";
 import { AGE_COLUMN, NAME_COLUMN, age, at, column, defineResource, nameOf, str } from "./common.ts";
 
 export const leases: ResourceDef = defineResource({

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { KubeObject, ResourceDef } from "../resource.ts";
+import type { KubeObject, ResourceDef } from "../rest/resource.ts";
 import { configMaps, secrets, serviceAccounts } from "./config.ts";
 import { leases } from "./coordination.ts";
 import { coreEvents, eventsV1 } from "./events.ts";

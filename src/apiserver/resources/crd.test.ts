@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import type { KubeObject } from "../resource.ts";
+import type { KubeObject } from "../rest/resource.ts";
 import { createBuiltinRegistry } from "../registry.ts";
-import { openApiDocument } from "../openapi.ts";
+import { openApiDocument } from "../discovery/openapi.ts";
 import { customResourceDefinitions, evaluateSimpleJSONPath, resourceDefFromCRD } from "./apiextensions.ts";
 
 function fixture(name: string): KubeObject {

@@ -6,7 +6,7 @@
 // prints its own shape.
 
 import { ageSince, fieldInvalid, fieldRequired, fieldTooLong } from "../../api/index.ts";
-import type { FieldCause, KubeObject, ResourceDef } from "../resource.ts";
+import type { FieldCause, KubeObject, ResourceDef } from "../rest/resource.ts";
 import { NAME_COLUMN, at, column, defineResource, isRecord, metaOf, nameOf, str } from "./common.ts";
 import type { Obj } from "./common.ts";
 

@@ -20,7 +20,7 @@ export {
 export { builtinDecodeError } from "./builtin-decode.ts";
 export type { KindSpec } from "./common.ts";
 
-import type { ResourceDef } from "../resource.ts";
+import type { ResourceDef } from "../rest/resource.ts";
 import { customResourceDefinitions } from "./apiextensions.ts";
 import { appsResources } from "./apps.ts";
 import { rbacResources } from "./rbac.ts";

@@ -4,7 +4,7 @@
 // are users, groups or namespaced service accounts). The RBAC authorizer (authz.ts) reads them.
 
 import { fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
-import type { FieldCause, ResourceDef } from "../resource.ts";
+import type { FieldCause, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
   NAME_COLUMN,

@@ -3,7 +3,7 @@
 // can-i`). Create-only and never stored: the handler answers them from the request's identity
 // and the authorizer (reviews.ts beside the handler).
 
-import type { ResourceDef } from "../resource.ts";
+import type { ResourceDef } from "../rest/resource.ts";
 import { NAME_COLUMN, defineResource, nameOf } from "./common.ts";
 
 function review(group: string, resource: string, kind: string): ResourceDef {

@@ -7,7 +7,7 @@
 
 import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
 import type { JSONSchemaProps } from "../../api/index.ts";
-import type { FieldCause } from "../resource.ts";
+import type { FieldCause } from "../rest/resource.ts";
 import { checkCelRule, compileCelRule, newCostBudget, type CostBudget } from "./cel.ts";
 import { isRecord } from "./common.ts";
 import { patternMatches } from "./regex.ts";

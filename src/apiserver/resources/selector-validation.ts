@@ -9,7 +9,7 @@ import {
   isValidLabelValue,
   validateLabels,
 } from "../../api/index.ts";
-import type { FieldCause } from "../resource.ts";
+import type { FieldCause } from "../rest/resource.ts";
 import { isRecord, str } from "./common.ts";
 
 export function validateLabelSelectorObject(selector: unknown, field: string): FieldCause[] {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { KubeObject, ResourceDef } from "../resource.ts";
+import type { KubeObject, ResourceDef } from "../rest/resource.ts";
 import { csiDrivers, csiNodes, csiStorageCapacities, storageClasses, volumeAttachments } from "./storage.ts";
 
 function created(def: ResourceDef, object: KubeObject): KubeObject {

@@ -15,7 +15,7 @@ import {
   parseQuantity,
   tryParseQuantity,
 } from "../../api/index.ts";
-import type { FieldCause, ResourceDef } from "../resource.ts";
+import type { FieldCause, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
   NAME_COLUMN,

@@ -13,7 +13,7 @@ import {
   renderValue,
   tryParseQuantity,
 } from "../../api/index.ts";
-import type { FieldCause, KubeObject, ResourceDef } from "../resource.ts";
+import type { FieldCause, KubeObject, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
   NAME_COLUMN,
