@@ -56,6 +56,8 @@ export interface UpOptions {
   driverCommand?: string;
   /** -v for the components. */
   verbosity: number;
+  /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
+  featureGates?: string;
   /** csikit subcommands available (optional sidecars run only when present). */
   commands: ReadonlySet<string>;
   /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
@@ -198,6 +200,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   print(
     `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName})`,
   );
+  if (options.featureGates)
+    print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
   const probePorts = new Map<string, number>();
   for (const node of record.nodes) probePorts.set(node.name, await freePort());
@@ -209,6 +213,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(options.driverSocket !== undefined ? { driverSocket: options.driverSocket } : {}),
     ...(options.driverCommand !== undefined ? { driverCommand: options.driverCommand } : {}),
     verbosity: options.verbosity,
+    featureGates: options.featureGates ?? "",
     probePorts,
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.

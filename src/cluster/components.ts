@@ -33,6 +33,13 @@ export interface ClusterPlan {
   driverCommand?: string;
   /** -v passed to every csikit component. */
   verbosity: number;
+  /**
+   * --feature-gates of the components whose upstream twins read CSI migration's gates
+   * (kube-controller-manager → controllers, kubelet → node agents), as `Name=true,…`; empty:
+   * none passed (1.32's defaults). The sidecars have their own gate sets upstream, with no
+   * migration gate (they follow the driver being a migration target), so they get none.
+   */
+  featureGates: string;
   /** Free ports for the per-node livenessprobe endpoints, by node name. */
   probePorts: ReadonlyMap<string, number>;
 }
@@ -78,6 +85,9 @@ function kubeconfig(plan: ClusterPlan, component: string): string {
 
 const v = (plan: ClusterPlan): string => `--v=${plan.verbosity}`;
 
+const gates = (plan: ClusterPlan): string[] =>
+  plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`];
+
 /**
  * Client-side rate limits `up` gives its API clients, as a deployment sizes them for its load
  * (the commands keep upstream's defaults: the sidecars' 5/10 would spend ~1 s of waiting per
@@ -98,7 +108,12 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     identity: () => ({ kind: "user", user: "system:kube-controller-manager", groups: [] }),
     // One replica: no leader election to wait for (a resumed cluster would otherwise wait out
     // the lease of the run before).
-    args: (plan) => [kubeconfig(plan, "controllers"), "--leader-elect=false", ...CONTROLLERS_QPS],
+    args: (plan) => [
+      kubeconfig(plan, "controllers"),
+      "--leader-elect=false",
+      ...CONTROLLERS_QPS,
+      ...gates(plan),
+    ],
   },
   {
     scope: "cluster",
@@ -156,6 +171,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--node-labels=${ZONE_LABEL}=${node!.zone}`,
       kubeconfig(plan, node!.name),
       ...NODE_QPS,
+      ...gates(plan),
     ],
   },
   {
