@@ -22,6 +22,7 @@ import type { CsiServer } from "../csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../kube/index.ts";
 import {
   controllerSocket,
+  hostpathWithoutTopology,
   nodeSocket,
   planComponents,
   socketDirs,
@@ -200,6 +201,11 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   print(
     `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName})`,
   );
+  if (hostpathWithoutTopology({ driverName }) && !options.driverSocket && !options.driverCommand)
+    print(
+      `note: hostpath runs as ${driverName} without topology (its key is not the in-tree plugin's zone key); ` +
+        `its volumes live on ${record.nodes[0]?.name} and attach there only${record.nodes.length > 1 ? ": --nodes=1 suits it" : ""}`,
+    );
   if (options.featureGates)
     print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 

@@ -50,3 +50,15 @@ test("without --feature-gates no component gets a migration gate; the driver run
     node.args.includes("--endpoint=unix:///tmp/csikit-plan/nodes/node-1/plugins/ebs.csi.aws.com/csi.sock"),
   );
 });
+
+test("hostpath standing in for a migrated plugin's driver runs without topology, its volumes on the first node", () => {
+  const { instances } = planComponents(plan(""));
+  for (const driver of instances.filter((i) => i.stage === "driver"))
+    assert.ok(driver.args.includes("--enable-topology=false"), driver.name);
+  assert.ok(instances.find((i) => i.name === "driver")!.args.includes("--nodeid=node-1"));
+  // The default driver keeps its topology and its own controller node ID.
+  const own = planComponents({ ...plan(""), driverName: "hostpath.csi.k8s.io" }).instances;
+  for (const driver of own.filter((i) => i.stage === "driver"))
+    assert.ok(!driver.args.includes("--enable-topology=false"), driver.name);
+  assert.ok(own.find((i) => i.name === "driver")!.args.includes("--nodeid=controller"));
+});

@@ -5,6 +5,7 @@
 // order. Adding a sidecar (e.g. the resizer) is one entry here plus its deploy/rbac/ file.
 
 import { join } from "node:path";
+import { pluginByDriverName } from "../migration/index.ts";
 import type { ClusterLayout, NodeSpec } from "./layout.ts";
 import { ZONE_LABEL } from "./layout.ts";
 
@@ -201,13 +202,31 @@ export const COMPONENTS: readonly ComponentEntry[] = [
   },
 ];
 
+/**
+ * hostpath standing in for an in-tree plugin's CSI driver (`--driver-name=ebs.csi.aws.com`) runs
+ * without topology: its key (topology.hostpath.csi/node) is not the plugin's zone key, and the
+ * translation of a provisioned PV back to its in-tree form refuses a node affinity without the
+ * plugin's zones (upstream's too: "failed to translate topology: no zones specified"). Without
+ * topology hostpath places a volume on its controller's node ID and publishes only to nodes it
+ * knows, so that ID is the first node's: such a cluster serves its volumes on that node.
+ */
+export function hostpathWithoutTopology(plan: Pick<ClusterPlan, "driverName">): boolean {
+  return pluginByDriverName(plan.driverName) !== undefined;
+}
+
 function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: NodeSpec | undefined): string[] {
-  const common = [v(plan), `--drivername=${plan.driverName}`, `--state-dir=${plan.layout.driverStateDir}`];
+  const standIn = hostpathWithoutTopology(plan);
+  const common = [
+    v(plan),
+    `--drivername=${plan.driverName}`,
+    `--state-dir=${plan.layout.driverStateDir}`,
+    ...(standIn ? ["--enable-topology=false"] : []),
+  ];
   if (mode === "controller")
     return [
       ...common,
       `--endpoint=unix://${plan.layout.controllerSocket}`,
-      "--nodeid=controller",
+      `--nodeid=${standIn ? (plan.nodes[0]?.name ?? "controller") : "controller"}`,
       "--node-service=false",
       "--controller-service=true",
       `--enable-attach=${plan.commands.has("attacher")}`,
