@@ -62,6 +62,22 @@ export async function until<T>(
   }
 }
 
+/**
+ * up's exit code once it exits; throws after timeoutMs. The timer is cleared either way (a
+ * polling wait left running would keep the test file's process alive until its deadline).
+ */
+export async function exitWithin(up: UpProcess, timeoutMs: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`up did not exit within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([up.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function pids(stateDir: string): Promise<Record<string, number>> {
   return JSON.parse(await readFile(join(stateDir, "pids.json"), "utf8")) as Record<string, number>;
 }

@@ -21,6 +21,7 @@ import { KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index
 import {
   alive,
   clusterMounts,
+  exitWithin,
   gone,
   hasKubectl,
   isRoot,
@@ -423,7 +424,7 @@ describe("csikit up", { skip: SKIP }, () => {
     await until("keep-app to run", STEP_MS, podRunning("keep-app"));
     const components = await pids(stateDir);
     up!.child.kill("SIGINT");
-    const code = await Promise.race([up!.exited, until("up to exit", 150_000, () => undefined)]);
+    const code = await exitWithin(up!, 150_000);
     const text = up!.output();
     assert.equal(code, 0, text);
     assert.match(text, /✓ volumes torn down/);
