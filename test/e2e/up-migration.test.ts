@@ -7,10 +7,10 @@
 // published (real mounts, real loop devices as root), torn down, detached, deleted, with the
 // in-tree shape kept in the API and the driver's own log showing it served every call.
 // AWS EBS because its handle may be any string, as hostpath's volume IDs are (GCE PD's must be
-// projects/…/disks/…). Its migration is always on at 1.32, so `up` needs no --feature-gates here;
-// rollback (only Portworx's gate can still be turned off) is covered in-process by
-// src/controllers/pv/migration.server.test.ts. One `up` serves every case; the cluster, its
-// processes, mounts, loop devices and state dir go away even when a case fails.
+// projects/…/disks/…); its migration is always on at 1.32. One `up` serves those cases; the
+// rollback below needs a cluster of its own (hostpath as Portworx, the one plugin whose gate can
+// still be turned off). Clusters, processes, mounts, loop devices and state dirs go away even
+// when a case fails.
 
 import assert from "node:assert/strict";
 import { open, readdir, readFile, rm } from "node:fs/promises";
@@ -32,6 +32,7 @@ import { KubeClient, loadKubeConfig } from "../../src/kube/index.ts";
 import { attachmentName, KubeletPaths } from "../../src/node/index.ts";
 import {
   clusterMounts,
+  exitWithin,
   gone,
   hasKubectl,
   isRoot,
@@ -478,3 +479,197 @@ spec:
     );
   },
 );
+
+// Rollback (seed 001, "Update 1/13/2020"; issue 14 §4) on `csikit up`: Portworx is the one
+// plugin whose migration can still be turned off at 1.32, so this cluster runs hostpath as
+// pxd.portworx.com. A claim of an in-tree Portworx class is provisioned with migration on;
+// `up` is stopped and resumed with `--feature-gates=CSIMigrationPortworx=false` (every
+// controller and node agent restarts with the gate off): migrated-to goes from the claim and
+// the PV, both stay Bound and the volume stays in the driver. Resumed once more with the gate
+// on, a pod uses the volume again and finds what was written before the rollback.
+describe("csikit up --feature-gates: rolling Portworx migration back and forward again", { skip }, () => {
+  const PX = "pxd.portworx.com";
+  let base = "";
+  let stateDir = "";
+  let kubeconfig = "";
+  let up: UpProcess | undefined;
+  let client: KubeClient | undefined;
+
+  const resume = async (gate: boolean): Promise<void> => {
+    if (up) {
+      up.child.kill("SIGINT");
+      assert.equal(await exitWithin(up, 150_000), 0, up.output());
+    }
+    up = startUp(stateDir, [
+      "--nodes=1",
+      `--driver-name=${PX}`,
+      `--feature-gates=CSIMigrationPortworx=${gate}`,
+    ]);
+    await until("the cluster to be ready", START_MS, () => {
+      const text = up!.output();
+      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+      return /cluster ready in/.test(text) ? true : undefined;
+    });
+    assert.match(
+      up.output(),
+      new RegExp(`feature gates of the controllers and node agents: CSIMigrationPortworx=${gate}`),
+    );
+  };
+  const annotations = async (): Promise<{
+    claim: Record<string, string>;
+    pv: Record<string, string>;
+    pvName: string;
+  }> => {
+    const claim = await client!.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "px-claim", {
+      namespace: NS,
+    });
+    const pvName = claim.spec?.volumeName ?? "";
+    const pv = await client!.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+    return { claim: claim.metadata?.annotations ?? {}, pv: pv.metadata?.annotations ?? {}, pvName };
+  };
+  const runPod = async (name: string): Promise<Pod> => {
+    await client!.create<Pod>(GVR.pods, {
+      metadata: { name, namespace: NS },
+      spec: {
+        containers: [{ name: "app", image: "busybox" }],
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: "px-claim" } }],
+      },
+    });
+    return until(`${name} to run`, STEP_MS, async () => {
+      const pod = await client!.get<Pod>(GVR.pods, name, { namespace: NS });
+      return pod.status?.phase === "Running" ? pod : undefined;
+    });
+  };
+
+  before(async () => {
+    base = await mkdtemp(join(tmpdir(), "csikit-uprb-"));
+    stateDir = join(base, "s");
+    kubeconfig = join(stateDir, "kubeconfig");
+    await resume(true);
+    client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig }) });
+  });
+
+  after(async () => {
+    client?.close();
+    await stopUp(up, stateDir);
+    await rm(base, { recursive: true, force: true });
+  });
+
+  test(
+    "gate off: migrated-to removed, claim and PV Bound, the volume kept; gate on again: the data is there",
+    { timeout: 400_000 },
+    async () => {
+      const manifest = `
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: px}
+provisioner: kubernetes.io/portworx-volume
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: px-claim, namespace: ${NS}}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: px
+  resources: {requests: {storage: 1Mi}}
+`;
+      const applied = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, "apply", "-f", "-"], {
+        input: manifest,
+        encoding: "utf8",
+      });
+      assert.equal(applied.status, 0, applied.stdout + applied.stderr);
+      const on = await until("px-claim bound with migrated-to on claim and PV", STEP_MS, async () => {
+        const current = await annotations();
+        return current.claim[ANNOTATIONS.migratedTo.key] === PX &&
+          current.pv[ANNOTATIONS.migratedTo.key] === PX
+          ? current
+          : undefined;
+      });
+      const pv = getJson<PersistentVolume>(kubeconfig, ["pv", on.pvName]);
+      assert.equal(pv.spec?.csi, undefined);
+      const handle = (pv.spec?.portworxVolume as { volumeID?: string } | undefined)?.volumeID ?? "";
+      assert.notEqual(handle, "");
+      const pod = await runPod("px-before");
+      if (isRoot) {
+        const root = `/proc/${(await pids(stateDir)).apiserver}/root`;
+        const file = await open(
+          join(
+            root +
+              new KubeletPaths(join(stateDir, "nodes", NODE)).publishTarget(
+                pod.metadata?.uid ?? "",
+                on.pvName,
+              ),
+            "kept.txt",
+          ),
+          "w",
+        );
+        await file.writeFile("before the rollback");
+        await file.close();
+      }
+
+      // Rollback: every controller and node agent restarts with the gate off.
+      await resume(false);
+      const off = await until("migrated-to removed from claim and PV", STEP_MS, async () => {
+        const current = await annotations();
+        return current.claim[ANNOTATIONS.migratedTo.key] === undefined &&
+          current.pv[ANNOTATIONS.migratedTo.key] === undefined
+          ? current
+          : undefined;
+      });
+      assert.equal(off.pvName, on.pvName);
+      const claim = getJson<PersistentVolumeClaim>(kubeconfig, ["pvc", "px-claim", "-n", NS]);
+      assert.equal(claim.status?.phase, "Bound");
+      assert.equal(getJson<PersistentVolume>(kubeconfig, ["pv", on.pvName]).status?.phase, "Bound");
+      const csi = CsiClient.connect(join(stateDir, "sockets", "controller.sock"));
+      try {
+        const ids = (await csi.controller.listVolumes({})).entries.map((e) => e.volume?.volumeId ?? "");
+        assert.ok(ids.includes(handle), "the volume is kept");
+      } finally {
+        csi.close();
+      }
+      const csiNode = getJson<{ metadata: { annotations?: Record<string, string> } }>(kubeconfig, [
+        "csinode",
+        NODE,
+      ]);
+      assert.ok(
+        !(csiNode.metadata.annotations?.[ANNOTATIONS.migratedPlugins.key] ?? "").includes(
+          "kubernetes.io/portworx-volume",
+        ),
+        "the node no longer announces Portworx as migrated",
+      );
+
+      // Forward again: the same volume serves a new pod with the data written before.
+      await resume(true);
+      // The PV (provisioned-by the plugin) is migrated again. The claim is not marked again: its
+      // storage-provisioner names the driver (src/controllers/pv/migration.ts), and without
+      // migrated-to nothing says it was the plugin's claim any more.
+      await until("migrated-to back on the PV", STEP_MS, async () =>
+        (await annotations()).pv[ANNOTATIONS.migratedTo.key] === PX ? true : undefined,
+      );
+      const again = await runPod("px-after");
+      if (isRoot) {
+        const root = `/proc/${(await pids(stateDir)).apiserver}/root`;
+        const target = new KubeletPaths(join(stateDir, "nodes", NODE)).publishTarget(
+          again.metadata?.uid ?? "",
+          on.pvName,
+        );
+        assert.equal(await readFile(join(root + target, "kept.txt"), "utf8"), "before the rollback");
+      }
+      const deleted = kubectl(kubeconfig, [
+        "delete",
+        "pod/px-before",
+        "pod/px-after",
+        "pvc/px-claim",
+        "-n",
+        NS,
+        "--wait=false",
+      ]);
+      assert.equal(deleted.status, 0, deleted.out);
+      await until("the Portworx volume deleted", STEP_MS, () =>
+        gone(() => client!.get(GVR.persistentVolumes, on.pvName)),
+      );
+    },
+  );
+});
