@@ -13,12 +13,11 @@
 // when a case fails.
 
 import assert from "node:assert/strict";
-import { open, readdir, readFile, rm } from "node:fs/promises";
-import { mkdtemp } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, open, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { spawnSync } from "node:child_process";
 import {
   ANNOTATIONS,
   GVR,
