@@ -1,10 +1,19 @@
 // `csikit up --walkthrough`: alone it runs the whole walkthrough (with the growth step), `=expand`
-// the expansion one, `=false` none; anything else is a flag error naming the choices.
+// the expansion one, `=false` none; anything else is a flag error naming the choices. A bad
+// --feature-gates ends `up` before it starts anything.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { FlagError, Flags, LOGGING_FLAGS, parseFlags } from "../base/index.ts";
 import { upCommand, walkthroughOf } from "./up.ts";
+
+const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 
 const which = (argv: readonly string[]) =>
   walkthroughOf(new Flags(parseFlags({ ...LOGGING_FLAGS, ...upCommand.flags }, argv)).string("walkthrough"));
@@ -19,4 +28,28 @@ test("--walkthrough alone, =expand, =true, =false and absent", () => {
     () => which(["--walkthrough=grow"]),
     (error: unknown) => error instanceof FlagError && /-walkthrough: want all or expand/.test(error.message),
   );
+});
+
+test("--feature-gates: a removed or malformed gate fails up at once (exit 2, naming it), before any state is made", async () => {
+  const base = await mkdtemp(join(tmpdir(), "csikit-upfg-"));
+  try {
+    for (const [gate, message] of [
+      ["CSIMigrationGCE=false", /unrecognized feature gate: CSIMigrationGCE \(GA and removed upstream/],
+      ["CSIMigrationPortworx=maybe", /invalid value of CSIMigrationPortworx=maybe, want true or false/],
+    ] as const) {
+      const run = spawnSync(
+        process.execPath,
+        [MAIN, "up", `--state-dir=${join(base, "s")}`, `--feature-gates=${gate}`],
+        {
+          encoding: "utf8",
+          timeout: 60_000,
+        },
+      );
+      assert.equal(run.status, 2, run.stderr);
+      assert.match(run.stderr, message);
+      assert.equal(existsSync(join(base, "s")), false, "no state dir made");
+    }
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
 });

@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FlagError } from "../base/index.ts";
+import { featureGatesHelp } from "../migration/index.ts";
 import {
   DEFAULT_DRIVER_NAME,
   inUserMountNamespace,
@@ -17,6 +18,7 @@ import {
   type Walkthrough,
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
+import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
 const CLI_MAIN = join(CLI_DIR, "main.ts");
@@ -45,7 +47,7 @@ export const upCommand: Command = {
   name: "up",
   summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
   usage:
-    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--driver-socket=PATH | --driver-command=CMD]",
+    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD]",
   description:
     "Starts, each as its own supervised process with its own identity (RBAC from deploy/rbac/): the API server,\n" +
     "the controllers, the driver's controller instance with the provisioner and attacher, and per virtual node\n" +
@@ -67,7 +69,9 @@ export const upCommand: Command = {
     "driver-name": {
       type: "string",
       default: DEFAULT_DRIVER_NAME,
-      help: "CSI driver name (CSIDriver, StorageClass provisioner, registration).",
+      help:
+        "CSI driver name (CSIDriver, StorageClass provisioner, registration); the hostpath driver runs under it, e.g. " +
+        "ebs.csi.aws.com to serve a migrated in-tree plugin's volumes.",
     },
     "driver-socket": {
       type: "string",
@@ -90,12 +94,23 @@ export const upCommand: Command = {
       help: "Tear down and exit once ready (after --walkthrough, if given).",
     },
     "component-v": { type: "int", default: "2", help: "-v of every component (their logs)." },
+    "feature-gates": {
+      ...FEATURE_GATES_FLAG,
+      help:
+        "Passed as --feature-gates to the controllers and every node agent (kube-controller-manager's and the kubelet's " +
+        "CSI migration gates; the sidecars have no migration gates). Each run takes its own: resuming with a gate " +
+        `turned off rolls migration back. Options are: ${featureGatesHelp()}.`,
+    },
   },
   async run({ flags, logger, signal, stdout }) {
     const nodes = flags.number("nodes");
     if (!Number.isInteger(nodes) || nodes < 1 || nodes > 50)
       throw new FlagError(`invalid value ${nodes} for flag -nodes: want 1..50`);
     const walkthrough = walkthroughOf(flags.string("walkthrough"));
+    featureGates(flags); // a bad gate fails here, naming itself, not in every component's log
+    const gates = Object.entries(flags.map("feature-gates"))
+      .map(([name, value]) => `${name}=${value}`)
+      .join(",");
     const driverSocket = flags.string("driver-socket");
     const driverCommand = flags.string("driver-command");
     if (driverSocket !== "" && driverCommand !== "")
@@ -117,6 +132,7 @@ export const upCommand: Command = {
         ...(driverSocket !== "" ? { driverSocket: resolve(driverSocket) } : {}),
         ...(driverCommand !== "" ? { driverCommand } : {}),
         verbosity: flags.number("component-v"),
+        featureGates: gates,
         commands: availableSubcommands(),
         cliMain: CLI_MAIN,
         logger,

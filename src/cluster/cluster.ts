@@ -22,6 +22,7 @@ import type { CsiServer } from "../csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../kube/index.ts";
 import {
   controllerSocket,
+  hostpathWithoutTopology,
   nodeSocket,
   planComponents,
   socketDirs,
@@ -56,6 +57,8 @@ export interface UpOptions {
   driverCommand?: string;
   /** -v for the components. */
   verbosity: number;
+  /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
+  featureGates?: string;
   /** csikit subcommands available (optional sidecars run only when present). */
   commands: ReadonlySet<string>;
   /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
@@ -198,6 +201,13 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   print(
     `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName})`,
   );
+  if (hostpathWithoutTopology({ driverName }) && !options.driverSocket && !options.driverCommand)
+    print(
+      `note: hostpath runs as ${driverName} without topology (its key is not the in-tree plugin's zone key); ` +
+        `its volumes live on ${record.nodes[0]?.name} and attach there only${record.nodes.length > 1 ? ": --nodes=1 suits it" : ""}`,
+    );
+  if (options.featureGates)
+    print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
   const probePorts = new Map<string, number>();
   for (const node of record.nodes) probePorts.set(node.name, await freePort());
@@ -209,6 +219,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(options.driverSocket !== undefined ? { driverSocket: options.driverSocket } : {}),
     ...(options.driverCommand !== undefined ? { driverCommand: options.driverCommand } : {}),
     verbosity: options.verbosity,
+    featureGates: options.featureGates ?? "",
     probePorts,
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.

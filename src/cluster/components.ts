@@ -5,6 +5,7 @@
 // order. Adding a sidecar (e.g. the resizer) is one entry here plus its deploy/rbac/ file.
 
 import { join } from "node:path";
+import { pluginByDriverName } from "../migration/index.ts";
 import type { ClusterLayout, NodeSpec } from "./layout.ts";
 import { ZONE_LABEL } from "./layout.ts";
 
@@ -33,6 +34,13 @@ export interface ClusterPlan {
   driverCommand?: string;
   /** -v passed to every csikit component. */
   verbosity: number;
+  /**
+   * --feature-gates of the components whose upstream twins read CSI migration's gates
+   * (kube-controller-manager → controllers, kubelet → node agents), as `Name=true,…`; empty:
+   * none passed (1.32's defaults). The sidecars have their own gate sets upstream, with no
+   * migration gate (they follow the driver being a migration target), so they get none.
+   */
+  featureGates: string;
   /** Free ports for the per-node livenessprobe endpoints, by node name. */
   probePorts: ReadonlyMap<string, number>;
 }
@@ -78,6 +86,9 @@ function kubeconfig(plan: ClusterPlan, component: string): string {
 
 const v = (plan: ClusterPlan): string => `--v=${plan.verbosity}`;
 
+const gates = (plan: ClusterPlan): string[] =>
+  plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`];
+
 /**
  * Client-side rate limits `up` gives its API clients, as a deployment sizes them for its load
  * (the commands keep upstream's defaults: the sidecars' 5/10 would spend ~1 s of waiting per
@@ -98,7 +109,12 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     identity: () => ({ kind: "user", user: "system:kube-controller-manager", groups: [] }),
     // One replica: no leader election to wait for (a resumed cluster would otherwise wait out
     // the lease of the run before).
-    args: (plan) => [kubeconfig(plan, "controllers"), "--leader-elect=false", ...CONTROLLERS_QPS],
+    args: (plan) => [
+      kubeconfig(plan, "controllers"),
+      "--leader-elect=false",
+      ...CONTROLLERS_QPS,
+      ...gates(plan),
+    ],
   },
   {
     scope: "cluster",
@@ -156,6 +172,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--node-labels=${ZONE_LABEL}=${node!.zone}`,
       kubeconfig(plan, node!.name),
       ...NODE_QPS,
+      ...gates(plan),
     ],
   },
   {
@@ -185,13 +202,31 @@ export const COMPONENTS: readonly ComponentEntry[] = [
   },
 ];
 
+/**
+ * hostpath standing in for an in-tree plugin's CSI driver (`--driver-name=ebs.csi.aws.com`) runs
+ * without topology: its key (topology.hostpath.csi/node) is not the plugin's zone key, and the
+ * translation of a provisioned PV back to its in-tree form refuses a node affinity without the
+ * plugin's zones (upstream's too: "failed to translate topology: no zones specified"). Without
+ * topology hostpath places a volume on its controller's node ID and publishes only to nodes it
+ * knows, so that ID is the first node's: such a cluster serves its volumes on that node.
+ */
+export function hostpathWithoutTopology(plan: Pick<ClusterPlan, "driverName">): boolean {
+  return pluginByDriverName(plan.driverName) !== undefined;
+}
+
 function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: NodeSpec | undefined): string[] {
-  const common = [v(plan), `--drivername=${plan.driverName}`, `--state-dir=${plan.layout.driverStateDir}`];
+  const standIn = hostpathWithoutTopology(plan);
+  const common = [
+    v(plan),
+    `--drivername=${plan.driverName}`,
+    `--state-dir=${plan.layout.driverStateDir}`,
+    ...(standIn ? ["--enable-topology=false"] : []),
+  ];
   if (mode === "controller")
     return [
       ...common,
       `--endpoint=unix://${plan.layout.controllerSocket}`,
-      "--nodeid=controller",
+      `--nodeid=${standIn ? (plan.nodes[0]?.name ?? "controller") : "controller"}`,
       "--node-service=false",
       "--controller-service=true",
       `--enable-attach=${plan.commands.has("attacher")}`,

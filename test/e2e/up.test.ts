@@ -5,7 +5,6 @@
 // is bounded; the cluster, its processes and the temp dir go away even when a case fails.
 
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,106 +17,27 @@ import {
   type Pod,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
-import { isNotFound, KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
+import { KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
+import {
+  alive,
+  clusterMounts,
+  exitWithin,
+  gone,
+  hasKubectl,
+  isRoot,
+  kubectl,
+  MAIN,
+  pids,
+  SKIP,
+  START_MS,
+  startUp,
+  STEP_MS,
+  stopUp,
+  until,
+  type UpProcess,
+} from "./up-process.ts";
 
-const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
-const isRoot = process.getuid?.() === 0;
-const canNamespace = isRoot
-  ? spawnSync("unshare", ["--version"]).status === 0
-  : spawnSync("unshare", ["-rm", "true"]).status === 0;
-const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
-const SKIP = canNamespace ? false : "needs unshare (root: mount namespace; otherwise user + mount namespace)";
-/** Generous: 18 Node processes start on a shared, loaded 2-core machine. */
-const START_MS = 240_000;
-const STEP_MS = 90_000;
-
-interface UpProcess {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function startUp(stateDir: string, extra: string[] = []): UpProcess {
-  const args = [MAIN, "up", `--state-dir=${stateDir}`, ...extra];
-  const child = isRoot
-    ? spawn("unshare", ["-m", "--propagation", "private", process.execPath, ...args], {
-        stdio: ["ignore", "pipe", "pipe"],
-      })
-    : spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let text = "";
-  child.stdout?.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
-  return { child, output: () => text, exited };
-}
-
-async function until<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined> | T | undefined,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function pids(stateDir: string): Promise<Record<string, number>> {
-  return JSON.parse(await readFile(join(stateDir, "pids.json"), "utf8")) as Record<string, number>;
-}
-
-/** Mount points under dir as the cluster's processes see them (their mount namespace). */
-async function clusterMounts(stateDir: string, dir: string): Promise<string[]> {
-  const { apiserver } = await pids(stateDir);
-  const text = await readFile(`/proc/${apiserver}/mountinfo`, "utf8");
-  return text
-    .split("\n")
-    .map((line) => line.split(" ")[4] ?? "")
-    .filter((point) => point.startsWith(dir + "/"));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function stopUp(up: UpProcess | undefined, stateDir: string): Promise<void> {
-  if (!up || up.child.exitCode !== null || up.child.signalCode !== null) return;
-  up.child.kill("SIGTERM");
-  const timer = setTimeout(() => up.child.kill("SIGKILL"), 120_000);
-  await up.exited;
-  clearTimeout(timer);
-  for (const pid of Object.values(await pids(stateDir).catch(() => ({}))))
-    if (alive(pid)) process.kill(pid, "SIGKILL");
-}
-
-function kubectl(kubeconfig: string, args: string[]): { status: number | null; out: string } {
-  const run = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], { encoding: "utf8" });
-  return { status: run.status, out: (run.stdout ?? "") + (run.stderr ?? "") };
-}
-
-async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {
-  try {
-    await probe();
-    return undefined;
-  } catch (error) {
-    if (isNotFound(error)) return true;
-    throw error;
-  }
-}
 
 describe("csikit up", { skip: SKIP }, () => {
   let base = "";
@@ -504,7 +424,7 @@ describe("csikit up", { skip: SKIP }, () => {
     await until("keep-app to run", STEP_MS, podRunning("keep-app"));
     const components = await pids(stateDir);
     up!.child.kill("SIGINT");
-    const code = await Promise.race([up!.exited, until("up to exit", 150_000, () => undefined)]);
+    const code = await exitWithin(up!, 150_000);
     const text = up!.output();
     assert.equal(code, 0, text);
     assert.match(text, /✓ volumes torn down/);

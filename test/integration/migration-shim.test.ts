@@ -6,9 +6,9 @@
 // created and kept in its in-tree shape; a pod using it and an inline awsElasticBlockStore
 // volume is scheduled, both volumes attached (the inline one through inlineVolumeSpec), staged
 // and published at the kubelet's CSI paths, then torn down, detached, and the provisioned
-// volume deleted through the driver. (`csikit up` runs these same components as 17 processes;
-// its start-up alone would take most of the suite's budget, so this runs them in-process, as
-// volumes.test.ts does.) AWS EBS because its handle may be any string, as hostpath's UUIDs are;
+// volume deleted through the driver. (The same on `csikit up`, each component its own process,
+// with a raw block volume besides: test/e2e/up-migration.test.ts; this one keeps every part in
+// one process, as volumes.test.ts does, so a failure points at a component's own log lines.) AWS EBS because its handle may be any string, as hostpath's UUIDs are;
 // GCE PD handles need the projects/…/disks/… form (covered by src/node and src/controllers).
 //
 // As root this file re-executes itself under `unshare -m --propagation private`, so every mount

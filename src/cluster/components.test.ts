@@ -1,0 +1,64 @@
+// `up`'s component table with --feature-gates: CSI migration's gates reach the components whose
+// upstream twins read them (controllers, every node agent) and no sidecar or driver (upstream's
+// sidecars refuse gates they do not know); without the flag nothing changes.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { planComponents, type ClusterPlan } from "./components.ts";
+import { ClusterLayout, nodeSpecs } from "./layout.ts";
+
+function plan(featureGates: string): ClusterPlan {
+  const nodes = nodeSpecs(2);
+  return {
+    layout: new ClusterLayout("/tmp/csikit-plan"),
+    nodes,
+    driverName: "ebs.csi.aws.com",
+    commands: new Set(["attacher", "registrar", "livenessprobe", "resizer"]),
+    verbosity: 2,
+    featureGates,
+    probePorts: new Map(nodes.map((n, i) => [n.name, 9800 + i])),
+  };
+}
+
+const gated = (featureGates: string): string[] =>
+  planComponents(plan(featureGates))
+    .instances.filter((i) => i.args.some((a) => a.startsWith("--feature-gates=CSIMigration")))
+    .map((i) => i.name);
+
+test("--feature-gates goes to the controllers and every node agent, nothing else", () => {
+  const gates = "CSIMigrationPortworx=false,InTreePluginPortworxUnregister=false";
+  assert.deepEqual(gated(gates).sort(), ["controllers", "node-1", "node-2"]);
+  const { instances } = planComponents(plan(gates));
+  const controllers = instances.find((i) => i.name === "controllers")!;
+  assert.ok(controllers.args.includes(`--feature-gates=${gates}`), controllers.args.join(" "));
+  // The provisioner keeps its own sidecar gate, and only that.
+  const provisioner = instances.find((i) => i.name === "provisioner")!;
+  assert.deepEqual(
+    provisioner.args.filter((a) => a.startsWith("--feature-gates")),
+    ["--feature-gates=Topology=true"],
+  );
+});
+
+test("without --feature-gates no component gets a migration gate; the driver runs under --driver-name", () => {
+  assert.deepEqual(gated(""), []);
+  const { instances } = planComponents(plan(""));
+  const drivers = instances.filter((i) => i.stage === "driver");
+  assert.equal(drivers.length, 3);
+  for (const driver of drivers) assert.ok(driver.args.includes("--drivername=ebs.csi.aws.com"), driver.name);
+  const node = instances.find((i) => i.name === "node-1-driver")!;
+  assert.ok(
+    node.args.includes("--endpoint=unix:///tmp/csikit-plan/nodes/node-1/plugins/ebs.csi.aws.com/csi.sock"),
+  );
+});
+
+test("hostpath standing in for a migrated plugin's driver runs without topology, its volumes on the first node", () => {
+  const { instances } = planComponents(plan(""));
+  for (const driver of instances.filter((i) => i.stage === "driver"))
+    assert.ok(driver.args.includes("--enable-topology=false"), driver.name);
+  assert.ok(instances.find((i) => i.name === "driver")!.args.includes("--nodeid=node-1"));
+  // The default driver keeps its topology and its own controller node ID.
+  const own = planComponents({ ...plan(""), driverName: "hostpath.csi.k8s.io" }).instances;
+  for (const driver of own.filter((i) => i.stage === "driver"))
+    assert.ok(!driver.args.includes("--enable-topology=false"), driver.name);
+  assert.ok(own.find((i) => i.name === "driver")!.args.includes("--nodeid=controller"));
+});
