@@ -387,11 +387,11 @@ function codecTable(types: (protobuf.Type | protobuf.Enum)[]): string {
 type JsonNamespace = { nested?: Record<string, JsonNamespace>; extend?: string } & Record<string, unknown>;
 
 /**
- * The descriptor src/csi/loader.ts builds its codecs from (protobufjs JSON form, loaded with
- * protobufjs/light): the services and the types their messages reach, nothing else. No
- * extension declarations (csi_secret and the alpha markers change no wire byte; the secret
- * table carries what csi_secret means) and no descriptor.proto, so a process neither parses
- * .proto text nor holds descriptor types at run time.
+ * The protos as protobufjs JSON (loaded with protobufjs/light by src/csi/loader.test.ts, which
+ * fills every field of every message from it; no process loads it at run time, the codec reads
+ * codec.ts): the services and the types their messages reach, nothing else. No extension
+ * declarations (csi_secret and the alpha markers change no wire byte; the secret table carries
+ * what csi_secret means) and no descriptor.proto.
  */
 function runtimeDescriptor(root: protobuf.Root, types: (protobuf.Type | protobuf.Enum)[]): string {
   const keep = new Set(types.map(fullName));
