@@ -326,14 +326,72 @@ function secretTable(types: (protobuf.Type | protobuf.Enum)[]): string {
   return lines.join("\n");
 }
 
+/** Scalar types the static codec (src/csi/codec.ts) reads and writes. */
+const CODEC_SCALARS = new Set(["string", "bytes", "bool", "int32", "uint32", "int64", "uint64"]);
+
+/**
+ * The static codec table src/csi/codec.ts encodes and decodes with: per message its fields in
+ * declaration order as [camelCase name, number, type, label, oneof], per enum its values. A
+ * type is a scalar name or the full name of a message or enum in the table; the label is 0
+ * (singular), 1 (repeated) or 2 (map<string, type>). A field kind the codec does not implement
+ * fails generation here, not decoding at run time.
+ */
+function codecTable(types: (protobuf.Type | protobuf.Enum)[]): string {
+  const lines = [
+    HEADER + "// The static CSI codec table: message fields and enum values, read by src/csi/codec.ts.",
+    "",
+    "/** [name, number, type, label (0 singular, 1 repeated, 2 map<string, type>), oneof]. */",
+    "export type FieldRow = readonly [string, number, string, 0 | 1 | 2, string?];",
+    "",
+    "/** Every message's fields in declaration order. */",
+    "export const messageFields: Readonly<Record<string, readonly FieldRow[]>> = {",
+  ];
+  for (const type of types) {
+    if (!(type instanceof protobuf.Type)) continue;
+    const rows: string[] = [];
+    for (const field of type.fieldsArray) {
+      const where = `${fullName(type)}.${field.name}`;
+      const resolved = field.resolvedType;
+      const ref = resolved ? fullName(resolved) : field.type;
+      if (!resolved && !CODEC_SCALARS.has(field.type)) {
+        throw new Error(`${where}: type ${field.type} is not implemented by src/csi/codec.ts`);
+      }
+      const map = field instanceof protobuf.MapField;
+      if (map && (field as protobuf.MapField).keyType !== "string") {
+        throw new Error(`${where}: only map<string, …> is implemented by src/csi/codec.ts`);
+      }
+      if (field.delimited) throw new Error(`${where}: groups are not implemented by src/csi/codec.ts`);
+      const label = map ? 2 : field.repeated ? 1 : 0;
+      const oneof = field.partOf ? `, ${JSON.stringify(field.partOf.name)}` : "";
+      if (field.partOf && field.partOf.name.startsWith("_")) {
+        throw new Error(`${where}: proto3 optional is not implemented by src/csi/codec.ts`);
+      }
+      rows.push(
+        `    [${JSON.stringify(field.name)}, ${field.id}, ${JSON.stringify(ref)}, ${label}${oneof}],`,
+      );
+    }
+    if (rows.length === 0) lines.push(`  ${JSON.stringify(fullName(type))}: [],`);
+    else lines.push(`  ${JSON.stringify(fullName(type))}: [`, ...rows, "  ],");
+  }
+  lines.push("};", "", "/** Every enum's values as [name, number], in declaration order. */");
+  lines.push("export const enumValues: Readonly<Record<string, readonly (readonly [string, number])[]>> = {");
+  for (const type of types) {
+    if (!(type instanceof protobuf.Enum)) continue;
+    const values = Object.entries(type.values).map(([name, id]) => `[${JSON.stringify(name)}, ${id}]`);
+    lines.push(`  ${JSON.stringify(fullName(type))}: [${values.join(", ")}],`);
+  }
+  lines.push("};", "");
+  return lines.join("\n");
+}
+
 type JsonNamespace = { nested?: Record<string, JsonNamespace>; extend?: string } & Record<string, unknown>;
 
 /**
- * The descriptor src/csi/loader.ts builds its codecs from (protobufjs JSON form, loaded with
- * protobufjs/light): the services and the types their messages reach, nothing else. No
- * extension declarations (csi_secret and the alpha markers change no wire byte; the secret
- * table carries what csi_secret means) and no descriptor.proto, so a process neither parses
- * .proto text nor holds descriptor types at run time.
+ * The protos as protobufjs JSON (loaded with protobufjs/light by src/csi/loader.test.ts, which
+ * fills every field of every message from it; no process loads it at run time, the codec reads
+ * codec.ts): the services and the types their messages reach, nothing else. No extension
+ * declarations (csi_secret and the alpha markers change no wire byte; the secret table carries
+ * what csi_secret means) and no descriptor.proto.
  */
 function runtimeDescriptor(root: protobuf.Root, types: (protobuf.Type | protobuf.Enum)[]): string {
   const keep = new Set(types.map(fullName));
@@ -386,6 +444,7 @@ function generate(): Map<string, string> {
     files.set(`${module}.ts`, body.join("\n").trimEnd() + "\n");
   }
   files.set("secrets.ts", secretTable(types));
+  files.set("codec.ts", codecTable(types));
   files.set("descriptor.json", runtimeDescriptor(root, types));
   return files;
 }

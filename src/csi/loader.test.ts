@@ -1,8 +1,9 @@
-// The precompiled codecs (loader.ts, protobufjs/light over generated/descriptor.json) against
+// The static codecs (loader.ts over codec.ts and generated/codec.ts) against
 // @grpc/proto-loader parsing the .proto files with LOADER_OPTIONS, which is what the generated
 // types were written for: for every request and response of every service, a message with every
 // field set (int64 above 2^53, enums, maps, oneofs, wrappers, timestamps, bytes) and an empty
-// one must encode to the same bytes and decode to the same objects.
+// one must encode to the same bytes and decode to the same objects; so must the edge cases
+// below (explicit defaults, negatives, unknown enum values, unknown fields, truncations).
 
 import { loadSync } from "@grpc/proto-loader";
 import assert from "node:assert/strict";
@@ -142,4 +143,145 @@ test("an unknown service is a coded error naming it", () => {
     code: "CSIKIT_ERR_PROTO",
     message: /csi\.v1\.Nope is not a service/,
   });
+});
+
+/** Both codecs on one message: the same bytes out, the same object back (or both refuse). */
+function sameAsProtoLoader(
+  service: string,
+  method: string,
+  side: "request" | "response",
+  message: object,
+): void {
+  const mine = serviceDefinition(service)[method];
+  const found = reference[service];
+  assert.ok(mine && found && !("format" in found));
+  const theirs = (found as Record<string, MethodDefinition>)[method]!;
+  const serialize = side === "request" ? "requestSerialize" : "responseSerialize";
+  const deserialize = side === "request" ? "requestDeserialize" : "responseDeserialize";
+  const bytes = mine[serialize](message);
+  assert.deepEqual(bytes, theirs[serialize](message), `${method} ${side} ${JSON.stringify(message)} encodes`);
+  assert.deepEqual(mine[deserialize](bytes), theirs[deserialize](bytes), `${method} ${side} decodes`);
+}
+
+test("explicit defaults, negatives, numbers for int64 and enums, unknown enum names, both oneof members", () => {
+  const cases: [string, string, "request" | "response", object][] = [
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { name: "", capacityRange: { requiredBytes: 0, limitBytes: "0" } },
+    ],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { capacityRange: { requiredBytes: -1, limitBytes: "-9007199254740993" } },
+    ],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { capacityRange: { requiredBytes: 2 ** 60, limitBytes: 1.9 } },
+    ],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { capacityRange: { requiredBytes: "18446744073709551615" } },
+    ],
+    ["csi.v1.Controller", "CreateVolume", "request", { parameters: {}, volumeCapabilities: [] }],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { parameters: { "": "", "ü/ß": "日本" }, secrets: { a: "b" } },
+    ],
+    ["csi.v1.Controller", "CreateVolume", "request", { volumeCapabilities: [{ accessMode: { mode: 5 } }] }],
+    ["csi.v1.Controller", "CreateVolume", "request", { volumeCapabilities: [{ accessMode: { mode: 42 } }] }],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { volumeCapabilities: [{ accessMode: { mode: "NOPE" } }] },
+    ],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { volumeCapabilities: [{ block: {}, mount: { fsType: "x" } }] },
+    ],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { volumeCapabilities: [{ mount: {}, accessType: "block" }] },
+    ],
+    [
+      "csi.v1.Controller",
+      "CreateVolume",
+      "request",
+      { name: null, parameters: undefined, capacityRange: null },
+    ],
+    ["csi.v1.Node", "NodeGetInfo", "response", { nodeId: "n", maxVolumesPerNode: -5 }],
+    ["csi.v1.Node", "NodeGetInfo", "response", { maxVolumesPerNode: "12" }],
+    ["csi.v1.Identity", "Probe", "response", { ready: { value: false } }],
+    ["csi.v1.Identity", "Probe", "response", { ready: {} }],
+  ];
+  for (const [service, method, side, message] of cases) sameAsProtoLoader(service, method, side, message);
+});
+
+test("unknown fields are skipped, a repeated singular message keeps the last, bad bytes are refused", () => {
+  const mine = serviceDefinition("csi.v1.Controller").CreateVolume!;
+  const theirs = (reference["csi.v1.Controller"] as Record<string, MethodDefinition>).CreateVolume!;
+  const base = theirs.requestSerialize(filled(reflection.lookupType("csi.v1.CreateVolumeRequest"), 4));
+  const unknown = Buffer.from([
+    ...[0xa0, 0x06, 0x96, 0x01], // field 100, varint 150
+    ...[0xaa, 0x06, 0x02, 0x68, 0x69], // field 101, bytes "hi"
+    ...[0xb5, 0x06, 1, 2, 3, 4], // field 102, fixed32
+    ...[0xb9, 0x06, 1, 2, 3, 4, 5, 6, 7, 8], // field 103, fixed64
+    ...[0xc3, 0x06, 0x08, 0x01, 0xc4, 0x06], // field 104, a group holding field 1 varint 1
+    ...[0x12, 0x02, 0x08, 0x07], // capacity_range again: the last one wins
+  ]);
+  const bytes = Buffer.concat([base, unknown]);
+  assert.deepEqual(mine.requestDeserialize(bytes), theirs.requestDeserialize(bytes));
+  // Every truncation: what proto-loader refuses is refused, and what is decoded is decoded the
+  // same. (protobufjs's Node reader clamps a string running past the end instead of refusing
+  // it; the codec refuses that too.)
+  for (let end = 0; end <= base.length; end++) {
+    const prefix = base.subarray(0, end);
+    let expected: unknown;
+    try {
+      expected = theirs.requestDeserialize(prefix);
+    } catch {
+      assert.throws(() => mine.requestDeserialize(prefix), `a prefix of ${end} bytes is refused`);
+      continue;
+    }
+    let decoded: unknown;
+    try {
+      decoded = mine.requestDeserialize(prefix);
+    } catch (error) {
+      assert.match(String(error), /index out of range/, `a prefix of ${end} bytes`);
+      continue;
+    }
+    assert.deepEqual(decoded, expected, `a prefix of ${end} bytes`);
+  }
+});
+
+test("a map key __proto__ stays a key; a non-decimal int64 string is refused naming the field", () => {
+  sameAsProtoLoader(
+    "csi.v1.Controller",
+    "CreateVolume",
+    "request",
+    JSON.parse('{"parameters":{"__proto__":"x"}}') as object,
+  );
+  const { CreateVolume } = serviceDefinition("csi.v1.Controller");
+  assert.throws(() => CreateVolume!.requestSerialize({ capacityRange: { requiredBytes: "12abc" } }), {
+    code: "CSIKIT_ERR_PROTO",
+    message: /\.csi\.v1\.CapacityRange\.requiredBytes: "12abc" is not a decimal integer/,
+  });
+  assert.throws(() => CreateVolume!.requestSerialize({ capacityRange: 5 }), /capacityRange: object expected/);
+  assert.throws(
+    () => CreateVolume!.requestSerialize({ volumeCapabilities: {} }),
+    /volumeCapabilities: array expected/,
+  );
 });

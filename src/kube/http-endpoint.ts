@@ -13,10 +13,15 @@
 // Lifecycle: `startHttpEndpoint` resolves once listening (so callers learn the port when they
 // asked for port 0); `stopped` resolves after `signal` aborts and the server has closed.
 
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { FlagError, errorMessage, silentLogger, type Logger } from "../base/index.ts";
+
+// node:http through getBuiltinModule, not an ESM import: importing a builtin as ESM reads all
+// of its exports, and node:http's lazy WebSocket / MessageEvent / CloseEvent exports then load
+// Node's bundled undici (about 1.5 MiB of heap) into every sidecar (`npm run bench:rss`).
+const { createServer } = process.getBuiltinModule("node:http");
 
 export type HealthCheck = () => Promise<void> | void;
 

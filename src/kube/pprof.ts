@@ -4,7 +4,6 @@
 //   /debug/pprof/profile?seconds= a CPU profile over N seconds (default 30, max 300; .cpuprofile)
 // Profiles come from node:v8 and node:inspector in-process; nothing is written to disk.
 
-import { Session } from "node:inspector/promises";
 import { getHeapSnapshot } from "node:v8";
 import type { RouteHandler } from "./http-endpoint.ts";
 
@@ -21,6 +20,8 @@ async function heap(): Promise<Buffer> {
 }
 
 async function cpuProfile(ms: number): Promise<string> {
+  // Loaded on the first profile request: most processes never take one.
+  const { Session } = await import("node:inspector/promises");
   const session = new Session();
   session.connect();
   try {
