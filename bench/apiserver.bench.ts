@@ -187,6 +187,7 @@ async function main(argv: readonly string[]): Promise<number> {
       watcherCounts,
       out: (text) => void process.stdout.write(text + "\n"),
       progress,
+      ...(flags.string("server-cpu-prof") !== "" ? { cpuProfileDir: flags.string("server-cpu-prof") } : {}),
     });
     if (suite === "disk") return 0;
   }

@@ -28,6 +28,8 @@ export interface DiskSuiteOptions {
   watcherCounts: readonly number[];
   out: (text: string) => void;
   progress: (text: string) => void;
+  /** Write a V8 CPU profile of each server process into `<dir>/real-disk` and `<dir>/tmpfs`. */
+  cpuProfileDir?: string;
 }
 
 interface FsFigures {
@@ -67,7 +69,12 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
     const fsType = execFileSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).trim();
     options.progress(`${label}: ${base} (${fsType}): fsync`);
     const fsyncMs = measureFsync(base, options.quick ? 50 : 200);
-    server = await startServerProcess({ stateDir: join(base, "state") });
+    server = await startServerProcess({
+      stateDir: join(base, "state"),
+      ...(options.cpuProfileDir
+        ? { cpuProfileDir: join(options.cpuProfileDir, label.replace(" ", "-")) }
+        : {}),
+    });
     raw = new RawClient({ ...server, maxSockets: 64 });
     const client = raw;
     await runBounded(50, 8, async () => void (await client.send("GET", "/api/v1/namespaces/default")));

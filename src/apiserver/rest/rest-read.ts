@@ -13,10 +13,30 @@ import { ApiError, badRequest, expired, invalid, notFound } from "../transport/s
 // ---------------------------------------------------------------------------------------------
 // get / list
 
-export function getObject(ctx: RestContext, target: Target): RestResult {
-  const stored = ctx.store.get(objectKey(target.def, target.namespace, target.name));
-  if (!stored) throw notFound(target.def.group, target.def.resource, target.name);
-  return { code: 200, body: forOutput(target.def, stored.object) };
+/**
+ * With `encoded` asked for, an object whose stored text already is its output form is answered
+ * with that text as is (decoded by nobody); see RestResult.encoded for what `body` holds then.
+ */
+export function getObject(ctx: RestContext, target: Target, options: { encoded?: boolean } = {}): RestResult {
+  const { def } = target;
+  const stored = ctx.store.get(objectKey(def, target.namespace, target.name));
+  if (!stored) throw notFound(def.group, def.resource, target.name);
+  if (options.encoded && stored.json?.startsWith(outputHead(def))) {
+    const metadata: Record<string, unknown> = { name: target.name };
+    if (target.namespace !== "") metadata.namespace = target.namespace;
+    metadata.resourceVersion = String(stored.revision);
+    return {
+      code: 200,
+      body: { apiVersion: apiVersionOf(def), kind: def.kind, metadata },
+      encoded: stored.json,
+    };
+  }
+  return { code: 200, body: forOutput(def, stored.object) };
+}
+
+/** How an object's output text starts: forOutput puts apiVersion and kind first. */
+function outputHead(def: ResourceDef): string {
+  return `{"apiVersion":${JSON.stringify(apiVersionOf(def))},"kind":${JSON.stringify(def.kind)},`;
 }
 
 export interface ListPage {
@@ -159,7 +179,7 @@ export function listObjects(
   // (forOutput puts apiVersion and kind first) is its output text: splice it, decode nothing.
   const selecting = (query.labelSelector ?? "").trim() !== "" || (query.fieldSelector ?? "").trim() !== "";
   let encoded: string[] | undefined = options.encoded && !selecting ? [] : undefined;
-  const head = `{"apiVersion":${JSON.stringify(apiVersionOf(def))},"kind":${JSON.stringify(def.kind)},`;
+  const head = outputHead(def);
   const limit = parseLimit(query.limit);
   let revision: number | undefined;
   let startAfter: string | undefined;

@@ -28,10 +28,12 @@ export interface RestResult {
   code: number;
   body: KubeObject | Status;
   /**
-   * The answer already encoded as JSON text, sent instead of encoding `body` (a list spliced
-   * from the store's stored texts); `body` then holds the same document without its items.
+   * The answer already encoded as JSON text, whole or in pieces sent one after the other, instead
+   * of encoding `body` (a list spliced from the store's stored texts: `body` then holds the same
+   * document without its items; an object sent as stored: `body` then holds its apiVersion, kind
+   * and metadata name, namespace and resourceVersion only).
    */
-  encoded?: string;
+  encoded?: string | readonly string[];
   /** The answer already encoded as protobuf (a list built from stored items), sent as is. */
   bytes?: Buffer;
 }

@@ -117,7 +117,9 @@ async function get(call: VerbCall): Promise<RestResult> {
   if (target.subresource !== "" && target.subresource !== "status") {
     throw methodNotAllowed(def.group, `${def.resource}/${target.subresource}`, "get");
   }
-  const result = getObject(call.ctx, target);
+  const result = getObject(call.ctx, target, {
+    encoded: call.format === "json" && call.table === undefined && call.partial === undefined,
+  });
   if (!call.table || result.body.kind === "Status") return result;
   const object = result.body as KubeObject;
   return { code: 200, body: toTable({ def, objects: [object], include: call.table.include, now: call.now }) };
@@ -153,9 +155,14 @@ async function list(call: VerbCall): Promise<RestResult> {
   }
   if (page.encodedItems) {
     const body = { apiVersion, kind: def.listKind, metadata, items: [] };
-    const encoded =
+    // Pieces, not one string: a large list is then written a slice at a time (http.ts).
+    const items = page.encodedItems;
+    const encoded: string[] = new Array<string>(items.length + 2);
+    encoded[0] =
       `{"apiVersion":${JSON.stringify(apiVersion)},"kind":${JSON.stringify(def.listKind)},` +
-      `"metadata":${JSON.stringify(metadata)},"items":[${page.encodedItems.join(",")}]}`;
+      `"metadata":${JSON.stringify(metadata)},"items":[`;
+    for (let i = 0; i < items.length; i++) encoded[i + 1] = i === 0 ? items[i]! : "," + items[i]!;
+    encoded[items.length + 1] = "]}";
     return { code: 200, body, encoded };
   }
   return { code: 200, body: { apiVersion, kind: def.listKind, metadata, items: page.items } };

@@ -315,13 +315,8 @@ class SqliteStoreImpl implements SqliteStore {
   get(key: string): StoredObject | undefined {
     this.#assertOpen();
     const row = this.#live.get(key);
-    if (!row) return undefined;
-    return {
-      key,
-      revision: row.revision,
-      createRevision: row.createRevision,
-      object: parseObject(row.value),
-    };
+    // Decoded only if read: a GET may send the stored text as is.
+    return row && liveItem(key, row);
   }
 
   #loadLive(): void {
@@ -866,10 +861,19 @@ function assertKey(key: string): void {
     throw new TypeError("store key must be a non-empty string");
 }
 
-/** The stored JSON: the object with metadata.resourceVersion set to the revision. */
+/**
+ * The stored JSON: the object with metadata.resourceVersion set to the revision, apiVersion and
+ * kind first (absent ones are left out), as an object is served: a read can then send the stored
+ * text as is (a list splices it) instead of decoding and encoding the object again.
+ */
 function serialize(object: KubeObject, revision: number): string {
   const metadata = isRecord(object.metadata) ? object.metadata : {};
-  return JSON.stringify({ ...object, metadata: { ...metadata, resourceVersion: String(revision) } });
+  return JSON.stringify({
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    ...object,
+    metadata: { ...metadata, resourceVersion: String(revision) },
+  });
 }
 
 function parseObject(text: string): KubeObject {

@@ -161,11 +161,19 @@ export interface SendOptions {
   contentType?: string;
   /** `Warning` headers (RFC 7234 form `299 - "text"`), as kube-apiserver sends them. */
   warnings?: readonly string[];
-  /** The body already encoded as JSON text: sent as is instead of encoding `body`. */
-  encoded?: string;
+  /**
+   * The body already encoded as JSON text, whole or as pieces to send one after the other (a
+   * list spliced from stored texts): sent as is instead of encoding `body`.
+   */
+  encoded?: string | readonly string[];
   /** The body already encoded as protobuf (with protobuf negotiated): sent as is. */
   bytes?: Buffer;
 }
+
+/** Bodies from this size on are written a slice at a time, letting other requests run between slices. */
+const STREAM_FROM_BYTES = 256 * 1024;
+/** About this many characters per slice: one socket write (and TLS encryption) each. */
+const SLICE_CHARS = 64 * 1024;
 
 export function sendJson(
   response: ServerResponse,
@@ -173,17 +181,73 @@ export function sendJson(
   body: unknown,
   options: SendOptions = {},
 ): void {
-  const text = options.encoded ?? JSON.stringify(body);
+  const encoded = options.encoded ?? JSON.stringify(body);
+  const pieces = typeof encoded === "string" ? [encoded] : encoded;
+  let length = 0;
+  for (const piece of pieces) length += Buffer.byteLength(piece);
   const headers: Record<string, string | number | string[]> = {
     "Content-Type": options.contentType ?? "application/json",
-    "Content-Length": Buffer.byteLength(text),
+    "Content-Length": length,
     "Cache-Control": "no-cache, private",
   };
   if (options.warnings && options.warnings.length > 0) {
     headers.Warning = options.warnings.map((w) => `299 - ${JSON.stringify(w)}`);
   }
   response.writeHead(code, headers);
-  response.end(text);
+  if (length < STREAM_FROM_BYTES) {
+    response.end(pieces.length === 1 ? pieces[0] : pieces.join(""));
+    return;
+  }
+  // A huge list or object written in one go would hold the event loop (encoding and TLS) for
+  // as long as it takes, and every other client with it.
+  writeSlices(response, pieces).catch(() => response.destroy());
+}
+
+/**
+ * Writes the pieces in slices of about SLICE_CHARS, yielding to the event loop after each one
+ * and waiting for the socket to drain when the client reads slower than we write.
+ */
+async function writeSlices(response: ServerResponse, pieces: readonly string[]): Promise<void> {
+  let slice: string[] = [];
+  let size = 0;
+  const flush = async (): Promise<boolean> => {
+    if (response.destroyed) return false;
+    const written = response.write(slice.length === 1 ? slice[0]! : slice.join(""));
+    slice = [];
+    size = 0;
+    if (written) await new Promise<void>((resolve) => setImmediate(resolve));
+    else await drained(response);
+    return !response.destroyed;
+  };
+  for (const piece of pieces) {
+    let start = 0;
+    while (piece.length - start > SLICE_CHARS - size) {
+      let end = start + (SLICE_CHARS - size);
+      // Never between the two halves of a surrogate pair: each slice is encoded on its own.
+      const last = piece.charCodeAt(end - 1);
+      if (last >= 0xd800 && last <= 0xdbff) end--;
+      if (end > start) slice.push(piece.slice(start, end));
+      start = end;
+      if (!(await flush())) return;
+    }
+    if (start < piece.length) {
+      slice.push(start === 0 ? piece : piece.slice(start));
+      size += piece.length - start;
+    }
+  }
+  response.end(slice.join(""));
+}
+
+function drained(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off("drain", done);
+      response.off("close", done);
+      resolve();
+    };
+    response.on("drain", done);
+    response.on("close", done);
+  });
 }
 
 /**
@@ -207,7 +271,8 @@ export function sendObject(
     return;
   }
   if (format === "yaml") {
-    const parsed: unknown = options.encoded !== undefined ? JSON.parse(options.encoded) : body;
+    const encoded = typeof options.encoded === "string" ? options.encoded : options.encoded?.join("");
+    const parsed: unknown = encoded !== undefined ? JSON.parse(encoded) : body;
     writeBody(response, code, Buffer.from(toYaml(parsed)), mediaTypeOf("yaml"), options.warnings);
     return;
   }
