@@ -58,3 +58,36 @@ test("a spliced list equals the decoded list, and shows every acknowledged write
     items.map((item) => item.metadata.name),
   );
 });
+
+test("answers large enough to be written in slices arrive whole, characters outside the BMP included", async (t) => {
+  const server = await startTestServer();
+  t.after(() => server.dispose());
+  const { handle } = server;
+  const path = "/api/v1/namespaces/default/configmaps";
+  // Each value is 4-byte UTF-8 characters (two UTF-16 units each) after an odd or even ASCII
+  // prefix, so slice boundaries fall in the middle of surrogate pairs one way or the other.
+  const value = (i: number): string => "a".repeat(i) + "\u{1F600}".repeat(40_000) + "z";
+  for (let i = 0; i < 6; i++) {
+    const response = await raw(handle, {
+      method: "POST",
+      path,
+      body: JSON.stringify({ metadata: { name: `big-${i}`, labels: { big: "yes" } }, data: { v: value(i) } }),
+    });
+    assert.equal(response.status, 201, response.text.slice(0, 300));
+  }
+  // Over the slicing threshold: the spliced list (pieces), the decoded one (one string), a GET.
+  const spliced = await raw(handle, { path });
+  const decoded = await raw(handle, { path: `${path}?labelSelector=big%3Dyes` });
+  for (const response of [spliced, decoded]) {
+    assert.equal(response.status, 200);
+    const items = response.json()["items"] as { metadata: { name: string }; data: { v: string } }[];
+    assert.deepEqual(
+      items.map((item) => item.metadata.name),
+      Array.from({ length: 6 }, (_, i) => `big-${i}`),
+    );
+    items.forEach((item, i) => assert.equal(item.data.v, value(i), `${item.metadata.name} arrived changed`));
+  }
+  const one = await raw(handle, { path: `${path}/big-3` });
+  assert.equal(one.status, 200);
+  assert.equal((one.json()["data"] as { v: string }).v, value(3));
+});
