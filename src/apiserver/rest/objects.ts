@@ -60,6 +60,14 @@ export function forOutput(def: ResourceDef, object: KubeObject): KubeObject {
   return { apiVersion: apiVersionOf(def), kind: def.kind, ...rest };
 }
 
+/**
+ * How an object's output text starts (forOutput puts apiVersion and kind first): a stored text
+ * that starts so is the object's output form and can be sent as is.
+ */
+export function outputHead(def: ResourceDef): string {
+  return `{"apiVersion":${JSON.stringify(apiVersionOf(def))},"kind":${JSON.stringify(def.kind)},`;
+}
+
 /** Deep equality of JSON values (key order ignored). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;

@@ -6,7 +6,7 @@ import type { ListQuery, RestContext, RestResult, Target } from "./rest-types.ts
 import type { FieldCause, KubeObject, ResourceDef } from "./resource.ts";
 import { fieldForbidden, fieldNotSupported } from "../../api/index.ts";
 import { StoreError } from "../storage/types.ts";
-import { apiVersionOf, collectionPrefix, forOutput, objectKey } from "./objects.ts";
+import { apiVersionOf, collectionPrefix, forOutput, objectKey, outputHead } from "./objects.ts";
 import { parseFieldSelector, parseLabelSelector, type ObjectMatcher } from "./selectors.ts";
 import { ApiError, badRequest, expired, invalid, notFound } from "../transport/status.ts";
 
@@ -32,11 +32,6 @@ export function getObject(ctx: RestContext, target: Target, options: { encoded?:
     };
   }
   return { code: 200, body: forOutput(def, stored.object) };
-}
-
-/** How an object's output text starts: forOutput puts apiVersion and kind first. */
-function outputHead(def: ResourceDef): string {
-  return `{"apiVersion":${JSON.stringify(apiVersionOf(def))},"kind":${JSON.stringify(def.kind)},`;
 }
 
 export interface ListPage {

@@ -30,8 +30,9 @@ export interface RestResult {
   /**
    * The answer already encoded as JSON text, whole or in pieces sent one after the other, instead
    * of encoding `body` (a list spliced from the store's stored texts: `body` then holds the same
-   * document without its items; an object sent as stored: `body` then holds its apiVersion, kind
-   * and metadata name, namespace and resourceVersion only).
+   * document without its items; a GET sent as stored: `body` then holds its apiVersion, kind and
+   * metadata name, namespace and resourceVersion only; a write's answer: `body` is the object,
+   * decoded when first read).
    */
   encoded?: string | readonly string[];
   /** The answer already encoded as protobuf (a list built from stored items), sent as is. */

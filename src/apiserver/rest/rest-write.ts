@@ -23,6 +23,7 @@ import {
   jsonEqual,
   metadataOf,
   objectKey,
+  outputHead,
   stringField,
   timestamp,
 } from "./objects.ts";
@@ -188,6 +189,24 @@ function pathSegmentCauses(name: string): { field: string; reason: string; messa
   return [];
 }
 
+/**
+ * The answer showing a stored object: its stored text as is when that already is its output
+ * form (so a write's answer is not decoded and encoded again), the object decoded only if
+ * someone reads `body` (protobuf, PartialObjectMetadata, a converted view without the text).
+ */
+export function storedAnswer(def: ResourceDef, code: number, stored: StoredObject): RestResult {
+  let body: KubeObject | undefined;
+  const answer: RestResult = {
+    code,
+    get body(): KubeObject {
+      return (body ??= forOutput(def, stored.object));
+    },
+  };
+  if (stored.json?.startsWith(outputHead(def))) answer.encoded = stored.json;
+  return answer;
+}
+
+/** Takes `body` over: it is changed and stored, not copied. */
 export function createObject(
   ctx: RestContext,
   def: ResourceDef,
@@ -195,7 +214,8 @@ export function createObject(
   body: unknown,
   options: WriteOptions,
 ): RestResult {
-  const object = structuredClone(checkBodyType(def, body));
+  // Not copied: every caller hands over a body of its own (freshly decoded, or built for this call).
+  const object = checkBodyType(def, body);
   checkBodyVersion(ctx, def, object);
   const meta = metadataOf(object);
   checkNamespace(def, meta, namespace);
@@ -244,8 +264,7 @@ export function createObject(
   if (typeof requestedVersion === "string" && /^\d+$/.test(requestedVersion) && Number(requestedVersion) > 0)
     throw new ApiError(500, "", "resourceVersion should not be set on objects to be created");
   try {
-    const stored = ctx.store.create(objectKey(def, namespace, name), object);
-    return { code: 201, body: forOutput(def, stored.object) };
+    return storedAnswer(def, 201, ctx.store.create(objectKey(def, namespace, name), object));
   } catch (error) {
     if (error instanceof StoreError && error.reason === "AlreadyExists") {
       throw alreadyExists(def.group, def.resource, name);
@@ -388,11 +407,9 @@ function commit(
   try {
     if (deletesOnUpdate(next)) {
       const stored = ctx.store.update(old.key, next, old.revision);
-      const removed = ctx.store.delete(old.key, stored.revision);
-      return { code: 200, body: forOutput(def, removed.object) };
+      return storedAnswer(def, 200, ctx.store.delete(old.key, stored.revision));
     }
-    const stored = ctx.store.update(old.key, next, old.revision);
-    return { code: 200, body: forOutput(def, stored.object) };
+    return storedAnswer(def, 200, ctx.store.update(old.key, next, old.revision));
   } catch (error) {
     if (error instanceof StoreError && error.reason === "Conflict") {
       throw conflict(def.group, def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
@@ -425,7 +442,8 @@ export function updateObject(
   checkSubresource(target);
   const incoming = checkBodyType(target.def, body);
   checkUnknownFields(target.def, incoming, options);
-  const meta = metadataOf(structuredClone(incoming));
+  // Read only (a copy of the whole body just to read two fields cost as much as the write).
+  const meta: Record<string, unknown> = incoming.metadata ?? {};
   const bodyName = stringField(meta, "name");
   if (bodyName !== target.name) {
     throw badRequest(

@@ -382,7 +382,7 @@ class SqliteStoreImpl implements SqliteStore {
       prevRevision: 0,
       value,
     });
-    return { key, revision, createRevision: revision, object: parseObject(value) };
+    return liveItem(key, { revision, createRevision: revision, value });
   }
 
   update(key: string, object: KubeObject, expectedRevision?: number): StoredObject {
@@ -400,7 +400,7 @@ class SqliteStoreImpl implements SqliteStore {
       prevRevision: current.revision,
       value,
     });
-    return { key, revision, createRevision: current.createRevision, object: parseObject(value) };
+    return liveItem(key, { revision, createRevision: current.createRevision, value });
   }
 
   delete(key: string, expectedRevision?: number): StoredObject {
@@ -418,7 +418,7 @@ class SqliteStoreImpl implements SqliteStore {
       prevRevision: current.revision,
       value: tombstone,
     });
-    return { key, revision, createRevision: current.createRevision, object: parseObject(tombstone) };
+    return liveItem(key, { revision, createRevision: current.createRevision, value: tombstone });
   }
 
   list(options: ListOptions): ListResult {
@@ -835,7 +835,10 @@ function lowerBound(keys: readonly string[], key: string, inclusive: boolean): n
   return lo;
 }
 
-/** A list item whose object is parsed from the stored text only when someone reads it. */
+/**
+ * A stored object (list item, get or write result) whose object is parsed from the stored text
+ * only when someone reads it: an answer may send the text as is.
+ */
 function liveItem(key: string, row: CurrentRow): StoredObject {
   let object: KubeObject | undefined;
   return {
