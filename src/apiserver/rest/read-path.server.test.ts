@@ -3,6 +3,7 @@
 // decoding path gives, and both must show every write that was acknowledged before the list.
 
 import assert from "node:assert/strict";
+import { request as httpsRequest } from "node:https";
 import { test } from "node:test";
 import { raw, startTestServer } from "../testing/harness.ts";
 
@@ -90,4 +91,58 @@ test("answers large enough to be written in slices arrive whole, characters outs
   const one = await raw(handle, { path: `${path}/big-3` });
   assert.equal(one.status, 200);
   assert.equal((one.json()["data"] as { v: string }).v, value(3));
+});
+
+test("a watch without selectors sends the stored texts: its events equal a selecting watch's, decoded", async (t) => {
+  const server = await startTestServer();
+  t.after(() => server.dispose());
+  const { handle } = server;
+  const path = "/api/v1/namespaces/default/configmaps";
+  const listed = (await raw(handle, { path })).json() as { metadata: { resourceVersion: string } };
+  const open = (query: string): { events: Record<string, unknown>[] } => {
+    const stream = { events: [] as Record<string, unknown>[] };
+    const req = httpsRequest(
+      `${handle.url}${path}?watch=1&resourceVersion=${listed.metadata.resourceVersion}${query}`,
+      { headers: { Authorization: `Bearer ${handle.adminToken}` }, ca: handle.caCertPem },
+      (response) => {
+        let pending = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          pending += chunk;
+          for (let newline = pending.indexOf("\n"); newline >= 0; newline = pending.indexOf("\n")) {
+            stream.events.push(JSON.parse(pending.slice(0, newline)) as Record<string, unknown>);
+            pending = pending.slice(newline + 1);
+          }
+        });
+        response.on("error", () => {});
+      },
+    );
+    req.on("error", () => {});
+    t.after(() => req.destroy());
+    req.end();
+    return stream;
+  };
+  const plain = open("");
+  const selecting = open("&labelSelector=w%3Dyes");
+  const body = (v: string): string =>
+    // Sent without apiVersion/kind, as kubectl may: the server adds them.
+    JSON.stringify({
+      metadata: { name: "w", labels: { w: "yes" } },
+      data: { v, unicode: "\u00e9\u{1F600}" },
+    });
+  assert.equal((await raw(handle, { method: "POST", path, body: body("1") })).status, 201);
+  assert.equal((await raw(handle, { method: "PUT", path: `${path}/w`, body: body("2") })).status, 200);
+  assert.equal((await raw(handle, { method: "DELETE", path: `${path}/w` })).status, 200);
+  const deadline = Date.now() + 20_000;
+  while ((plain.events.length < 3 || selecting.events.length < 3) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(
+    plain.events.map((event) => event["type"]),
+    ["ADDED", "MODIFIED", "DELETED"],
+  );
+  assert.deepEqual(plain.events, selecting.events);
+  const object = plain.events[1]!["object"] as Record<string, unknown>;
+  assert.equal(object["apiVersion"], "v1");
+  assert.equal(object["kind"], "ConfigMap");
+  assert.deepEqual(object["data"], { v: "2", unicode: "\u00e9\u{1F600}" });
 });

@@ -22,7 +22,7 @@ import type { ServerResponse } from "node:http";
 import type { Clock, Logger } from "../../base/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError, type StoreEvent, type Watch } from "../storage/index.ts";
-import { apiVersionOf, collectionPrefix, forOutput } from "./objects.ts";
+import { apiVersionOf, collectionPrefix, forOutput, outputHead } from "./objects.ts";
 import {
   listObjects,
   parseResourceVersion,
@@ -156,6 +156,11 @@ export async function serveWatch(
   });
   const matcher =
     request.name === "" ? selector : (o: KubeObject) => o.metadata?.name === request.name && selector(o);
+  // Without a selector every change passes as it is: no per-watcher matching (nor decoding).
+  const selecting =
+    request.name !== "" ||
+    (query.get("labelSelector") ?? "").trim() !== "" ||
+    (query.get("fieldSelector") ?? "").trim() !== "";
   const bookmarks = query.get("allowWatchBookmarks") === "true";
 
   // Initial state first (a list at the latest revision), validated before the headers go out.
@@ -225,15 +230,22 @@ export async function serveWatch(
     if (form === undefined) forms.set(type, (form = type + formSuffix));
     return form;
   };
-  const sendLive = (event: StoreEvent, type: OutEvent["type"], object: KubeObject): void => {
+  // A JSON line of the whole object can splice the stored text when it is the output form.
+  const splices = !protobuf && !request.table && !request.partial;
+  const head = outputHead(def);
+  // The object sent is always the change's new state (`event.object`), read only if needed.
+  const sendLive = (event: StoreEvent, type: OutEvent["type"]): void => {
     if (stop.signal.aborted) return;
     const form = formOf(type);
-    const line = (): Buffer => frame(encode(type, forOutput(def, object)));
+    const line = (): Buffer =>
+      splices && event.json?.startsWith(head)
+        ? Buffer.from(`{"type":"${type}","object":${event.json}}\n`)
+        : frame(encode(type, forOutput(def, event.object)));
     writer.enqueue(form === undefined ? line() : encodedOnce(event, form, line));
     // Past the bound a live watch is cut; a replay below it only waits (history costs no memory
     // while it waits: the store reads it page by page).
-    const pending = writer.pendingBytes();
-    if (pending > options.maxPendingBytes) {
+    if (writer.exceeds(options.maxPendingBytes)) {
+      const pending = writer.pendingBytes();
       terminatedWatchers++;
       options.logger.info(1, "Forcing watcher close due to unresponsiveness", {
         resource: `${def.resource}${def.group === "" ? "" : "." + def.group}`,
@@ -289,8 +301,12 @@ export async function serveWatch(
     // It runs inside the store's publish: a failure here must end this watch only.
     const onLive = (event: StoreEvent): void => {
       try {
+        if (!selecting) {
+          sendLive(event, event.type);
+          return;
+        }
         const out = translate(event, matcher);
-        if (out) sendLive(event, out.type, out.object);
+        if (out) sendLive(event, out.type);
       } catch (error) {
         options.logger.error("watch event could not be sent; ending the watch", {
           resource: def.resource,
@@ -313,7 +329,7 @@ export async function serveWatch(
       const event = next.value;
       const out = translate(event, matcher);
       if (out && activeWatch.replaying()) await send(encode(out.type, forOutput(def, out.object)));
-      else if (out) sendLive(event, out.type, out.object);
+      else if (out) sendLive(event, out.type);
     }
   } catch (error) {
     if (error instanceof StoreError && error.reason === "Gone") {

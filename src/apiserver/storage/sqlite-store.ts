@@ -744,14 +744,9 @@ class SqliteStoreImpl implements SqliteStore {
   #publish(write: PendingWrite): void {
     const { change } = write;
     if (!this.#hub.wants(change.key)) return;
-    const event: StoreEvent = {
-      type: write.type,
-      key: change.key,
-      revision: change.revision,
-      object: parseObject(change.value),
-    };
-    if (write.previous !== undefined) event.previous = parseObject(write.previous.value);
-    this.#hub.publish(event);
+    this.#hub.publish(
+      storeEvent(write.type, change.key, change.revision, change.value, write.previous?.value),
+    );
   }
 
   #history(prefix: string, after: number, until: number, limit: number): StoreEvent[] {
@@ -765,15 +760,14 @@ class SqliteStoreImpl implements SqliteStore {
           : readInteger(row, "deleted") === 1
             ? "DELETED"
             : "MODIFIED";
-      const event: StoreEvent = {
-        type,
-        key: readString(row, "key"),
-        revision: readInteger(row, "revision"),
-        object: parseObject(readString(row, "value")),
-      };
       const previous = row["prev_value"];
-      if (type !== "ADDED" && typeof previous === "string") event.previous = parseObject(previous);
-      return event;
+      return storeEvent(
+        type,
+        readString(row, "key"),
+        readInteger(row, "revision"),
+        readString(row, "value"),
+        type !== "ADDED" && typeof previous === "string" ? previous : undefined,
+      );
     });
   }
 }
@@ -853,6 +847,36 @@ function liveItem(key: string, row: CurrentRow): StoredObject {
       object = value;
     },
   };
+}
+
+/**
+ * A watch event over stored texts, its objects decoded only if a watcher reads them (a selector,
+ * a Table, protobuf): a JSON watch without selectors sends `json` as is.
+ */
+function storeEvent(
+  type: WatchEventType,
+  key: string,
+  revision: number,
+  value: string,
+  previousValue: string | undefined,
+): StoreEvent {
+  let object: KubeObject | undefined;
+  let previous: KubeObject | undefined;
+  const event: StoreEvent = {
+    type,
+    key,
+    revision,
+    json: value,
+    get object(): KubeObject {
+      return (object ??= parseObject(value));
+    },
+  };
+  if (previousValue !== undefined)
+    Object.defineProperty(event, "previous", {
+      enumerable: true,
+      get: (): KubeObject => (previous ??= parseObject(previousValue)),
+    });
+  return event;
 }
 
 function closedError(path: string): CsikitError {

@@ -43,6 +43,11 @@ export interface StoreEvent {
   object: KubeObject;
   /** The object before the change (MODIFIED, DELETED). */
   previous?: KubeObject;
+  /**
+   * The stored JSON text of `object`, when the store has it at hand: a watch may send it instead
+   * of encoding the object again. Absent on converted views.
+   */
+  json?: string;
 }
 
 export interface ListOptions {

@@ -36,7 +36,9 @@ export interface WatchHubOptions {
 const DEFAULT_REPLAY_PAGE_SIZE = 500;
 
 export class WatchHub {
-  readonly #streams = new Set<WatchStream>();
+  /** Open watches by prefix: a change is matched once per distinct prefix, not once per watch. */
+  readonly #byPrefix = new Map<string, Set<WatchStream>>();
+  #size = 0;
   readonly #options: Required<WatchHubOptions>;
 
   constructor(options: WatchHubOptions) {
@@ -50,19 +52,19 @@ export class WatchHub {
 
   /** Open watches. */
   get size(): number {
-    return this.#streams.size;
+    return this.#size;
   }
 
   /** True when some open watch covers `key`: lets the store skip building events nobody reads. */
   wants(key: string): boolean {
-    for (const stream of this.#streams) if (key.startsWith(stream.prefix)) return true;
+    for (const prefix of this.#byPrefix.keys()) if (key.startsWith(prefix)) return true;
     return false;
   }
 
   /** Hands a committed change to every watch whose prefix covers it. Never blocks. */
   publish(event: StoreEvent): void {
-    for (const stream of this.#streams) {
-      if (event.key.startsWith(stream.prefix)) stream.push(event);
+    for (const [prefix, streams] of this.#byPrefix) {
+      if (event.key.startsWith(prefix)) for (const stream of streams) stream.push(event);
     }
   }
 
@@ -75,7 +77,10 @@ export class WatchHub {
       hub: this,
       options: this.#options,
     });
-    this.#streams.add(stream);
+    let streams = this.#byPrefix.get(prefix);
+    if (!streams) this.#byPrefix.set(prefix, (streams = new Set()));
+    streams.add(stream);
+    this.#size++;
     return stream;
   }
 
@@ -94,12 +99,15 @@ export class WatchHub {
 
   /** Ends every watch (their iterators finish). */
   closeAll(): void {
-    for (const stream of [...this.#streams]) stream.close();
+    for (const streams of [...this.#byPrefix.values()]) for (const stream of [...streams]) stream.close();
   }
 
   /** Called by a stream that ended. */
   remove(stream: WatchStream): void {
-    this.#streams.delete(stream);
+    const streams = this.#byPrefix.get(stream.prefix);
+    if (!streams?.delete(stream)) return;
+    this.#size--;
+    if (streams.size === 0) this.#byPrefix.delete(stream.prefix);
   }
 }
 
