@@ -40,9 +40,18 @@ export function finalizersOf(object: KubeObject): string[] {
   return Array.isArray(value) ? value.filter((f): f is string => typeof f === "string") : [];
 }
 
+let lastSecond = Number.NaN;
+let lastTimestamp = "";
+
 /** RFC 3339 with second precision, as metav1.Time serializes. */
 export function timestamp(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+  // Every write stamps one; within a second they are all the same string.
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastTimestamp = new Date(second * 1000).toISOString().replace(".000Z", "Z");
+    lastSecond = second;
+  }
+  return lastTimestamp;
 }
 
 const NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";

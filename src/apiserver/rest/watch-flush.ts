@@ -32,6 +32,11 @@ const FLUSH_SLICE = 64;
 const EARLY_FLUSH_BYTES = 256 * 1024;
 
 const dirty = new Set<CoalescedWriter>();
+/**
+ * Joined buffers of early flushes in this turn: the watchers of one change cross the early-flush
+ * size at the same event, and share one copy of the same events as a timer flush does.
+ */
+let earlyJoined: Map<Buffer, { parts: Buffer[]; bytes: Buffer }[]> | undefined;
 let timer: NodeJS.Timeout | undefined;
 let lastFlushMs = 0;
 
@@ -114,7 +119,11 @@ export class CoalescedWriter {
     this.#parts.push(bytes);
     this.#bytes += bytes.length;
     if (this.#bytes >= EARLY_FLUSH_BYTES) {
-      this.flush();
+      if (!earlyJoined) {
+        earlyJoined = new Map();
+        process.nextTick(() => (earlyJoined = undefined));
+      }
+      this.flush(earlyJoined);
       return;
     }
     dirty.add(this);
