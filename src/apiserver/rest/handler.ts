@@ -327,7 +327,10 @@ async function handleResource(
     sendObject(res, result.code, body, format, { warnings: call.warnings });
     return;
   }
-  sendObject(res, result.code, result.body, format, {
+  // With the answer already encoded, `body` is not read for JSON or YAML (reading it may decode
+  // the stored object: RestResult.encoded).
+  const body = result.encoded !== undefined && format !== "protobuf" ? undefined : result.body;
+  sendObject(res, result.code, body, format, {
     warnings: call.warnings,
     ...(result.encoded !== undefined ? { encoded: result.encoded } : {}),
     ...(result.bytes !== undefined ? { bytes: result.bytes } : {}),
