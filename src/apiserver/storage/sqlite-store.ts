@@ -49,6 +49,7 @@ import { CommitPipeline } from "./commit-pipeline.ts";
 import { runCompactionLoop } from "./compaction.ts";
 import type { CompactionLoopOptions } from "./compaction.ts";
 import { compareKeys, keyRange } from "./key-range.ts";
+import { SortedKeys } from "./sorted-keys.ts";
 import {
   acquireOwnerLock,
   applyChange,
@@ -266,7 +267,7 @@ class SqliteStoreImpl implements SqliteStore {
   /** Every live key's newest row. */
   readonly #live = new Map<string, CurrentRow>();
   /** The keys of #live in compareKeys (UTF-8 byte) order. */
-  #sortedKeys: string[] = [];
+  #sortedKeys = new SortedKeys();
 
   constructor(init: StoreInit) {
     this.#db = init.db;
@@ -333,35 +334,31 @@ class SqliteStoreImpl implements SqliteStore {
         value: readString(row, "value"),
       });
     }
-    this.#sortedKeys = [...this.#live.keys()].sort(compareKeys);
+    this.#sortedKeys = SortedKeys.of(this.#live.keys());
   }
 
   /** Sets (row) or removes (undefined) a key's newest row in memory. */
   #setLive(key: string, row: CurrentRow | undefined): void {
     if (row === undefined) {
       if (!this.#live.delete(key)) return;
-      const index = lowerBound(this.#sortedKeys, key, true);
-      if (this.#sortedKeys[index] === key) this.#sortedKeys.splice(index, 1);
+      this.#sortedKeys.delete(key);
       return;
     }
-    if (!this.#live.has(key)) this.#sortedKeys.splice(lowerBound(this.#sortedKeys, key, true), 0, key);
+    if (!this.#live.has(key)) this.#sortedKeys.insert(key);
     this.#live.set(key, row);
   }
 
   /** The latest state under `range` from memory. */
   #listLive(range: KeyRange, limit: number): ListResult {
     const keys = this.#sortedKeys;
-    const start = lowerBound(keys, range.lo, range.loInclusive);
-    const end = range.hi === undefined ? keys.length : lowerBound(keys, range.hi, true);
+    const start = keys.lowerBound(range.lo, range.loInclusive);
+    const end = range.hi === undefined ? keys.length : keys.lowerBound(range.hi, true);
     const stop = limit > 0 ? Math.min(end, start + limit) : end;
     const items: StoredObject[] = [];
-    for (let i = start; i < stop; i++) {
-      const key = keys[i]!;
-      items.push(liveItem(key, this.#live.get(key)!));
-    }
+    for (const key of keys.slice(start, stop)) items.push(liveItem(key, this.#live.get(key)!));
     const result: ListResult = { items, revision: this.#revision };
     if (limit > 0 && stop < end && items.length > 0) {
-      result.continueKey = keys[stop - 1]!;
+      result.continueKey = items[items.length - 1]!.key;
       result.remaining = end - stop;
     }
     return result;
@@ -472,8 +469,8 @@ class SqliteStoreImpl implements SqliteStore {
    */
   #countAtRevision(range: KeyRange, revision: number): number {
     const keys = this.#sortedKeys;
-    const start = lowerBound(keys, range.lo, range.loInclusive);
-    const end = range.hi === undefined ? keys.length : lowerBound(keys, range.hi, true);
+    const start = keys.lowerBound(range.lo, range.loInclusive);
+    const end = range.hi === undefined ? keys.length : keys.lowerBound(range.hi, true);
     let count = end - start;
     const changed = new Set<string>();
     for (const row of this.#statements
@@ -827,19 +824,6 @@ function resolveInSlices(waiters: readonly DurableWaiter[], from = 0): void {
   const to = Math.min(waiters.length, from + RESOLVE_SLICE);
   for (let i = from; i < to; i++) waiters[i]!.resolve();
   if (to < waiters.length) setImmediate(resolveInSlices, waiters, to);
-}
-
-/** First index whose key is >= `key` (inclusive) or > `key` (exclusive). */
-function lowerBound(keys: readonly string[], key: string, inclusive: boolean): number {
-  let lo = 0;
-  let hi = keys.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const order = compareKeys(keys[mid]!, key);
-    if (order < 0 || (order === 0 && !inclusive)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**
