@@ -1,10 +1,13 @@
 // Where the time of a claim + pod goes, for `npm run bench:lifecycle`: watches claims, volumes,
 // VolumeAttachments and pods and records when each step of each claim was first seen (client
 // side, performance.now; the API objects' own timestamps have one-second resolution), then
-// prints p50/p99 of every step's share (claim created → selected-node → provisioned → bound →
-// scheduled → VolumeAttachment → attached → Running; pod deleted → pod gone → VA deleted → VA
-// gone; claim deleted → PV released → PV gone). Staging and publishing happen between
-// "attached" and "Running": no API object records them separately.
+// prints p50/p99 of every step's share (claim created → selected-node → handed to the
+// provisioner → provisioned → bound → scheduled → VolumeAttachment → attached → Running; pod
+// deleted → pod gone → VA deleted → VA gone; claim deleted → PV released → PV gone). Staging
+// and publishing happen between "attached" and "Running": no API object records them separately.
+// The PV binder's bind is split into its writes as they become visible (PV phase Bound, claim
+// volumeName, claim phase Bound): the first includes the binder's queue wait, the others are
+// one write round trip plus watch delivery each.
 
 import {
   ANNOTATIONS,
@@ -20,7 +23,10 @@ import { InformerFactory, deletedObject, type KubeClient } from "../src/kube/ind
 export const CREATE_STEPS = [
   "created",
   "selected-node",
+  "provisioner annotated",
   "provisioned (PV)",
+  "PV phase Bound",
+  "claim volumeName",
   "claim bound",
   "pod scheduled",
   "VA created",
@@ -52,6 +58,9 @@ export class PhaseRecorder {
     const onClaim = (claim: PersistentVolumeClaim): void => {
       if (claim.metadata?.annotations?.[ANNOTATIONS.selectedNode.key])
         this.mark(name(claim), "selected-node");
+      if (claim.metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key])
+        this.mark(name(claim), "provisioner annotated");
+      if (claim.spec?.volumeName) this.mark(name(claim), "claim volumeName");
       if (claim.status?.phase === "Bound") this.mark(name(claim), "claim bound");
     };
     claims.addEventHandler({ onAdd: onClaim, onUpdate: (_, claim) => onClaim(claim) });
@@ -60,6 +69,7 @@ export class PhaseRecorder {
       if (!claim) return;
       this.#volumes.set(name(volume), claim);
       this.mark(claim, "provisioned (PV)");
+      if (volume.status?.phase === "Bound") this.mark(claim, "PV phase Bound");
       if (volume.status?.phase === "Released") this.mark(claim, "PV released");
     };
     volumes.addEventHandler({

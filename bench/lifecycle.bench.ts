@@ -9,7 +9,7 @@
 // Asserts nothing (issue 11 §6 targets are for reading, not for failing).
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -107,6 +107,24 @@ async function cpuSecondsOf(pidsFile: string): Promise<string> {
   } catch {
     return "n/a (no /proc)";
   }
+}
+
+/**
+ * Failed syncs each component retried (its work queue's "processing failed, will retry" lines)
+ * and how many of them were 409 Conflicts (a write on a stale object): each costs a rate-limited
+ * requeue, so many of them show up as waiting no watch event explains.
+ */
+async function retriesOf(logsDir: string): Promise<string> {
+  const parts: string[] = [];
+  for (const file of (await readdir(logsDir).catch(() => [])).sort()) {
+    if (!file.endsWith(".log")) continue;
+    const lines = (await readFile(join(logsDir, file), "utf8")).split("\n");
+    const retries = lines.filter((line) => line.includes("will retry"));
+    if (retries.length === 0) continue;
+    const conflicts = retries.filter((line) => /conflict|409|has been modified/i.test(line)).length;
+    parts.push(`${file.replace(/\.log$/, "")} ${retries.length} (${conflicts} conflicts)`);
+  }
+  return parts.length > 0 ? parts.join(", ") : "none";
 }
 
 /** Creates n claims + pods at once and takes them through the whole lifecycle. */
@@ -257,6 +275,7 @@ async function main(): Promise<void> {
         "",
         phases.table("many-"),
         "",
+        `retried syncs per component: ${await retriesOf(join(stateDir, "logs"))}`,
         `up's own ready figure: ${reported}s; CPU time of the components at ready: ${startCpu}; nodes: ${flags.number("nodes")}; processes: ${1 + 1 + 3 + 4 * flags.number("nodes") + 1}`,
         `cores: ${cpus().length} (${cpus()[0]?.model ?? "?"}), load average ${loadavg()
           .map((l) => l.toFixed(2))

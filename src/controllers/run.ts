@@ -37,6 +37,11 @@ export interface ControllerContext {
 export interface ControllerKnobs {
   /** --pvclaimbinder-sync-period. Default 15000 ms. */
   pvClaimBinderSyncPeriodMs?: number;
+  /**
+   * The PV binder's workers per queue (csikit's own --pv-binder-workers: KCM has no such flag
+   * and runs one volume worker and one claim worker). Default 1.
+   */
+  pvBinderWorkers?: number;
   /** Resolved --feature-gates (CSI migration's, src/migration). Default: Kubernetes 1.32's. */
   featureGates?: FeatureGates;
   /** --concurrent-gc-syncs. Default 20. */
@@ -68,6 +73,7 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
           ...(knobs.pvClaimBinderSyncPeriodMs !== undefined
             ? { syncPeriodMs: knobs.pvClaimBinderSyncPeriodMs }
             : {}),
+          ...(knobs.pvBinderWorkers !== undefined ? { workers: knobs.pvBinderWorkers } : {}),
           ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
         },
         signal,

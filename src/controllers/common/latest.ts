@@ -23,9 +23,15 @@ export class LatestObjects<T extends KubeObject> {
     this.#store = store;
   }
 
-  /** Records the server's answer to one of our writes. */
+  /**
+   * Records the server's answer to one of our writes. An older answer never replaces a newer
+   * one: with several workers, answers about one object could be remembered out of order.
+   */
   remember(object: T): T {
-    this.#written.set(objectKey(object), object);
+    const key = objectKey(object);
+    const known = revision(this.#written.get(key));
+    const ours = revision(object);
+    if (known === undefined || ours === undefined || ours >= known) this.#written.set(key, object);
     return object;
   }
 

@@ -1,8 +1,21 @@
 // The PV binder loop (kube-controller-manager's persistentvolume-binder-controller): one
-// queue of volume names and one of claim keys, each drained by its own worker as upstream
-// runs one volumeWorker and one claimWorker, plus a periodic resync that enqueues every
-// volume and claim (--pvclaimbinder-sync-period, 15s) so claims waiting for something no
-// event announces (a class created later, a node label) are looked at again.
+// queue of volume names and one of claim keys, each drained by `workers` workers (default 1,
+// as upstream runs one volumeWorker and one claimWorker), plus a periodic resync that
+// enqueues every volume and claim (--pvclaimbinder-sync-period, 15s) so claims waiting for
+// something no event announces (a class created later, a node label) are looked at again.
+//
+// Why more than one worker per queue cannot bind two claims to one volume (or one claim twice):
+// - the work queue never hands one key to two workers at once, so a claim (or a volume) is
+//   only ever synced by one worker at a time, as with upstream's single worker;
+// - two claims that pick the same Available volume both start their bind with the volume's
+//   update (claimRef), and that update carries the resourceVersion the pick was made on: the
+//   API server accepts exactly one and answers the other 409 Conflict. The loser writes
+//   nothing to its claim (the volume write comes first, upstream's order), is requeued, and
+//   its next sync sees the winner's answer (LatestObjects, upstream's assume-cache role) with
+//   the claimRef naming the other claim, so it picks another volume or provisions;
+// - a volume's writes are all resourceVersion-guarded updates, so the volume and claim
+//   workers racing on one volume (as upstream's two workers already do) end the same way.
+// binding.server.test.ts races many claims over fewer static volumes on several workers.
 //
 // Handlers only enqueue: a volume event enqueues the volume and the claim its claimRef
 // names; a claim event enqueues the claim and, on delete, the volume it was bound to; a new
@@ -46,6 +59,11 @@ export interface PersistentVolumeControllerOptions {
   logger?: Logger;
   /** --pvclaimbinder-sync-period. Default 15000 ms. */
   syncPeriodMs?: number;
+  /**
+   * Workers per queue (volumes and claims each get this many). Default 1, as upstream;
+   * kube-controller-manager has no flag for it (csikit's own --pv-binder-workers sets it).
+   */
+  workers?: number;
   /** Resolved --feature-gates (CSI migration's). Default: Kubernetes 1.32's defaults. */
   featureGates?: FeatureGates;
   /** Events go here; default a recorder of this controller's own, started and flushed by it. */
@@ -68,6 +86,9 @@ export async function startPersistentVolumeController(
 ): Promise<void> {
   const logger = (options.logger ?? silentLogger).with({ controller: "persistentvolume-binder-controller" });
   const clock = options.clock ?? realClock;
+  const workers = options.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 1)
+    throw new Error(`persistentvolume-binder-controller: workers must be a positive integer, got ${workers}`);
   // Informers first, synchronously: the composition root starts the factory after every loop asked.
   const volumeInformer = options.informers.informer<PersistentVolume>(GVR.persistentVolumes);
   const claimInformer = options.informers.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
@@ -174,7 +195,7 @@ export async function startPersistentVolumeController(
           name: "persistentvolume-binder-controller/volumes",
           informers,
           queue: volumeQueue,
-          workers: 1,
+          workers,
           logger,
           reconcile: async (name, { signal: reconcileSignal, logger: reconcileLogger }) => {
             const volume = volumes.get(name);
@@ -189,7 +210,7 @@ export async function startPersistentVolumeController(
           name: "persistentvolume-binder-controller/claims",
           informers,
           queue: claimQueue,
-          workers: 1,
+          workers,
           logger,
           reconcile: async (key, { signal: reconcileSignal, logger: reconcileLogger }) => {
             const claim = claims.get(key);

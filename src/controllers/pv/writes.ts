@@ -12,7 +12,7 @@ import {
   type PersistentVolumeClaimStatus,
   type PersistentVolumePhase,
 } from "../../api/index.ts";
-import { objectReference, type EventType } from "../../kube/index.ts";
+import { isConflict, isNotFound, objectReference, type EventType } from "../../kube/index.ts";
 import type { PvSyncContext } from "./context.ts";
 import { isVolumeBoundToClaim, storageQuantity } from "./match.ts";
 import { compareQuantities } from "../../api/index.ts";
@@ -227,6 +227,56 @@ async function bindClaimToVolume(
   return updateClaim(ctx, next);
 }
 
+/**
+ * One claim write of a bind whose volume half is done, redone once on a fresh read when it
+ * meets 409 Conflict. The usual cause is the provisioner removing its in-flight finalizer from
+ * the claim just after it created the volume, while we bind that volume: upstream fails the
+ * sync and waits for the claim's update event, which puts the claim at the back of a queue
+ * that, with many claims arriving at once, holds all of them (seconds). The redo writes exactly
+ * what the sync would write on its next run (every write here is computed from the claim it is
+ * given and is a no-op when already done), and only when the fresh claim is still this claim
+ * (same UID) and names this volume or what the stale one named; otherwise (and on a second
+ * conflict) the error goes back to the queue as before.
+ */
+async function claimWriteOfBind(
+  ctx: PvSyncContext,
+  claim: PersistentVolumeClaim,
+  volumeName: string,
+  write: (claim: PersistentVolumeClaim) => Promise<PersistentVolumeClaim>,
+): Promise<PersistentVolumeClaim> {
+  try {
+    return await write(claim);
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+    const fresh = await readClaim(ctx, claim);
+    if (fresh === undefined || fresh.metadata?.uid !== claim.metadata?.uid) throw error;
+    // The fresh claim must name what the claim we had named, or this volume (never another).
+    const named = fresh.spec?.volumeName ?? "";
+    if (named !== volumeName && named !== (claim.spec?.volumeName ?? "")) throw error;
+    ctx.logger.info(4, "claim changed under the bind, writing on the fresh claim", {
+      claim: claim.metadata?.name,
+    });
+    return write(ctx.claims.remember(fresh));
+  }
+}
+
+async function readClaim(
+  ctx: PvSyncContext,
+  claim: PersistentVolumeClaim,
+): Promise<PersistentVolumeClaim | undefined> {
+  try {
+    return await ctx.client.get<PersistentVolumeClaim>(
+      GVR.persistentVolumeClaims,
+      claim.metadata?.name ?? "",
+      { namespace: claim.metadata?.namespace ?? "" },
+      ctx.signal,
+    );
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 /** The four steps of a bind, in upstream's order; each is idempotent, so a crash between them heals. */
 export async function bind(
   ctx: PvSyncContext,
@@ -235,8 +285,13 @@ export async function bind(
 ): Promise<void> {
   let updatedVolume = await bindVolumeToClaim(ctx, volume, claim);
   updatedVolume = await updateVolumePhase(ctx, updatedVolume, "Bound");
-  const updatedClaim = await bindClaimToVolume(ctx, claim, updatedVolume);
-  await updateClaimStatus(ctx, updatedClaim, "Bound", updatedVolume);
+  const volumeName = updatedVolume.metadata?.name ?? "";
+  const updatedClaim = await claimWriteOfBind(ctx, claim, volumeName, (current) =>
+    bindClaimToVolume(ctx, current, updatedVolume),
+  );
+  await claimWriteOfBind(ctx, updatedClaim, volumeName, (current) =>
+    updateClaimStatus(ctx, current, "Bound", updatedVolume),
+  );
 }
 
 /** Undoes a bind the controller made (claimRef removed), or clears only the UID of a user's pre-bind. */
