@@ -331,14 +331,19 @@ async function growClaim(
       }),
     (claim) => `claim status.capacity ${claim.status?.capacity?.storage}, no resize condition left`,
   );
-  const events = await client.list<CoreEvent>(GVR.events, { namespace: NAMESPACE });
-  const reasons = events.items
-    .filter(
-      (event) =>
-        event.involvedObject?.kind === "PersistentVolumeClaim" && event.involvedObject.name === CLAIM,
-    )
-    .filter((event) => RESIZE_EVENT_REASONS.has(event.reason ?? ""))
-    .map((event) => event.reason);
+  // The node agent records FileSystemResizeSuccessful through its event queue after the status
+  // write the step above waited for, so the Event may land a moment later: wait for it.
+  const reasons = await steps.until("the claim's FileSystemResizeSuccessful event", async () => {
+    const events = await client.list<CoreEvent>(GVR.events, { namespace: NAMESPACE });
+    const seen = events.items
+      .filter(
+        (event) =>
+          event.involvedObject?.kind === "PersistentVolumeClaim" && event.involvedObject.name === CLAIM,
+      )
+      .filter((event) => RESIZE_EVENT_REASONS.has(event.reason ?? ""))
+      .map((event) => event.reason);
+    return seen.includes(EVENT_REASONS.fileSystemResizeSuccessful.key) ? seen : undefined;
+  });
   volume.print(`    claim events: ${reasons.join(", ") || "(none)"}`);
   if (!(await mountsUnder(cluster.layout.nodesDir)).includes(volume.target)) {
     volume.print(`    statfs skipped: ${volume.target} is not a mount (no mount privilege here)`);
