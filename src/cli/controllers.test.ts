@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { GVR } from "../api/index.ts";
 import { LEASES, type Lease } from "../kube/index.ts";
-import { pv, pvc, startTestServer, until, waitClaimBound } from "../controllers/fixture.test.ts";
+import { pv, pvc, startTestServer, until, waitClaimBound } from "../../test/harness/controllers.ts";
 
 const MAIN = new URL("./main.ts", import.meta.url).pathname;
 

@@ -22,7 +22,7 @@ import {
   waitForEvent,
   waitVolumePhase,
   type TestServer,
-} from "./fixture.test.ts";
+} from "../../test/harness/controllers.ts";
 import { isControllerEnabled, validateControllerNames, CONTROLLER_LOOPS } from "./run.ts";
 
 let env: TestServer;

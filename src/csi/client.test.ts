@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { GrpcStatus, serveCsi, type IdentityService } from "./index.ts";
-import { codeIs, connect, serve, tempDir } from "./fixture.test.ts";
+import { codeIs, connect, serve, tempDir } from "../../test/harness/csi.ts";
 
 /** Polls `condition` every 10ms, at most `attempts` times. */
 async function eventually(

@@ -16,7 +16,7 @@ import {
   type IdentityService,
   type ProbeResponseInput,
 } from "./index.ts";
-import { connect, tempDir } from "./fixture.test.ts";
+import { connect, tempDir } from "../../test/harness/csi.ts";
 import { PROBE_INTERVAL_MS, untilNextTick } from "./ready.ts";
 
 /** A server whose Probe is `probe`; returns the server and the number of probes it answered. */

@@ -7,7 +7,7 @@ import { currentReconcile, enqueueHandlers, runController } from "./controller.t
 import { InformerFactory } from "./informer.ts";
 import { ItemExponentialRateLimiter } from "./ratelimit.ts";
 import { WorkQueue } from "./workqueue.ts";
-import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
+import { CONFIGMAPS, startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./types.ts";
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../base/index.ts";
 import { InformerFactory, SharedInformer, deletedObject, isTombstone } from "./informer.ts";
 import { clientListerWatcher } from "./reflector.ts";
-import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
+import { CONFIGMAPS, startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./types.ts";
 

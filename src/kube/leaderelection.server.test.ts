@@ -13,7 +13,7 @@ import {
   runWithLeaderElection,
   type Lease,
 } from "./leaderelection.ts";
-import { startTestServer, type TestServer } from "./fixture.test.ts";
+import { startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
 
 let env: TestServer;

@@ -25,7 +25,7 @@ import {
   tempDir,
   testServer,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { attachmentName, KubeletPaths, sha256Hex, uniqueVolumeName } from "./index.ts";
 import { reconstruct } from "./reconstruction.ts";
 

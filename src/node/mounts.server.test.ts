@@ -28,7 +28,7 @@ import {
   tempDir,
   testServer,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { attachmentName, KubeletPaths } from "./index.ts";
 
 const NAMESPACE_ENV = "CSIKIT_NODE_IN_MOUNT_NS";

@@ -17,7 +17,7 @@ import {
   tempDir,
   testServer,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { NODE_LEASE_NAMESPACE } from "./index.ts";
 
 const NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid";

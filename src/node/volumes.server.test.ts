@@ -32,7 +32,7 @@ import {
   testServer,
   waitFor,
   type ScriptedNode,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { attachmentName, ephemeralVolumeHandle, KubeletPaths, sha256Hex, uniqueVolumeName } from "./index.ts";
 
 const DRIVER = "scripted.csi.k8s.io";

@@ -29,18 +29,12 @@ import {
   type PersistentVolumeClaim,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
-import { runLoops } from "../../src/controllers/fixture.test.ts";
+import { runLoops } from "../harness/controllers.ts";
 import { CsiClient } from "../../src/csi/index.ts";
-import { runNode, serveRegistration, waitFor, getPod, podRunning } from "../../src/node/fixture.test.ts";
+import { runNode, serveRegistration, waitFor, getPod, podRunning } from "../harness/node.ts";
 import { attachmentName, KubeletPaths } from "../../src/node/index.ts";
-import { runAttacher } from "../../src/sidecars/attacher/fixture.test.ts";
-import {
-  createClass,
-  defer,
-  runProvisioner,
-  startCluster,
-  startHostpath,
-} from "../../src/sidecars/provisioner/fixture.test.ts";
+import { runAttacher } from "../harness/attacher.ts";
+import { createClass, defer, runProvisioner, startCluster, startHostpath } from "../harness/provisioner.ts";
 
 const NAMESPACE_ENV = "CSIKIT_SHIM_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { GVR, type Node, type PersistentVolumeClaim, type VolumeAttachment } from "../../src/api/index.ts";
 import { startAttachDetachController } from "../../src/controllers/attachdetach/index.ts";
-import { startTestServer } from "../../src/kube/fixture.test.ts";
+import { startTestServer } from "../harness/kube-server.ts";
 import { InformerFactory, type CoreEvent, type KubeClient } from "../../src/kube/index.ts";
 import { resolveFeatureGates } from "../../src/migration/index.ts";
 import {
@@ -31,7 +31,7 @@ import {
   tempDir,
   waitFor,
   type ScriptedNode,
-} from "../../src/node/fixture.test.ts";
+} from "../harness/node.ts";
 import { attachmentName } from "../../src/node/index.ts";
 
 const PX = "pxd.portworx.com";

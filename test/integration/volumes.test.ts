@@ -34,18 +34,11 @@ import {
 } from "../../src/api/index.ts";
 import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags } from "../../src/base/index.ts";
 import { CsiClient } from "../../src/csi/index.ts";
-import { runLoops } from "../../src/controllers/fixture.test.ts";
+import { runLoops } from "../harness/controllers.ts";
 import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../../src/drivers/index.ts";
-import { startTestServer } from "../../src/kube/fixture.test.ts";
+import { startTestServer } from "../harness/kube-server.ts";
 import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
-import {
-  csiDriver,
-  getPod,
-  podRunning,
-  runNode,
-  serveRegistration,
-  waitFor,
-} from "../../src/node/fixture.test.ts";
+import { csiDriver, getPod, podRunning, runNode, serveRegistration, waitFor } from "../harness/node.ts";
 import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
 import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../../src/sidecars/resizer/index.ts";
 import {
@@ -53,8 +46,8 @@ import {
   attacherOptionsFromFlags,
   startAttacher,
 } from "../../src/sidecars/attacher/index.ts";
-import { serveCsiTap, type CsiTap } from "./csi-tap.ts";
-import { startProvisionerStandIn } from "./stand-ins.ts";
+import { serveCsiTap, type CsiTap } from "../harness/csi-tap.ts";
+import { startProvisionerStandIn } from "../harness/stand-ins.ts";
 
 const NAMESPACE_ENV = "CSIKIT_INTEG_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;

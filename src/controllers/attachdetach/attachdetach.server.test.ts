@@ -21,7 +21,7 @@ import {
   startEnv,
   until,
   volumesAttached,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attachdetach.ts";
 import { uniqueVolumeName, volumeAttachmentName } from "./index.ts";
 
 const expectedName = (handle: string, node: string): string =>

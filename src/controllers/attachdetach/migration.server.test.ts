@@ -26,7 +26,7 @@ import {
   startEnv,
   until,
   volumesAttached,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attachdetach.ts";
 import { uniqueVolumeName, volumeAttachmentName } from "./index.ts";
 
 const GCE = "pd.csi.storage.gke.io";

@@ -24,7 +24,7 @@ import {
   waitForEvent,
   waitVolumePhase,
   type TestServer,
-} from "../fixture.test.ts";
+} from "../../../test/harness/controllers.ts";
 
 let env: TestServer;
 let client: KubeClient;

@@ -22,7 +22,7 @@ import {
   until,
   waitClaimBound,
   type TestServer,
-} from "../fixture.test.ts";
+} from "../../../test/harness/controllers.ts";
 
 const PX_PLUGIN = "kubernetes.io/portworx-volume";
 const PX_DRIVER = "pxd.portworx.com";

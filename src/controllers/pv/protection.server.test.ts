@@ -24,7 +24,7 @@ import {
   waitClaimBound,
   waitVolumePhase,
   type TestServer,
-} from "../fixture.test.ts";
+} from "../../../test/harness/controllers.ts";
 
 let env: TestServer;
 let client: KubeClient;

@@ -21,7 +21,7 @@ import {
   scheduledNode,
   startCluster,
   until,
-} from "./fixture.test.ts";
+} from "../../../test/harness/scheduler.ts";
 
 const SELECTED_NODE = "volume.kubernetes.io/selected-node";
 

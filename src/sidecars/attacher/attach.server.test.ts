@@ -17,7 +17,7 @@ import {
   startCluster,
   startHostpath,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
 
 const FINALIZER = attacherFinalizer(HOSTPATH);
 

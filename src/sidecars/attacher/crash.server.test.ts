@@ -19,7 +19,7 @@ import {
   startScripted,
   waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 

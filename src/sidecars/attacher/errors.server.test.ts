@@ -27,7 +27,7 @@ import {
   startScripted,
   waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
 
 const FINALIZER = attacherFinalizer(SCRIPTED);
 const SECRET_VALUE = "s3cr3t-attach-value";

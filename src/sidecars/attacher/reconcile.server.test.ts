@@ -14,7 +14,7 @@ import {
   startCluster,
   startScripted,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
 
 test("a volume detached out of band is published again; ListVolumes is paged by --max-entries", async (t) => {
   const cluster = await startCluster(t);

@@ -10,7 +10,7 @@ import { test, type TestContext } from "node:test";
 import { silentLogger } from "../../base/index.ts";
 import { CsiError, GrpcStatus, serveCsi, type CsiServer, type IdentityService } from "../../csi/index.ts";
 import { serveHostpathDriver } from "../../drivers/index.ts";
-import { tempDir, waitFor } from "../../node/fixture.test.ts";
+import { tempDir, waitFor } from "../../../test/harness/node.ts";
 import { NOT_READY, startLivenessProbe } from "./index.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");

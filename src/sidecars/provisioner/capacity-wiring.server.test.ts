@@ -17,7 +17,7 @@ import {
   tempDir,
   waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 
 const MiB = 1024 * 1024;
 

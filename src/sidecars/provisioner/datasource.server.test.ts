@@ -28,7 +28,7 @@ import {
   waitFor,
   waitForVolume,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 
 const CLONING = "provisioner.storage.kubernetes.io/cloning-protection";
 const SNAPSHOT_SOURCE = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";

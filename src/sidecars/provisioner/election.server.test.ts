@@ -19,7 +19,7 @@ import {
   waitFor,
   waitForVolume,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "stub-csi-csikit-io";

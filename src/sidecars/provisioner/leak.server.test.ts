@@ -25,7 +25,7 @@ import {
   untilCancelled,
   waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 import { IN_FLIGHT_FINALIZER } from "./index.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");

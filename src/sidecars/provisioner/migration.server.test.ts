@@ -20,7 +20,7 @@ import {
   startHostpath,
   waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 
 // Cinder, because its handle is any string (hostpath's UUIDs) and its reverse translation does not
 // derive a region from the topology hostpath reports; GCE PD and AWS EBS need their own handle

@@ -21,7 +21,7 @@ import {
   startHostpath,
   waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 
 const NODES = ["n1", "n2", "n3"];
 const KEY = "topology.hostpath.csi/node";

@@ -23,7 +23,7 @@ import {
   startStub,
   waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 import { IN_FLIGHT_FINALIZER } from "./index.ts";
 
 async function hostpathVolumeIds(socket: string): Promise<string[]> {

@@ -20,7 +20,7 @@ import {
   startStub,
   waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 
 const SECRET_VALUE = "hunter2-do-not-log";
 const P = "csi.storage.k8s.io/";

@@ -16,7 +16,7 @@ import { silentLogger } from "../../base/index.ts";
 import { CsiClient, GrpcStatus } from "../../csi/index.ts";
 import { serveHostpathDriver } from "../../drivers/index.ts";
 import type { KubeClient } from "../../kube/index.ts";
-import { runNode, serveScriptedNode, tempDir, testServer, waitFor } from "../../node/fixture.test.ts";
+import { runNode, serveScriptedNode, tempDir, testServer, waitFor } from "../../../test/harness/node.ts";
 import { RegistrationRefusedError, registrationSocketPath, startRegistrar } from "./index.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";

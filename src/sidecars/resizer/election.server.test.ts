@@ -21,7 +21,7 @@ import {
   untilCancelled,
   waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "external-resizer-resize-stub-csi-csikit-io";

@@ -21,7 +21,7 @@ import {
   startCluster,
   startResizeStub,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
 
 const RESIZE_STATUS = (status: { allocatedResourceStatuses?: Record<string, string> }) =>
   status.allocatedResourceStatuses?.storage;

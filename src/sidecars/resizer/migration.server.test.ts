@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim } from "../../api/index.ts";
-import type { Cluster } from "./fixture.test.ts";
+import type { Cluster } from "../../../test/harness/resizer.ts";
 import {
   MI,
   claimStatus,
@@ -17,7 +17,7 @@ import {
   startCluster,
   startResizeStub,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
 
 const CINDER = "cinder.csi.openstack.org";
 

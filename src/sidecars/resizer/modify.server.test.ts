@@ -23,7 +23,7 @@ import {
   startResizeStub,
   waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
 
 const GATE = "--feature-gates=VolumeAttributesClass=true";
 

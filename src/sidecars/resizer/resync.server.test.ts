@@ -13,7 +13,7 @@ import {
   startCluster,
   startResizeStub,
   waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
 
 const ADDS = /workqueue_adds_total\{name="resize-stub\.csi\.csikit\.io-pvc"\} (\d+)/;
 

@@ -27,7 +27,7 @@ import {
   summary,
   until,
   untilObjects,
-} from "./fixture.test.ts";
+} from "../../../../test/harness/capacity.ts";
 
 function metricValue(text: string, name: string): number | undefined {
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));

@@ -22,7 +22,7 @@ import {
   runCapacity,
   until,
   untilObjects,
-} from "./fixture.test.ts";
+} from "../../../../test/harness/capacity.ts";
 
 const CRDS = { group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions" };
 const APPS = "apps.csikit.test";

@@ -11,10 +11,13 @@ import {
   type PersistentVolumeClaim,
   type Pod,
   type VolumeAttachment,
-} from "../../api/index.ts";
-import { InformerFactory, type KubeClient, type KubeObject } from "../../kube/index.ts";
-import { startTestServer, type TestServer } from "../../kube/fixture.test.ts";
-import { startAttachDetachController, type AttachDetachOptions } from "./index.ts";
+} from "../../src/api/index.ts";
+import { InformerFactory, type KubeClient, type KubeObject } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import {
+  startAttachDetachController,
+  type AttachDetachOptions,
+} from "../../src/controllers/attachdetach/index.ts";
 
 export const DRIVER = "hostpath.csi.k8s.io";
 export const MANAGED = { "volumes.kubernetes.io/controller-managed-attach-detach": "true" };

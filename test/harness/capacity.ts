@@ -16,12 +16,15 @@ import {
   type Node,
   type StorageClass,
   type VolumeBindingMode,
-} from "../../../api/index.ts";
-import { FakeClock } from "../../../base/index.ts";
-import { CsiClient, CsiError, GrpcStatus, serveCsi, type GetCapacityRequest } from "../../../csi/index.ts";
-import { InformerFactory, WorkQueueMetrics, type KubeClient } from "../../../kube/index.ts";
-import { startTestServer, type TestServer } from "../../../kube/fixture.test.ts";
-import { startCapacityController, type CapacityControllerOptions } from "./index.ts";
+} from "../../src/api/index.ts";
+import { FakeClock } from "../../src/base/index.ts";
+import { CsiClient, CsiError, GrpcStatus, serveCsi, type GetCapacityRequest } from "../../src/csi/index.ts";
+import { InformerFactory, WorkQueueMetrics, type KubeClient } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import {
+  startCapacityController,
+  type CapacityControllerOptions,
+} from "../../src/sidecars/provisioner/index.ts";
 
 export const DRIVER = "capacity.csikit.test";
 export const ZONE = "topology.csikit.test/zone";

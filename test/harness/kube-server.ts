@@ -1,5 +1,4 @@
-// Test fixture (no tests of its own; named *.test.ts because only test files may import the
-// API server): starts the real embedded API server on port 0 in a temp state dir and hands
+// API server fixture (test/harness, because only tests may import the API server): starts the real embedded API server on port 0 in a temp state dir and hands
 // back a KubeClient built from the kubeconfig it wrote, exactly as a sidecar would build one.
 // The server serves its built-in kinds (configmaps, events, leases, ...), with their real
 // defaults and validation.
@@ -7,10 +6,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { silentLogger } from "../base/index.ts";
-import { FaultInjector, startApiServer, type ApiServerHandle } from "../apiserver/index.ts";
-import { KubeClient, loadKubeConfig, type KubeClientOptions } from "./client.ts";
-import type { GroupVersionResource } from "./types.ts";
+import { silentLogger } from "../../src/base/index.ts";
+import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
+import { KubeClient, loadKubeConfig, type KubeClientOptions } from "../../src/kube/index.ts";
+import type { GroupVersionResource } from "../../src/kube/index.ts";
 
 export const CONFIGMAPS: GroupVersionResource = {
   group: "",

@@ -6,8 +6,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { errorMessage } from "../base/index.ts";
-import { CsiClient, serveCsi, type CsiServer, type CsiServerOptions } from "./index.ts";
+import { errorMessage } from "../../src/base/index.ts";
+import { CsiClient, serveCsi, type CsiServer, type CsiServerOptions } from "../../src/csi/index.ts";
 
 /** A fresh temp dir, removed when the test ends. */
 export async function tempDir(t: TestContext, prefix = "csikit-csi-"): Promise<string> {

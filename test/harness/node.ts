@@ -1,4 +1,4 @@
-// Test fixture of the virtual node (no tests of its own; *.test.ts so it may import the API
+// Test fixture of the virtual node (test/harness, so it may import the API
 // server): a real API server, a node agent started in-process on a temp root dir, the real
 // registrar (and, for what it cannot do on demand — refusals, other plugin types — a
 // registration socket served the way an upstream csi-node-driver-registrar serves it), a
@@ -16,9 +16,9 @@ import type {
   PersistentVolumeClaim,
   Pod,
   VolumeAttachment,
-} from "../api/index.ts";
-import { GVR } from "../api/index.ts";
-import { errorMessage, silentLogger } from "../base/index.ts";
+} from "../../src/api/index.ts";
+import { GVR } from "../../src/api/index.ts";
+import { errorMessage, silentLogger } from "../../src/base/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -27,11 +27,11 @@ import {
   type NodeService,
   type NodeServiceCapability_RPC_Type,
   type RegistrationStatus,
-} from "../csi/index.ts";
-import { isNotFound, type KubeClient } from "../kube/index.ts";
-import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
-import { startRegistrar } from "../sidecars/registrar/index.ts";
-import { startNode, type NodeOptions } from "./index.ts";
+} from "../../src/csi/index.ts";
+import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import { startRegistrar } from "../../src/sidecars/registrar/index.ts";
+import { startNode, type NodeOptions } from "../../src/node/index.ts";
 
 export async function tempDir(t: TestContext, prefix = "csikit-node-"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));

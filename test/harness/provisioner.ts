@@ -1,4 +1,4 @@
-// Test fixture for the provisioner (no tests of its own; *.test.ts because only tests may import
+// Test fixture for the provisioner (test/harness, because only tests may import
 // the API server and the hostpath driver): the real embedded API server, a real driver on a Unix
 // socket (`csikit hostpath`'s server, or a scripted stub where failures must be injected), the
 // provisioner started in-process from real command-line flags, and helpers that play the PV
@@ -17,15 +17,15 @@ import {
   parseFlags,
   silentLogger,
   type Logger,
-} from "../../base/index.ts";
+} from "../../src/base/index.ts";
 import {
   GVR,
   type CoreEvent,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type StorageClass,
-} from "../../api/index.ts";
-import { FaultInjector, startApiServer, type ApiServerHandle } from "../../apiserver/index.ts";
+} from "../../src/api/index.ts";
+import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -33,10 +33,14 @@ import {
   type CallContext,
   type CreateVolumeRequest,
   type CsiServer,
-} from "../../csi/index.ts";
-import { serveHostpathDriver, type HostpathServer } from "../../drivers/index.ts";
-import { KubeClient, isNotFound, loadKubeConfig } from "../../kube/index.ts";
-import { PROVISIONER_FLAGS, provisionerOptionsFromFlags, startProvisioner } from "./index.ts";
+} from "../../src/csi/index.ts";
+import { serveHostpathDriver, type HostpathServer } from "../../src/drivers/index.ts";
+import { KubeClient, isNotFound, loadKubeConfig } from "../../src/kube/index.ts";
+import {
+  PROVISIONER_FLAGS,
+  provisionerOptionsFromFlags,
+  startProvisioner,
+} from "../../src/sidecars/provisioner/index.ts";
 
 export const HOSTPATH = "hostpath.csi.k8s.io";
 export const STUB = "stub.csi.csikit.io";

@@ -12,11 +12,17 @@ import {
   type PersistentVolumeSpec,
   type Pod,
   type StorageClass,
-} from "../api/index.ts";
-import { silentLogger } from "../base/index.ts";
-import { isNotFound, type CoreEvent, type KubeClient, type KubeObject, CORE_EVENTS } from "../kube/index.ts";
-import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
-import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "./run.ts";
+} from "../../src/api/index.ts";
+import { silentLogger } from "../../src/base/index.ts";
+import {
+  isNotFound,
+  type CoreEvent,
+  type KubeClient,
+  type KubeObject,
+  CORE_EVENTS,
+} from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "../../src/controllers/index.ts";
 
 export { startTestServer, type TestServer };
 

@@ -9,10 +9,10 @@ import {
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Pod,
-} from "../../api/index.ts";
-import { InformerFactory, type KubeClient, type KubeObject } from "../../kube/index.ts";
-import { startTestServer, type TestServer } from "../../kube/fixture.test.ts";
-import { startScheduler, type SchedulerOptions } from "./index.ts";
+} from "../../src/api/index.ts";
+import { InformerFactory, type KubeClient, type KubeObject } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import { startScheduler, type SchedulerOptions } from "../../src/controllers/scheduler/index.ts";
 
 export const DRIVER = "hostpath.csi.k8s.io";
 
