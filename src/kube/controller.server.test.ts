@@ -10,6 +10,7 @@ import { WorkQueue } from "./workqueue.ts";
 import { CONFIGMAPS, startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./types.ts";
+import { until } from "../../test/harness/until.ts";
 
 interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
@@ -24,14 +25,6 @@ before(async () => {
 after(async () => {
   await env.stop();
 });
-
-async function until(condition: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 test("reconcile by key from a synced cache; deletes reconcile to NotFound; failures retry", async () => {
   const clock = new FakeClock();

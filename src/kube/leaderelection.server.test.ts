@@ -15,6 +15,7 @@ import {
 } from "./leaderelection.ts";
 import { startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
+import { until } from "../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;
@@ -25,14 +26,6 @@ before(async () => {
 after(async () => {
   await env.stop();
 });
-
-async function until(condition: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 const readLease = (name: string): Promise<Lease> => client.get<Lease>(LEASES, name, { namespace: "default" });
 

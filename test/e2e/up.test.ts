@@ -19,6 +19,7 @@ import {
   type VolumeAttachment,
 } from "../../src/api/index.ts";
 import { isNotFound, KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
+import { until } from "../harness/until.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
@@ -50,25 +51,6 @@ function startUp(stateDir: string, extra: string[] = []): UpProcess {
   child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   return { child, output: () => text, exited };
-}
-
-async function until<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined> | T | undefined,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 async function pids(stateDir: string): Promise<Record<string, number>> {
@@ -133,11 +115,15 @@ describe("csikit up", { skip: SKIP }, () => {
     base = await mkdtemp(join(tmpdir(), "csikit-up-"));
     stateDir = join(base, "state");
     up = startUp(stateDir, ["--walkthrough"]);
-    await until("the walkthrough to finish", START_MS, () => {
-      const text = up!.output();
-      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
-      return /walkthrough done/.test(text) ? true : undefined;
-    });
+    await until(
+      () => {
+        const text = up!.output();
+        if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /walkthrough done/.test(text) ? true : undefined;
+      },
+      "the walkthrough to finish",
+      { timeoutMs: START_MS },
+    );
     client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }) });
   });
 
@@ -221,7 +207,7 @@ describe("csikit up", { skip: SKIP }, () => {
           volumes: [{ name: "data", persistentVolumeClaim: { claimName: "grow-claim" } }],
         },
       });
-      const pod = await until("grow-app to run", STEP_MS, podRunning("grow-app"));
+      const pod = await until(podRunning("grow-app"), "grow-app to run", { timeoutMs: STEP_MS });
       const bound = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
         namespace: "default",
       });
@@ -249,16 +235,24 @@ describe("csikit up", { skip: SKIP }, () => {
         JSON.stringify({ spec: { resources: { requests: { storage: "3Mi" } } } }),
       ]);
       assert.equal(patched.status, 0, patched.out);
-      const volume = await until("the PV's capacity to be 3Mi", STEP_MS, async () => {
-        const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
-        return pv.spec?.capacity?.storage === "3Mi" ? pv : undefined;
-      });
-      const claim = await until("the claim's status.capacity to be 3Mi", STEP_MS, async () => {
-        const c = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
-          namespace: "default",
-        });
-        return c.status?.capacity?.storage === "3Mi" ? c : undefined;
-      });
+      const volume = await until(
+        async () => {
+          const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+          return pv.spec?.capacity?.storage === "3Mi" ? pv : undefined;
+        },
+        "the PV's capacity to be 3Mi",
+        { timeoutMs: STEP_MS },
+      );
+      const claim = await until(
+        async () => {
+          const c = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
+            namespace: "default",
+          });
+          return c.status?.capacity?.storage === "3Mi" ? c : undefined;
+        },
+        "the claim's status.capacity to be 3Mi",
+        { timeoutMs: STEP_MS },
+      );
       assert.deepEqual(claim.status?.conditions ?? [], [], "resize conditions cleared");
       assert.equal(claim.status?.allocatedResourceStatuses?.storage, undefined, "no resize status left");
       assert.equal(claim.status?.allocatedResources?.storage, "3Mi");
@@ -289,12 +283,16 @@ describe("csikit up", { skip: SKIP }, () => {
         );
 
       await client.delete(GVR.pods, "grow-app", { namespace: "default" });
-      await until("grow-app to go", STEP_MS, () =>
-        gone(() => client.get(GVR.pods, "grow-app", { namespace: "default" })),
+      await until(
+        () => gone(() => client.get(GVR.pods, "grow-app", { namespace: "default" })),
+        "grow-app to go",
+        { timeoutMs: STEP_MS },
       );
       await client.delete(GVR.persistentVolumeClaims, "grow-claim", { namespace: "default" });
-      await until("the grown volume to be deleted", STEP_MS, () =>
-        gone(() => client.get(GVR.persistentVolumes, pvName)),
+      await until(
+        () => gone(() => client.get(GVR.persistentVolumes, pvName)),
+        "the grown volume to be deleted",
+        { timeoutMs: STEP_MS },
       );
     },
   );
@@ -306,7 +304,7 @@ describe("csikit up", { skip: SKIP }, () => {
       const kubeconfig = join(stateDir, "kubeconfig");
       const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, "topology.yaml")]);
       assert.equal(applied.status, 0, applied.out);
-      const pod = await until("zonal-app to run", STEP_MS, podRunning("zonal-app"));
+      const pod = await until(podRunning("zonal-app"), "zonal-app to run", { timeoutMs: STEP_MS });
       assert.equal(pod.spec?.nodeName, "node-2", "node-2 is the only zone-b node of 3");
       const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "zonal-claim", {
         namespace: "default",
@@ -318,8 +316,10 @@ describe("csikit up", { skip: SKIP }, () => {
       assert.deepEqual(values, ["node-2"]);
       const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, "topology.yaml"), "--wait=false"]);
       assert.equal(deleted.status, 0, deleted.out);
-      await until("the zonal volume to be deleted", STEP_MS, () =>
-        gone(() => client.get(GVR.persistentVolumes, volume.metadata?.name ?? "")),
+      await until(
+        () => gone(() => client.get(GVR.persistentVolumes, volume.metadata?.name ?? "")),
+        "the zonal volume to be deleted",
+        { timeoutMs: STEP_MS },
       );
     },
   );
@@ -341,7 +341,7 @@ describe("csikit up", { skip: SKIP }, () => {
         assert.equal(applied.status, 0, applied.out);
       }
       for (const [, pods] of files)
-        for (const pod of pods) await until(`${pod} to run`, STEP_MS, podRunning(pod));
+        for (const pod of pods) await until(podRunning(pod), `${pod} to run`, { timeoutMs: STEP_MS });
       // The Secret must outlive the volume (ControllerUnpublish and DeleteVolume read it), so the
       // secrets example's pod and claim go first and its Secret once the volume is gone.
       const secretsFirst = kubectl(kubeconfig, [
@@ -356,10 +356,14 @@ describe("csikit up", { skip: SKIP }, () => {
         assert.equal(deleted.status, 0, deleted.out);
       }
       try {
-        await until("every example volume to be gone", STEP_MS, async () => {
-          const volumes = await client.list<PersistentVolume>(GVR.persistentVolumes);
-          return volumes.items.length === 0 ? true : undefined;
-        });
+        await until(
+          async () => {
+            const volumes = await client.list<PersistentVolume>(GVR.persistentVolumes);
+            return volumes.items.length === 0 ? true : undefined;
+          },
+          "every example volume to be gone",
+          { timeoutMs: STEP_MS },
+        );
       } catch (error) {
         const left = kubectl(kubeconfig, ["get", "pv,pvc,volumeattachments,pods", "-o", "wide"]);
         throw new Error(`${error instanceof Error ? error.message : String(error)}\n${left.out}`);
@@ -390,7 +394,9 @@ describe("csikit up", { skip: SKIP }, () => {
     const before = await pids(stateDir);
     process.kill(before.attacher!, "SIGKILL");
     process.kill(before["node-1"]!, "SIGKILL");
-    const running = await until("crash-app to run after the restarts", STEP_MS, podRunning("crash-app"));
+    const running = await until(podRunning("crash-app"), "crash-app to run after the restarts", {
+      timeoutMs: STEP_MS,
+    });
     const crashClaim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "crash-claim", {
       namespace: "default",
     });
@@ -402,18 +408,24 @@ describe("csikit up", { skip: SKIP }, () => {
     await client.delete(GVR.pods, "crash-app", { namespace: "default" });
     // Kill the attacher again while the pod's volume is being torn down and detached.
     process.kill(after.attacher!, "SIGKILL");
-    await until("crash-app to go", STEP_MS, () =>
-      gone(() => client.get(GVR.pods, "crash-app", { namespace: "default" })),
+    await until(
+      () => gone(() => client.get(GVR.pods, "crash-app", { namespace: "default" })),
+      "crash-app to go",
+      { timeoutMs: STEP_MS },
     );
     await client.delete(GVR.persistentVolumeClaims, "crash-claim", { namespace: "default" });
-    await until("no attachment, mount or volume of crash-claim left", STEP_MS, async () => {
-      const attachments = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items.filter(
-        (a) => a.spec?.source?.persistentVolumeName === crashVolume,
-      );
-      const volume = await gone(() => client.get(GVR.persistentVolumes, crashVolume));
-      const mounts = await clusterMounts(stateDir, podDir);
-      return attachments.length === 0 && volume && mounts.length === 0 ? true : undefined;
-    });
+    await until(
+      async () => {
+        const attachments = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items.filter(
+          (a) => a.spec?.source?.persistentVolumeName === crashVolume,
+        );
+        const volume = await gone(() => client.get(GVR.persistentVolumes, crashVolume));
+        const mounts = await clusterMounts(stateDir, podDir);
+        return attachments.length === 0 && volume && mounts.length === 0 ? true : undefined;
+      },
+      "no attachment, mount or volume of crash-claim left",
+      { timeoutMs: STEP_MS },
+    );
   });
 
   test("attach errors surface on the VolumeAttachment (attachError) and the pod (FailedAttachVolume Event)", async () => {
@@ -454,24 +466,32 @@ describe("csikit up", { skip: SKIP }, () => {
           volumes: [{ name: "data", persistentVolumeClaim: { claimName: "missing-claim" } }],
         },
       });
-      const attachment = await until("the attach error on the VolumeAttachment", STEP_MS, async () => {
-        const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
-        return items.find(
-          (a) => a.spec?.source?.persistentVolumeName === volumeName && a.status?.attachError?.message,
-        );
-      });
+      const attachment = await until(
+        async () => {
+          const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
+          return items.find(
+            (a) => a.spec?.source?.persistentVolumeName === volumeName && a.status?.attachError?.message,
+          );
+        },
+        "the attach error on the VolumeAttachment",
+        { timeoutMs: STEP_MS },
+      );
       assert.equal(attachment.spec?.nodeName, "node-3");
       assert.equal(attachment.status?.attached ?? false, false);
       assert.match(attachment.status?.attachError?.message ?? "", /no-such-volume/);
-      const event = await until("FailedAttachVolume on the pod", STEP_MS, async () => {
-        const events = await client.list<CoreEvent>(GVR.events, { namespace: "default" });
-        return events.items.find(
-          (e) =>
-            e.reason === "FailedAttachVolume" &&
-            e.involvedObject.kind === "Pod" &&
-            e.involvedObject.uid === pod.metadata?.uid,
-        );
-      });
+      const event = await until(
+        async () => {
+          const events = await client.list<CoreEvent>(GVR.events, { namespace: "default" });
+          return events.items.find(
+            (e) =>
+              e.reason === "FailedAttachVolume" &&
+              e.involvedObject.kind === "Pod" &&
+              e.involvedObject.uid === pod.metadata?.uid,
+          );
+        },
+        "FailedAttachVolume on the pod",
+        { timeoutMs: STEP_MS },
+      );
       assert.equal(event.type, "Warning");
       assert.match(event.message, /AttachVolume\.Attach failed for volume "missing-pv"/);
       assert.match(event.message, /no-such-volume/);
@@ -479,11 +499,17 @@ describe("csikit up", { skip: SKIP }, () => {
       assert.equal(current.status?.phase, "Pending", "the pod cannot start without its volume");
       // Tear-down of a never-attached volume: the attachment and the PV go without leftovers.
       await cleanup();
-      await until("the failed attachment and the PV to be gone", STEP_MS, async () => {
-        const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
-        const left = items.some((a) => a.spec?.source?.persistentVolumeName === volumeName);
-        return !left && (await gone(() => client.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
-      });
+      await until(
+        async () => {
+          const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
+          const left = items.some((a) => a.spec?.source?.persistentVolumeName === volumeName);
+          return !left && (await gone(() => client.get(GVR.persistentVolumes, volumeName)))
+            ? true
+            : undefined;
+        },
+        "the failed attachment and the PV to be gone",
+        { timeoutMs: STEP_MS },
+      );
     } finally {
       await cleanup();
     }
@@ -501,10 +527,13 @@ describe("csikit up", { skip: SKIP }, () => {
         volumes: [{ name: "data", persistentVolumeClaim: { claimName: "keep-claim" } }],
       },
     });
-    await until("keep-app to run", STEP_MS, podRunning("keep-app"));
+    await until(podRunning("keep-app"), "keep-app to run", { timeoutMs: STEP_MS });
     const components = await pids(stateDir);
     up!.child.kill("SIGINT");
-    const code = await Promise.race([up!.exited, until("up to exit", 150_000, () => undefined)]);
+    const code = await Promise.race([
+      up!.exited,
+      until(() => undefined, "up to exit", { timeoutMs: 150_000 }),
+    ]);
     const text = up!.output();
     assert.equal(code, 0, text);
     assert.match(text, /✓ volumes torn down/);
@@ -513,11 +542,15 @@ describe("csikit up", { skip: SKIP }, () => {
       assert.equal(alive(pid), false, `${name} still runs`);
 
     up = startUp(stateDir);
-    await until("the resumed cluster to be ready", START_MS, () => {
-      const output = up!.output();
-      if (/✗/.test(output) || up!.child.exitCode !== null) throw new Error(`up failed:\n${output}`);
-      return /cluster ready in/.test(output) ? true : undefined;
-    });
+    await until(
+      () => {
+        const output = up!.output();
+        if (/✗/.test(output) || up!.child.exitCode !== null) throw new Error(`up failed:\n${output}`);
+        return /cluster ready in/.test(output) ? true : undefined;
+      },
+      "the resumed cluster to be ready",
+      { timeoutMs: START_MS },
+    );
     assert.match(up.output(), /resuming cluster in/);
     const pod = await client.get<Pod>(GVR.pods, "keep-app", { namespace: "default" });
     assert.equal(pod.status?.phase, "Failed");
@@ -560,11 +593,15 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
     const driver = `/bin/sh ${script} {endpoint} {nodeid} {mode}`;
     // -v 5: the attacher logs every CSI call it makes, which is what the test looks at.
     up = startUp(stateDir, ["--nodes=1", "--component-v=5", `--driver-command=${driver}`]);
-    await until("the cluster to be ready", START_MS, () => {
-      const text = up!.output();
-      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
-      return /cluster ready in/.test(text) ? true : undefined;
-    });
+    await until(
+      () => {
+        const text = up!.output();
+        if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /cluster ready in/.test(text) ? true : undefined;
+      },
+      "the cluster to be ready",
+      { timeoutMs: START_MS },
+    );
     client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }) });
   });
 
@@ -587,10 +624,14 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
         volumes: [{ name: "data", persistentVolumeClaim: { claimName: "plain-claim" } }],
       },
     });
-    await until("plain-app to run", STEP_MS, async () => {
-      const pod = await kube.get<Pod>(GVR.pods, "plain-app", { namespace: "default" });
-      return pod.status?.phase === "Running" ? pod : undefined;
-    });
+    await until(
+      async () => {
+        const pod = await kube.get<Pod>(GVR.pods, "plain-app", { namespace: "default" });
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      "plain-app to run",
+      { timeoutMs: STEP_MS },
+    );
     const claim = await kube.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "plain-claim", {
       namespace: "default",
     });
@@ -612,12 +653,16 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
 
     await kube.delete(GVR.pods, "plain-app", { namespace: "default" });
     await kube.delete(GVR.persistentVolumeClaims, "plain-claim", { namespace: "default" });
-    await until("the attachment and the volume to be gone", STEP_MS, async () => {
-      const left = (await kube.list<VolumeAttachment>(GVR.volumeAttachments)).items.some(
-        (a) => a.spec?.source?.persistentVolumeName === volumeName,
-      );
-      return !left && (await gone(() => kube.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
-    });
+    await until(
+      async () => {
+        const left = (await kube.list<VolumeAttachment>(GVR.volumeAttachments)).items.some(
+          (a) => a.spec?.source?.persistentVolumeName === volumeName,
+        );
+        return !left && (await gone(() => kube.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
+      },
+      "the attachment and the volume to be gone",
+      { timeoutMs: STEP_MS },
+    );
     assert.doesNotMatch(
       await readFile(join(stateDir, "logs", "attacher.log"), "utf8"),
       /ControllerUnpublishVolume/,

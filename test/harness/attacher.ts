@@ -26,15 +26,16 @@ import {
   type CsiServer,
 } from "../../src/csi/index.ts";
 import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
-import { defer, type Cluster } from "./provisioner.ts";
+import { type Cluster } from "./provisioner.ts";
 import {
   ATTACHER_FLAGS,
   attacherOptionsFromFlags,
   startAttacher,
   type AttacherHandle,
 } from "../../src/sidecars/attacher/index.ts";
+import { defer } from "./cleanup.ts";
 
-export { defer, startCluster, startHostpath, tempDir, waitFor, type Cluster } from "./provisioner.ts";
+export { startCluster, startHostpath, type Cluster } from "./provisioner.ts";
 export { CsiError, GrpcStatus };
 
 export const HOSTPATH = "hostpath.csi.k8s.io";

@@ -16,22 +16,20 @@ import {
   type ControllerModifyVolumeRequest,
   type CsiServer,
 } from "../../src/csi/index.ts";
-import { defer, getClaim, type Cluster } from "./provisioner.ts";
+import { getClaim, type Cluster } from "./provisioner.ts";
 import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../../src/sidecars/resizer/index.ts";
+import { defer } from "./cleanup.ts";
 
 export {
   CsiError,
   GrpcStatus,
   createClass,
-  defer,
   events,
   getClaim,
   getVolume,
   startCluster,
   startHostpath,
-  tempDir,
   untilCancelled,
-  waitFor,
   type Cluster,
 } from "./provisioner.ts";
 

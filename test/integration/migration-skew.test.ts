@@ -28,11 +28,11 @@ import {
   runNode,
   runRealRegistrar,
   serveScriptedNode,
-  tempDir,
-  waitFor,
   type ScriptedNode,
 } from "../harness/node.ts";
 import { attachmentName } from "../../src/node/index.ts";
+import { until } from "../harness/until.ts";
+import { tempDir } from "../harness/cleanup.ts";
 
 const PX = "pxd.portworx.com";
 const NODE = "skew-node";
@@ -93,10 +93,10 @@ async function markAttached(client: KubeClient, name: string): Promise<void> {
 }
 
 async function eventWith(client: KubeClient, reason: string, text: string): Promise<CoreEvent> {
-  return waitFor(`${reason} event saying ${text}`, async () => {
+  return until(async () => {
     const events = (await client.list<CoreEvent>(GVR.events, { namespace: NS })).items;
     return events.find((e) => e.reason === reason && (e.message ?? "").includes(text));
-  });
+  }, `${reason} event saying ${text}`);
 }
 
 function startController(t: TestContext, client: KubeClient, on: boolean): void {
@@ -169,7 +169,7 @@ for (const row of TABLE) {
     // The controller's side: the marker's attachment means the in-tree volume was decided.
     const marker = attachmentName("px-marker", PX, NODE);
     const legacy = attachmentName("px-legacy", PX, NODE);
-    await waitFor("the marker's VolumeAttachment", () => attachment(client, marker));
+    await until(() => attachment(client, marker), "the marker's VolumeAttachment");
     const legacyVA = await attachment(client, legacy);
     assert.equal(
       legacyVA !== undefined,
@@ -191,13 +191,13 @@ for (const row of TABLE) {
     // The kubelet's side.
     if (!driver) return; // no kubelet to ask
     if (row.expected === "fully migrated") {
-      await waitFor("pod Running", () => podRunning(client, NS, "app"));
+      await until(() => podRunning(client, NS, "app"), "pod Running");
       assert.deepEqual(stagedHandles(driver).sort(), ["px-legacy", "px-marker"]);
       const published = driver.callsOf("NodePublishVolume").map((c) => String(c.request.volumeId));
       assert.deepEqual(published.sort(), ["px-legacy", "px-marker"]);
       return;
     }
-    await waitFor("the marker staged", () => stagedHandles(driver).includes("px-marker"));
+    await until(() => stagedHandles(driver).includes("px-marker"), "the marker staged");
     if (row.kubelet === "not migrated")
       await eventWith(client, "FailedMount", "CSI migration of that plugin is off on this node");
     const calls = driver.calls.filter((c) => JSON.stringify(c.request).includes("px-legacy"));

@@ -11,9 +11,9 @@ import {
   getOrUndefined,
   runLoops,
   startTestServer,
-  until,
   type TestServer,
 } from "../../../test/harness/controllers.ts";
+import { until } from "../../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;

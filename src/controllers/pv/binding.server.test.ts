@@ -19,12 +19,12 @@ import {
   runLoops,
   startTestServer,
   storageClass,
-  until,
   waitClaimBound,
   waitForEvent,
   waitVolumePhase,
   type TestServer,
 } from "../../../test/harness/controllers.ts";
+import { until } from "../../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;

@@ -20,11 +20,11 @@ import {
   pvc,
   runLoops,
   startTestServer,
-  until,
   waitClaimBound,
   waitVolumePhase,
   type TestServer,
 } from "../../../test/harness/controllers.ts";
+import { until } from "../../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;

@@ -16,10 +16,10 @@ import {
   runProvisioner,
   startCluster,
   startStub,
-  waitFor,
   waitForVolume,
   type Cluster,
 } from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "stub-csi-csikit-io";
@@ -60,7 +60,7 @@ test(
       { stdio: "ignore" },
     );
     t.after(() => leader.kill("SIGKILL"));
-    const first = await waitFor("the child leads", () => holder(cluster), 30_000);
+    const first = await until(() => holder(cluster), "the child leads", { timeoutMs: 30_000 });
     runProvisioner(t, cluster, stub.server.path, ELECTION);
     const c1 = await createClaim(cluster, "c1", STUB);
     await waitForVolume(cluster, c1);
@@ -69,10 +69,10 @@ test(
     await new Promise((resolve) => leader.once("exit", resolve));
     const killedAt = Date.now();
     const c2 = await createClaim(cluster, "c2", STUB);
-    const second = await waitFor("a new leader", async () => {
+    const second = await until(async () => {
       const now = await holder(cluster);
       return now !== undefined && now !== first ? now : undefined;
-    });
+    }, "a new leader");
     await waitForVolume(cluster, c2);
     const takeover = Date.now() - killedAt;
     t.diagnostic(`takeover + provisioning after SIGKILL: ${takeover} ms (lease duration 3000 ms)`);
@@ -93,7 +93,7 @@ test("metrics, /healthz/leader-election and pprof on the HTTP endpoint", async (
   ]);
   const claim = await createClaim(cluster, "m", STUB);
   await waitForVolume(cluster, claim);
-  const url = await waitFor("endpoint", () => provisioner.url);
+  const url = await until(() => provisioner.url, "endpoint");
   const metrics = await (await fetch(`${url}/metrics`)).text();
   assert.match(
     metrics,

@@ -16,8 +16,10 @@ import { silentLogger } from "../../base/index.ts";
 import { CsiClient, GrpcStatus } from "../../csi/index.ts";
 import { serveHostpathDriver } from "../../drivers/index.ts";
 import type { KubeClient } from "../../kube/index.ts";
-import { runNode, serveScriptedNode, tempDir, testServer, waitFor } from "../../../test/harness/node.ts";
+import { runNode, serveScriptedNode, testServer } from "../../../test/harness/node.ts";
 import { RegistrationRefusedError, registrationSocketPath, startRegistrar } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
+import { tempDir } from "../../../test/harness/cleanup.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
@@ -86,7 +88,7 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
   const { socketPath, httpUrl } = await first.serving;
   assert.equal(socketPath, join(root, "plugins_registry", `${DRIVER}-reg.sock`));
   assert.equal(registrationSocketPath(join(root, "plugins_registry"), DRIVER), socketPath);
-  await waitFor("CSINode entry", async () => (await csiNodeDrivers(client)).length === 1);
+  await until(async () => (await csiNodeDrivers(client)).length === 1, "CSINode entry");
   assert.deepEqual(await csiNodeDrivers(client), [`${DRIVER}=hp-node-a`]);
 
   const mode = (await stat(socketPath)).mode & 0o777;
@@ -105,11 +107,11 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
 
   await first.stop();
   await assert.rejects(lstat(socketPath), { code: "ENOENT" }, "socket removed on stop");
-  await waitFor("CSINode entry removed", async () => (await csiNodeDrivers(client)).length === 0);
+  await until(async () => (await csiNodeDrivers(client)).length === 0, "CSINode entry removed");
 
   const second = runRegistrar(t, { csiAddress: driver.path, root });
   await second.serving;
-  await waitFor("registered again", async () => (await csiNodeDrivers(client)).length === 1);
+  await until(async () => (await csiNodeDrivers(client)).length === 1, "registered again");
   await second.stop();
 });
 
@@ -179,10 +181,10 @@ test("csikit registrar: waits for a driver that starts later, registers, SIGTERM
     "-v=5",
   ]);
   // The driver is not there yet: the registrar must wait, not exit.
-  await waitFor(
-    "registrar connecting",
+  await until(
     () => registrar.stderr().includes("Attempting to open a gRPC connection"),
-    60_000,
+    "registrar connecting",
+    { timeoutMs: 60_000 },
   );
   assert.equal(registrar.child.exitCode, null, registrar.stderr());
   const driver = await serveHostpathDriver({
@@ -192,13 +194,15 @@ test("csikit registrar: waits for a driver that starts later, registers, SIGTERM
     allowedPathRoots: [root],
   });
   t.after(() => driver.close());
-  await waitFor("CSINode entry", async () => (await csiNodeDrivers(client)).length === 1, 60_000);
+  await until(async () => (await csiNodeDrivers(client)).length === 1, "CSINode entry", {
+    timeoutMs: 60_000,
+  });
   const socketPath = join(root, "plugins_registry", `${DRIVER}-reg.sock`);
   assert.ok((await lstat(socketPath)).isSocket());
   registrar.child.kill("SIGTERM");
   assert.equal(await registrar.exit, 0, registrar.stderr());
   await assert.rejects(lstat(socketPath), { code: "ENOENT" });
-  await waitFor("CSINode entry removed", async () => (await csiNodeDrivers(client)).length === 0);
+  await until(async () => (await csiNodeDrivers(client)).length === 0, "CSINode entry removed");
 });
 
 test("csikit registrar: the node refusing the registration (NodeGetInfo fails) exits 1 with the node's error", async (t) => {

@@ -26,7 +26,7 @@ import {
 import { InformerFactory } from "../../../kube/index.ts";
 import { startTestServer } from "../../../../test/harness/kube-server.ts";
 import { CapacityRefresh, startCapacityController } from "./index.ts";
-import { until } from "../../../../test/harness/capacity.ts";
+import { until } from "../../../../test/harness/until.ts";
 
 const MiB = 1024 * 1024;
 
