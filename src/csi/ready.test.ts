@@ -19,7 +19,7 @@ import {
 import { connect } from "../../test/harness/csi.ts";
 import { PROBE_INTERVAL_MS, untilNextTick } from "./ready.ts";
 import { until } from "../../test/harness/until.ts";
-import { tempDir } from "../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 /** A server whose Probe is `probe`; returns the server and the number of probes it answered. */
 async function serveProbe(
@@ -39,7 +39,7 @@ async function serveProbe(
       },
     },
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return { server, probes: () => count };
 }
 
@@ -221,7 +221,7 @@ test("a connection dropped under a probe (UNAVAILABLE, channel no longer READY) 
     stream.session?.socket.destroy();
   });
   await new Promise<void>((resolve) => hostile.listen(endpoint, resolve));
-  t.after(() => new Promise<void>((resolve) => hostile.close(() => resolve())));
+  defer(t, () => new Promise<void>((resolve) => hostile.close(() => resolve())));
   const { logger, lines } = memoryLogger({ verbosity: 4 });
   const clock = new FakeClock();
   const client = connect(t, endpoint, { logger });

@@ -27,7 +27,7 @@ import {
 import { attachmentName, KubeletPaths, sha256Hex, uniqueVolumeName } from "./index.ts";
 import { reconstruct } from "./reconstruction.ts";
 import { until } from "../../test/harness/until.ts";
-import { tempDir } from "../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const ALL = [
   "kubernetes.io/aws-ebs",
@@ -67,7 +67,7 @@ test("a node is NotReady until its CSINode (with migrated-plugins) exists", asyn
   // Watch every Node status write from the start: the first says NotReady, naming the CSINode.
   const seen: string[] = [];
   const watcher = new AbortController();
-  t.after(() => watcher.abort());
+  defer(t, () => watcher.abort());
   const watching = (async () => {
     for await (const event of client.watch<Node>(GVR.nodes, {}, watcher.signal)) {
       const ready = event.object.status?.conditions?.find((c) => c.type === "Ready");

@@ -29,7 +29,7 @@ import {
 } from "../../test/harness/node.ts";
 import { attachmentName, KubeletPaths } from "./index.ts";
 import { until } from "../../test/harness/until.ts";
-import { tempDir } from "../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NAMESPACE_ENV = "CSIKIT_NODE_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -83,7 +83,7 @@ async function setup(t: TestContext): Promise<Setup> {
   const api = await testServer(t);
   const client = api.client();
   const base = await tempDir(t, "csikit-node-mounts-");
-  t.after(async () => {
+  defer(t, async () => {
     await unmountUnder(base);
     await detachLoopsUnder(base);
   });
@@ -95,9 +95,9 @@ async function setup(t: TestContext): Promise<Setup> {
     allowedPathRoots: [root],
     shutdownGraceMs: 1000,
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   const driverClient = CsiClient.connect(driver.path);
-  t.after(() => driverClient.close());
+  defer(t, () => driverClient.close());
   await client.create(GVR.csiDrivers, csiDriver(DRIVER, { attachRequired: true, podInfoOnMount: true }));
   return {
     client,
@@ -176,7 +176,7 @@ function startNodeProcess(t: TestContext, s: Setup): ChildProcess {
   );
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  t.after(() => {
+  defer(t, () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     if (stderr.includes("failed")) t.diagnostic(stderr);
   });

@@ -13,7 +13,7 @@ import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../drivers/index.ts";
 import { runNode, serveRegistration, serveScriptedNode, testServer } from "../../test/harness/node.ts";
 import { NODE_LEASE_NAMESPACE } from "./index.ts";
 import { until } from "../../test/harness/until.ts";
-import { tempDir } from "../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid";
 
@@ -67,7 +67,7 @@ test("hostpath registers through its registration socket and deregisters when th
     maxVolumesPerNode: 5,
     allowedPathRoots: [root],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   await runNode(t, client, { nodeName: "node-a", rootDir: root });
   const registration = await serveRegistration(t, {
     rootDir: root,

@@ -20,6 +20,7 @@ import {
 } from "../../src/api/index.ts";
 import { isNotFound, KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
 import { until } from "../harness/until.ts";
+import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
@@ -27,7 +28,7 @@ const isRoot = process.getuid?.() === 0;
 const canNamespace = isRoot
   ? spawnSync("unshare", ["--version"]).status === 0
   : spawnSync("unshare", ["-rm", "true"]).status === 0;
-const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+const hasKubectl = !kubectlMissing();
 const SKIP = canNamespace ? false : "needs unshare (root: mount namespace; otherwise user + mount namespace)";
 /** Generous: 18 Node processes start on a shared, loaded 2-core machine. */
 const START_MS = 240_000;
@@ -84,11 +85,6 @@ async function stopUp(up: UpProcess | undefined, stateDir: string): Promise<void
   clearTimeout(timer);
   for (const pid of Object.values(await pids(stateDir).catch(() => ({}))))
     if (alive(pid)) process.kill(pid, "SIGKILL");
-}
-
-function kubectl(kubeconfig: string, args: string[]): { status: number | null; out: string } {
-  const run = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], { encoding: "utf8" });
-  return { status: run.status, out: (run.stdout ?? "") + (run.stderr ?? "") };
 }
 
 async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {
@@ -226,15 +222,18 @@ describe("csikit up", { skip: SKIP }, () => {
       );
       assert.ok((await clusterMounts(stateDir, join(stateDir, "nodes"))).includes(target), "published");
 
-      const patched = kubectl(kubeconfig, [
-        "patch",
-        "pvc",
-        "grow-claim",
-        "--type=merge",
-        "-p",
-        JSON.stringify({ spec: { resources: { requests: { storage: "3Mi" } } } }),
-      ]);
-      assert.equal(patched.status, 0, patched.out);
+      const patched = await kubectl(
+        [
+          "patch",
+          "pvc",
+          "grow-claim",
+          "--type=merge",
+          "-p",
+          JSON.stringify({ spec: { resources: { requests: { storage: "3Mi" } } } }),
+        ],
+        { kubeconfig },
+      );
+      assert.equal(patched.code, 0, patched.stderr);
       const volume = await until(
         async () => {
           const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
@@ -257,16 +256,19 @@ describe("csikit up", { skip: SKIP }, () => {
       assert.equal(claim.status?.allocatedResourceStatuses?.storage, undefined, "no resize status left");
       assert.equal(claim.status?.allocatedResources?.storage, "3Mi");
       const handle = volume.spec?.csi?.volumeHandle ?? "";
-      const events = kubectl(kubeconfig, [
-        "get",
-        "events",
-        "--field-selector=involvedObject.name=grow-claim",
-        "-o",
-        "jsonpath={.items[*].reason}",
-      ]);
-      assert.equal(events.status, 0, events.out);
+      const events = await kubectl(
+        [
+          "get",
+          "events",
+          "--field-selector=involvedObject.name=grow-claim",
+          "-o",
+          "jsonpath={.items[*].reason}",
+        ],
+        { kubeconfig },
+      );
+      assert.equal(events.code, 0, events.stderr);
       for (const reason of ["Resizing", "FileSystemResizeRequired", "FileSystemResizeSuccessful"])
-        assert.ok(events.out.split(" ").includes(reason), `Event ${reason} in ${events.out}`);
+        assert.ok(events.stdout.split(" ").includes(reason), `Event ${reason} in ${events.stdout}`);
       if (isRoot) {
         // statfs through the published path, in the cluster's mount namespace: the bind mount
         // reaches the volume's directory, so it sees the filesystem holding the driver's volumes.
@@ -302,8 +304,8 @@ describe("csikit up", { skip: SKIP }, () => {
     { skip: hasKubectl ? false : "kubectl is not installed" },
     async () => {
       const kubeconfig = join(stateDir, "kubeconfig");
-      const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, "topology.yaml")]);
-      assert.equal(applied.status, 0, applied.out);
+      const applied = await kubectl(["apply", "-f", join(EXAMPLES, "topology.yaml")], { kubeconfig });
+      assert.equal(applied.code, 0, applied.stderr);
       const pod = await until(podRunning("zonal-app"), "zonal-app to run", { timeoutMs: STEP_MS });
       assert.equal(pod.spec?.nodeName, "node-2", "node-2 is the only zone-b node of 3");
       const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "zonal-claim", {
@@ -314,8 +316,10 @@ describe("csikit up", { skip: SKIP }, () => {
         (term.matchExpressions ?? []).flatMap((e) => e.values ?? []),
       );
       assert.deepEqual(values, ["node-2"]);
-      const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, "topology.yaml"), "--wait=false"]);
-      assert.equal(deleted.status, 0, deleted.out);
+      const deleted = await kubectl(["delete", "-f", join(EXAMPLES, "topology.yaml"), "--wait=false"], {
+        kubeconfig,
+      });
+      assert.equal(deleted.code, 0, deleted.stderr);
       await until(
         () => gone(() => client.get(GVR.persistentVolumes, volume.metadata?.name ?? "")),
         "the zonal volume to be deleted",
@@ -337,23 +341,20 @@ describe("csikit up", { skip: SKIP }, () => {
         ...(isRoot ? ([["raw-block.yaml", ["block-app"]]] as [string, string[]][]) : []),
       ];
       for (const [file] of files) {
-        const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, file)]);
-        assert.equal(applied.status, 0, applied.out);
+        const applied = await kubectl(["apply", "-f", join(EXAMPLES, file)], { kubeconfig });
+        assert.equal(applied.code, 0, applied.stderr);
       }
       for (const [, pods] of files)
         for (const pod of pods) await until(podRunning(pod), `${pod} to run`, { timeoutMs: STEP_MS });
       // The Secret must outlive the volume (ControllerUnpublish and DeleteVolume read it), so the
       // secrets example's pod and claim go first and its Secret once the volume is gone.
-      const secretsFirst = kubectl(kubeconfig, [
-        "delete",
-        "pod/secret-app",
-        "pvc/secret-claim",
-        "--wait=false",
-      ]);
-      assert.equal(secretsFirst.status, 0, secretsFirst.out);
+      const secretsFirst = await kubectl(["delete", "pod/secret-app", "pvc/secret-claim", "--wait=false"], {
+        kubeconfig,
+      });
+      assert.equal(secretsFirst.code, 0, secretsFirst.stderr);
       for (const [file] of files.filter(([name]) => name !== "secrets.yaml")) {
-        const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, file), "--wait=false"]);
-        assert.equal(deleted.status, 0, deleted.out);
+        const deleted = await kubectl(["delete", "-f", join(EXAMPLES, file), "--wait=false"], { kubeconfig });
+        assert.equal(deleted.code, 0, deleted.stderr);
       }
       try {
         await until(
@@ -365,16 +366,15 @@ describe("csikit up", { skip: SKIP }, () => {
           { timeoutMs: STEP_MS },
         );
       } catch (error) {
-        const left = kubectl(kubeconfig, ["get", "pv,pvc,volumeattachments,pods", "-o", "wide"]);
-        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${left.out}`);
+        const left = await kubectl(["get", "pv,pvc,volumeattachments,pods", "-o", "wide"], { kubeconfig });
+        throw new Error(
+          `${error instanceof Error ? error.message : String(error)}\n${left.stdout}${left.stderr}`,
+        );
       }
-      const rest = kubectl(kubeconfig, [
-        "delete",
-        "-f",
-        join(EXAMPLES, "secrets.yaml"),
-        "--ignore-not-found",
-      ]);
-      assert.equal(rest.status, 0, rest.out);
+      const rest = await kubectl(["delete", "-f", join(EXAMPLES, "secrets.yaml"), "--ignore-not-found"], {
+        kubeconfig,
+      });
+      assert.equal(rest.code, 0, rest.stderr);
     },
   );
 

@@ -20,11 +20,11 @@ import {
   type KubeObject,
   CORE_EVENTS,
 } from "../../src/kube/index.ts";
-import { startTestServer, type TestServer } from "./kube-server.ts";
+import { sharedTestServer, startTestServer, type TestServer } from "./kube-server.ts";
 import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "../../src/controllers/index.ts";
 import { until } from "./until.ts";
 
-export { startTestServer, type TestServer };
+export { sharedTestServer, startTestServer, type TestServer };
 
 export const NS = "default";
 export const DRIVER = "hostpath.csi.k8s.io";

@@ -6,6 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { silentLogger } from "../../src/base/index.ts";
 import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
 import { KubeClient, loadKubeConfig, type KubeClientOptions } from "../../src/kube/index.ts";
@@ -69,4 +70,41 @@ export async function startTestServer(
       await rm(stateDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One server (and a client of it) for a whole test file: started before its first test. */
+export interface SharedServer {
+  readonly server: TestServer;
+  readonly client: KubeClient;
+}
+
+/**
+ * Starts one API server for the whole file in a `before` hook and stops it in an `after` hook;
+ * `then` runs once the server is up (to start what the file's tests share, stopped by the
+ * function it returns, before the server).
+ */
+export function sharedTestServer(then?: (shared: SharedServer) => () => Promise<void>): SharedServer {
+  let server: TestServer | undefined;
+  let client: KubeClient | undefined;
+  let stopThen: (() => Promise<void>) | undefined;
+  const shared: SharedServer = {
+    get server() {
+      if (!server) throw new Error("sharedTestServer: the server starts in the file's before hook");
+      return server;
+    },
+    get client() {
+      if (!client) throw new Error("sharedTestServer: the server starts in the file's before hook");
+      return client;
+    },
+  };
+  before(async () => {
+    server = await startTestServer();
+    client = server.client();
+    stopThen = then?.(shared);
+  });
+  after(async () => {
+    await stopThen?.();
+    await server?.stop();
+  });
+  return shared;
 }

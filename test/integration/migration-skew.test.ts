@@ -32,7 +32,7 @@ import {
 } from "../harness/node.ts";
 import { attachmentName } from "../../src/node/index.ts";
 import { until } from "../harness/until.ts";
-import { tempDir } from "../harness/cleanup.ts";
+import { defer, tempDir } from "../harness/cleanup.ts";
 
 const PX = "pxd.portworx.com";
 const NODE = "skew-node";
@@ -107,7 +107,7 @@ function startController(t: TestContext, client: KubeClient, on: boolean): void 
     controller.signal,
   );
   const informersRunning = informers.start(controller.signal);
-  t.after(async () => {
+  defer(t, async () => {
     controller.abort();
     await Promise.all([running, informersRunning]);
   });
@@ -120,9 +120,9 @@ function stagedHandles(driver: ScriptedNode): string[] {
 for (const row of TABLE) {
   test(`skew: ADC migration ${row.adc}, kubelet ${row.kubelet} → ${row.expected}`, async (t) => {
     const server = await startTestServer();
-    t.after(() => server.stop());
+    defer(t, () => server.stop());
     const client = server.client();
-    t.after(() => client.close());
+    defer(t, () => client.close());
     let driver: ScriptedNode | undefined;
     if (row.kubelet === "too old (no CSINode)") {
       // A kubelet that predates migration: a managed, Ready node and no CSINode.

@@ -12,14 +12,14 @@ import { CsiError, GrpcStatus, serveCsi, type CsiServer, type IdentityService } 
 import { serveHostpathDriver } from "../../drivers/index.ts";
 import { NOT_READY, startLivenessProbe } from "./index.ts";
 import { until } from "../../../test/harness/until.ts";
-import { tempDir } from "../../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../../test/harness/cleanup.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 
 async function hostpath(t: TestContext, endpoint: string) {
   const dir = await tempDir(t, "csikit-lp-driver-");
   const driver = await serveHostpathDriver({ endpoint, nodeId: "lp-node", stateDir: join(dir, "state") });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   return driver;
 }
 
@@ -36,7 +36,7 @@ async function scriptedIdentity(
     },
     shutdownGraceMs: 100,
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return server;
 }
 
@@ -60,7 +60,7 @@ async function runProbe(
     },
     controller.signal,
   );
-  t.after(async () => {
+  defer(t, async () => {
     controller.abort();
     await done.catch(() => undefined);
   });
@@ -151,7 +151,7 @@ test("csikit livenessprobe started before its driver waits without crashing, the
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  t.after(async () => {
+  defer(t, async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await exit;
   });

@@ -4,11 +4,7 @@
 // work-queue metrics, /healthz/leader-election and, with --enable-pprof, heap and CPU profiles.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { test } from "node:test";
-import { GVR } from "../../api/index.ts";
-import type { Lease } from "../../kube/index.ts";
 import {
   STUB,
   createClaim,
@@ -17,28 +13,11 @@ import {
   startCluster,
   startStub,
   waitForVolume,
-  type Cluster,
 } from "../../../test/harness/provisioner.ts";
 import { until } from "../../../test/harness/until.ts";
+import { FAST_ELECTION, leaseHolder, spawnCsikit } from "../../../test/harness/election.ts";
 
-const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "stub-csi-csikit-io";
-const ELECTION = [
-  "--leader-election",
-  "--leader-election-namespace=default",
-  "--leader-election-lease-duration=3s",
-  "--leader-election-renew-deadline=2s",
-  "--leader-election-retry-period=500ms",
-];
-
-async function holder(cluster: Cluster): Promise<string | undefined> {
-  try {
-    const lease = await cluster.client.get<Lease>(GVR.leases, LEASE, { namespace: "default" });
-    return lease.spec?.holderIdentity ?? undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 test(
   "leader killed with SIGKILL: the standby takes over within the lease duration; no volume twice",
@@ -47,30 +26,25 @@ test(
     const cluster = await startCluster(t);
     const stub = await startStub(t, cluster.dir);
     await createClass(cluster, "sc", STUB);
-    const leader = spawn(
-      process.execPath,
-      [
-        MAIN,
-        "provisioner",
-        `--csi-address=${stub.server.path}`,
-        `--kubeconfig=${cluster.kubeconfig}`,
-        "--kube-api-qps=100",
-        ...ELECTION,
-      ],
-      { stdio: "ignore" },
-    );
-    t.after(() => leader.kill("SIGKILL"));
-    const first = await until(() => holder(cluster), "the child leads", { timeoutMs: 30_000 });
-    runProvisioner(t, cluster, stub.server.path, ELECTION);
+    const leader = spawnCsikit(t, "provisioner", [
+      `--csi-address=${stub.server.path}`,
+      `--kubeconfig=${cluster.kubeconfig}`,
+      "--kube-api-qps=100",
+      ...FAST_ELECTION,
+    ]);
+    const first = await until(() => leaseHolder(cluster.client, LEASE), "the child leads", {
+      timeoutMs: 30_000,
+    });
+    runProvisioner(t, cluster, stub.server.path, FAST_ELECTION);
     const c1 = await createClaim(cluster, "c1", STUB);
     await waitForVolume(cluster, c1);
-    assert.equal(await holder(cluster), first, "the child still leads");
+    assert.equal(await leaseHolder(cluster.client, LEASE), first, "the child still leads");
     leader.kill("SIGKILL");
     await new Promise((resolve) => leader.once("exit", resolve));
     const killedAt = Date.now();
     const c2 = await createClaim(cluster, "c2", STUB);
     const second = await until(async () => {
-      const now = await holder(cluster);
+      const now = await leaseHolder(cluster.client, LEASE);
       return now !== undefined && now !== first ? now : undefined;
     }, "a new leader");
     await waitForVolume(cluster, c2);
@@ -87,7 +61,7 @@ test("metrics, /healthz/leader-election and pprof on the HTTP endpoint", async (
   const stub = await startStub(t, cluster.dir);
   await createClass(cluster, "sc", STUB);
   const provisioner = runProvisioner(t, cluster, stub.server.path, [
-    ...ELECTION,
+    ...FAST_ELECTION,
     "--http-endpoint=127.0.0.1:0",
     "--enable-pprof",
   ]);

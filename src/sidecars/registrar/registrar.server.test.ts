@@ -19,7 +19,7 @@ import type { KubeClient } from "../../kube/index.ts";
 import { runNode, serveScriptedNode, testServer } from "../../../test/harness/node.ts";
 import { RegistrationRefusedError, registrationSocketPath, startRegistrar } from "./index.ts";
 import { until } from "../../../test/harness/until.ts";
-import { tempDir } from "../../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../../test/harness/cleanup.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
@@ -32,7 +32,7 @@ async function hostpath(t: TestContext, root: string, nodeId = "hp-node-a") {
     stateDir: join(dir, "state"),
     allowedPathRoots: [root],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   return driver;
 }
 
@@ -69,7 +69,7 @@ function runRegistrar(
     controller.abort();
     await done.catch(() => undefined);
   };
-  t.after(stop);
+  defer(t, stop);
   return {
     stop,
     done,
@@ -94,7 +94,7 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
   const mode = (await stat(socketPath)).mode & 0o777;
   assert.equal(mode & 0o077, 0, `registration socket mode ${mode.toString(8)} is private to its user`);
   const kubelet = CsiClient.connect(socketPath);
-  t.after(() => kubelet.close());
+  defer(t, () => kubelet.close());
   assert.deepEqual(await kubelet.registration.getInfo({}, { timeoutMs: 5000 }), {
     type: "CSIPlugin",
     name: DRIVER,
@@ -136,7 +136,7 @@ test("NotifyRegistrationStatus(false) ends the registrar with RegistrationRefuse
   const registrar = runRegistrar(t, { csiAddress: driver.path, root });
   const { socketPath } = await registrar.serving;
   const kubelet = CsiClient.connect(socketPath);
-  t.after(() => kubelet.close());
+  defer(t, () => kubelet.close());
   await kubelet.registration.notifyRegistrationStatus(
     { pluginRegistered: false, error: "plugin validation failed" },
     { timeoutMs: 5000 },
@@ -160,7 +160,7 @@ function spawnRegistrar(
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  t.after(async () => {
+  defer(t, async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await exit;
   });
@@ -193,7 +193,7 @@ test("csikit registrar: waits for a driver that starts later, registers, SIGTERM
     stateDir: join(dir, "state"),
     allowedPathRoots: [root],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   await until(async () => (await csiNodeDrivers(client)).length === 1, "CSINode entry", {
     timeoutMs: 60_000,
   });

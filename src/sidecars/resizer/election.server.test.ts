@@ -4,11 +4,7 @@
 // the volume grows once, to the requested size. The Lease is `external-resizer-<driver>`.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { test } from "node:test";
-import { GVR } from "../../api/index.ts";
-import type { Lease } from "../../kube/index.ts";
 import {
   MI,
   STUB,
@@ -19,28 +15,11 @@ import {
   startCluster,
   startResizeStub,
   untilCancelled,
-  type Cluster,
 } from "../../../test/harness/resizer.ts";
 import { until } from "../../../test/harness/until.ts";
+import { FAST_ELECTION, leaseHolder, spawnCsikit } from "../../../test/harness/election.ts";
 
-const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "external-resizer-resize-stub-csi-csikit-io";
-const ELECTION = [
-  "--leader-election",
-  "--leader-election-namespace=default",
-  "--leader-election-lease-duration=3s",
-  "--leader-election-renew-deadline=2s",
-  "--leader-election-retry-period=500ms",
-];
-
-async function holder(cluster: Cluster): Promise<string | undefined> {
-  try {
-    const lease = await cluster.client.get<Lease>(GVR.leases, LEASE, { namespace: "default" });
-    return lease.spec?.holderIdentity ?? undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 test(
   "leader killed with SIGKILL mid-expansion: the standby finishes the same size, the volume grows once",
@@ -54,21 +33,16 @@ test(
       if (stub.expands.length === 1) await untilCancelled(context);
     };
     await boundClaim(cluster, { name: "f", driver: STUB, handle: "vol-f" });
-    const leader = spawn(
-      process.execPath,
-      [
-        MAIN,
-        "resizer",
-        `--csi-address=${stub.server.path}`,
-        `--kubeconfig=${cluster.kubeconfig}`,
-        "--kube-api-qps=100",
-        ...ELECTION,
-      ],
-      { stdio: "ignore" },
-    );
-    t.after(() => leader.kill("SIGKILL"));
-    const first = await until(() => holder(cluster), "the child leads", { timeoutMs: 30_000 });
-    runResizer(t, cluster, stub.server.path, ELECTION);
+    const leader = spawnCsikit(t, "resizer", [
+      `--csi-address=${stub.server.path}`,
+      `--kubeconfig=${cluster.kubeconfig}`,
+      "--kube-api-qps=100",
+      ...FAST_ELECTION,
+    ]);
+    const first = await until(() => leaseHolder(cluster.client, LEASE), "the child leads", {
+      timeoutMs: 30_000,
+    });
+    runResizer(t, cluster, stub.server.path, FAST_ELECTION);
     await setRequest(cluster, "f", "3Mi");
     await until(() => stub.expands.length === 1, "the leader's ControllerExpandVolume", {
       timeoutMs: 30_000,
@@ -79,7 +53,7 @@ test(
     leader.kill("SIGKILL");
     await new Promise((resolve) => leader.once("exit", resolve));
     const second = await until(async () => {
-      const now = await holder(cluster);
+      const now = await leaseHolder(cluster.client, LEASE);
       return now !== undefined && now !== first ? now : undefined;
     }, "a new leader");
     assert.notEqual(second, first);
@@ -117,13 +91,13 @@ test("metrics and /healthz/leader-election on the HTTP endpoint", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startResizeStub(t, cluster.dir);
   await boundClaim(cluster, { name: "m", driver: STUB, handle: "vol-m" });
-  const resizer = runResizer(t, cluster, stub.server.path, [...ELECTION, "--http-endpoint=127.0.0.1:0"]);
+  const resizer = runResizer(t, cluster, stub.server.path, [...FAST_ELECTION, "--http-endpoint=127.0.0.1:0"]);
   await setRequest(cluster, "m", "2Mi");
   await until(
     async () => (await claimStatus(cluster, "m")).allocatedResourceStatuses?.storage === "NodeResizePending",
     "expanded",
   );
-  assert.equal((await holder(cluster)) !== undefined, true, `Lease ${LEASE} exists`);
+  assert.equal((await leaseHolder(cluster.client, LEASE)) !== undefined, true, `Lease ${LEASE} exists`);
   const url = await until(() => resizer.url, "endpoint");
   const metrics = await (await fetch(`${url}/metrics`)).text();
   assert.match(

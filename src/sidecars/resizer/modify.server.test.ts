@@ -265,7 +265,7 @@ test("restart mid-modification: InProgress survives the process and the next one
   const cluster = await startCluster(t);
   const stub = await startResizeStub(t, cluster.dir);
   const held: (() => void)[] = [];
-  t.after(() => held.forEach((release) => release()));
+  defer(t, () => held.forEach((release) => release()));
   // The first call hangs in the driver (released when the test ends).
   stub.onModify = async () => {
     if (stub.modifies.length === 1) await new Promise<void>((resolve) => held.push(resolve));
