@@ -9,6 +9,7 @@ import type { TestContext } from "node:test";
 import { GVR } from "../../src/api/index.ts";
 import type { KubeClient, Lease } from "../../src/kube/index.ts";
 import { defer } from "./cleanup.ts";
+import { until } from "./until.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
 
@@ -44,4 +45,49 @@ export function spawnCsikit(t: TestContext, command: string, args: readonly stri
     await exited;
   });
   return child;
+}
+
+/** A sidecar leading from a child process, and its identity in the Lease. */
+export interface ChildLeader {
+  child: ChildProcess;
+  identity: string;
+  /** SIGKILL (a crashed pod: the Lease is not released) and wait until the process is gone. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts `csikit <sidecar>` against the driver at csiAddress with FAST_ELECTION and waits until
+ * it holds the Lease.
+ */
+export async function startChildLeader(
+  t: TestContext,
+  options: { sidecar: string; csiAddress: string; kubeconfig: string; client: KubeClient; lease: string },
+): Promise<ChildLeader> {
+  const child = spawnCsikit(t, options.sidecar, [
+    `--csi-address=${options.csiAddress}`,
+    `--kubeconfig=${options.kubeconfig}`,
+    "--kube-api-qps=100",
+    ...FAST_ELECTION,
+  ]);
+  const identity = await until(() => leaseHolder(options.client, options.lease), "the child leads", {
+    timeoutMs: 30_000,
+  });
+  return {
+    child,
+    identity,
+    kill: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      else return;
+      await exited;
+    },
+  };
+}
+
+/** Waits until someone other than `previous` holds the Lease, and returns the new holder. */
+export function untilNewLeader(client: KubeClient, lease: string, previous: string): Promise<string> {
+  return until(async () => {
+    const now = await leaseHolder(client, lease);
+    return now !== undefined && now !== previous ? now : undefined;
+  }, "a new leader");
 }

@@ -26,13 +26,20 @@ export async function until<T>(
 ): Promise<Exclude<T, undefined | false>> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   const intervalMs = options.intervalMs ?? 20;
-  const deadline = Date.now() + timeoutMs;
+  let timedOut = false;
   let expire: () => void = () => undefined;
   const expired = new Promise<typeof NOT_YET>((resolve) => (expire = () => resolve(NOT_YET)));
-  const timer = setTimeout(expire, timeoutMs);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    expire();
+  }, timeoutMs);
   let last: { value: unknown } | { error: unknown } | undefined;
+  const timeout = () =>
+    new UntilTimeout(`timed out after ${timeoutMs} ms waiting for ${what}${describe(last, ": ")}`);
   try {
     for (;;) {
+      // The bound passed during the pause: report the last check, not the next one.
+      if (timedOut && last !== undefined) throw timeout();
       const outcome = await Promise.race([
         Promise.resolve()
           .then(condition)
@@ -50,8 +57,7 @@ export async function until<T>(
       if ("value" in outcome && outcome.value !== undefined && outcome.value !== false)
         return outcome.value as Exclude<T, undefined | false>;
       last = outcome;
-      if (Date.now() >= deadline)
-        throw new UntilTimeout(`timed out after ${timeoutMs} ms waiting for ${what}${describe(last, ": ")}`);
+      if (timedOut) throw timeout();
       await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
   } finally {

@@ -15,7 +15,12 @@ import {
   waitForVolume,
 } from "../../../test/harness/provisioner.ts";
 import { until } from "../../../test/harness/until.ts";
-import { FAST_ELECTION, leaseHolder, spawnCsikit } from "../../../test/harness/election.ts";
+import {
+  FAST_ELECTION,
+  leaseHolder,
+  startChildLeader,
+  untilNewLeader,
+} from "../../../test/harness/election.ts";
 
 const LEASE = "stub-csi-csikit-io";
 
@@ -26,27 +31,22 @@ test(
     const cluster = await startCluster(t);
     const stub = await startStub(t, cluster.dir);
     await createClass(cluster, "sc", STUB);
-    const leader = spawnCsikit(t, "provisioner", [
-      `--csi-address=${stub.server.path}`,
-      `--kubeconfig=${cluster.kubeconfig}`,
-      "--kube-api-qps=100",
-      ...FAST_ELECTION,
-    ]);
-    const first = await until(() => leaseHolder(cluster.client, LEASE), "the child leads", {
-      timeoutMs: 30_000,
+    const leader = await startChildLeader(t, {
+      sidecar: "provisioner",
+      csiAddress: stub.server.path,
+      kubeconfig: cluster.kubeconfig,
+      client: cluster.client,
+      lease: LEASE,
     });
+    const first = leader.identity;
     runProvisioner(t, cluster, stub.server.path, FAST_ELECTION);
     const c1 = await createClaim(cluster, "c1", STUB);
     await waitForVolume(cluster, c1);
     assert.equal(await leaseHolder(cluster.client, LEASE), first, "the child still leads");
-    leader.kill("SIGKILL");
-    await new Promise((resolve) => leader.once("exit", resolve));
+    await leader.kill();
     const killedAt = Date.now();
     const c2 = await createClaim(cluster, "c2", STUB);
-    const second = await until(async () => {
-      const now = await leaseHolder(cluster.client, LEASE);
-      return now !== undefined && now !== first ? now : undefined;
-    }, "a new leader");
+    const second = await untilNewLeader(cluster.client, LEASE, first);
     await waitForVolume(cluster, c2);
     const takeover = Date.now() - killedAt;
     t.diagnostic(`takeover + provisioning after SIGKILL: ${takeover} ms (lease duration 3000 ms)`);

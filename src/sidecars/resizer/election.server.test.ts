@@ -17,7 +17,12 @@ import {
   untilCancelled,
 } from "../../../test/harness/resizer.ts";
 import { until } from "../../../test/harness/until.ts";
-import { FAST_ELECTION, leaseHolder, spawnCsikit } from "../../../test/harness/election.ts";
+import {
+  FAST_ELECTION,
+  leaseHolder,
+  startChildLeader,
+  untilNewLeader,
+} from "../../../test/harness/election.ts";
 
 const LEASE = "external-resizer-resize-stub-csi-csikit-io";
 
@@ -33,15 +38,14 @@ test(
       if (stub.expands.length === 1) await untilCancelled(context);
     };
     await boundClaim(cluster, { name: "f", driver: STUB, handle: "vol-f" });
-    const leader = spawnCsikit(t, "resizer", [
-      `--csi-address=${stub.server.path}`,
-      `--kubeconfig=${cluster.kubeconfig}`,
-      "--kube-api-qps=100",
-      ...FAST_ELECTION,
-    ]);
-    const first = await until(() => leaseHolder(cluster.client, LEASE), "the child leads", {
-      timeoutMs: 30_000,
+    const leader = await startChildLeader(t, {
+      sidecar: "resizer",
+      csiAddress: stub.server.path,
+      kubeconfig: cluster.kubeconfig,
+      client: cluster.client,
+      lease: LEASE,
     });
+    const first = leader.identity;
     runResizer(t, cluster, stub.server.path, FAST_ELECTION);
     await setRequest(cluster, "f", "3Mi");
     await until(() => stub.expands.length === 1, "the leader's ControllerExpandVolume", {
@@ -50,12 +54,8 @@ test(
     const intent = await claimStatus(cluster, "f");
     assert.equal(intent.allocatedResourceStatuses?.storage, "ControllerResizeInProgress");
     assert.deepEqual(intent.allocatedResources, { storage: "3Mi" });
-    leader.kill("SIGKILL");
-    await new Promise((resolve) => leader.once("exit", resolve));
-    const second = await until(async () => {
-      const now = await leaseHolder(cluster.client, LEASE);
-      return now !== undefined && now !== first ? now : undefined;
-    }, "a new leader");
+    await leader.kill();
+    const second = await untilNewLeader(cluster.client, LEASE, first);
     assert.notEqual(second, first);
     await until(async () => (await claimStatus(cluster, "f")).capacity?.storage === "3Mi", "capacity 3Mi", {
       timeoutMs: 30_000,
