@@ -68,7 +68,11 @@ test("metrics, /healthz/leader-election and pprof on the HTTP endpoint", async (
   const claim = await createClaim(cluster, "m", STUB);
   await waitForVolume(cluster, claim);
   const url = await until(() => provisioner.url, "endpoint");
-  const metrics = await (await fetch(`${url}/metrics`)).text();
+  // The claim's metrics are recorded after the PV is written: wait for them, bounded.
+  const metrics = await until(async () => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    return /controller_persistentvolumeclaim_provision_total\{class="sc",source=""\} 1/.test(text) && text;
+  }, "the provision metrics");
   assert.match(
     metrics,
     /csi_sidecar_operations_seconds_count\{driver_name="stub.csi.csikit.io",method_name="\/csi.v1.Controller\/CreateVolume",grpc_status_code="OK"\} 1/,
