@@ -3,11 +3,17 @@
 // a top-level folder not listed here may import nothing but base. npm packages are layered
 // too: each folder may import only the packages listed for it, each declared in package.json
 // "dependencies"; createRequire (a way around both) only where recorded below, with why.
+// Test code has rules of its own (checkTests below): shared fixtures live in test/harness, which
+// reaches src only through each unit's index.ts (or a recorded lean entry), src never reaches
+// test/**, and a fixture is never named *.test.ts (it would run as an empty test file).
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 
-const SRC = resolve(import.meta.dirname, "..", "src");
+const ROOT = resolve(import.meta.dirname, "..");
+const SRC = join(ROOT, "src");
+const TEST = join(ROOT, "test");
+const HARNESS = join(TEST, "harness");
 
 /** Which top-level src folders each folder may import (itself always allowed). */
 const ALLOWED: Record<string, readonly string[]> = {
@@ -158,7 +164,10 @@ for (const file of files) {
     const target = resolve(dirname(file), spec);
     const rel = relative(SRC, target);
     if (rel.startsWith("..")) {
-      if (!/package\.json$/.test(rel)) problems.push(`${relative(SRC, file)}: imports outside src: ${spec}`);
+      if (target.startsWith(TEST + sep))
+        problems.push(`${relative(SRC, file)}: product code may not import test code (${spec})`);
+      else if (!/package\.json$/.test(rel))
+        problems.push(`${relative(SRC, file)}: imports outside src: ${spec}`);
       continue;
     }
     edges.push(target);
@@ -176,6 +185,58 @@ for (const file of files) {
   }
   graph.set(file, edges);
 }
+
+/** Whether target is a unit's index.ts or one of its recorded lean entries. */
+function isEntry(target: string): boolean {
+  const unit = unitOf(target);
+  const unitRoot = join(SRC, ...unit.split("/"));
+  const extra = EXTRA_ENTRIES[unit];
+  return target === join(unitRoot, "index.ts") || (extra !== undefined && target === join(unitRoot, extra));
+}
+
+/** A test file that registers no test: node --test runs it as an empty file. */
+function registersTests(source: string): boolean {
+  return /\b(?:test|it|describe|suite)(?:\.\w+)?\(/.test(source);
+}
+
+// Test code: the harness, the test files anywhere, and what each of them imports.
+function checkTests(): number {
+  const testFiles = [...walk(SRC), ...walk(TEST)].filter((f) => f.endsWith(".test.ts"));
+  const harness = walk(HARNESS);
+  for (const file of walk(TEST)) {
+    const name = relative(ROOT, file);
+    if (file.startsWith(HARNESS + sep) && file.endsWith(".test.ts"))
+      problems.push(
+        `${name}: a harness module must not be named *.test.ts (it would run as an empty test file)`,
+      );
+    else if (!file.startsWith(HARNESS + sep) && !file.endsWith(".test.ts"))
+      problems.push(`${name}: shared test code belongs in test/harness`);
+  }
+  for (const file of [...testFiles, ...harness]) {
+    const name = relative(ROOT, file);
+    const source = readFileSync(file, "utf8");
+    const isHarness = file.startsWith(HARNESS + sep);
+    if (!isHarness && !registersTests(source))
+      problems.push(`${name}: registers no test (a fixture named *.test.ts? move it to test/harness)`);
+    for (const spec of importsOf(source)) {
+      if (spec.startsWith("node:")) continue;
+      if (!spec.startsWith(".")) {
+        if (!DECLARED.has(packageOf(spec)))
+          problems.push(`${name}: imports ${spec}, which package.json does not declare`);
+        continue;
+      }
+      const target = resolve(dirname(file), spec);
+      if (target.endsWith(".test.ts"))
+        problems.push(`${name}: imports the test file ${spec} (shared fixtures belong in test/harness)`);
+      else if (isHarness && target.startsWith(SRC + sep) && !isEntry(target))
+        problems.push(`${name}: the harness imports src through each unit's index.ts, not ${spec}`);
+      else if (isHarness && !target.startsWith(SRC + sep) && !target.startsWith(HARNESS + sep))
+        problems.push(`${name}: the harness may import only src and test/harness, not ${spec}`);
+    }
+  }
+  return testFiles.length + harness.length;
+}
+const testModules = checkTests();
 
 // Cycle check: depth-first search with colours.
 const colour = new Map<string, 1 | 2>();
@@ -203,4 +264,6 @@ if (problems.length > 0) {
   process.stderr.write(`check-imports: ${problems.length} problem(s)\n`);
   process.exit(1);
 }
-process.stdout.write(`check-imports: ${files.length} modules, layers and cycles ok\n`);
+process.stdout.write(
+  `check-imports: ${files.length} modules, layers and cycles ok; ${testModules} test and harness modules ok\n`,
+);

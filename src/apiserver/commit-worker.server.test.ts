@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { TestContext } from "node:test";
 import { FaultInjector } from "./transport/faults.ts";
-import { raw, startTestServer } from "./testing/harness.ts";
-import type { RawRequest, RawResponse, TestServer } from "./testing/harness.ts";
+import { raw, startTestServer } from "../../test/harness/apiserver.ts";
+import type { RawRequest, RawResponse, TestServer } from "../../test/harness/apiserver.ts";
+import { until } from "../../test/harness/until.ts";
 
 const CMS = "/api/v1/namespaces/default/configmaps";
 /** Bound of every wait below: generous for a loaded machine, far below the hold's own limit. */
@@ -36,14 +37,6 @@ function within<T>(promise: Promise<T>, what: string): Promise<T> {
 /** A request that must be answered within BOUND_MS. */
 function bounded(server: TestServer, request: RawRequest, what: string): Promise<RawResponse> {
   return within(raw(server.handle, request), what);
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + BOUND_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function configMap(name: string): string {

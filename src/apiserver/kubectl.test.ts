@@ -5,20 +5,11 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { parse as parseYaml } from "yaml";
-import { kubectl, startTestServer, type TestServer } from "./testing/harness.ts";
+import { startTestServer, type TestServer } from "../../test/harness/apiserver.ts";
+import { kubectl, kubectlMissing } from "../../test/harness/kubectl.ts";
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+const skip = kubectlMissing();
 
 const MANIFEST = `
 apiVersion: storage.k8s.io/v1
@@ -92,12 +83,12 @@ spec: {size: 3}
 describe("kubectl against the embedded API server", { skip }, () => {
   let server: TestServer;
   const run = async (args: string[], input?: string): Promise<string> => {
-    const result = await kubectl(server.handle, args, input);
+    const result = await kubectl(args, { kubeconfig: server.handle.kubeconfigPath, stdin: input });
     assert.equal(result.code, 0, `kubectl ${args.join(" ")} failed: ${result.stderr}`);
     return result.stdout;
   };
   const runFailing = async (args: string[]): Promise<string> => {
-    const result = await kubectl(server.handle, args);
+    const result = await kubectl(args, { kubeconfig: server.handle.kubeconfigPath });
     assert.notEqual(result.code, 0, `kubectl ${args.join(" ")} should fail`);
     return result.stderr;
   };
@@ -217,7 +208,9 @@ describe("kubectl against the embedded API server", { skip }, () => {
       metadata: { deletionTimestamp?: string };
     };
     assert.ok(held.metadata.deletionTimestamp, "still there, marked for deletion");
-    const waiting = kubectl(server.handle, ["wait", "--for=delete", "pvc/data", "--timeout=30s"]);
+    const waiting = kubectl(["wait", "--for=delete", "pvc/data", "--timeout=30s"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     await run([
       "patch",
       "pvc",

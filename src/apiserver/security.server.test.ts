@@ -19,7 +19,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeKubeconfig } from "./transport/kubeconfig.ts";
-import { raw, startTestServer, type TestServer } from "./testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../test/harness/apiserver.ts";
 
 const isRoot = process.getuid?.() === 0;
 

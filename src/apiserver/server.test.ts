@@ -9,7 +9,8 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { FaultInjector } from "./transport/faults.ts";
-import { raw, startTestServer, type TestServer } from "./testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../test/harness/apiserver.ts";
+import { until } from "../../test/harness/until.ts";
 
 let server: TestServer;
 const faults = new FaultInjector();
@@ -886,13 +887,13 @@ describe("custom resources", () => {
       'create is not supported on resources of kind "widgets.example.com"',
     );
     // The held object is marked and waited for; releasing it lets the CRD go.
-    await waitFor(async () => {
+    await until(async () => {
       const res = await raw(server.handle, { path: `${path}/held` });
       return (
         res.status === 200 &&
         Boolean((res.json().metadata as { deletionTimestamp?: string }).deletionTimestamp)
       );
-    });
+    }, "the held widget to be marked for deletion");
     assert.equal(
       (
         await raw(server.handle, {
@@ -909,13 +910,14 @@ describe("custom resources", () => {
       headers: { "Content-Type": "application/merge-patch+json" },
     });
     assert.equal(released.status, 200, released.text);
-    await waitFor(
+    await until(
       async () =>
         (
           await raw(server.handle, {
             path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
           })
         ).status === 404,
+      "the CRD to be gone",
     );
     assert.equal((await raw(server.handle, { path })).status, 404, "no longer served");
     await extensions.createCustomResourceDefinition({ body: WIDGET_CRD });
@@ -943,14 +945,15 @@ describe("namespace deletion", () => {
       refused.status.message,
       'configmaps "y" is forbidden: unable to create new content in namespace doomed because it is being terminated',
     );
-    await waitFor(
+    await until(
       async () => (await core.listNamespacedConfigMap({ namespace: "doomed" })).items.length === 1,
+      "the configmap in the terminating namespace",
     );
     await core.patchNamespacedConfigMap(
       { namespace: "doomed", name: "held", body: { metadata: { finalizers: null } } },
       merge,
     );
-    await waitFor(async () => {
+    await until(async () => {
       try {
         await core.readNamespace({ name: "doomed" });
         return false;
@@ -958,17 +961,9 @@ describe("namespace deletion", () => {
         if (error instanceof k8s.ApiException && error.code === 404) return true;
         throw error;
       }
-    });
+    }, "namespace doomed to be gone");
   });
 });
-
-async function waitFor(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail("condition not reached within 200 polls");
-}
 
 describe("bad requests never crash the server", () => {
   const cases: { name: string; request: Parameters<typeof raw>[1]; status: number; reason?: string }[] = [

@@ -3,37 +3,16 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
+import { kubectl, kubectlMissing } from "../../test/harness/kubectl.ts";
 
 const MAIN = new URL("./main.ts", import.meta.url).pathname;
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function kubectlNamespaces(kubeconfig: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      "kubectl",
-      ["--kubeconfig", kubeconfig, "get", "namespaces", "-o", "name"],
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`kubectl failed: ${stderr}`));
-        else resolve(stdout);
-      },
-    );
-  });
-}
-
-const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+const skip = kubectlMissing();
 
 test("csikit apiserver serves until SIGTERM and prints its URL and kubeconfig", { skip }, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "csikit-cli-apiserver-"));
@@ -61,7 +40,9 @@ test("csikit apiserver serves until SIGTERM and prints its URL and kubeconfig", 
   assert.match(stdout, /^API server listening on https:\/\/127\.0\.0\.1:\d+$/m);
   assert.match(stdout, new RegExp(`^kubeconfig: ${join(dir, "state", "kubeconfig")}$`, "m"));
   assert.equal((await stat(out)).mode & 0o077, 0);
-  const namespaces = await kubectlNamespaces(out);
+  const listed = await kubectl(["get", "namespaces", "-o", "name"], { kubeconfig: out });
+  assert.equal(listed.code, 0, `kubectl failed: ${listed.stderr}`);
+  const namespaces = listed.stdout;
   assert.match(namespaces, /namespace\/kube-system/);
   child.kill("SIGTERM");
   const [code] = (await once(child, "exit")) as [number | null];

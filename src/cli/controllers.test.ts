@@ -8,7 +8,8 @@ import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { GVR } from "../api/index.ts";
 import { LEASES, type Lease } from "../kube/index.ts";
-import { pv, pvc, startTestServer, until, waitClaimBound } from "../controllers/fixture.test.ts";
+import { pv, pvc, startTestServer, waitClaimBound } from "../../test/harness/controllers.ts";
+import { until } from "../../test/harness/until.ts";
 
 const MAIN = new URL("./main.ts", import.meta.url).pathname;
 
@@ -40,7 +41,7 @@ test("csikit controllers --controllers=*,-garbage-collector-controller runs the 
   const started = await until(
     () => output.split("\n").find((line) => line.includes("controllers started")),
     "the started line",
-    120_000, // a child process on a loaded machine: start-up alone can take tens of seconds
+    { timeoutMs: 120_000 }, // a child process on a loaded machine: start-up alone can take tens of seconds
   );
   for (const name of [
     "persistentvolume-binder-controller",

@@ -3,13 +3,13 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { serveCsi } from "../csi/index.ts";
 import { serveHostpathDriver } from "../drivers/index.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
@@ -46,12 +46,6 @@ function csikit(
   });
 }
 
-async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "csikit-cli-sanity-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 test("csikit sanity rejects bad flags naming the flag", async () => {
   const cases: [string[], RegExp][] = [
     [[], /flag -endpoint is required/],
@@ -74,7 +68,7 @@ test("csikit sanity rejects bad flags naming the flag", async () => {
 });
 
 test("--mutable-parameters feeds the ControllerModifyVolume tests, which are skipped without it", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "csikit-cli-sanity-");
   const driver = await serveHostpathDriver({
     endpoint: join(dir, "csi.sock"),
     nodeId: "cli-node",
@@ -82,7 +76,7 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
     allowedPathRoots: [dir],
     enableControllerModifyVolume: true,
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   const file = join(dir, "mutable.yaml");
   await writeFile(file, "iops: '3000'\n");
   const focus = "--focus=ControllerModifyVolume";
@@ -105,14 +99,14 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
 });
 
 test("csikit sanity runs focused tests against a driver, prints the summary and writes JUnit", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "csikit-cli-sanity-");
   const driver = await serveHostpathDriver({
     endpoint: join(dir, "csi.sock"),
     nodeId: "cli-node",
     stateDir: join(dir, "state"),
     allowedPathRoots: [dir],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   const junit = join(dir, "report.xml");
   const run = await csikit([
     "sanity",
@@ -134,7 +128,7 @@ test("csikit sanity runs focused tests against a driver, prints the summary and 
 });
 
 test("csikit sanity exits 1 when a test fails, naming the rule", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "csikit-cli-sanity-");
   const server = await serveCsi({
     endpoint: join(dir, "bad.sock"),
     identity: {
@@ -144,7 +138,7 @@ test("csikit sanity exits 1 when a test fails, naming the rule", async (t) => {
     },
     node: { nodeGetCapabilities: async () => ({ capabilities: [] }) },
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   const run = await csikit(["sanity", `--endpoint=${server.path}`, "--focus=^Identity GetPluginInfo"]);
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(
@@ -155,7 +149,7 @@ test("csikit sanity exits 1 when a test fails, naming the rule", async (t) => {
 });
 
 test("csikit sanity reports an unreachable endpoint as a failure", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "csikit-cli-sanity-");
   const run = await csikit(["sanity", `--endpoint=${join(dir, "missing.sock")}`, "--timeout=300ms"]);
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stdout, /✖ setup: driver is reachable: driver did not become ready/);
@@ -163,14 +157,14 @@ test("csikit sanity reports an unreachable endpoint as a failure", async (t) => 
 });
 
 test("a csi-sanity command line runs unchanged, path commands included", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "csikit-cli-sanity-");
   const driver = await serveHostpathDriver({
     endpoint: join(dir, "csi.sock"),
     nodeId: "cli-node",
     stateDir: join(dir, "state"),
     allowedPathRoots: [dir],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   // Path commands as a remote node's would be: each logs its call, then acts on the path.
   const log = join(dir, "commands.log");
   const script = async (name: string, body: string): Promise<string> => {

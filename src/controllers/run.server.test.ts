@@ -17,13 +17,13 @@ import {
   runLoops,
   startTestServer,
   storageClass,
-  until,
   waitClaimBound,
   waitForEvent,
   waitVolumePhase,
   type TestServer,
-} from "./fixture.test.ts";
+} from "../../test/harness/controllers.ts";
 import { isControllerEnabled, validateControllerNames, CONTROLLER_LOOPS } from "./run.ts";
+import { until } from "../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;

@@ -5,20 +5,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { GrpcStatus, serveCsi, type IdentityService } from "./index.ts";
-import { codeIs, connect, serve, tempDir } from "./fixture.test.ts";
-
-/** Polls `condition` every 10ms, at most `attempts` times. */
-async function eventually(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-  attempts = 500,
-): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+import { codeIs, connect, serve } from "../../test/harness/csi.ts";
+import { until } from "../../test/harness/until.ts";
+import { tempDir } from "../../test/harness/cleanup.ts";
 
 const identity: IdentityService = {
   getPluginInfo: async () => ({ name: "test.csi.k8s.io", vendorVersion: "1" }),
@@ -43,7 +32,7 @@ test("connection loss surfaces as UNAVAILABLE and later calls reconnect to a res
   await assert.rejects(client.identity.getPluginInfo({}), codeIs(GrpcStatus.UNAVAILABLE));
   await serve(t, { endpoint, identity: { ...identity, getPluginInfo: async () => ({ name: "restarted" }) } });
   let name = "";
-  await eventually(async () => {
+  await until(async () => {
     name = await client.identity.getPluginInfo({}).then(
       (info) => info.name,
       () => "",
@@ -121,12 +110,12 @@ test("per-call deadlines give DEADLINE_EXCEEDED and abort the handler; a signal 
     () => undefined,
     (error: unknown) => error,
   );
-  await eventually(() => started.includes("cancelled"), "the call to reach the handler");
+  await until(() => started.includes("cancelled"), "the call to reach the handler");
   controller.abort();
   codeIs(GrpcStatus.CANCELLED)(await outcome);
   // The 20ms deadline may pass before the "slow" call even reaches the server (under load it
   // does): what must hold is that every handler that started sees its signal abort.
-  await eventually(
+  await until(
     () => aborted.includes("cancelled") && started.every((id) => aborted.includes(id)),
     "every started handler to see its signal abort",
   );

@@ -16,8 +16,10 @@ import {
   type IdentityService,
   type ProbeResponseInput,
 } from "./index.ts";
-import { connect, tempDir } from "./fixture.test.ts";
+import { connect } from "../../test/harness/csi.ts";
 import { PROBE_INTERVAL_MS, untilNextTick } from "./ready.ts";
+import { until } from "../../test/harness/until.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 /** A server whose Probe is `probe`; returns the server and the number of probes it answered. */
 async function serveProbe(
@@ -37,7 +39,7 @@ async function serveProbe(
       },
     },
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return { server, probes: () => count };
 }
 
@@ -55,16 +57,6 @@ function track(promise: Promise<void>): { settled: () => boolean; result: Promis
     },
   );
   return { settled: () => settled, result };
-}
-
-/** Polls `condition` every 10ms for at most 30s (grpc-js reconnects on its own real-time backoff). */
-async function eventually(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 function assertCode(error: unknown, code: number, pattern: RegExp): void {
@@ -108,7 +100,9 @@ test("a socket that is not up yet (UNAVAILABLE) keeps waiting, warns every 10s, 
   const clock = new FakeClock();
   const client = connect(t, endpoint, { logger });
   const wait = track(client.waitForReady({ clock }));
-  await eventually(() => lines.some((line) => line.includes("Connecting to CSI driver")), "the connect wait");
+  await until(() => lines.some((line) => line.includes("Connecting to CSI driver")), "the connect wait", {
+    timeoutMs: 30_000,
+  });
   await clock.advance(10_000);
   assert.equal(lines.filter((line) => line.includes("Still connecting to CSI driver")).length, 1);
   assert.equal(wait.settled(), false, "still waiting for the socket");
@@ -131,13 +125,15 @@ test("ready:false keeps waiting, probing once per interval, until ready:true", a
   const clock = new FakeClock();
   const client = connect(t, server.path, { logger });
   const wait = track(client.waitForReady({ clock }));
-  await eventually(() => probes() === 1 && clock.pendingTimers === 1, "the wait after the first probe");
+  await until(() => probes() === 1 && clock.pendingTimers === 1, "the wait after the first probe", {
+    timeoutMs: 30_000,
+  });
   assert.equal(probes(), 1);
   await clock.advance(PROBE_INTERVAL_MS - 1);
   await settle();
   assert.equal(probes(), 1, "no probe before the interval has passed");
   await clock.advance(1);
-  await eventually(() => probes() === 2 && clock.pendingTimers === 1, "the second probe");
+  await until(() => probes() === 2 && clock.pendingTimers === 1, "the second probe", { timeoutMs: 30_000 });
   assert.equal(wait.settled(), false);
   await clock.advance(PROBE_INTERVAL_MS);
   assert.equal(await wait.result, undefined);
@@ -161,9 +157,11 @@ test("DEADLINE_EXCEEDED keeps waiting, whether the driver sends it or the probe'
   const clock = new FakeClock();
   const client = connect(t, server.path, { timeoutMs: 50 });
   const wait = track(client.waitForReady({ clock }));
-  await eventually(() => probes() === 1 && clock.pendingTimers === 1, "the first probe");
+  await until(() => probes() === 1 && clock.pendingTimers === 1, "the first probe", { timeoutMs: 30_000 });
   await clock.advance(PROBE_INTERVAL_MS);
-  await eventually(() => probes() === 2 && clock.pendingTimers === 1, "the timed-out second probe");
+  await until(() => probes() === 2 && clock.pendingTimers === 1, "the timed-out second probe", {
+    timeoutMs: 30_000,
+  });
   assert.equal(wait.settled(), false);
   // Probe 3 answers ready, but on a loaded machine its own 50ms deadline may pass first; that
   // only means one more probe (what this test is about), so keep moving the grid, bounded.
@@ -198,11 +196,13 @@ test("a connection lost between probes is waited for again, as a restarted drive
   const clock = new FakeClock();
   const client = connect(t, endpoint);
   const wait = track(client.waitForReady({ clock }));
-  await eventually(() => first.probes() === 1 && clock.pendingTimers === 1, "the first probe");
+  await until(() => first.probes() === 1 && clock.pendingTimers === 1, "the first probe", {
+    timeoutMs: 30_000,
+  });
   await first.server.close();
   await clock.advance(PROBE_INTERVAL_MS);
   const second = await serveProbe(t, endpoint, async () => ({ ready: { value: true } }));
-  await eventually(() => wait.settled(), "the wait to end");
+  await until(() => wait.settled(), "the wait to end", { timeoutMs: 30_000 });
   assert.equal(await wait.result, undefined);
   assert.equal(first.probes(), 1);
   assert.equal(second.probes(), 1);
@@ -221,12 +221,14 @@ test("a connection dropped under a probe (UNAVAILABLE, channel no longer READY) 
     stream.session?.socket.destroy();
   });
   await new Promise<void>((resolve) => hostile.listen(endpoint, resolve));
-  t.after(() => new Promise<void>((resolve) => hostile.close(() => resolve())));
+  defer(t, () => new Promise<void>((resolve) => hostile.close(() => resolve())));
   const { logger, lines } = memoryLogger({ verbosity: 4 });
   const clock = new FakeClock();
   const client = connect(t, endpoint, { logger });
   const wait = track(client.waitForReady({ clock }));
-  await eventually(() => lines.some((line) => line.includes("connection was lost")), "the dropped probe");
+  await until(() => lines.some((line) => line.includes("connection was lost")), "the dropped probe", {
+    timeoutMs: 30_000,
+  });
   assert.equal(cut, 1);
   assert.equal(wait.settled(), false);
   await rm(endpoint, { force: true });
@@ -244,7 +246,7 @@ test("timeoutMs gives up with DEADLINE_EXCEEDED naming the last reason; an abort
   const clock = new FakeClock();
   const client = connect(t, server.path);
   const wait = track(client.waitForReady({ clock, timeoutMs: 2500 }));
-  await eventually(() => probes() === 1 && clock.pendingTimers === 2, "the first probe");
+  await until(() => probes() === 1 && clock.pendingTimers === 2, "the first probe", { timeoutMs: 30_000 });
   await clock.advance(2500);
   assertCode(
     await wait.result,

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { memoryLogger } from "../base/index.ts";
 import { CsiError, GrpcStatus, serveCsi, type ControllerService, type IdentityService } from "./index.ts";
-import { codeIs, connect, serve, tempDir } from "./fixture.test.ts";
+import { codeIs, connect, serve } from "../../test/harness/csi.ts";
+import { tempDir } from "../../test/harness/cleanup.ts";
 
 const identity: IdentityService = {
   getPluginInfo: async () => ({ name: "test.csi.k8s.io", vendorVersion: "1.0.0" }),

@@ -11,7 +11,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { KubeClient } from "./client.ts";
 import { apiStatusCode, isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
 import { loadKubeConfig } from "./kubeconfig.ts";
-import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
+import { CONFIGMAPS, startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeObject, WatchEvent } from "./types.ts";
 
 interface ConfigMap extends KubeObject {

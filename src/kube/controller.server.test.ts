@@ -1,46 +1,30 @@
 // The controller runner against the real embedded API server: workers wait for the cache,
 // reconcile each key from it (NotFound after a delete), retry failures, and stop cleanly.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../base/index.ts";
 import { currentReconcile, enqueueHandlers, runController } from "./controller.ts";
 import { InformerFactory } from "./informer.ts";
 import { ItemExponentialRateLimiter } from "./ratelimit.ts";
 import { WorkQueue } from "./workqueue.ts";
-import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
-import type { KubeClient } from "./client.ts";
+import { CONFIGMAPS, sharedTestServer } from "../../test/harness/kube-server.ts";
 import type { KubeObject } from "./types.ts";
+import { until } from "../../test/harness/until.ts";
 
 interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
 
-let env: TestServer;
-let client: KubeClient;
-before(async () => {
-  env = await startTestServer();
-  client = env.client();
-});
-after(async () => {
-  await env.stop();
-});
-
-async function until(condition: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+const shared = sharedTestServer();
 
 test("reconcile by key from a synced cache; deletes reconcile to NotFound; failures retry", async () => {
   const clock = new FakeClock();
   for (const name of ["ctl-a", "ctl-b", "ctl-skip"])
-    await client.create<ConfigMap>(CONFIGMAPS, {
+    await shared.client.create<ConfigMap>(CONFIGMAPS, {
       metadata: { name, namespace: "default", labels: { group: "ctl" } },
       data: { v: "1" },
     });
-  const factory = new InformerFactory({ client, freeze: true });
+  const factory = new InformerFactory({ client: shared.client, freeze: true });
   const informer = factory.informer<ConfigMap>(CONFIGMAPS, { labelSelector: "group=ctl" });
   const queue = new WorkQueue<string>({
     name: "ctl",
@@ -81,11 +65,11 @@ test("reconcile by key from a synced cache; deletes reconcile to NotFound; failu
     await clock.advance(1000);
     await until(() => seen.length === 3, "the retry of ctl-b");
     assert.equal(seen[2], "default/ctl-b=1");
-    await client.delete(CONFIGMAPS, "ctl-a", { namespace: "default" });
+    await shared.client.delete(CONFIGMAPS, "ctl-a", { namespace: "default" });
     await until(() => seen.length === 4, "the delete");
     assert.equal(seen[3], "default/ctl-a=NotFound");
-    await client.delete(CONFIGMAPS, "ctl-skip", { namespace: "default" });
-    await client.patch(CONFIGMAPS, "ctl-b", { data: { v: "2" } }, { namespace: "default" });
+    await shared.client.delete(CONFIGMAPS, "ctl-skip", { namespace: "default" });
+    await shared.client.patch(CONFIGMAPS, "ctl-b", { data: { v: "2" } }, { namespace: "default" });
     await until(() => seen.length === 5, "the update");
     assert.equal(seen[4], "default/ctl-b=2", "filtered objects never reach the queue");
     assert.equal(ids.size, 5, "a fresh reconcileID per reconcile");

@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../base/index.ts";
 import { CORE_EVENTS, EventRecorder, objectReference, type CoreEvent } from "./events.ts";
-import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
+import { CONFIGMAPS, startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./types.ts";
 

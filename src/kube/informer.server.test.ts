@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../base/index.ts";
 import { InformerFactory, SharedInformer, deletedObject, isTombstone } from "./informer.ts";
 import { clientListerWatcher } from "./reflector.ts";
-import { CONFIGMAPS, startTestServer, type TestServer } from "./fixture.test.ts";
+import { CONFIGMAPS, startTestServer, type TestServer } from "../../test/harness/kube-server.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./types.ts";
+import { until } from "../../test/harness/until.ts";
 
 interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
@@ -30,15 +31,6 @@ const cm = (name: string, group: string, data: Record<string, string> = {}): Con
   metadata: { name, namespace: "default", labels: { group } },
   data,
 });
-
-/** Polls `condition` on real time with a bound (the server is real; nothing here is timed). */
-async function until(condition: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 function recorder(informer: SharedInformer<ConfigMap>): string[] {
   const log: string[] = [];

@@ -2,7 +2,7 @@
 // candidates compete, a dead leader is replaced after the lease duration, a clean shutdown
 // releases at once, a leader that cannot renew stops leading, conflicts are retried, and the
 // health check reports an overdue renewal.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../base/index.ts";
 import {
@@ -13,28 +13,13 @@ import {
   runWithLeaderElection,
   type Lease,
 } from "./leaderelection.ts";
-import { startTestServer, type TestServer } from "./fixture.test.ts";
-import type { KubeClient } from "./client.ts";
+import { sharedTestServer } from "../../test/harness/kube-server.ts";
+import { until } from "../../test/harness/until.ts";
 
-let env: TestServer;
-let client: KubeClient;
-before(async () => {
-  env = await startTestServer();
-  client = env.client();
-});
-after(async () => {
-  await env.stop();
-});
+const shared = sharedTestServer();
 
-async function until(condition: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-const readLease = (name: string): Promise<Lease> => client.get<Lease>(LEASES, name, { namespace: "default" });
+const readLease = (name: string): Promise<Lease> =>
+  shared.client.get<Lease>(LEASES, name, { namespace: "default" });
 
 interface Candidate {
   elector: LeaderElector;
@@ -53,7 +38,7 @@ function candidate(
   extra: { releaseOnCancel?: boolean; renewDeadlineMs?: number; healthTimeoutMs?: number } = {},
 ): Candidate {
   const elector = new LeaderElector({
-    client,
+    client: shared.client,
     name,
     namespace: "default",
     identity,
@@ -164,9 +149,9 @@ test("release on cancel: the lease is cleared, so the standby takes over at its 
 test("a leader that cannot renew within the renew deadline stops leading", async (t) => {
   const clock = new FakeClock();
   const a = candidate("renew-fails", "a", clock);
-  t.after(() => env.faults.clear());
+  t.after(() => shared.server.faults.clear());
   await until(() => a.elector.isLeader(), "a to lead");
-  env.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 1000 });
+  shared.server.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 1000 });
   // Renew attempts at 5s and 10s fail; the deadline (10s after the attempt began) ends it at 15s.
   await tick(clock, 5000, [a.elector], 1);
   await tick(clock, 5000, [a.elector], 1);
@@ -177,14 +162,14 @@ test("a leader that cannot renew within the renew deadline stops leading", async
   assert.equal(a.elector.isLeader(), false);
   assert.equal(a.workSignal()!.aborted, true);
   assert.equal(a.stoppedLeading(), 1);
-  env.faults.clear();
+  shared.server.faults.clear();
   assert.equal((await readLease("renew-fails")).spec?.holderIdentity, "a", "a lost leader does not release");
 });
 
 test("runWithLeaderElection: lost leadership rejects after the work returned; disabled runs directly", async () => {
   const clock = new FakeClock();
   const elector = new LeaderElector({
-    client,
+    client: shared.client,
     name: "run-lost",
     namespace: "default",
     identity: "a",
@@ -204,7 +189,7 @@ test("runWithLeaderElection: lost leadership rejects after the work returned; di
     (error: unknown) => error,
   );
   await until(() => elector.isLeader(), "leading");
-  env.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 1000 });
+  shared.server.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 1000 });
   try {
     await tick(clock, 5000, [elector], 1);
     await tick(clock, 5000, [elector], 1);
@@ -214,11 +199,11 @@ test("runWithLeaderElection: lost leadership rejects after the work returned; di
     assert.match(error.message, /default\/run-lost/);
     assert.equal(workEnded, true);
   } finally {
-    env.faults.clear();
+    shared.server.faults.clear();
   }
   let ran = false;
   await runWithLeaderElection(
-    { enabled: false, client, name: "unused", namespace: "default" },
+    { enabled: false, client: shared.client, name: "unused", namespace: "default" },
     () => {
       ran = true;
       return Promise.resolve();
@@ -230,11 +215,11 @@ test("runWithLeaderElection: lost leadership rejects after the work returned; di
 
 test("a conflicting write fails the attempt, which is retried on the next period", async (t) => {
   const clock = new FakeClock();
-  await client.create<Lease>(LEASES, {
+  await shared.client.create<Lease>(LEASES, {
     metadata: { name: "conflict", namespace: "default" },
     spec: { holderIdentity: "", leaseDurationSeconds: 1 },
   });
-  env.faults.failNext({ verb: "update", resource: "leases", code: 409 });
+  shared.server.faults.failNext({ verb: "update", resource: "leases", code: 409 });
   const a = candidate("conflict", "a", clock);
   t.after(async () => {
     a.controller.abort();
@@ -252,14 +237,14 @@ test("health check fails while leading with the renewal overdue", async (t) => {
   // (15s after the last renewal) and "given up" (5s + 14s = 19s) is observable.
   const a = candidate("health", "a", clock, { renewDeadlineMs: 14_000, healthTimeoutMs: 0 });
   t.after(async () => {
-    env.faults.clear();
+    shared.server.faults.clear();
     a.controller.abort();
     await a.done;
   });
   const check = a.elector.healthCheck();
   check(); // not leading yet: healthy
   await until(() => a.elector.isLeader(), "a to lead");
-  env.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 1000 });
+  shared.server.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 1000 });
   await tick(clock, 5000, [a.elector], 1);
   await tick(clock, 5000, [a.elector], 1);
   await tick(clock, 5000, [a.elector], 1);
@@ -269,13 +254,13 @@ test("health check fails while leading with the renewal overdue", async (t) => {
   assert.throws(check, /failed election to renew leadership on lease health/);
   await clock.advance(4000);
   assert.equal(await a.done, "lost");
-  check(); // no longer leading: healthy again, as client-go's adaptor
+  check(); // no longer leading: healthy again, as shared.client-go's adaptor
 });
 
 test("work that fails while leading: the lease is released and the error comes back", async () => {
   const clock = new FakeClock();
   const elector = new LeaderElector({
-    client,
+    client: shared.client,
     name: "work-fails",
     namespace: "default",
     identity: "a",

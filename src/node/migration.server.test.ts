@@ -22,12 +22,12 @@ import {
   runNode,
   runRealRegistrar,
   serveScriptedNode,
-  tempDir,
   testServer,
-  waitFor,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { attachmentName, KubeletPaths, sha256Hex, uniqueVolumeName } from "./index.ts";
 import { reconstruct } from "./reconstruction.ts";
+import { until } from "../../test/harness/until.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const ALL = [
   "kubernetes.io/aws-ebs",
@@ -67,7 +67,7 @@ test("a node is NotReady until its CSINode (with migrated-plugins) exists", asyn
   // Watch every Node status write from the start: the first says NotReady, naming the CSINode.
   const seen: string[] = [];
   const watcher = new AbortController();
-  t.after(() => watcher.abort());
+  defer(t, () => watcher.abort());
   const watching = (async () => {
     for await (const event of client.watch<Node>(GVR.nodes, {}, watcher.signal)) {
       const ready = event.object.status?.conditions?.find((c) => c.type === "Ready");
@@ -75,7 +75,7 @@ test("a node is NotReady until its CSINode (with migrated-plugins) exists", asyn
     }
   })().catch(() => undefined);
   await runNode(t, client, { nodeName: "node-r", rootDir: root });
-  await waitFor("Ready True", () => seen.some((s) => s.startsWith("True:")));
+  await until(() => seen.some((s) => s.startsWith("True:")), "Ready True");
   watcher.abort();
   await watching;
   assert.equal(seen[0], "False:CSINode is not yet initialized");
@@ -142,12 +142,12 @@ test("in-tree GCE PD PV and inline volume: staged and published through the CSI 
   const inlineName = `${GCE}-disk-2`;
 
   // Both wait for their VolumeAttachments (named from the translated handles) before staging.
-  await waitFor("volumesInUse", async () => {
+  await until(async () => {
     const inUse = (await client.get<Node>(GVR.nodes, NODE)).status?.volumesInUse ?? [];
     return (
       inUse.includes(uniqueVolumeName(GCE, pvHandle)) && inUse.includes(uniqueVolumeName(GCE, inlineHandle))
     );
-  });
+  }, "volumesInUse");
   assert.equal(scripted.callsOf("NodeStageVolume").length, 0);
   await markAttached(client, {
     name: attachmentName(pvHandle, GCE, NODE),
@@ -172,7 +172,7 @@ test("in-tree GCE PD PV and inline volume: staged and published through the CSI 
     { status: { attached: true } },
     { subresource: "status" },
   );
-  await waitFor("pod Running", () => podRunning(client, NS, "app"));
+  await until(() => podRunning(client, NS, "app"), "pod Running");
 
   // Staged at the kubelet's CSI staging paths with the translated handles and capabilities.
   const stages = new Map(scripted.callsOf("NodeStageVolume").map((c) => [c.request.volumeId, c.request]));
@@ -234,10 +234,10 @@ test("in-tree GCE PD PV and inline volume: staged and published through the CSI 
   // The restarted node tears them down through the CSI driver once the pod goes.
   await runNode(t, client, { nodeName: NODE, rootDir: root });
   await client.delete(GVR.pods, "app", { namespace: NS });
-  await waitFor("pod gone", async () => (await getPod(client, NS, "app")) === undefined);
-  await waitFor("both unstaged", () => scripted.callsOf("NodeUnstageVolume").length >= 2);
+  await until(async () => (await getPod(client, NS, "app")) === undefined, "pod gone");
+  await until(() => scripted.callsOf("NodeUnstageVolume").length >= 2, "both unstaged");
   const unstaged = scripted.callsOf("NodeUnstageVolume").map((c) => c.request.volumeId);
   assert.deepEqual([...new Set(unstaged)].sort(), [pvHandle, inlineHandle].sort());
-  await waitFor("staging dirs removed", async () => !(await exists(paths.stagingDir(GCE, pvHandle))));
-  await waitFor("pod dir removed", async () => !(await exists(paths.podDir(uid))));
+  await until(async () => !(await exists(paths.stagingDir(GCE, pvHandle))), "staging dirs removed");
+  await until(async () => !(await exists(paths.podDir(uid))), "pod dir removed");
 });

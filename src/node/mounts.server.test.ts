@@ -25,11 +25,11 @@ import {
   podRunning,
   runNode,
   runRealRegistrar,
-  tempDir,
   testServer,
-  waitFor,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { attachmentName, KubeletPaths } from "./index.ts";
+import { until } from "../../test/harness/until.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NAMESPACE_ENV = "CSIKIT_NODE_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -83,7 +83,7 @@ async function setup(t: TestContext): Promise<Setup> {
   const api = await testServer(t);
   const client = api.client();
   const base = await tempDir(t, "csikit-node-mounts-");
-  t.after(async () => {
+  defer(t, async () => {
     await unmountUnder(base);
     await detachLoopsUnder(base);
   });
@@ -95,9 +95,9 @@ async function setup(t: TestContext): Promise<Setup> {
     allowedPathRoots: [root],
     shutdownGraceMs: 1000,
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   const driverClient = CsiClient.connect(driver.path);
-  t.after(() => driverClient.close());
+  defer(t, () => driverClient.close());
   await client.create(GVR.csiDrivers, csiDriver(DRIVER, { attachRequired: true, podInfoOnMount: true }));
   return {
     client,
@@ -176,7 +176,7 @@ function startNodeProcess(t: TestContext, s: Setup): ChildProcess {
   );
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  t.after(() => {
+  defer(t, () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     if (stderr.includes("failed")) t.diagnostic(stderr);
   });
@@ -227,7 +227,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       await registered(s, t);
       const handle = await provision(s, "data");
       const uid = await createPod(s, "app", "data");
-      await waitFor("pod Running", () => podRunning(s.client, NS, "app"));
+      await until(() => podRunning(s.client, NS, "app"), "pod Running");
       const target = s.paths.publishTarget(uid, "pv-data");
       const staging = s.paths.stagingTarget(DRIVER, handle);
       const mounts = await mountPointsUnder(s.root);
@@ -236,10 +236,10 @@ if (isRoot && hasUnshare && !inNamespace) {
       await writeFile(join(target, "hello.txt"), "hi");
       assert.equal(await readFile(join(staging, "hello.txt"), "utf8"), "hi", "one volume behind both mounts");
       await s.client.delete(GVR.pods, "app", { namespace: NS });
-      await waitFor("pod gone", async () => (await getPod(s.client, NS, "app")) === undefined);
-      await waitFor("nothing mounted", async () => (await mountPointsUnder(s.root)).length === 0);
-      await waitFor("pod dir removed", async () => !(await exists(s.paths.podDir(uid))));
-      await waitFor("staging dir removed", async () => !(await exists(s.paths.stagingDir(DRIVER, handle))));
+      await until(async () => (await getPod(s.client, NS, "app")) === undefined, "pod gone");
+      await until(async () => (await mountPointsUnder(s.root)).length === 0, "nothing mounted");
+      await until(async () => !(await exists(s.paths.podDir(uid))), "pod dir removed");
+      await until(async () => !(await exists(s.paths.stagingDir(DRIVER, handle))), "staging dir removed");
     },
   );
 
@@ -252,7 +252,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       await registered(s, t);
       await provision(s, "raw", { block: true });
       const uid = await createPod(s, "blk", "raw");
-      await waitFor("pod Running", () => podRunning(s.client, NS, "blk"));
+      await until(() => podRunning(s.client, NS, "blk"), "pod Running");
       const target = s.paths.blockPublishTarget("pv-raw", uid);
       assert.ok(
         (await mountPointsUnder(s.root)).includes(target),
@@ -261,8 +261,8 @@ if (isRoot && hasUnshare && !inNamespace) {
       const link = s.paths.podDeviceLink(uid, "pv-raw");
       assert.ok((await lstat(link)).isSymbolicLink());
       await s.client.delete(GVR.pods, "blk", { namespace: NS });
-      await waitFor("pod gone", async () => (await getPod(s.client, NS, "blk")) === undefined);
-      await waitFor("nothing mounted", async () => (await mountPointsUnder(s.root)).length === 0);
+      await until(async () => (await getPod(s.client, NS, "blk")) === undefined, "pod gone");
+      await until(async () => (await mountPointsUnder(s.root)).length === 0, "nothing mounted");
       assert.equal(await exists(link), false);
     },
   );
@@ -293,14 +293,15 @@ async function killScenario(t: TestContext, s: Setup, agents: ChildProcess[]): P
   const handleC = await provision(s, "c");
   const uidA = await createPod(s, "pod-a", "a");
   const uidB = await createPod(s, "pod-b", "b");
-  await waitFor(
-    "pods a and b Running",
+  await until(
     async () => (await podRunning(s.client, NS, "pod-a")) && (await podRunning(s.client, NS, "pod-b")),
+    "pods a and b Running",
   );
   // Mid-operation: pod c's publish metadata is written just before NodePublishVolume.
   const uidC = await createPod(s, "pod-c", "c");
-  await waitFor("pod c publish started", () =>
-    exists(join(s.paths.podVolumeDir(uidC, "pv-c"), "vol_data.json")),
+  await until(
+    () => exists(join(s.paths.podVolumeDir(uidC, "pv-c"), "vol_data.json")),
+    "pod c publish started",
   );
   await kill9(agent);
 
@@ -318,33 +319,35 @@ async function killScenario(t: TestContext, s: Setup, agents: ChildProcess[]): P
 
   agent = startNodeProcess(t, s);
   agents.push(agent);
-  await waitFor(
-    "pod a deletion finished",
-    async () => (await getPod(s.client, NS, "pod-a")) === undefined,
-    30_000,
-  );
-  await waitFor("pod c Running", () => podRunning(s.client, NS, "pod-c"), 30_000);
-  await waitFor(
-    "a and b unmounted",
+  await until(async () => (await getPod(s.client, NS, "pod-a")) === undefined, "pod a deletion finished", {
+    timeoutMs: 30_000,
+  });
+  await until(() => podRunning(s.client, NS, "pod-c"), "pod c Running", { timeoutMs: 30_000 });
+  await until(
     async () => {
       const mounts = await mountPointsUnder(s.root);
       return !mounts.some((m) => m.includes(uidA) || m.includes(uidB));
     },
-    30_000,
+    "a and b unmounted",
+    { timeoutMs: 30_000 },
   );
   const targetC = s.paths.publishTarget(uidC, "pv-c");
   const stagingC = s.paths.stagingTarget(DRIVER, handleC);
-  await waitFor("a and b unstaged", async () => (await mountPointsUnder(s.root)).length <= 2, 30_000);
+  await until(async () => (await mountPointsUnder(s.root)).length <= 2, "a and b unstaged", {
+    timeoutMs: 30_000,
+  });
   const mounts = await mountPointsUnder(s.root);
   assert.equal(mounts.filter((m) => m === targetC).length, 1, `pod c published once: ${mounts.join(", ")}`);
   assert.equal(mounts.filter((m) => m === stagingC).length, 1, `volume c staged once: ${mounts.join(", ")}`);
   assert.deepEqual(mounts.sort(), [stagingC, targetC].sort(), "only volume c is mounted");
-  await waitFor(
-    "pod dirs of a and b removed",
+  await until(
     async () => !(await exists(s.paths.podDir(uidA))) && !(await exists(s.paths.podDir(uidB))),
+    "pod dirs of a and b removed",
   );
 
   await s.client.delete(GVR.pods, "pod-c", { namespace: NS });
-  await waitFor("pod c gone", async () => (await getPod(s.client, NS, "pod-c")) === undefined, 30_000);
-  await waitFor("nothing mounted", async () => (await mountPointsUnder(s.root)).length === 0);
+  await until(async () => (await getPod(s.client, NS, "pod-c")) === undefined, "pod c gone", {
+    timeoutMs: 30_000,
+  });
+  await until(async () => (await mountPointsUnder(s.root)).length === 0, "nothing mounted");
 }

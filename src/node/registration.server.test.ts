@@ -10,15 +10,10 @@ import { test } from "node:test";
 import { GVR, type CSINode, type Lease, type Node } from "../api/index.ts";
 import { GrpcStatus } from "../csi/index.ts";
 import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../drivers/index.ts";
-import {
-  runNode,
-  serveRegistration,
-  serveScriptedNode,
-  tempDir,
-  testServer,
-  waitFor,
-} from "./fixture.test.ts";
+import { runNode, serveRegistration, serveScriptedNode, testServer } from "../../test/harness/node.ts";
 import { NODE_LEASE_NAMESPACE } from "./index.ts";
+import { until } from "../../test/harness/until.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid";
 
@@ -47,16 +42,17 @@ test("start-up: Node with kubelet labels and annotation, Ready, Lease, CSINode o
     csiNode.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
     [["Node", "node-a", node.metadata?.uid]],
   );
-  const lease = await waitFor("node lease", () =>
-    client.get<Lease>(GVR.leases, "node-a", { namespace: NODE_LEASE_NAMESPACE }),
+  const lease = await until(
+    () => client.get<Lease>(GVR.leases, "node-a", { namespace: NODE_LEASE_NAMESPACE }),
+    "node lease",
   );
   assert.equal(lease.spec?.holderIdentity, "node-a");
   assert.equal(lease.spec?.leaseDurationSeconds, 40);
   const first = lease.spec?.renewTime;
-  await waitFor("lease renewal", async () => {
+  await until(async () => {
     const again = await client.get<Lease>(GVR.leases, "node-a", { namespace: NODE_LEASE_NAMESPACE });
     return again.spec?.renewTime !== first;
-  });
+  }, "lease renewal");
 });
 
 test("hostpath registers through its registration socket and deregisters when the socket goes", async (t) => {
@@ -71,17 +67,17 @@ test("hostpath registers through its registration socket and deregisters when th
     maxVolumesPerNode: 5,
     allowedPathRoots: [root],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   await runNode(t, client, { nodeName: "node-a", rootDir: root });
   const registration = await serveRegistration(t, {
     rootDir: root,
     driverName: "hostpath.csi.k8s.io",
     endpoint: driver.path,
   });
-  const entry = await waitFor("CSINode driver entry", async () => {
+  const entry = await until(async () => {
     const csiNode = await client.get<CSINode>(GVR.csiNodes, "node-a");
     return csiNode.spec.drivers.find((d) => d.name === "hostpath.csi.k8s.io");
-  });
+  }, "CSINode driver entry");
   assert.deepEqual(entry, {
     name: "hostpath.csi.k8s.io",
     nodeID: "hp-node-a",
@@ -93,19 +89,19 @@ test("hostpath registers through its registration socket and deregisters when th
   assert.deepEqual(JSON.parse(node.metadata?.annotations?.[NODE_ID_ANNOTATION] ?? "{}"), {
     "hostpath.csi.k8s.io": "hp-node-a",
   });
-  await waitFor("NotifyRegistrationStatus", () => registration.statuses.length > 0);
+  await until(() => registration.statuses.length > 0, "NotifyRegistrationStatus");
   assert.deepEqual(registration.statuses, [{ pluginRegistered: true, error: "" }]);
 
   await registration.server.close();
-  await waitFor("CSINode entry removed", async () => {
+  await until(async () => {
     const csiNode = await client.get<CSINode>(GVR.csiNodes, "node-a");
     return csiNode.spec.drivers.length === 0;
-  });
+  }, "CSINode entry removed");
   // The CSINode entry and the Node annotation are two writes: wait for the second too.
-  const after = await waitFor("node-ID annotation key removed", async () => {
+  const after = await until(async () => {
     const node = await client.get<Node>(GVR.nodes, "node-a");
     return node.metadata?.annotations?.[NODE_ID_ANNOTATION] === undefined && node;
-  });
+  }, "node-ID annotation key removed");
   assert.equal(
     after.metadata?.labels?.[TOPOLOGY_KEY_NODE],
     "hp-node-a",
@@ -130,7 +126,7 @@ test("a plugin of another type or an unsupported version is refused with NotifyR
     endpoint: "/nonexistent.sock",
     versions: ["2.0.0"],
   });
-  await waitFor("both refused", () => wrongType.statuses.length > 0 && wrongVersion.statuses.length > 0);
+  await until(() => wrongType.statuses.length > 0 && wrongVersion.statuses.length > 0, "both refused");
   assert.equal(wrongType.statuses[0]?.pluginRegistered, false);
   assert.match(wrongType.statuses[0]?.error ?? "", /no handler registered for plugin type: DevicePlugin/);
   assert.equal(wrongVersion.statuses[0]?.pluginRegistered, false);
@@ -156,14 +152,14 @@ test("NodeGetInfo failing removes the driver's entries and answers false with th
     driverName: "scripted.csi.k8s.io",
     endpoint: scripted.server.path,
   });
-  await waitFor(
-    "registered",
+  await until(
     async () => (await client.get<CSINode>(GVR.csiNodes, "node-a")).spec.drivers.length === 1,
+    "registered",
   );
   await first.server.close();
-  await waitFor(
-    "deregistered",
+  await until(
     async () => (await client.get<CSINode>(GVR.csiNodes, "node-a")).spec.drivers.length === 0,
+    "deregistered",
   );
 
   scripted.failWith("NodeGetInfo", GrpcStatus.INTERNAL);
@@ -172,7 +168,7 @@ test("NodeGetInfo failing removes the driver's entries and answers false with th
     driverName: "scripted.csi.k8s.io",
     endpoint: scripted.server.path,
   });
-  await waitFor("refused", () => second.statuses.length > 0);
+  await until(() => second.statuses.length > 0, "refused");
   assert.equal(second.statuses[0]?.pluginRegistered, false);
   assert.match(
     second.statuses[0]?.error ?? "",
@@ -202,15 +198,15 @@ test("a registrar gone before NotifyRegistrationStatus: the driver stays registe
     endpoint: scripted.server.path,
     notifyFails: true,
   });
-  await waitFor("status sent", () => registration.statuses.length > 0);
+  await until(() => registration.statuses.length > 0, "status sent");
   assert.equal(registration.statuses[0]?.pluginRegistered, true);
-  await waitFor(
-    "registered",
+  await until(
     async () => (await client.get<CSINode>(GVR.csiNodes, "node-a")).spec.drivers.length === 1,
+    "registered",
   );
   await registration.server.close();
-  await waitFor(
-    "deregistered",
+  await until(
     async () => (await client.get<CSINode>(GVR.csiNodes, "node-a")).spec.drivers.length === 0,
+    "deregistered",
   );
 });

@@ -28,12 +28,12 @@ import {
   runNode,
   runRealRegistrar,
   serveScriptedNode,
-  tempDir,
   testServer,
-  waitFor,
   type ScriptedNode,
-} from "./fixture.test.ts";
+} from "../../test/harness/node.ts";
 import { attachmentName, ephemeralVolumeHandle, KubeletPaths, sha256Hex, uniqueVolumeName } from "./index.ts";
+import { until } from "../../test/harness/until.ts";
+import { tempDir } from "../../test/harness/cleanup.ts";
 
 const DRIVER = "scripted.csi.k8s.io";
 const NODE = "node-a";
@@ -151,8 +151,9 @@ test("PV pod: waits for attach, stages and publishes with secrets and pod info, 
   const unique = uniqueVolumeName(DRIVER, "vol-1");
 
   // The node reports the volume in use before it is attached, and stages nothing until then.
-  await waitFor("volumesInUse", async () =>
-    (await client.get<Node>(GVR.nodes, NODE)).status?.volumesInUse?.includes(unique),
+  await until(
+    async () => (await client.get<Node>(GVR.nodes, NODE)).status?.volumesInUse?.includes(unique),
+    "volumesInUse",
   );
   assert.equal(
     scripted.callsOf("NodeStageVolume").length,
@@ -167,7 +168,7 @@ test("PV pod: waits for attach, stages and publishes with secrets and pod info, 
     nodeName: NODE,
     metadata: { devicePath: "/dev/fake" },
   });
-  const running = await waitFor("pod Running", () => podRunning(client, NS, "app"));
+  const running = await until(() => podRunning(client, NS, "app"), "pod Running");
   const conditions = Object.fromEntries((running.status?.conditions ?? []).map((c) => [c.type, c.status]));
   assert.deepEqual(conditions, {
     PodReadyToStartContainers: "True",
@@ -230,19 +231,19 @@ test("PV pod: waits for attach, stages and publishes with secrets and pod info, 
 
   // Graceful delete: the node unpublishes, unstages, drops volumesInUse and finishes the delete.
   await client.delete(GVR.pods, "app", { namespace: NS });
-  await waitFor("pod gone", async () => (await getPod(client, NS, "app")) === undefined);
+  await until(async () => (await getPod(client, NS, "app")) === undefined, "pod gone");
   assert.deepEqual(lastCall(scripted, "NodeUnpublishVolume"), { volumeId: "vol-1", targetPath: target });
-  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
+  await until(() => scripted.callsOf("NodeUnstageVolume").length > 0, "unstaged");
   assert.deepEqual(lastCall(scripted, "NodeUnstageVolume"), {
     volumeId: "vol-1",
     stagingTargetPath: staging,
   });
-  await waitFor(
-    "volumesInUse empty",
+  await until(
     async () => ((await client.get<Node>(GVR.nodes, NODE)).status?.volumesInUse ?? []).length === 0,
+    "volumesInUse empty",
   );
-  await waitFor("pod dir removed", async () => !(await exists(paths.podDir(uid))));
-  await waitFor("staging dir removed", async () => !(await exists(paths.stagingDir(DRIVER, "vol-1"))));
+  await until(async () => !(await exists(paths.podDir(uid))), "pod dir removed");
+  await until(async () => !(await exists(paths.stagingDir(DRIVER, "vol-1"))), "staging dir removed");
   for (const event of await events(client)) {
     assert.ok(!event.message?.includes("S3CR3T"), `secret leaked in event: ${event.message}`);
   }
@@ -268,7 +269,7 @@ test("raw block PV: NodeStage/NodePublish of a block capability at the volumeDev
     }),
   );
   const uid = created.metadata?.uid ?? "";
-  await waitFor("pod Running", () => podRunning(client, NS, "blk"));
+  await until(() => podRunning(client, NS, "blk"), "pod Running");
   const stage = lastCall(scripted, "NodeStageVolume");
   assert.equal(
     stage.stagingTargetPath,
@@ -295,11 +296,11 @@ test("raw block PV: NodeStage/NodePublish of a block capability at the volumeDev
     },
   );
   await client.delete(GVR.pods, "blk", { namespace: NS });
-  await waitFor("pod gone", async () => (await getPod(client, NS, "blk")) === undefined);
-  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
-  await waitFor(
-    "block dirs removed",
+  await until(async () => (await getPod(client, NS, "blk")) === undefined, "pod gone");
+  await until(() => scripted.callsOf("NodeUnstageVolume").length > 0, "unstaged");
+  await until(
     async () => !(await exists(join(paths.root, "plugins/kubernetes.io/csi/volumeDevices/pv-b"))),
+    "block dirs removed",
   );
   assert.equal(await exists(target), false);
 });
@@ -323,7 +324,7 @@ test("inline ephemeral volume: no stage, FACTS handle, ephemeral context, fsGrou
     }),
   );
   const uid = created.metadata?.uid ?? "";
-  await waitFor("pod Running", () => podRunning(client, NS, "eph"));
+  await until(() => podRunning(client, NS, "eph"), "pod Running");
   assert.equal(scripted.callsOf("NodeStageVolume").length, 0);
   const publish = lastCall(scripted, "NodePublishVolume");
   const handle = ephemeralVolumeHandle(uid, "scratch");
@@ -342,7 +343,7 @@ test("inline ephemeral volume: no stage, FACTS handle, ephemeral context, fsGrou
   assert.equal(volData.volumeLifecycleMode, "Ephemeral");
   assert.equal(volData.volumeHandle, handle);
   await client.delete(GVR.pods, "eph", { namespace: NS });
-  await waitFor("pod gone", async () => (await getPod(client, NS, "eph")) === undefined);
+  await until(async () => (await getPod(client, NS, "eph")) === undefined, "pod gone");
   assert.equal(lastCall(scripted, "NodeUnpublishVolume").volumeId, handle);
 });
 
@@ -366,7 +367,7 @@ test("tokenRequests: pod-bound ServiceAccount tokens per audience in volume_cont
   const spec = pod(NS, "tok", { nodeName: NODE, volumes: [{ name: "creds", csi: { driver: DRIVER } }] });
   spec.spec!.serviceAccountName = "app-sa";
   const created = await client.create(GVR.pods, spec);
-  await waitFor("pod Running", () => podRunning(client, NS, "tok"));
+  await until(() => podRunning(client, NS, "tok"), "pod Running");
   const context = lastCall(scripted, "NodePublishVolume").volumeContext as Record<string, string>;
   assert.equal(context["csi.storage.k8s.io/serviceAccount.name"], "app-sa");
   const tokens = JSON.parse(context["csi.storage.k8s.io/serviceAccount.tokens"] ?? "{}") as Record<
@@ -387,14 +388,14 @@ test("tokenRequests: pod-bound ServiceAccount tokens per audience in volume_cont
   assert.ok(Date.parse(tokens.vault!.expirationTimestamp) > Date.now());
   assert.notDeepEqual(claims(tokens[""]!.token).aud, ["vault"]);
   // Republished while mounted, each time with freshly minted tokens.
-  await waitFor("republished twice", () => scripted.callsOf("NodePublishVolume").length >= 3);
+  await until(() => scripted.callsOf("NodePublishVolume").length >= 3, "republished twice");
   const republished = lastCall(scripted, "NodePublishVolume").volumeContext as Record<string, string>;
   assert.notEqual(
     republished["csi.storage.k8s.io/serviceAccount.tokens"],
     context["csi.storage.k8s.io/serviceAccount.tokens"],
   );
   await client.delete(GVR.pods, "tok", { namespace: NS });
-  await waitFor("pod gone", async () => (await getPod(client, NS, "tok")) === undefined);
+  await until(async () => (await getPod(client, NS, "tok")) === undefined, "pod gone");
 });
 
 test("failures: FailedMount event in the kubelet's words, retried with backoff; a driver that is down is retried until back", async (t) => {
@@ -412,8 +413,10 @@ test("failures: FailedMount event in the kubelet's words, retried with backoff; 
       volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "data" } }],
     }),
   );
-  const event = await waitFor("FailedMount event", async () =>
-    (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "flaky"),
+  const event = await until(
+    async () =>
+      (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "flaky"),
+    "FailedMount event",
   );
   assert.equal(
     event.message,
@@ -421,9 +424,9 @@ test("failures: FailedMount event in the kubelet's words, retried with backoff; 
   );
   assert.equal(event.type, "Warning");
   assert.equal(event.source?.component, "kubelet");
-  await waitFor("retried", () => scripted.callsOf("NodePublishVolume").length >= 2);
+  await until(() => scripted.callsOf("NodePublishVolume").length >= 2, "retried");
   scripted.failWith("NodePublishVolume", undefined);
-  await waitFor("pod Running after the failure clears", () => podRunning(client, NS, "flaky"));
+  await until(() => podRunning(client, NS, "flaky"), "pod Running after the failure clears");
 
   // The driver goes down: calls fail UNAVAILABLE and are retried until it is back.
   await scripted.server.close();
@@ -434,8 +437,10 @@ test("failures: FailedMount event in the kubelet's words, retried with backoff; 
       volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "data2" } }],
     }),
   );
-  const down = await waitFor("FailedMount while the driver is down", async () =>
-    (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "patient"),
+  const down = await until(
+    async () =>
+      (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "patient"),
+    "FailedMount while the driver is down",
   );
   assert.match(
     down.message ?? "",
@@ -446,7 +451,9 @@ test("failures: FailedMount event in the kubelet's words, retried with backoff; 
     nodeId: "scripted-a",
     capabilities: ["STAGE_UNSTAGE_VOLUME"],
   });
-  await waitFor("pod Running once the driver is back", () => podRunning(client, NS, "patient"), 30_000);
+  await until(() => podRunning(client, NS, "patient"), "pod Running once the driver is back", {
+    timeoutMs: 30_000,
+  });
   assert.ok(back.callsOf("NodePublishVolume").length > 0);
 });
 
@@ -469,8 +476,10 @@ test("a pod whose claim is not bound gets FailedMount and runs once the claim bi
       volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "late" } }],
     }),
   );
-  const event = await waitFor("FailedMount", async () =>
-    (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "waiting"),
+  const event = await until(
+    async () =>
+      (await events(client)).find((e) => e.reason === "FailedMount" && e.involvedObject?.name === "waiting"),
+    "FailedMount",
   );
   assert.match(event.message ?? "", /error processing PVC default\/late: PVC is not bound/);
   const pvc = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "late", { namespace: NS });
@@ -493,7 +502,7 @@ test("a pod whose claim is not bound gets FailedMount and runs once the claim bi
     { status: { phase: "Bound" } },
     { namespace: NS, subresource: "status" },
   );
-  await waitFor("pod Running", () => podRunning(client, NS, "waiting"));
+  await until(() => podRunning(client, NS, "waiting"), "pod Running");
 });
 
 test("expansion pending on the node → NodeExpandVolume, then the claim's resize status is cleared; volume stats metrics", async (t) => {
@@ -510,18 +519,18 @@ test("expansion pending on the node → NodeExpandVolume, then the claim's resiz
       volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "grow" } }],
     }),
   );
-  await waitFor("pod Running", () => podRunning(client, NS, "grower"));
+  await until(() => podRunning(client, NS, "grower"), "pod Running");
 
   const url = metricsUrl();
   assert.ok(url, "metrics endpoint started");
-  const text = await waitFor("volume stats metrics", async () => {
+  const text = await until(async () => {
     const body = await (await fetch(url, { signal: AbortSignal.timeout(5000) })).text();
     return body.includes(
       'kubelet_volume_stats_capacity_bytes{namespace="default",persistentvolumeclaim="grow"} 1048576',
     )
       ? body
       : undefined;
-  });
+  }, "volume stats metrics");
   assert.match(
     text,
     /kubelet_volume_stats_available_bytes\{namespace="default",persistentvolumeclaim="grow"\} 1000000/,
@@ -553,15 +562,15 @@ test("expansion pending on the node → NodeExpandVolume, then the claim's resiz
     },
     { namespace: NS, subresource: "status" },
   );
-  const expand = await waitFor("NodeExpandVolume", () => scripted.callsOf("NodeExpandVolume")[0]?.request);
+  const expand = await until(() => scripted.callsOf("NodeExpandVolume")[0]?.request, "NodeExpandVolume");
   assert.deepEqual(expand.capacityRange, { requiredBytes: "2097152", limitBytes: "0" });
   assert.match(String(expand.volumePath), /volumes\/kubernetes\.io~csi\/pv-g\/mount$/);
-  const claimAfter = await waitFor("resize cleared", async () => {
+  const claimAfter = await until(async () => {
     const current = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow", {
       namespace: NS,
     });
     return current.status?.capacity?.storage === "2Mi" ? current : undefined;
-  });
+  }, "resize cleared");
   assert.equal(claimAfter.status?.allocatedResourceStatuses?.storage, undefined);
   assert.equal(
     (claimAfter.status?.conditions ?? []).some((c) => c.type === "FileSystemResizePending"),
@@ -584,7 +593,7 @@ test("NodeExpandVolume failing: NodeResizeError and, for an infeasible size, Nod
       volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "nogrow" } }],
     }),
   );
-  await waitFor("pod Running", () => podRunning(client, NS, "nogrower"));
+  await until(() => podRunning(client, NS, "nogrower"), "pod Running");
   const claimStatus = async () =>
     (await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "nogrow", { namespace: NS })).status;
   const pending = async () =>
@@ -603,10 +612,10 @@ test("NodeExpandVolume failing: NodeResizeError and, for an infeasible size, Nod
   scripted.failWith("NodeExpandVolume", GrpcStatus.UNAVAILABLE);
   await client.patch(GVR.persistentVolumes, "pv-n", { spec: { capacity: { storage: "2Mi" } } });
   await pending();
-  const transient = await waitFor("NodeResizeError", async () => {
+  const transient = await until(async () => {
     const status = await claimStatus();
     return status?.conditions?.some((c) => c.type === "NodeResizeError") ? status : undefined;
-  });
+  }, "NodeResizeError");
   assert.equal(transient.allocatedResourceStatuses?.storage, "NodeResizeInProgress");
   assert.match(
     transient.conditions?.find((c) => c.type === "NodeResizeError")?.message ?? "",
@@ -614,18 +623,18 @@ test("NodeExpandVolume failing: NodeResizeError and, for an infeasible size, Nod
   );
   // An infeasible size: the node stops and waits for the resizer.
   scripted.failWith("NodeExpandVolume", GrpcStatus.OUT_OF_RANGE);
-  const infeasible = await waitFor("NodeResizeInfeasible", async () => {
+  const infeasible = await until(async () => {
     const status = await claimStatus();
     return status?.allocatedResourceStatuses?.storage === "NodeResizeInfeasible" ? status : undefined;
-  });
+  }, "NodeResizeInfeasible");
   assert.match(infeasible.conditions?.find((c) => c.type === "NodeResizeError")?.message ?? "", /OutOfRange/);
   // The resizer resets the claim (NodeResizePending again): the next try succeeds.
   scripted.failWith("NodeExpandVolume", undefined);
   await pending();
-  const done = await waitFor("capacity 2Mi", async () => {
+  const done = await until(async () => {
     const status = await claimStatus();
     return status?.capacity?.storage === "2Mi" ? status : undefined;
-  });
+  }, "capacity 2Mi");
   assert.equal(done.allocatedResourceStatuses?.storage, undefined);
   assert.equal((done.conditions ?? []).length, 0, "NodeResizeError cleared with the resize");
 });
@@ -644,17 +653,17 @@ test("a finished pod (Succeeded) has its volumes torn down but stays in the API"
     }),
   );
   const uid = created.metadata?.uid ?? "";
-  await waitFor("pod Running", () => podRunning(client, NS, "job"));
+  await until(() => podRunning(client, NS, "job"), "pod Running");
   await client.patch(
     GVR.pods,
     "job",
     { status: { phase: "Succeeded" } },
     { namespace: NS, subresource: "status" },
   );
-  await waitFor("unstaged", () => scripted.callsOf("NodeUnstageVolume").length > 0);
+  await until(() => scripted.callsOf("NodeUnstageVolume").length > 0, "unstaged");
   assert.equal(lastCall(scripted, "NodeUnpublishVolume").volumeId, "vol-j");
   // The kubelet keeps a known pod's dir until the pod is deleted; its volume dir goes.
-  await waitFor("pod volume dir removed", async () => !(await exists(paths.podVolumeDir(uid, "pv-j"))));
+  await until(async () => !(await exists(paths.podVolumeDir(uid, "pv-j"))), "pod volume dir removed");
   const still = await getPod(client, NS, "job");
   assert.equal(still?.status?.phase, "Succeeded", "the node does not delete a finished pod");
 });

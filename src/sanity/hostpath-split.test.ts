@@ -8,8 +8,6 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { TestContext } from "node:test";
@@ -17,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { DEFAULT_MUTABLE_PARAMETERS, serveHostpathDriver } from "../drivers/index.ts";
 import { catalogue, runSanity } from "./index.ts";
 import type { SanityReport, ServiceName } from "./index.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NAMESPACE_ENV = "CSIKIT_SANITY_SPLIT_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -27,8 +26,7 @@ const hasUnshare = spawnSync("unshare", ["--version"]).status === 0;
 async function splitDriver(
   t: TestContext,
 ): Promise<{ dir: string; nodePath: string; controllerPath: string }> {
-  const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-split-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, "csikit-sanity-split-");
   const common = {
     nodeId: "sanity-node",
     stateDir: join(dir, "state"),
@@ -43,13 +41,13 @@ async function splitDriver(
     endpoint: join(dir, "controller.sock"),
     nodeService: false,
   });
-  t.after(() => controller.close());
+  defer(t, () => controller.close());
   const node = await serveHostpathDriver({
     ...common,
     endpoint: join(dir, "node.sock"),
     controllerService: false,
   });
-  t.after(() => node.close());
+  defer(t, () => node.close());
   return { dir, nodePath: node.path, controllerPath: controller.path };
 }
 

@@ -5,13 +5,12 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_MUTABLE_PARAMETERS, serveHostpathDriver } from "../drivers/index.ts";
 import { catalogue, runSanity } from "./index.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NAMESPACE_ENV = "CSIKIT_SANITY_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -37,8 +36,7 @@ if (isRoot && hasUnshare && !inNamespace) {
   });
 } else {
   test("sanity against hostpath", { timeout: 600_000 }, async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-hostpath-"));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    const dir = await tempDir(t, "csikit-sanity-hostpath-");
     const driver = await serveHostpathDriver({
       endpoint: join(dir, "csi.sock"),
       nodeId: "sanity-node",
@@ -48,7 +46,7 @@ if (isRoot && hasUnshare && !inNamespace) {
       enableControllerModifyVolume: true,
       enableSnapshotMetadata: true,
     });
-    t.after(() => driver.close());
+    defer(t, () => driver.close());
     const lines: string[] = [];
     const report = await runSanity({
       endpoint: driver.path,

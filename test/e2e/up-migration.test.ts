@@ -35,16 +35,16 @@ import {
   gone,
   hasKubectl,
   isRoot,
-  kubectl,
   pids,
   SKIP,
   START_MS,
   startUp,
   STEP_MS,
   stopUp,
-  until,
   type UpProcess,
-} from "./up-process.ts";
+} from "../harness/up.ts";
+import { kubectl } from "../harness/kubectl.ts";
+import { until } from "../harness/until.ts";
 
 const EBS = "ebs.csi.aws.com";
 const EBS_PLUGIN = "kubernetes.io/aws-ebs";
@@ -65,10 +65,10 @@ async function loopDevicesUnder(dir: string): Promise<string[]> {
 }
 
 /** `kubectl get … -o json`: the objects as the API serves them to users. */
-function getJson<T>(kubeconfig: string, args: string[]): T {
-  const run = kubectl(kubeconfig, ["get", ...args, "-o", "json"]);
-  assert.equal(run.status, 0, run.out);
-  return JSON.parse(run.out) as T;
+async function getJson<T>(kubeconfig: string, args: string[]): Promise<T> {
+  const run = await kubectl(["get", ...args, "-o", "json"], { kubeconfig });
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  return JSON.parse(run.stdout) as T;
 }
 
 describe(
@@ -120,11 +120,15 @@ describe(
       paths = new KubeletPaths(nodeRoot);
       // -v 5: the driver logs every CSI call it serves (what the seed asks the test to inspect).
       up = startUp(stateDir, ["--nodes=1", `--driver-name=${EBS}`, "--component-v=5"]);
-      await until("the cluster to be ready", START_MS, () => {
-        const text = up!.output();
-        if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
-        return /cluster ready in/.test(text) ? true : undefined;
-      });
+      await until(
+        () => {
+          const text = up!.output();
+          if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+          return /cluster ready in/.test(text) ? true : undefined;
+        },
+        "the cluster to be ready",
+        { timeoutMs: START_MS },
+      );
       client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig }) });
       csi = CsiClient.connect(join(stateDir, "sockets", "controller.sock"));
     });
@@ -145,9 +149,9 @@ describe(
         up!.output(),
         new RegExp(`creating cluster in .* \\(1 nodes, driver ${EBS.replaceAll(".", "\\.")}\\)`),
       );
-      const driver = getJson<{ spec: { attachRequired: boolean } }>(kubeconfig, ["csidriver", EBS]);
+      const driver = await getJson<{ spec: { attachRequired: boolean } }>(kubeconfig, ["csidriver", EBS]);
       assert.equal(driver.spec.attachRequired, true);
-      const csiNode = getJson<{
+      const csiNode = await getJson<{
         metadata: { annotations?: Record<string, string> };
         spec: { drivers: { name: string }[] };
       }>(kubeconfig, ["csinode", NODE]);
@@ -211,23 +215,26 @@ spec:
   - {name: static, persistentVolumeClaim: {claimName: static-claim}}
   - {name: scratch, awsElasticBlockStore: {volumeID: "${inlineHandle}", fsType: ext4}}
 `;
-        const applied = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, "apply", "-f", "-"], {
-          input: manifest,
-          encoding: "utf8",
-        });
-        assert.equal(applied.status, 0, applied.stdout + applied.stderr);
+        const applied = await kubectl(["apply", "-f", "-"], { kubeconfig, stdin: manifest });
+        assert.equal(applied.code, 0, applied.stdout + applied.stderr);
 
         // Provisioned by the driver through the in-tree class; claim and PV keep the in-tree shape.
-        const pod = await until("ebs-app to run", STEP_MS, podRunning("ebs-app")).catch((error: unknown) => {
-          const state = kubectl(kubeconfig, ["get", "pv,pvc,volumeattachments,pods", "-o", "wide"]);
-          throw new Error(`${error instanceof Error ? error.message : String(error)}\n${state.out}`);
-        });
+        const pod = await until(podRunning("ebs-app"), "ebs-app to run", { timeoutMs: STEP_MS }).catch(
+          async (error: unknown) => {
+            const state = await kubectl(["get", "pv,pvc,volumeattachments,pods", "-o", "wide"], {
+              kubeconfig,
+            });
+            throw new Error(
+              `${error instanceof Error ? error.message : String(error)}\n${state.stdout + state.stderr}`,
+            );
+          },
+        );
         const uid = pod.metadata?.uid ?? "";
-        const claim = getJson<PersistentVolumeClaim>(kubeconfig, ["pvc", "ebs-claim", "-n", NS]);
+        const claim = await getJson<PersistentVolumeClaim>(kubeconfig, ["pvc", "ebs-claim", "-n", NS]);
         assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key], EBS);
         assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.migratedTo.key], EBS);
         const pvName = claim.spec?.volumeName ?? "";
-        const pv = getJson<PersistentVolume>(kubeconfig, ["pv", pvName]);
+        const pv = await getJson<PersistentVolume>(kubeconfig, ["pv", pvName]);
         assert.equal(pv.spec?.csi, undefined, "no csi source: the PV is in-tree");
         const ebsSource = pv.spec?.awsElasticBlockStore as { volumeID?: string; fsType?: string } | undefined;
         assert.equal(ebsSource?.fsType, "ext4");
@@ -236,7 +243,7 @@ spec:
         assert.equal(pv.metadata?.annotations?.[ANNOTATIONS.provisionedBy.key], EBS_PLUGIN);
         assert.equal(pv.metadata?.annotations?.[ANNOTATIONS.migratedTo.key], EBS);
         assert.equal(pv.spec?.storageClassName, "gp2");
-        const staticPv = getJson<PersistentVolume>(kubeconfig, ["pv", "ebs-static"]);
+        const staticPv = await getJson<PersistentVolume>(kubeconfig, ["pv", "ebs-static"]);
         assert.equal(staticPv.spec?.csi, undefined);
         assert.deepEqual(staticPv.spec?.awsElasticBlockStore, {
           volumeID: `aws://zone-a/${staticHandle}`,
@@ -244,7 +251,7 @@ spec:
         });
 
         // Attached: VolumeAttachments of the CSI driver, named from the translated handles.
-        const vas = getJson<{ items: VolumeAttachment[] }>(kubeconfig, ["volumeattachments"]).items;
+        const vas = (await getJson<{ items: VolumeAttachment[] }>(kubeconfig, ["volumeattachments"])).items;
         const byName = new Map(vas.map((va) => [va.metadata?.name ?? "", va]));
         const pvVA = byName.get(attachmentName(handle, EBS, NODE));
         const staticVA = byName.get(attachmentName(staticHandle, EBS, NODE));
@@ -310,12 +317,16 @@ spec:
 
         // Torn down and detached.
         await kube().delete(GVR.pods, "ebs-app", { namespace: NS });
-        await until("ebs-app gone, its volumes detached and unmounted", STEP_MS, async () => {
-          if (!(await gone(() => kube().get(GVR.pods, "ebs-app", { namespace: NS })))) return undefined;
-          for (const h of [handle, staticHandle, inlineHandle])
-            if ((await attachment(attachmentName(h, EBS, NODE))()) !== undefined) return undefined;
-          return (await clusterMounts(stateDir, nodeRoot)).length === 0 ? true : undefined;
-        });
+        await until(
+          async () => {
+            if (!(await gone(() => kube().get(GVR.pods, "ebs-app", { namespace: NS })))) return undefined;
+            for (const h of [handle, staticHandle, inlineHandle])
+              if ((await attachment(attachmentName(h, EBS, NODE))()) !== undefined) return undefined;
+            return (await clusterMounts(stateDir, nodeRoot)).length === 0 ? true : undefined;
+          },
+          "ebs-app gone, its volumes detached and unmounted",
+          { timeoutMs: STEP_MS },
+        );
         const nodeLogAfter = await driverLog(`${NODE}-driver`);
         for (const h of [handle, staticHandle, inlineHandle])
           for (const call of ["NodeUnpublishVolume", "NodeUnstageVolume"])
@@ -325,35 +336,37 @@ spec:
             );
         assert.match(await driverLog("driver"), /ControllerUnpublishVolume/);
         assert.equal(
-          getJson<PersistentVolume>(kubeconfig, ["pv", pvName]).spec?.csi,
+          (await getJson<PersistentVolume>(kubeconfig, ["pv", pvName])).spec?.csi,
           undefined,
           "still in-tree",
         );
 
         // Deleted: the dynamically provisioned volume through the driver; the Retain one stays.
-        const deleted = kubectl(kubeconfig, [
-          "delete",
-          "pvc",
-          "ebs-claim",
-          "static-claim",
-          "-n",
-          NS,
-          "--wait=false",
-        ]);
-        assert.equal(deleted.status, 0, deleted.out);
-        await until(`PV ${pvName} deleted`, STEP_MS, () =>
-          gone(() => kube().get(GVR.persistentVolumes, pvName)),
+        const deleted = await kubectl(
+          ["delete", "pvc", "ebs-claim", "static-claim", "-n", NS, "--wait=false"],
+          { kubeconfig },
         );
+        assert.equal(deleted.code, 0, deleted.stdout + deleted.stderr);
+        await until(() => gone(() => kube().get(GVR.persistentVolumes, pvName)), `PV ${pvName} deleted`, {
+          timeoutMs: STEP_MS,
+        });
         const ids = await volumeIds();
         assert.ok(!ids.includes(handle), "DeleteVolume by the provisioner");
         assert.ok(ids.includes(staticHandle), "the Retain volume is kept");
-        const released = await until("ebs-static released", STEP_MS, async () => {
-          const current = await kube().get<PersistentVolume>(GVR.persistentVolumes, "ebs-static");
-          return current.status?.phase === "Released" ? current : undefined;
-        });
+        const released = await until(
+          async () => {
+            const current = await kube().get<PersistentVolume>(GVR.persistentVolumes, "ebs-static");
+            return current.status?.phase === "Released" ? current : undefined;
+          },
+          "ebs-static released",
+          { timeoutMs: STEP_MS },
+        );
         assert.ok(released.spec?.awsElasticBlockStore, "released, still in-tree");
-        const cleaned = kubectl(kubeconfig, ["delete", "pv", "ebs-static", "storageclass", "gp2"]);
-        assert.ok(cleaned.status === 0 || /not found/.test(cleaned.out), cleaned.out);
+        const cleaned = await kubectl(["delete", "pv", "ebs-static", "storageclass", "gp2"], { kubeconfig });
+        assert.ok(
+          cleaned.code === 0 || /not found/.test(cleaned.stdout + cleaned.stderr),
+          cleaned.stdout + cleaned.stderr,
+        );
       },
     );
 
@@ -398,19 +411,20 @@ spec:
   volumes:
   - {name: data, persistentVolumeClaim: {claimName: block-claim}}
 `;
-        const applied = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, "apply", "-f", "-"], {
-          input: manifest,
-          encoding: "utf8",
-        });
-        assert.equal(applied.status, 0, applied.stdout + applied.stderr);
-        const pod = await until("block-app to run", STEP_MS, podRunning("block-app")).catch(
-          (error: unknown) => {
-            const state = kubectl(kubeconfig, ["get", "pv,pvc,volumeattachments,pods,events", "-o", "wide"]);
-            throw new Error(`${error instanceof Error ? error.message : String(error)}\n${state.out}`);
+        const applied = await kubectl(["apply", "-f", "-"], { kubeconfig, stdin: manifest });
+        assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+        const pod = await until(podRunning("block-app"), "block-app to run", { timeoutMs: STEP_MS }).catch(
+          async (error: unknown) => {
+            const state = await kubectl(["get", "pv,pvc,volumeattachments,pods,events", "-o", "wide"], {
+              kubeconfig,
+            });
+            throw new Error(
+              `${error instanceof Error ? error.message : String(error)}\n${state.stdout + state.stderr}`,
+            );
           },
         );
         const uid = pod.metadata?.uid ?? "";
-        const pv = getJson<PersistentVolume>(kubeconfig, ["pv", "ebs-block"]);
+        const pv = await getJson<PersistentVolume>(kubeconfig, ["pv", "ebs-block"]);
         assert.equal(pv.spec?.volumeMode, "Block");
         assert.equal(pv.spec?.csi, undefined, "in-tree shape kept");
         const va = await attachment(attachmentName(handle, EBS, NODE))();
@@ -454,12 +468,16 @@ spec:
 
         // Torn down: detached, nothing mounted, no loop device left.
         await kube().delete(GVR.pods, "block-app", { namespace: NS });
-        await until("block-app gone, detached, unmounted, its loop device released", STEP_MS, async () => {
-          if (!(await gone(() => kube().get(GVR.pods, "block-app", { namespace: NS })))) return undefined;
-          if ((await attachment(attachmentName(handle, EBS, NODE))()) !== undefined) return undefined;
-          if ((await clusterMounts(stateDir, nodeRoot)).length > 0) return undefined;
-          return (await loopDevicesUnder(stateDir)).length === 0 ? true : undefined;
-        });
+        await until(
+          async () => {
+            if (!(await gone(() => kube().get(GVR.pods, "block-app", { namespace: NS })))) return undefined;
+            if ((await attachment(attachmentName(handle, EBS, NODE))()) !== undefined) return undefined;
+            if ((await clusterMounts(stateDir, nodeRoot)).length > 0) return undefined;
+            return (await loopDevicesUnder(stateDir)).length === 0 ? true : undefined;
+          },
+          "block-app gone, detached, unmounted, its loop device released",
+          { timeoutMs: STEP_MS },
+        );
         for (const call of ["NodeUnpublishVolume", "NodeUnstageVolume"])
           assert.ok(
             (await driverLog(`${NODE}-driver`))
@@ -467,10 +485,10 @@ spec:
               .some((line) => line.includes(call) && line.includes(handle)),
             `${call} of ${handle}`,
           );
-        const deleted = kubectl(kubeconfig, ["delete", "pvc", "block-claim", "-n", NS]);
-        assert.equal(deleted.status, 0, deleted.out);
-        const removed = kubectl(kubeconfig, ["delete", "pv", "ebs-block"]);
-        assert.equal(removed.status, 0, removed.out);
+        const deleted = await kubectl(["delete", "pvc", "block-claim", "-n", NS], { kubeconfig });
+        assert.equal(deleted.code, 0, deleted.stdout + deleted.stderr);
+        const removed = await kubectl(["delete", "pv", "ebs-block"], { kubeconfig });
+        assert.equal(removed.code, 0, removed.stdout + removed.stderr);
         await csi!.controller.deleteVolume({ volumeId: handle });
         own.delete(handle);
         assert.ok(!(await volumeIds()).includes(handle));
@@ -504,11 +522,15 @@ describe("csikit up --feature-gates: rolling Portworx migration back and forward
       `--driver-name=${PX}`,
       `--feature-gates=CSIMigrationPortworx=${gate}`,
     ]);
-    await until("the cluster to be ready", START_MS, () => {
-      const text = up!.output();
-      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
-      return /cluster ready in/.test(text) ? true : undefined;
-    });
+    await until(
+      () => {
+        const text = up!.output();
+        if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /cluster ready in/.test(text) ? true : undefined;
+      },
+      "the cluster to be ready",
+      { timeoutMs: START_MS },
+    );
     assert.match(
       up.output(),
       new RegExp(`feature gates of the controllers and node agents: CSIMigrationPortworx=${gate}`),
@@ -534,10 +556,14 @@ describe("csikit up --feature-gates: rolling Portworx migration back and forward
         volumes: [{ name: "data", persistentVolumeClaim: { claimName: "px-claim" } }],
       },
     });
-    return until(`${name} to run`, STEP_MS, async () => {
-      const pod = await client!.get<Pod>(GVR.pods, name, { namespace: NS });
-      return pod.status?.phase === "Running" ? pod : undefined;
-    });
+    return until(
+      async () => {
+        const pod = await client!.get<Pod>(GVR.pods, name, { namespace: NS });
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      `${name} to run`,
+      { timeoutMs: STEP_MS },
+    );
   };
 
   before(async () => {
@@ -574,19 +600,20 @@ spec:
   storageClassName: px
   resources: {requests: {storage: 1Mi}}
 `;
-      const applied = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, "apply", "-f", "-"], {
-        input: manifest,
-        encoding: "utf8",
-      });
-      assert.equal(applied.status, 0, applied.stdout + applied.stderr);
-      const on = await until("px-claim bound with migrated-to on claim and PV", STEP_MS, async () => {
-        const current = await annotations();
-        return current.claim[ANNOTATIONS.migratedTo.key] === PX &&
-          current.pv[ANNOTATIONS.migratedTo.key] === PX
-          ? current
-          : undefined;
-      });
-      const pv = getJson<PersistentVolume>(kubeconfig, ["pv", on.pvName]);
+      const applied = await kubectl(["apply", "-f", "-"], { kubeconfig, stdin: manifest });
+      assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+      const on = await until(
+        async () => {
+          const current = await annotations();
+          return current.claim[ANNOTATIONS.migratedTo.key] === PX &&
+            current.pv[ANNOTATIONS.migratedTo.key] === PX
+            ? current
+            : undefined;
+        },
+        "px-claim bound with migrated-to on claim and PV",
+        { timeoutMs: STEP_MS },
+      );
+      const pv = await getJson<PersistentVolume>(kubeconfig, ["pv", on.pvName]);
       assert.equal(pv.spec?.csi, undefined);
       const handle = (pv.spec?.portworxVolume as { volumeID?: string } | undefined)?.volumeID ?? "";
       assert.notEqual(handle, "");
@@ -610,17 +637,21 @@ spec:
 
       // Rollback: every controller and node agent restarts with the gate off.
       await resume(false);
-      const off = await until("migrated-to removed from claim and PV", STEP_MS, async () => {
-        const current = await annotations();
-        return current.claim[ANNOTATIONS.migratedTo.key] === undefined &&
-          current.pv[ANNOTATIONS.migratedTo.key] === undefined
-          ? current
-          : undefined;
-      });
+      const off = await until(
+        async () => {
+          const current = await annotations();
+          return current.claim[ANNOTATIONS.migratedTo.key] === undefined &&
+            current.pv[ANNOTATIONS.migratedTo.key] === undefined
+            ? current
+            : undefined;
+        },
+        "migrated-to removed from claim and PV",
+        { timeoutMs: STEP_MS },
+      );
       assert.equal(off.pvName, on.pvName);
-      const claim = getJson<PersistentVolumeClaim>(kubeconfig, ["pvc", "px-claim", "-n", NS]);
+      const claim = await getJson<PersistentVolumeClaim>(kubeconfig, ["pvc", "px-claim", "-n", NS]);
       assert.equal(claim.status?.phase, "Bound");
-      assert.equal(getJson<PersistentVolume>(kubeconfig, ["pv", on.pvName]).status?.phase, "Bound");
+      assert.equal((await getJson<PersistentVolume>(kubeconfig, ["pv", on.pvName])).status?.phase, "Bound");
       const csi = CsiClient.connect(join(stateDir, "sockets", "controller.sock"));
       try {
         const ids = (await csi.controller.listVolumes({})).entries.map((e) => e.volume?.volumeId ?? "");
@@ -628,7 +659,7 @@ spec:
       } finally {
         csi.close();
       }
-      const csiNode = getJson<{ metadata: { annotations?: Record<string, string> } }>(kubeconfig, [
+      const csiNode = await getJson<{ metadata: { annotations?: Record<string, string> } }>(kubeconfig, [
         "csinode",
         NODE,
       ]);
@@ -644,8 +675,10 @@ spec:
       // The PV (provisioned-by the plugin) is migrated again. The claim is not marked again: its
       // storage-provisioner names the driver (src/controllers/pv/migration.ts), and without
       // migrated-to nothing says it was the plugin's claim any more.
-      await until("migrated-to back on the PV", STEP_MS, async () =>
-        (await annotations()).pv[ANNOTATIONS.migratedTo.key] === PX ? true : undefined,
+      await until(
+        async () => ((await annotations()).pv[ANNOTATIONS.migratedTo.key] === PX ? true : undefined),
+        "migrated-to back on the PV",
+        { timeoutMs: STEP_MS },
       );
       const again = await runPod("px-after");
       if (isRoot) {
@@ -656,18 +689,15 @@ spec:
         );
         assert.equal(await readFile(join(root + target, "kept.txt"), "utf8"), "before the rollback");
       }
-      const deleted = kubectl(kubeconfig, [
-        "delete",
-        "pod/px-before",
-        "pod/px-after",
-        "pvc/px-claim",
-        "-n",
-        NS,
-        "--wait=false",
-      ]);
-      assert.equal(deleted.status, 0, deleted.out);
-      await until("the Portworx volume deleted", STEP_MS, () =>
-        gone(() => client!.get(GVR.persistentVolumes, on.pvName)),
+      const deleted = await kubectl(
+        ["delete", "pod/px-before", "pod/px-after", "pvc/px-claim", "-n", NS, "--wait=false"],
+        { kubeconfig },
+      );
+      assert.equal(deleted.code, 0, deleted.stdout + deleted.stderr);
+      await until(
+        () => gone(() => client!.get(GVR.persistentVolumes, on.pvName)),
+        "the Portworx volume deleted",
+        { timeoutMs: STEP_MS },
       );
     },
   );

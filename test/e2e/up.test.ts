@@ -25,7 +25,6 @@ import {
   gone,
   hasKubectl,
   isRoot,
-  kubectl,
   MAIN,
   pids,
   SKIP,
@@ -33,9 +32,10 @@ import {
   startUp,
   STEP_MS,
   stopUp,
-  until,
   type UpProcess,
-} from "./up-process.ts";
+} from "../harness/up.ts";
+import { until } from "../harness/until.ts";
+import { kubectl } from "../harness/kubectl.ts";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 
@@ -53,11 +53,15 @@ describe("csikit up", { skip: SKIP }, () => {
     base = await mkdtemp(join(tmpdir(), "csikit-up-"));
     stateDir = join(base, "state");
     up = startUp(stateDir, ["--walkthrough"]);
-    await until("the walkthrough to finish", START_MS, () => {
-      const text = up!.output();
-      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
-      return /walkthrough done/.test(text) ? true : undefined;
-    });
+    await until(
+      () => {
+        const text = up!.output();
+        if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /walkthrough done/.test(text) ? true : undefined;
+      },
+      "the walkthrough to finish",
+      { timeoutMs: START_MS },
+    );
     client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }) });
   });
 
@@ -141,7 +145,7 @@ describe("csikit up", { skip: SKIP }, () => {
           volumes: [{ name: "data", persistentVolumeClaim: { claimName: "grow-claim" } }],
         },
       });
-      const pod = await until("grow-app to run", STEP_MS, podRunning("grow-app"));
+      const pod = await until(podRunning("grow-app"), "grow-app to run", { timeoutMs: STEP_MS });
       const bound = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
         namespace: "default",
       });
@@ -160,39 +164,53 @@ describe("csikit up", { skip: SKIP }, () => {
       );
       assert.ok((await clusterMounts(stateDir, join(stateDir, "nodes"))).includes(target), "published");
 
-      const patched = kubectl(kubeconfig, [
-        "patch",
-        "pvc",
-        "grow-claim",
-        "--type=merge",
-        "-p",
-        JSON.stringify({ spec: { resources: { requests: { storage: "3Mi" } } } }),
-      ]);
-      assert.equal(patched.status, 0, patched.out);
-      const volume = await until("the PV's capacity to be 3Mi", STEP_MS, async () => {
-        const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
-        return pv.spec?.capacity?.storage === "3Mi" ? pv : undefined;
-      });
-      const claim = await until("the claim's status.capacity to be 3Mi", STEP_MS, async () => {
-        const c = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
-          namespace: "default",
-        });
-        return c.status?.capacity?.storage === "3Mi" ? c : undefined;
-      });
+      const patched = await kubectl(
+        [
+          "patch",
+          "pvc",
+          "grow-claim",
+          "--type=merge",
+          "-p",
+          JSON.stringify({ spec: { resources: { requests: { storage: "3Mi" } } } }),
+        ],
+        { kubeconfig },
+      );
+      assert.equal(patched.code, 0, patched.stderr);
+      const volume = await until(
+        async () => {
+          const pv = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+          return pv.spec?.capacity?.storage === "3Mi" ? pv : undefined;
+        },
+        "the PV's capacity to be 3Mi",
+        { timeoutMs: STEP_MS },
+      );
+      const claim = await until(
+        async () => {
+          const c = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "grow-claim", {
+            namespace: "default",
+          });
+          return c.status?.capacity?.storage === "3Mi" ? c : undefined;
+        },
+        "the claim's status.capacity to be 3Mi",
+        { timeoutMs: STEP_MS },
+      );
       assert.deepEqual(claim.status?.conditions ?? [], [], "resize conditions cleared");
       assert.equal(claim.status?.allocatedResourceStatuses?.storage, undefined, "no resize status left");
       assert.equal(claim.status?.allocatedResources?.storage, "3Mi");
       const handle = volume.spec?.csi?.volumeHandle ?? "";
-      const events = kubectl(kubeconfig, [
-        "get",
-        "events",
-        "--field-selector=involvedObject.name=grow-claim",
-        "-o",
-        "jsonpath={.items[*].reason}",
-      ]);
-      assert.equal(events.status, 0, events.out);
+      const events = await kubectl(
+        [
+          "get",
+          "events",
+          "--field-selector=involvedObject.name=grow-claim",
+          "-o",
+          "jsonpath={.items[*].reason}",
+        ],
+        { kubeconfig },
+      );
+      assert.equal(events.code, 0, events.stderr);
       for (const reason of ["Resizing", "FileSystemResizeRequired", "FileSystemResizeSuccessful"])
-        assert.ok(events.out.split(" ").includes(reason), `Event ${reason} in ${events.out}`);
+        assert.ok(events.stdout.split(" ").includes(reason), `Event ${reason} in ${events.stdout}`);
       if (isRoot) {
         // statfs through the published path, in the cluster's mount namespace: the bind mount
         // reaches the volume's directory, so it sees the filesystem holding the driver's volumes.
@@ -209,12 +227,16 @@ describe("csikit up", { skip: SKIP }, () => {
         );
 
       await client.delete(GVR.pods, "grow-app", { namespace: "default" });
-      await until("grow-app to go", STEP_MS, () =>
-        gone(() => client.get(GVR.pods, "grow-app", { namespace: "default" })),
+      await until(
+        () => gone(() => client.get(GVR.pods, "grow-app", { namespace: "default" })),
+        "grow-app to go",
+        { timeoutMs: STEP_MS },
       );
       await client.delete(GVR.persistentVolumeClaims, "grow-claim", { namespace: "default" });
-      await until("the grown volume to be deleted", STEP_MS, () =>
-        gone(() => client.get(GVR.persistentVolumes, pvName)),
+      await until(
+        () => gone(() => client.get(GVR.persistentVolumes, pvName)),
+        "the grown volume to be deleted",
+        { timeoutMs: STEP_MS },
       );
     },
   );
@@ -224,9 +246,9 @@ describe("csikit up", { skip: SKIP }, () => {
     { skip: hasKubectl ? false : "kubectl is not installed" },
     async () => {
       const kubeconfig = join(stateDir, "kubeconfig");
-      const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, "topology.yaml")]);
-      assert.equal(applied.status, 0, applied.out);
-      const pod = await until("zonal-app to run", STEP_MS, podRunning("zonal-app"));
+      const applied = await kubectl(["apply", "-f", join(EXAMPLES, "topology.yaml")], { kubeconfig });
+      assert.equal(applied.code, 0, applied.stderr);
+      const pod = await until(podRunning("zonal-app"), "zonal-app to run", { timeoutMs: STEP_MS });
       assert.equal(pod.spec?.nodeName, "node-2", "node-2 is the only zone-b node of 3");
       const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "zonal-claim", {
         namespace: "default",
@@ -236,10 +258,14 @@ describe("csikit up", { skip: SKIP }, () => {
         (term.matchExpressions ?? []).flatMap((e) => e.values ?? []),
       );
       assert.deepEqual(values, ["node-2"]);
-      const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, "topology.yaml"), "--wait=false"]);
-      assert.equal(deleted.status, 0, deleted.out);
-      await until("the zonal volume to be deleted", STEP_MS, () =>
-        gone(() => client.get(GVR.persistentVolumes, volume.metadata?.name ?? "")),
+      const deleted = await kubectl(["delete", "-f", join(EXAMPLES, "topology.yaml"), "--wait=false"], {
+        kubeconfig,
+      });
+      assert.equal(deleted.code, 0, deleted.stderr);
+      await until(
+        () => gone(() => client.get(GVR.persistentVolumes, volume.metadata?.name ?? "")),
+        "the zonal volume to be deleted",
+        { timeoutMs: STEP_MS },
       );
     },
   );
@@ -257,40 +283,40 @@ describe("csikit up", { skip: SKIP }, () => {
         ...(isRoot ? ([["raw-block.yaml", ["block-app"]]] as [string, string[]][]) : []),
       ];
       for (const [file] of files) {
-        const applied = kubectl(kubeconfig, ["apply", "-f", join(EXAMPLES, file)]);
-        assert.equal(applied.status, 0, applied.out);
+        const applied = await kubectl(["apply", "-f", join(EXAMPLES, file)], { kubeconfig });
+        assert.equal(applied.code, 0, applied.stderr);
       }
       for (const [, pods] of files)
-        for (const pod of pods) await until(`${pod} to run`, STEP_MS, podRunning(pod));
+        for (const pod of pods) await until(podRunning(pod), `${pod} to run`, { timeoutMs: STEP_MS });
       // The Secret must outlive the volume (ControllerUnpublish and DeleteVolume read it), so the
       // secrets example's pod and claim go first and its Secret once the volume is gone.
-      const secretsFirst = kubectl(kubeconfig, [
-        "delete",
-        "pod/secret-app",
-        "pvc/secret-claim",
-        "--wait=false",
-      ]);
-      assert.equal(secretsFirst.status, 0, secretsFirst.out);
+      const secretsFirst = await kubectl(["delete", "pod/secret-app", "pvc/secret-claim", "--wait=false"], {
+        kubeconfig,
+      });
+      assert.equal(secretsFirst.code, 0, secretsFirst.stderr);
       for (const [file] of files.filter(([name]) => name !== "secrets.yaml")) {
-        const deleted = kubectl(kubeconfig, ["delete", "-f", join(EXAMPLES, file), "--wait=false"]);
-        assert.equal(deleted.status, 0, deleted.out);
+        const deleted = await kubectl(["delete", "-f", join(EXAMPLES, file), "--wait=false"], { kubeconfig });
+        assert.equal(deleted.code, 0, deleted.stderr);
       }
       try {
-        await until("every example volume to be gone", STEP_MS, async () => {
-          const volumes = await client.list<PersistentVolume>(GVR.persistentVolumes);
-          return volumes.items.length === 0 ? true : undefined;
-        });
+        await until(
+          async () => {
+            const volumes = await client.list<PersistentVolume>(GVR.persistentVolumes);
+            return volumes.items.length === 0 ? true : undefined;
+          },
+          "every example volume to be gone",
+          { timeoutMs: STEP_MS },
+        );
       } catch (error) {
-        const left = kubectl(kubeconfig, ["get", "pv,pvc,volumeattachments,pods", "-o", "wide"]);
-        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${left.out}`);
+        const left = await kubectl(["get", "pv,pvc,volumeattachments,pods", "-o", "wide"], { kubeconfig });
+        throw new Error(
+          `${error instanceof Error ? error.message : String(error)}\n${left.stdout}${left.stderr}`,
+        );
       }
-      const rest = kubectl(kubeconfig, [
-        "delete",
-        "-f",
-        join(EXAMPLES, "secrets.yaml"),
-        "--ignore-not-found",
-      ]);
-      assert.equal(rest.status, 0, rest.out);
+      const rest = await kubectl(["delete", "-f", join(EXAMPLES, "secrets.yaml"), "--ignore-not-found"], {
+        kubeconfig,
+      });
+      assert.equal(rest.code, 0, rest.stderr);
     },
   );
 
@@ -310,7 +336,9 @@ describe("csikit up", { skip: SKIP }, () => {
     const before = await pids(stateDir);
     process.kill(before.attacher!, "SIGKILL");
     process.kill(before["node-1"]!, "SIGKILL");
-    const running = await until("crash-app to run after the restarts", STEP_MS, podRunning("crash-app"));
+    const running = await until(podRunning("crash-app"), "crash-app to run after the restarts", {
+      timeoutMs: STEP_MS,
+    });
     const crashClaim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "crash-claim", {
       namespace: "default",
     });
@@ -322,18 +350,24 @@ describe("csikit up", { skip: SKIP }, () => {
     await client.delete(GVR.pods, "crash-app", { namespace: "default" });
     // Kill the attacher again while the pod's volume is being torn down and detached.
     process.kill(after.attacher!, "SIGKILL");
-    await until("crash-app to go", STEP_MS, () =>
-      gone(() => client.get(GVR.pods, "crash-app", { namespace: "default" })),
+    await until(
+      () => gone(() => client.get(GVR.pods, "crash-app", { namespace: "default" })),
+      "crash-app to go",
+      { timeoutMs: STEP_MS },
     );
     await client.delete(GVR.persistentVolumeClaims, "crash-claim", { namespace: "default" });
-    await until("no attachment, mount or volume of crash-claim left", STEP_MS, async () => {
-      const attachments = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items.filter(
-        (a) => a.spec?.source?.persistentVolumeName === crashVolume,
-      );
-      const volume = await gone(() => client.get(GVR.persistentVolumes, crashVolume));
-      const mounts = await clusterMounts(stateDir, podDir);
-      return attachments.length === 0 && volume && mounts.length === 0 ? true : undefined;
-    });
+    await until(
+      async () => {
+        const attachments = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items.filter(
+          (a) => a.spec?.source?.persistentVolumeName === crashVolume,
+        );
+        const volume = await gone(() => client.get(GVR.persistentVolumes, crashVolume));
+        const mounts = await clusterMounts(stateDir, podDir);
+        return attachments.length === 0 && volume && mounts.length === 0 ? true : undefined;
+      },
+      "no attachment, mount or volume of crash-claim left",
+      { timeoutMs: STEP_MS },
+    );
   });
 
   test("attach errors surface on the VolumeAttachment (attachError) and the pod (FailedAttachVolume Event)", async () => {
@@ -374,24 +408,32 @@ describe("csikit up", { skip: SKIP }, () => {
           volumes: [{ name: "data", persistentVolumeClaim: { claimName: "missing-claim" } }],
         },
       });
-      const attachment = await until("the attach error on the VolumeAttachment", STEP_MS, async () => {
-        const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
-        return items.find(
-          (a) => a.spec?.source?.persistentVolumeName === volumeName && a.status?.attachError?.message,
-        );
-      });
+      const attachment = await until(
+        async () => {
+          const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
+          return items.find(
+            (a) => a.spec?.source?.persistentVolumeName === volumeName && a.status?.attachError?.message,
+          );
+        },
+        "the attach error on the VolumeAttachment",
+        { timeoutMs: STEP_MS },
+      );
       assert.equal(attachment.spec?.nodeName, "node-3");
       assert.equal(attachment.status?.attached ?? false, false);
       assert.match(attachment.status?.attachError?.message ?? "", /no-such-volume/);
-      const event = await until("FailedAttachVolume on the pod", STEP_MS, async () => {
-        const events = await client.list<CoreEvent>(GVR.events, { namespace: "default" });
-        return events.items.find(
-          (e) =>
-            e.reason === "FailedAttachVolume" &&
-            e.involvedObject.kind === "Pod" &&
-            e.involvedObject.uid === pod.metadata?.uid,
-        );
-      });
+      const event = await until(
+        async () => {
+          const events = await client.list<CoreEvent>(GVR.events, { namespace: "default" });
+          return events.items.find(
+            (e) =>
+              e.reason === "FailedAttachVolume" &&
+              e.involvedObject.kind === "Pod" &&
+              e.involvedObject.uid === pod.metadata?.uid,
+          );
+        },
+        "FailedAttachVolume on the pod",
+        { timeoutMs: STEP_MS },
+      );
       assert.equal(event.type, "Warning");
       assert.match(event.message, /AttachVolume\.Attach failed for volume "missing-pv"/);
       assert.match(event.message, /no-such-volume/);
@@ -399,11 +441,17 @@ describe("csikit up", { skip: SKIP }, () => {
       assert.equal(current.status?.phase, "Pending", "the pod cannot start without its volume");
       // Tear-down of a never-attached volume: the attachment and the PV go without leftovers.
       await cleanup();
-      await until("the failed attachment and the PV to be gone", STEP_MS, async () => {
-        const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
-        const left = items.some((a) => a.spec?.source?.persistentVolumeName === volumeName);
-        return !left && (await gone(() => client.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
-      });
+      await until(
+        async () => {
+          const items = (await client.list<VolumeAttachment>(GVR.volumeAttachments)).items;
+          const left = items.some((a) => a.spec?.source?.persistentVolumeName === volumeName);
+          return !left && (await gone(() => client.get(GVR.persistentVolumes, volumeName)))
+            ? true
+            : undefined;
+        },
+        "the failed attachment and the PV to be gone",
+        { timeoutMs: STEP_MS },
+      );
     } finally {
       await cleanup();
     }
@@ -421,7 +469,7 @@ describe("csikit up", { skip: SKIP }, () => {
         volumes: [{ name: "data", persistentVolumeClaim: { claimName: "keep-claim" } }],
       },
     });
-    await until("keep-app to run", STEP_MS, podRunning("keep-app"));
+    await until(podRunning("keep-app"), "keep-app to run", { timeoutMs: STEP_MS });
     const components = await pids(stateDir);
     up!.child.kill("SIGINT");
     const code = await exitWithin(up!, 150_000);
@@ -433,11 +481,15 @@ describe("csikit up", { skip: SKIP }, () => {
       assert.equal(alive(pid), false, `${name} still runs`);
 
     up = startUp(stateDir);
-    await until("the resumed cluster to be ready", START_MS, () => {
-      const output = up!.output();
-      if (/✗/.test(output) || up!.child.exitCode !== null) throw new Error(`up failed:\n${output}`);
-      return /cluster ready in/.test(output) ? true : undefined;
-    });
+    await until(
+      () => {
+        const output = up!.output();
+        if (/✗/.test(output) || up!.child.exitCode !== null) throw new Error(`up failed:\n${output}`);
+        return /cluster ready in/.test(output) ? true : undefined;
+      },
+      "the resumed cluster to be ready",
+      { timeoutMs: START_MS },
+    );
     assert.match(up.output(), /resuming cluster in/);
     const pod = await client.get<Pod>(GVR.pods, "keep-app", { namespace: "default" });
     assert.equal(pod.status?.phase, "Failed");
@@ -480,11 +532,15 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
     const driver = `/bin/sh ${script} {endpoint} {nodeid} {mode}`;
     // -v 5: the attacher logs every CSI call it makes, which is what the test looks at.
     up = startUp(stateDir, ["--nodes=1", "--component-v=5", `--driver-command=${driver}`]);
-    await until("the cluster to be ready", START_MS, () => {
-      const text = up!.output();
-      if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
-      return /cluster ready in/.test(text) ? true : undefined;
-    });
+    await until(
+      () => {
+        const text = up!.output();
+        if (/✗/.test(text) || up!.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /cluster ready in/.test(text) ? true : undefined;
+      },
+      "the cluster to be ready",
+      { timeoutMs: START_MS },
+    );
     client = new KubeClient({ kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }) });
   });
 
@@ -507,10 +563,14 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
         volumes: [{ name: "data", persistentVolumeClaim: { claimName: "plain-claim" } }],
       },
     });
-    await until("plain-app to run", STEP_MS, async () => {
-      const pod = await kube.get<Pod>(GVR.pods, "plain-app", { namespace: "default" });
-      return pod.status?.phase === "Running" ? pod : undefined;
-    });
+    await until(
+      async () => {
+        const pod = await kube.get<Pod>(GVR.pods, "plain-app", { namespace: "default" });
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      "plain-app to run",
+      { timeoutMs: STEP_MS },
+    );
     const claim = await kube.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "plain-claim", {
       namespace: "default",
     });
@@ -532,12 +592,16 @@ describe("csikit up with a driver without PUBLISH_UNPUBLISH_VOLUME", { skip: SKI
 
     await kube.delete(GVR.pods, "plain-app", { namespace: "default" });
     await kube.delete(GVR.persistentVolumeClaims, "plain-claim", { namespace: "default" });
-    await until("the attachment and the volume to be gone", STEP_MS, async () => {
-      const left = (await kube.list<VolumeAttachment>(GVR.volumeAttachments)).items.some(
-        (a) => a.spec?.source?.persistentVolumeName === volumeName,
-      );
-      return !left && (await gone(() => kube.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
-    });
+    await until(
+      async () => {
+        const left = (await kube.list<VolumeAttachment>(GVR.volumeAttachments)).items.some(
+          (a) => a.spec?.source?.persistentVolumeName === volumeName,
+        );
+        return !left && (await gone(() => kube.get(GVR.persistentVolumes, volumeName))) ? true : undefined;
+      },
+      "the attachment and the volume to be gone",
+      { timeoutMs: STEP_MS },
+    );
     assert.doesNotMatch(
       await readFile(join(stateDir, "logs", "attacher.log"), "utf8"),
       /ControllerUnpublishVolume/,

@@ -13,14 +13,14 @@
 
 import { attacherOptionsFromFlags } from "../../src/sidecars/attacher/index.ts";
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cp, mkdtemp, readdir, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parseAllDocuments } from "yaml";
-import { kubectl, startTestServer, type TestServer } from "../../src/apiserver/testing/harness.ts";
+import { startTestServer, type TestServer } from "../harness/apiserver.ts";
 import { Flags, LOGGING_FLAGS, parseFlags } from "../../src/base/index.ts";
 import { commands } from "../../src/cli/commands.ts";
 import { hostpathOptions } from "../../src/cli/hostpath.ts";
@@ -28,6 +28,7 @@ import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/
 import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/index.ts";
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
 import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
+import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const DEPLOY = join(ROOT, "deploy");
@@ -153,118 +154,110 @@ function declared(list: Manifest[], kind: string): Set<string> {
   );
 }
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
+describe("deploy/ against the embedded API server", { skip: kubectlMissing() }, () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.dispose());
 
-describe(
-  "deploy/ against the embedded API server",
-  { skip: hasKubectl() ? false : "kubectl is not installed" },
-  () => {
-    let server: TestServer;
-    before(async () => {
-      server = await startTestServer();
-    });
-    after(() => server.dispose());
-
-    test("kubectl apply --validate=strict -R -f deploy/ succeeds twice and every object reads back", async () => {
-      const list = await manifests();
-      assert.ok(
-        list.some((m) => m.object.kind === "DaemonSet") && list.some((m) => m.object.kind === "Deployment"),
-      );
-      for (let round = 1; round <= 2; round++) {
-        const applied = await kubectl(server.handle, ["apply", "--validate=strict", "-R", "-f", DEPLOY]);
-        assert.equal(applied.code, 0, `round ${round}: ${applied.stderr}${applied.stdout}`);
-      }
-      for (const { file, object } of list) {
-        const [group] = String(object.apiVersion).split("/").reverse().slice(1);
-        const resource = `${String(object.kind).toLowerCase()}${group ? `.${group}` : ""}`;
-        const args = ["get", resource, object.metadata.name, "-o", "json"];
-        if (object.metadata.namespace) args.push("-n", object.metadata.namespace);
-        const got = await kubectl(server.handle, args);
-        assert.equal(got.code, 0, `${file} ${object.kind}/${object.metadata.name}: ${got.stderr}`);
-        const read: unknown = JSON.parse(got.stdout);
-        assert.ok(isManifestObject(read));
-        assert.deepEqual(
-          read.metadata.labels ?? {},
-          object.metadata.labels ?? {},
-          `${file} ${object.kind} labels`,
-        );
-        const containerLines = (o: ManifestObject) =>
-          o.spec?.template?.spec?.containers.map((c) => [c.name, c.command, c.args]);
-        assert.deepEqual(containerLines(read), containerLines(object), `${file} ${object.kind} containers`);
-        if (object.roleRef) assert.deepEqual(read.roleRef, object.roleRef);
-      }
-    });
-
-    test("the server validates: a misspelt field in a deploy/ manifest is refused, naming it", async () => {
-      const daemonSet = await readFile(join(DEPLOY, "csi-hostpath-node.yaml"), "utf8");
-      assert.ok(daemonSet.includes("mountPropagation: Bidirectional"));
-      // A new name, so this is a create whatever the other tests applied before.
-      const misspelt = daemonSet
-        .replace("mountPropagation: Bidirectional", "mountPropogation: Bidirectional")
-        .replace("name: csi-hostpath-node\n", "name: csi-hostpath-node-misspelt\n");
-      const refused = await kubectl(server.handle, ["apply", "--validate=strict", "-f", "-"], misspelt);
-      assert.notEqual(refused.code, 0, refused.stdout);
-      assert.match(
-        refused.stderr,
-        /Error from server \(BadRequest\).*strict decoding error: unknown field ".*mountPropogation"/,
-      );
-    });
-
-    test("pods run as ServiceAccounts deploy/ declares, or mount no token", async () => {
-      const list = await manifests();
-      const accounts = declared(list, "ServiceAccount");
-      for (const { file, object } of list) {
-        const spec = object.spec?.template?.spec;
-        if (!spec) continue;
-        const name = spec.serviceAccountName ?? "default";
-        if (name === "default")
-          assert.equal(
-            spec.automountServiceAccountToken,
-            false,
-            `${file}: a pod without its own ServiceAccount mounts no token`,
-          );
-        else
-          assert.ok(
-            accounts.has(`${object.metadata.namespace}/${name}`),
-            `${file}: ServiceAccount ${name} is not declared in deploy/`,
-          );
-      }
-    });
-
-    test(
-      "every role a binding in deploy/ refers to is defined in deploy/",
-      {
-        skip: existsSync(join(DEPLOY, "rbac"))
-          ? false
-          : "deploy/rbac/ (the sidecars' roles, from the `up` branch) is not here yet",
-      },
-      async () => {
-        const list = await manifests();
-        const clusterRoles = declared(list, "ClusterRole");
-        const roles = declared(list, "Role");
-        for (const { file, object } of list) {
-          if (!object.roleRef) continue;
-          const ref = object.roleRef as { kind: string; name: string };
-          const found =
-            ref.kind === "ClusterRole"
-              ? clusterRoles.has(`/${ref.name}`)
-              : roles.has(`${object.metadata.namespace}/${ref.name}`);
-          assert.ok(
-            found,
-            `${file} ${object.kind}/${object.metadata.name}: ${ref.kind} ${ref.name} is not defined in deploy/`,
-          );
-        }
-      },
+  test("kubectl apply --validate=strict -R -f deploy/ succeeds twice and every object reads back", async () => {
+    const list = await manifests();
+    assert.ok(
+      list.some((m) => m.object.kind === "DaemonSet") && list.some((m) => m.object.kind === "Deployment"),
     );
-  },
-);
+    for (let round = 1; round <= 2; round++) {
+      const applied = await kubectl(["apply", "--validate=strict", "-R", "-f", DEPLOY], {
+        kubeconfig: server.handle.kubeconfigPath,
+      });
+      assert.equal(applied.code, 0, `round ${round}: ${applied.stderr}${applied.stdout}`);
+    }
+    for (const { file, object } of list) {
+      const [group] = String(object.apiVersion).split("/").reverse().slice(1);
+      const resource = `${String(object.kind).toLowerCase()}${group ? `.${group}` : ""}`;
+      const args = ["get", resource, object.metadata.name, "-o", "json"];
+      if (object.metadata.namespace) args.push("-n", object.metadata.namespace);
+      const got = await kubectl(args, { kubeconfig: server.handle.kubeconfigPath });
+      assert.equal(got.code, 0, `${file} ${object.kind}/${object.metadata.name}: ${got.stderr}`);
+      const read: unknown = JSON.parse(got.stdout);
+      assert.ok(isManifestObject(read));
+      assert.deepEqual(
+        read.metadata.labels ?? {},
+        object.metadata.labels ?? {},
+        `${file} ${object.kind} labels`,
+      );
+      const containerLines = (o: ManifestObject) =>
+        o.spec?.template?.spec?.containers.map((c) => [c.name, c.command, c.args]);
+      assert.deepEqual(containerLines(read), containerLines(object), `${file} ${object.kind} containers`);
+      if (object.roleRef) assert.deepEqual(read.roleRef, object.roleRef);
+    }
+  });
+
+  test("the server validates: a misspelt field in a deploy/ manifest is refused, naming it", async () => {
+    const daemonSet = await readFile(join(DEPLOY, "csi-hostpath-node.yaml"), "utf8");
+    assert.ok(daemonSet.includes("mountPropagation: Bidirectional"));
+    // A new name, so this is a create whatever the other tests applied before.
+    const misspelt = daemonSet
+      .replace("mountPropagation: Bidirectional", "mountPropogation: Bidirectional")
+      .replace("name: csi-hostpath-node\n", "name: csi-hostpath-node-misspelt\n");
+    const refused = await kubectl(["apply", "--validate=strict", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: misspelt,
+    });
+    assert.notEqual(refused.code, 0, refused.stdout);
+    assert.match(
+      refused.stderr,
+      /Error from server \(BadRequest\).*strict decoding error: unknown field ".*mountPropogation"/,
+    );
+  });
+
+  test("pods run as ServiceAccounts deploy/ declares, or mount no token", async () => {
+    const list = await manifests();
+    const accounts = declared(list, "ServiceAccount");
+    for (const { file, object } of list) {
+      const spec = object.spec?.template?.spec;
+      if (!spec) continue;
+      const name = spec.serviceAccountName ?? "default";
+      if (name === "default")
+        assert.equal(
+          spec.automountServiceAccountToken,
+          false,
+          `${file}: a pod without its own ServiceAccount mounts no token`,
+        );
+      else
+        assert.ok(
+          accounts.has(`${object.metadata.namespace}/${name}`),
+          `${file}: ServiceAccount ${name} is not declared in deploy/`,
+        );
+    }
+  });
+
+  test(
+    "every role a binding in deploy/ refers to is defined in deploy/",
+    {
+      skip: existsSync(join(DEPLOY, "rbac"))
+        ? false
+        : "deploy/rbac/ (the sidecars' roles, from the `up` branch) is not here yet",
+    },
+    async () => {
+      const list = await manifests();
+      const clusterRoles = declared(list, "ClusterRole");
+      const roles = declared(list, "Role");
+      for (const { file, object } of list) {
+        if (!object.roleRef) continue;
+        const ref = object.roleRef as { kind: string; name: string };
+        const found =
+          ref.kind === "ClusterRole"
+            ? clusterRoles.has(`/${ref.name}`)
+            : roles.has(`${object.metadata.namespace}/${ref.name}`);
+        assert.ok(
+          found,
+          `${file} ${object.kind}/${object.metadata.name}: ${ref.kind} ${ref.name} is not defined in deploy/`,
+        );
+      }
+    },
+  );
+});
 
 test("every container command line in deploy/ is accepted by csikit's parser and validation for its subcommand", async (t) => {
   const registered = new Map(commands.map((c) => [c.name, c]));

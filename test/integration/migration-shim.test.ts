@@ -29,18 +29,14 @@ import {
   type PersistentVolumeClaim,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
-import { runLoops } from "../../src/controllers/fixture.test.ts";
+import { runLoops } from "../harness/controllers.ts";
 import { CsiClient } from "../../src/csi/index.ts";
-import { runNode, serveRegistration, waitFor, getPod, podRunning } from "../../src/node/fixture.test.ts";
+import { runNode, serveRegistration, getPod, podRunning } from "../harness/node.ts";
 import { attachmentName, KubeletPaths } from "../../src/node/index.ts";
-import { runAttacher } from "../../src/sidecars/attacher/fixture.test.ts";
-import {
-  createClass,
-  defer,
-  runProvisioner,
-  startCluster,
-  startHostpath,
-} from "../../src/sidecars/provisioner/fixture.test.ts";
+import { runAttacher } from "../harness/attacher.ts";
+import { createClass, runProvisioner, startCluster, startHostpath } from "../harness/provisioner.ts";
+import { until } from "../harness/until.ts";
+import { defer } from "../harness/cleanup.ts";
 
 const NAMESPACE_ENV = "CSIKIT_SHIM_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -126,12 +122,12 @@ if (isRoot && hasUnshare && !inNamespace) {
         endpoint: driver.path,
       });
       defer(t, () => registration.server.close());
-      await waitFor(
-        "the node registered the driver",
+      await until(
         async () =>
           (await client.get<CSINode>(GVR.csiNodes, NODE)).spec.drivers.some((d) => d.name === EBS) ||
           undefined,
-        LONG,
+        "the node registered the driver",
+        { timeoutMs: LONG },
       );
       const provisioner = runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
       runAttacher(t, cluster, driver.path);
@@ -152,15 +148,15 @@ if (isRoot && hasUnshare && !inNamespace) {
           storageClassName: "gp2",
         },
       });
-      const claim = await waitFor(
-        "claim bound",
+      const claim = await until(
         async () => {
           const current = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", {
             namespace: NS,
           });
           return current.status?.phase === "Bound" ? current : undefined;
         },
-        LONG,
+        "claim bound",
+        { timeoutMs: LONG },
       ).catch(async (error: unknown) => {
         const current = await client.get(GVR.persistentVolumeClaims, "data", { namespace: NS });
         t.diagnostic(`claim: ${JSON.stringify(current)}`);
@@ -176,13 +172,13 @@ if (isRoot && hasUnshare && !inNamespace) {
       assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key], EBS);
       assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.migratedTo.key], EBS);
       const pvName = claim.spec?.volumeName ?? "";
-      const pv = await waitFor(
-        "PV marked migrated-to",
+      const pv = await until(
         async () => {
           const current = await client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
           return current.metadata?.annotations?.[ANNOTATIONS.migratedTo.key] === EBS ? current : undefined;
         },
-        LONG,
+        "PV marked migrated-to",
+        { timeoutMs: LONG },
       );
       assert.equal(pv.spec?.csi, undefined, "in-tree shape kept");
       assert.equal(pv.metadata?.annotations?.[ANNOTATIONS.provisionedBy.key], EBS_PLUGIN);
@@ -217,15 +213,17 @@ if (isRoot && hasUnshare && !inNamespace) {
       const inlineVA = attachmentName(inlineHandle, EBS, NODE);
       const get = (name: string) => () =>
         client.get<VolumeAttachment>(GVR.volumeAttachments, name).catch(() => undefined);
-      const forPV = await waitFor("PV attached", () => attached(get(pvVA)), LONG);
+      const forPV = await until(() => attached(get(pvVA)), "PV attached", { timeoutMs: LONG });
       assert.deepEqual(forPV.spec.source, { persistentVolumeName: pvName });
-      const forInline = await waitFor("inline volume attached", () => attached(get(inlineVA)), LONG);
+      const forInline = await until(() => attached(get(inlineVA)), "inline volume attached", {
+        timeoutMs: LONG,
+      });
       assert.equal(forInline.spec.source.inlineVolumeSpec?.csi?.volumeHandle, inlineHandle);
       assert.equal(forInline.spec.source.inlineVolumeSpec?.csi?.driver, EBS);
 
       // Staged and published at the kubelet's CSI paths.
       if (MOUNTS) {
-        await waitFor("pod Running", () => podRunning(client, NS, "app"), LONG);
+        await until(() => podRunning(client, NS, "app"), "pod Running", { timeoutMs: LONG });
         const mounts = await mountPointsUnder(root);
         for (const [h, dirName] of [
           [handle, pvName],
@@ -245,29 +243,29 @@ if (isRoot && hasUnshare && !inNamespace) {
 
       // Torn down and detached; the in-tree PV still in-tree.
       await client.delete(GVR.pods, "app", { namespace: NS });
-      await waitFor(
-        "pod gone",
+      await until(
         async () => ((await getPod(client, NS, "app")) === undefined ? true : undefined),
-        LONG,
+        "pod gone",
+        { timeoutMs: LONG },
       );
-      await waitFor(
-        "both detached",
+      await until(
         async () =>
           (await get(pvVA)()) === undefined && (await get(inlineVA)()) === undefined ? true : undefined,
-        LONG,
+        "both detached",
+        { timeoutMs: LONG },
       );
       if (MOUNTS) assert.deepEqual(await mountPointsUnder(root), [], "nothing left mounted");
       assert.equal((await client.get<PersistentVolume>(GVR.persistentVolumes, pvName)).spec?.csi, undefined);
 
       // Deleted: the claim goes, the PV is released and deleted through the driver.
       await client.delete(GVR.persistentVolumeClaims, "data", { namespace: NS });
-      await waitFor(
-        "PV deleted",
+      await until(
         async () =>
           (await client.get(GVR.persistentVolumes, pvName).catch(() => undefined)) === undefined
             ? true
             : undefined,
-        LONG,
+        "PV deleted",
+        { timeoutMs: LONG },
       );
       assert.ok(!(await volumeIds(driver.path)).includes(handle), "the driver deleted the volume");
       await csi.controller.deleteVolume({ volumeId: inlineHandle });

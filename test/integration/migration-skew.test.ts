@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { GVR, type Node, type PersistentVolumeClaim, type VolumeAttachment } from "../../src/api/index.ts";
 import { startAttachDetachController } from "../../src/controllers/attachdetach/index.ts";
-import { startTestServer } from "../../src/kube/fixture.test.ts";
+import { startTestServer } from "../harness/kube-server.ts";
 import { InformerFactory, type CoreEvent, type KubeClient } from "../../src/kube/index.ts";
 import { resolveFeatureGates } from "../../src/migration/index.ts";
 import {
@@ -28,11 +28,11 @@ import {
   runNode,
   runRealRegistrar,
   serveScriptedNode,
-  tempDir,
-  waitFor,
   type ScriptedNode,
-} from "../../src/node/fixture.test.ts";
+} from "../harness/node.ts";
 import { attachmentName } from "../../src/node/index.ts";
+import { until } from "../harness/until.ts";
+import { defer, tempDir } from "../harness/cleanup.ts";
 
 const PX = "pxd.portworx.com";
 const NODE = "skew-node";
@@ -93,10 +93,10 @@ async function markAttached(client: KubeClient, name: string): Promise<void> {
 }
 
 async function eventWith(client: KubeClient, reason: string, text: string): Promise<CoreEvent> {
-  return waitFor(`${reason} event saying ${text}`, async () => {
+  return until(async () => {
     const events = (await client.list<CoreEvent>(GVR.events, { namespace: NS })).items;
     return events.find((e) => e.reason === reason && (e.message ?? "").includes(text));
-  });
+  }, `${reason} event saying ${text}`);
 }
 
 function startController(t: TestContext, client: KubeClient, on: boolean): void {
@@ -107,7 +107,7 @@ function startController(t: TestContext, client: KubeClient, on: boolean): void 
     controller.signal,
   );
   const informersRunning = informers.start(controller.signal);
-  t.after(async () => {
+  defer(t, async () => {
     controller.abort();
     await Promise.all([running, informersRunning]);
   });
@@ -120,9 +120,9 @@ function stagedHandles(driver: ScriptedNode): string[] {
 for (const row of TABLE) {
   test(`skew: ADC migration ${row.adc}, kubelet ${row.kubelet} → ${row.expected}`, async (t) => {
     const server = await startTestServer();
-    t.after(() => server.stop());
+    defer(t, () => server.stop());
     const client = server.client();
-    t.after(() => client.close());
+    defer(t, () => client.close());
     let driver: ScriptedNode | undefined;
     if (row.kubelet === "too old (no CSINode)") {
       // A kubelet that predates migration: a managed, Ready node and no CSINode.
@@ -169,7 +169,7 @@ for (const row of TABLE) {
     // The controller's side: the marker's attachment means the in-tree volume was decided.
     const marker = attachmentName("px-marker", PX, NODE);
     const legacy = attachmentName("px-legacy", PX, NODE);
-    await waitFor("the marker's VolumeAttachment", () => attachment(client, marker));
+    await until(() => attachment(client, marker), "the marker's VolumeAttachment");
     const legacyVA = await attachment(client, legacy);
     assert.equal(
       legacyVA !== undefined,
@@ -191,13 +191,13 @@ for (const row of TABLE) {
     // The kubelet's side.
     if (!driver) return; // no kubelet to ask
     if (row.expected === "fully migrated") {
-      await waitFor("pod Running", () => podRunning(client, NS, "app"));
+      await until(() => podRunning(client, NS, "app"), "pod Running");
       assert.deepEqual(stagedHandles(driver).sort(), ["px-legacy", "px-marker"]);
       const published = driver.callsOf("NodePublishVolume").map((c) => String(c.request.volumeId));
       assert.deepEqual(published.sort(), ["px-legacy", "px-marker"]);
       return;
     }
-    await waitFor("the marker staged", () => stagedHandles(driver).includes("px-marker"));
+    await until(() => stagedHandles(driver).includes("px-marker"), "the marker staged");
     if (row.kubelet === "not migrated")
       await eventWith(client, "FailedMount", "CSI migration of that plugin is off on this node");
     const calls = driver.calls.filter((c) => JSON.stringify(c.request).includes("px-legacy"));

@@ -34,18 +34,11 @@ import {
 } from "../../src/api/index.ts";
 import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags } from "../../src/base/index.ts";
 import { CsiClient } from "../../src/csi/index.ts";
-import { runLoops } from "../../src/controllers/fixture.test.ts";
+import { runLoops } from "../harness/controllers.ts";
 import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../../src/drivers/index.ts";
-import { startTestServer } from "../../src/kube/fixture.test.ts";
+import { startTestServer } from "../harness/kube-server.ts";
 import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
-import {
-  csiDriver,
-  getPod,
-  podRunning,
-  runNode,
-  serveRegistration,
-  waitFor,
-} from "../../src/node/fixture.test.ts";
+import { csiDriver, getPod, podRunning, runNode, serveRegistration } from "../harness/node.ts";
 import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
 import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../../src/sidecars/resizer/index.ts";
 import {
@@ -53,8 +46,9 @@ import {
   attacherOptionsFromFlags,
   startAttacher,
 } from "../../src/sidecars/attacher/index.ts";
-import { serveCsiTap, type CsiTap } from "./csi-tap.ts";
-import { startProvisionerStandIn } from "./stand-ins.ts";
+import { serveCsiTap, type CsiTap } from "../harness/csi-tap.ts";
+import { startProvisionerStandIn } from "../harness/stand-ins.ts";
+import { until } from "../harness/until.ts";
 
 const NAMESPACE_ENV = "CSIKIT_INTEG_IN_MOUNT_NS";
 const isRoot = process.getuid?.() === 0;
@@ -228,7 +222,9 @@ async function withCluster(
       });
     }
     for (const node of nodes)
-      await waitFor(`${node.name} registered ${DRIVER}`, () => driverEntry(client, node.name), LONG);
+      await until(() => driverEntry(client, node.name), `${node.name} registered ${DRIVER}`, {
+        timeoutMs: LONG,
+      });
 
     let loops: ReturnType<typeof runLoops> | undefined;
     const stopControllers = async (): Promise<void> => {
@@ -400,24 +396,22 @@ function storageClass(name: string, extra: Partial<StorageClass> = {}): StorageC
 }
 
 async function boundClaim(client: KubeClient, name: string): Promise<PersistentVolumeClaim> {
-  return waitFor(
-    `claim ${name} Bound`,
+  return until(
     async () => {
       const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, name, {
         namespace: NS,
       });
       return claim.status?.phase === "Bound" ? claim : undefined;
     },
-    LONG,
+    `claim ${name} Bound`,
+    { timeoutMs: LONG },
   );
 }
 
 async function scheduledNode(client: KubeClient, podName: string): Promise<string> {
-  return waitFor(
-    `pod ${podName} scheduled`,
-    async () => (await getPod(client, NS, podName))?.spec?.nodeName,
-    LONG,
-  );
+  return until(async () => (await getPod(client, NS, podName))?.spec?.nodeName, `pod ${podName} scheduled`, {
+    timeoutMs: LONG,
+  });
 }
 
 function nodeOf(c: Cluster, name: string): VirtualNode {
@@ -441,13 +435,13 @@ async function runAndTearDown(
   const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
   const handle = pv.spec?.csi?.volumeHandle ?? "";
   const vaName = attachmentName(handle, DRIVER, node.name);
-  const va = await waitFor(
-    "VolumeAttachment attached",
+  const va = await until(
     async () => {
       const current = await orUndefined(c.client.get<VolumeAttachment>(GVR.volumeAttachments, vaName));
       return current?.status?.attached ? current : undefined;
     },
-    LONG,
+    "VolumeAttachment attached",
+    { timeoutMs: LONG },
   );
   assert.equal(va.spec.source.persistentVolumeName, pvName);
   assert.equal(va.spec.nodeName, node.name);
@@ -455,10 +449,10 @@ async function runAndTearDown(
     va.metadata?.finalizers?.includes(attacherFinalizer(DRIVER)),
     "attacher finalizer on the attachment",
   );
-  const stage = await waitFor(
-    "NodeStageVolume called",
+  const stage = await until(
     () => node.tap.callsOf("NodeStageVolume").find((call) => call.request.volumeId === handle),
-    LONG,
+    "NodeStageVolume called",
+    { timeoutMs: LONG },
   );
   assert.deepEqual(
     stage.request.publishContext,
@@ -471,7 +465,9 @@ async function runAndTearDown(
   );
   const unique = uniqueVolumeName(DRIVER, handle);
   if (MOUNTS) {
-    const running = await waitFor(`pod ${podName} Running`, () => podRunning(c.client, NS, podName), LONG);
+    const running = await until(() => podRunning(c.client, NS, podName), `pod ${podName} Running`, {
+      timeoutMs: LONG,
+    });
     const uid = running.metadata?.uid ?? "";
     const mounts = await mountPointsUnder(node.root);
     if (options.block) {
@@ -487,8 +483,7 @@ async function runAndTearDown(
       await writeFile(join(target, "hello.txt"), "hi");
       assert.equal(await readFile(join(staging, "hello.txt"), "utf8"), "hi", "one volume behind both mounts");
     }
-    await waitFor(
-      "node reports the volume attached and in use",
+    await until(
       async () => {
         const status = (await c.client.get<Node>(GVR.nodes, node.name)).status;
         return (
@@ -496,42 +491,43 @@ async function runAndTearDown(
           (status?.volumesAttached ?? []).some((v) => v.name === unique)
         );
       },
-      LONG,
+      "node reports the volume attached and in use",
+      { timeoutMs: LONG },
     );
   } else {
     // Unprivileged the driver cannot stage, so the pod never runs; attach and detach still can.
     t.diagnostic(`stage/publish/Running part skipped: ${NO_MOUNTS}`);
-    await waitFor(
-      "node reports the volume attached",
+    await until(
       async () =>
         ((await c.client.get<Node>(GVR.nodes, node.name)).status?.volumesAttached ?? []).some(
           (v) => v.name === unique,
         ),
-      LONG,
+      "node reports the volume attached",
+      { timeoutMs: LONG },
     );
   }
   const other = c.nodes.find((n) => n !== node);
   if (other) assert.deepEqual(await mountPointsUnder(other.root), [], "nothing mounted on the other node");
 
   await c.client.delete(GVR.pods, podName, { namespace: NS });
-  await waitFor(`pod ${podName} gone`, async () => (await getPod(c.client, NS, podName)) === undefined, LONG);
-  await waitFor(
-    "unpublished and unstaged",
-    async () => (await mountPointsUnder(node.root)).length === 0,
-    LONG,
-  );
-  await waitFor(
-    "VolumeAttachment deleted (detached)",
+  await until(async () => (await getPod(c.client, NS, podName)) === undefined, `pod ${podName} gone`, {
+    timeoutMs: LONG,
+  });
+  await until(async () => (await mountPointsUnder(node.root)).length === 0, "unpublished and unstaged", {
+    timeoutMs: LONG,
+  });
+  await until(
     async () => (await orUndefined(c.client.get(GVR.volumeAttachments, vaName))) === undefined,
-    LONG,
+    "VolumeAttachment deleted (detached)",
+    { timeoutMs: LONG },
   );
-  await waitFor(
-    "node volumesAttached and volumesInUse empty",
+  await until(
     async () => {
       const status = (await c.client.get<Node>(GVR.nodes, node.name)).status;
       return (status?.volumesInUse ?? []).length === 0 && (status?.volumesAttached ?? []).length === 0;
     },
-    LONG,
+    "node volumesAttached and volumesInUse empty",
+    { timeoutMs: LONG },
   );
   if (options.block) assert.deepEqual(loopsUnder(node.root), [], "no loop device left");
   if (MOUNTS) assertOnceEach(node, handle);
@@ -594,19 +590,19 @@ if (isRoot && hasUnshare && !inNamespace) {
         }
         const [a, b] = [c.nodes[0]!, c.nodes[1]!];
         await b.registration.server.close();
-        await waitFor(
-          "node-b's driver entry removed",
+        await until(
           async () => (await driverEntry(c.client, b.name)) === undefined,
-          LONG,
+          "node-b's driver entry removed",
+          { timeoutMs: LONG },
         );
-        await waitFor(
-          "node-b's nodeid annotation entry removed",
+        await until(
           async () => {
             const object = await c.client.get<Node>(GVR.nodes, b.name);
             const ids = JSON.parse(object.metadata?.annotations?.[ANNOTATIONS.nodeID.key] ?? "{}") as object;
             return !(DRIVER in ids);
           },
-          LONG,
+          "node-b's nodeid annotation entry removed",
+          { timeoutMs: LONG },
         );
         assert.equal((await driverEntry(c.client, a.name))?.nodeID, a.name, "node-a untouched");
         const nodeB = await c.client.get<Node>(GVR.nodes, b.name);
@@ -621,10 +617,10 @@ if (isRoot && hasUnshare && !inNamespace) {
           endpoint: b.tap.path,
         });
         try {
-          await waitFor(
-            "node-b registered again",
+          await until(
             async () => (await driverEntry(c.client, b.name))?.nodeID === b.name,
-            LONG,
+            "node-b registered again",
+            { timeoutMs: LONG },
           );
         } finally {
           await again.server.close();
@@ -727,49 +723,55 @@ if (isRoot && hasUnshare && !inNamespace) {
           // Unprivileged the pod never runs: the controller part alone.
           t.diagnostic(`node expansion part skipped: ${NO_MOUNTS}`);
           await grow("2Mi");
-          await waitFor(
-            "NodeResizePending",
+          await until(
             async () => (await status())?.allocatedResourceStatuses?.storage === "NodeResizePending",
-            LONG,
+            "NodeResizePending",
+            { timeoutMs: LONG },
           );
           const grown = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
           assert.equal(grown.spec?.capacity?.storage, "2Mi");
           return;
         }
-        const running = await waitFor("pod Running", () => podRunning(c.client, NS, "grow-pod"), LONG);
+        const running = await until(() => podRunning(c.client, NS, "grow-pod"), "pod Running", {
+          timeoutMs: LONG,
+        });
         const uid = running.metadata?.uid ?? "";
         // Online: the volume is published; the node expands it where it is mounted.
         await grow("2Mi");
-        const online = await waitFor("NodeExpandVolume (online)", () => expands()[0], LONG);
+        const online = await until(() => expands()[0], "NodeExpandVolume (online)", { timeoutMs: LONG });
         assert.equal(online.request.volumePath, node.paths.publishTarget(uid, pvName));
         assert.equal(online.request.stagingTargetPath, node.paths.stagingTarget(DRIVER, handle));
         assert.deepEqual(online.request.capacityRange, {
           requiredBytes: String(2 * 1024 * 1024),
           limitBytes: "0",
         });
-        const afterOnline = await waitFor(
-          "capacity 2Mi",
+        const afterOnline = await until(
           async () => {
             const current = await status();
             return current?.capacity?.storage === "2Mi" ? current : undefined;
           },
-          LONG,
+          "capacity 2Mi",
+          { timeoutMs: LONG },
         );
         assert.equal(afterOnline.allocatedResourceStatuses?.storage, undefined);
         assert.deepEqual(afterOnline.conditions ?? [], []);
         // Offline: no pod, nothing mounted; the node step waits for the next stage.
         await c.client.delete(GVR.pods, "grow-pod", { namespace: NS });
-        await waitFor("unmounted", async () => (await mountPointsUnder(node.root)).length === 0, LONG);
+        await until(async () => (await mountPointsUnder(node.root)).length === 0, "unmounted", {
+          timeoutMs: LONG,
+        });
         await grow("3Mi");
-        await waitFor(
-          "NodeResizePending while unpublished",
+        await until(
           async () => (await status())?.allocatedResourceStatuses?.storage === "NodeResizePending",
-          LONG,
+          "NodeResizePending while unpublished",
+          { timeoutMs: LONG },
         );
         assert.equal(expands().length, 1, "no NodeExpandVolume while the volume is not staged");
         const stagesBefore = node.tap.callsOf("NodeStageVolume").length;
         await c.client.create(GVR.pods, podWithClaim("grow-pod-2", "grow"));
-        await waitFor("capacity 3Mi", async () => (await status())?.capacity?.storage === "3Mi", LONG);
+        await until(async () => (await status())?.capacity?.storage === "3Mi", "capacity 3Mi", {
+          timeoutMs: LONG,
+        });
         assert.equal(expands().length, 2);
         const newStage = node.tap.callsOf("NodeStageVolume")[stagesBefore];
         assert.ok(newStage, "staged again for the new pod");
@@ -778,7 +780,9 @@ if (isRoot && hasUnshare && !inNamespace) {
           "expanded after the new stage",
         );
         await c.client.delete(GVR.pods, "grow-pod-2", { namespace: NS });
-        await waitFor("unmounted", async () => (await mountPointsUnder(node.root)).length === 0, LONG);
+        await until(async () => (await mountPointsUnder(node.root)).length === 0, "unmounted", {
+          timeoutMs: LONG,
+        });
       }),
   );
 
@@ -859,12 +863,12 @@ if (isRoot && hasUnshare && !inNamespace) {
         await c.client.create(GVR.storageClasses, storageClass("rs"));
         await c.client.create(GVR.persistentVolumeClaims, newClaim("rs", "rs"));
         await c.client.create(GVR.pods, podWithClaim("rs-pod", "rs"));
-        await waitFor(
-          "claim handed to the provisioner",
+        await until(
           async () =>
             (await c.client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "rs", { namespace: NS }))
               .metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key] === DRIVER,
-          LONG,
+          "claim handed to the provisioner",
+          { timeoutMs: LONG },
         );
         // Down while the provisioner creates the volume: nothing binds or schedules meanwhile.
         await c.stopControllers();
@@ -872,10 +876,10 @@ if (isRoot && hasUnshare && !inNamespace) {
           await c.client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "rs", { namespace: NS })
         ).metadata?.uid;
         const pvName = `pvc-${uid ?? ""}`;
-        await waitFor(
-          "PV created",
+        await until(
           async () => (await orUndefined(c.client.get(GVR.persistentVolumes, pvName))) !== undefined,
-          LONG,
+          "PV created",
+          { timeoutMs: LONG },
         );
         c.startControllers();
         await boundClaim(c.client, "rs");
@@ -887,14 +891,14 @@ if (isRoot && hasUnshare && !inNamespace) {
         const pv = await c.client.get<PersistentVolume>(GVR.persistentVolumes, pvName);
         const handle = pv.spec?.csi?.volumeHandle ?? "";
         const vaName = attachmentName(handle, DRIVER, nodeName);
-        await waitFor(
-          "attached after the restart",
+        await until(
           async () =>
             (await orUndefined(c.client.get<VolumeAttachment>(GVR.volumeAttachments, vaName)))?.status
               ?.attached,
-          LONG,
+          "attached after the restart",
+          { timeoutMs: LONG },
         );
-        if (MOUNTS) await waitFor("pod Running", () => podRunning(c.client, NS, "rs-pod"), LONG);
+        if (MOUNTS) await until(() => podRunning(c.client, NS, "rs-pod"), "pod Running", { timeoutMs: LONG });
         else t.diagnostic(`stage/publish/Running part skipped: ${NO_MOUNTS}`);
         const attachments = await c.client.list<VolumeAttachment>(GVR.volumeAttachments);
         assert.deepEqual(
@@ -906,25 +910,29 @@ if (isRoot && hasUnshare && !inNamespace) {
         // Down again in the middle of teardown: the node unmounts, detach waits for the restart.
         await c.stopControllers();
         await c.client.delete(GVR.pods, "rs-pod", { namespace: NS });
-        await waitFor("pod gone", async () => (await getPod(c.client, NS, "rs-pod")) === undefined, LONG);
-        await waitFor("unmounted", async () => (await mountPointsUnder(node.root)).length === 0, LONG);
+        await until(async () => (await getPod(c.client, NS, "rs-pod")) === undefined, "pod gone", {
+          timeoutMs: LONG,
+        });
+        await until(async () => (await mountPointsUnder(node.root)).length === 0, "unmounted", {
+          timeoutMs: LONG,
+        });
         assert.ok(
           (await orUndefined(c.client.get(GVR.volumeAttachments, vaName))) !== undefined,
           "no detach while the controllers are down",
         );
         c.startControllers();
-        await waitFor(
-          "detached after the restart",
+        await until(
           async () => (await orUndefined(c.client.get(GVR.volumeAttachments, vaName))) === undefined,
-          LONG,
+          "detached after the restart",
+          { timeoutMs: LONG },
         );
-        await waitFor(
-          "node volume lists empty",
+        await until(
           async () => {
             const status = (await c.client.get<Node>(GVR.nodes, nodeName)).status;
             return (status?.volumesInUse ?? []).length === 0 && (status?.volumesAttached ?? []).length === 0;
           },
-          LONG,
+          "node volume lists empty",
+          { timeoutMs: LONG },
         );
         assert.equal(c.provisioner.created.get("rs"), 1, "CreateVolume once");
         assert.equal(c.attacher.published.get(vaName), 1, "ControllerPublishVolume once");
@@ -996,20 +1004,20 @@ if (isRoot && hasUnshare && !inNamespace) {
         });
         const node = nodeOf(c, await scheduledNode(c.client, "secret-pod"));
         assert.equal(node.name, "node-a");
-        const stage = await waitFor(
-          "NodeStageVolume called",
+        const stage = await until(
           () => node.tap.callsOf("NodeStageVolume").find((call) => call.request.volumeId === handle),
-          LONG,
+          "NodeStageVolume called",
+          { timeoutMs: LONG },
         );
         assert.deepEqual(stage.request.secrets, { password: "st4ge-v4lue" });
         if (!MOUNTS) {
           t.diagnostic(`NodePublishVolume part skipped (staging needs mounts): ${NO_MOUNTS}`);
           return;
         }
-        const publish = await waitFor(
-          "NodePublishVolume called",
+        const publish = await until(
           () => node.tap.callsOf("NodePublishVolume").find((call) => call.request.volumeId === handle),
-          LONG,
+          "NodePublishVolume called",
+          { timeoutMs: LONG },
         );
         assert.deepEqual(publish.request.secrets, { password: "publ1sh-v4lue" });
         const context = publish.request.volumeContext as Record<string, string>;
@@ -1051,44 +1059,47 @@ if (isRoot && hasUnshare && !inNamespace) {
             (await orUndefined(c.client.get<VolumeAttachment>(GVR.volumeAttachments, va)))?.status?.attached;
           await c.client.create(GVR.pods, podWithClaim("pod-ka", "ka"));
           assert.equal(await scheduledNode(c.client, "pod-ka"), node.name);
-          await waitFor("ka attached", attached(ka.va), LONG);
-          if (MOUNTS) await waitFor("pod-ka Running", () => podRunning(c.client, NS, "pod-ka"), LONG);
+          await until(attached(ka.va), "ka attached", { timeoutMs: LONG });
+          if (MOUNTS)
+            await until(() => podRunning(c.client, NS, "pod-ka"), "pod-ka Running", { timeoutMs: LONG });
           const podKb = await c.client.create<Pod>(GVR.pods, podWithClaim("pod-kb", "kb"));
           assert.equal(await scheduledNode(c.client, "pod-kb"), node.name);
-          await waitFor("kb attached", attached(kb.va), LONG);
+          await until(attached(kb.va), "kb attached", { timeoutMs: LONG });
           if (MOUNTS) {
             // Mid-operation: the node writes vol_data.json just before NodePublishVolume.
             const volData = join(node.paths.podVolumeDir(podKb.metadata?.uid ?? "", kb.pv), "vol_data.json");
-            await waitFor("pod-kb publish started", () => readFile(volData).then(() => true), LONG);
+            await until(() => readFile(volData).then(() => true), "pod-kb publish started", {
+              timeoutMs: LONG,
+            });
           }
           await node.stopAgent();
 
           // While the agent is down pod-ka is deleted: only the restarted agent can finish that.
           await c.client.delete(GVR.pods, "pod-ka", { namespace: NS });
           await node.startAgent();
-          await waitFor(
-            "pod-ka deletion finished",
+          await until(
             async () => (await getPod(c.client, NS, "pod-ka")) === undefined,
-            LONG,
+            "pod-ka deletion finished",
+            { timeoutMs: LONG },
           );
-          await waitFor(
-            "ka detached",
+          await until(
             async () => (await orUndefined(c.client.get(GVR.volumeAttachments, ka.va))) === undefined,
-            LONG,
+            "ka detached",
+            { timeoutMs: LONG },
           );
           if (MOUNTS) {
-            await waitFor("pod-kb Running", () => podRunning(c.client, NS, "pod-kb"), LONG);
+            await until(() => podRunning(c.client, NS, "pod-kb"), "pod-kb Running", { timeoutMs: LONG });
             const uid = podKb.metadata?.uid ?? "";
             const expected = [
               node.paths.stagingTarget(DRIVER, kb.handle),
               node.paths.publishTarget(uid, kb.pv),
             ];
-            await waitFor(
-              "only kb mounted, once each",
+            await until(
               async () =>
                 JSON.stringify((await mountPointsUnder(node.root)).sort()) ===
                 JSON.stringify(expected.sort()),
-              LONG,
+              "only kb mounted, once each",
+              { timeoutMs: LONG },
             );
             const stagedKa = node.tap
               .callsOf("NodeStageVolume")
@@ -1099,18 +1110,13 @@ if (isRoot && hasUnshare && !inNamespace) {
           }
           assert.ok((await attached(kb.va)()) === true, "kb stays attached");
           await c.client.delete(GVR.pods, "pod-kb", { namespace: NS });
-          await waitFor(
-            "pod-kb gone",
-            async () => (await getPod(c.client, NS, "pod-kb")) === undefined,
-            LONG,
-          );
-          await waitFor(
-            "nothing mounted",
-            async () => (await mountPointsUnder(node.root)).length === 0,
-            LONG,
-          );
-          await waitFor(
-            "node volume lists empty, nothing attached",
+          await until(async () => (await getPod(c.client, NS, "pod-kb")) === undefined, "pod-kb gone", {
+            timeoutMs: LONG,
+          });
+          await until(async () => (await mountPointsUnder(node.root)).length === 0, "nothing mounted", {
+            timeoutMs: LONG,
+          });
+          await until(
             async () => {
               const status = (await c.client.get<Node>(GVR.nodes, node.name)).status;
               const vas = await c.client.list<VolumeAttachment>(GVR.volumeAttachments);
@@ -1120,7 +1126,8 @@ if (isRoot && hasUnshare && !inNamespace) {
                 vas.items.length === 0
               );
             },
-            LONG,
+            "node volume lists empty, nothing attached",
+            { timeoutMs: LONG },
           );
           assert.equal(c.attacher.published.get(ka.va), 1, "ka published once");
           assert.equal(c.attacher.published.get(kb.va), 1, "kb published once");

@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { admissionChain } from "./admission.ts";
-import { raw, startTestServer, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
 
 let server: TestServer;
 before(async () => {

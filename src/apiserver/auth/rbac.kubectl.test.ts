@@ -5,23 +5,14 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseTokenAuthFile } from "./authn.ts";
-import { kubectl, raw, startTestServer, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
+import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+const skip = kubectlMissing();
 
 const TOKENS = `alice-token,alice,uid-alice
 bob-token,bob,uid-bob,"readers,devs"
@@ -167,9 +158,14 @@ describe("RBAC via kubectl", { skip }, () => {
     dir = await mkdtemp(join(tmpdir(), "csikit-rbac-"));
     await writeFile(join(dir, "tokens.csv"), TOKENS, { mode: 0o600 });
     server = await startTestServer({ authorizationMode: "RBAC", tokenAuthFile: join(dir, "tokens.csv") });
-    const applied = await kubectl(server.handle, ["apply", "-f", "-"], POLICY);
+    const applied = await kubectl(["apply", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: POLICY,
+    });
     assert.equal(applied.code, 0, applied.stderr);
-    const cm = await kubectl(server.handle, ["create", "configmap", "settings", "--from-literal=a=b"]);
+    const cm = await kubectl(["create", "configmap", "settings", "--from-literal=a=b"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(cm.code, 0, cm.stderr);
   });
   after(async () => {
@@ -177,7 +173,8 @@ describe("RBAC via kubectl", { skip }, () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const as = (token: string, args: string[]) => kubectl(server.handle, [`--token=${token}`, ...args]);
+  const as = (token: string, args: string[]) =>
+    kubectl([`--token=${token}`, ...args], { kubeconfig: server.handle.kubeconfigPath });
 
   test("a denied identity gets upstream's 403; an allowed one is served", async () => {
     const denied = await as("alice-token", ["get", "configmaps"]);
@@ -214,7 +211,9 @@ describe("RBAC via kubectl", { skip }, () => {
     assert.equal(no.stdout.trim(), "no");
     const other = await as("bob-token", ["auth", "can-i", "list", "pods", "--namespace=kube-system"]);
     assert.equal(other.stdout.trim(), "no");
-    const admin = await kubectl(server.handle, ["auth", "can-i", "delete", "nodes"]);
+    const admin = await kubectl(["auth", "can-i", "delete", "nodes"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(admin.stdout.trim(), "yes", admin.stderr);
     const aggregated = await as("carol-token", ["auth", "can-i", "get", "secrets", "--all-namespaces"]);
     assert.equal(aggregated.stdout.trim(), "yes", "aggregated ClusterRole carries the selected rules");
@@ -260,36 +259,33 @@ describe("RBAC via kubectl", { skip }, () => {
 
   test("kubectl --as/--as-group: impersonation needs the impersonate verb on each thing asked for", async () => {
     // The admin (system:masters) may impersonate anyone; the impersonated user's rights apply.
-    const asBob = await kubectl(server.handle, [
-      "--as=bob",
-      "--as-group=readers",
-      "auth",
-      "whoami",
-      "-o",
-      "json",
-    ]);
+    const asBob = await kubectl(["--as=bob", "--as-group=readers", "auth", "whoami", "-o", "json"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(asBob.code, 0, asBob.stderr);
     const info = (
       JSON.parse(asBob.stdout) as { status: { userInfo: { username: string; groups: string[] } } }
     ).status.userInfo;
     assert.deepEqual([info.username, info.groups], ["bob", ["readers", "system:authenticated"]]);
-    const readsAsReader = await kubectl(server.handle, [
-      "--as=bob",
-      "--as-group=readers",
-      "get",
-      "configmaps",
-    ]);
+    const readsAsReader = await kubectl(["--as=bob", "--as-group=readers", "get", "configmaps"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(readsAsReader.code, 0, readsAsReader.stderr);
-    const noGroup = await kubectl(server.handle, ["--as=bob", "get", "configmaps"]);
+    const noGroup = await kubectl(["--as=bob", "get", "configmaps"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.match(noGroup.stderr, /User "bob" cannot list resource "configmaps"/);
     // A ServiceAccount impersonated without groups gets its fixed groups.
-    const asRobot = await kubectl(server.handle, [
-      "--as=system:serviceaccount:default:someone",
-      "auth",
-      "whoami",
-      "-o",
-      "jsonpath={.status.userInfo.groups}",
-    ]);
+    const asRobot = await kubectl(
+      [
+        "--as=system:serviceaccount:default:someone",
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.groups}",
+      ],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.equal(
       asRobot.stdout,
       '["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]',
@@ -321,13 +317,19 @@ describe("RBAC via kubectl", { skip }, () => {
       uid: "uid-bob",
       groups: ["readers", "devs", "system:authenticated"],
     });
-    const admin = await kubectl(server.handle, ["auth", "whoami"]);
+    const admin = await kubectl(["auth", "whoami"], { kubeconfig: server.handle.kubeconfigPath });
     assert.equal(admin.code, 0, admin.stderr);
     assert.match(admin.stdout, /csikit-admin/);
     assert.match(admin.stdout, /system:masters/);
 
-    assert.equal((await kubectl(server.handle, ["create", "serviceaccount", "robot"])).code, 0);
-    const created = await kubectl(server.handle, ["create", "token", "robot", "--duration=15m"]);
+    assert.equal(
+      (await kubectl(["create", "serviceaccount", "robot"], { kubeconfig: server.handle.kubeconfigPath }))
+        .code,
+      0,
+    );
+    const created = await kubectl(["create", "token", "robot", "--duration=15m"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(created.code, 0, created.stderr);
     const token = created.stdout.trim();
     assert.equal(token.split(".").length, 3, "a JWT");
@@ -335,48 +337,56 @@ describe("RBAC via kubectl", { skip }, () => {
     assert.equal(whoami.stdout, "system:serviceaccount:default:robot", whoami.stderr);
     const before = await as(token, ["get", "pods"]);
     assert.match(before.stderr, /User "system:serviceaccount:default:robot" cannot list resource "pods"/);
-    const bound = await kubectl(server.handle, [
-      "create",
-      "rolebinding",
-      "robot-reader",
-      "--clusterrole=reader",
-      "--serviceaccount=default:robot",
-    ]);
+    const bound = await kubectl(
+      ["create", "rolebinding", "robot-reader", "--clusterrole=reader", "--serviceaccount=default:robot"],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.equal(bound.code, 0, bound.stderr);
     const afterBinding = await as(token, ["get", "pods"]);
     assert.equal(afterBinding.code, 0, afterBinding.stderr);
-    const short = await kubectl(server.handle, ["create", "token", "robot", "--duration=1m"]);
+    const short = await kubectl(["create", "token", "robot", "--duration=1m"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(short.code, 1);
     assert.match(short.stderr, /may not specify a duration less than 10 minutes/);
     // A deleted ServiceAccount's tokens stop working.
-    assert.equal((await kubectl(server.handle, ["delete", "serviceaccount", "robot"])).code, 0);
+    assert.equal(
+      (await kubectl(["delete", "serviceaccount", "robot"], { kubeconfig: server.handle.kubeconfigPath }))
+        .code,
+      0,
+    );
     const gone = await as(token, ["get", "pods"]);
     assert.match(gone.stderr, /Unauthorized/);
   });
 
   test("apps/v1 kinds apply from a manifest, list with their columns, and are validated", async () => {
-    const applied = await kubectl(server.handle, ["apply", "-f", "-"], DEPLOYMENT);
+    const applied = await kubectl(["apply", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: DEPLOYMENT,
+    });
     assert.equal(applied.code, 0, applied.stderr);
     assert.match(applied.stdout, /deployment\.apps\/csi-controller created/);
     assert.match(applied.stdout, /daemonset\.apps\/csi-node created/);
-    const listed = await kubectl(server.handle, ["get", "deployments"]);
+    const listed = await kubectl(["get", "deployments"], { kubeconfig: server.handle.kubeconfigPath });
     assert.match(listed.stdout, /^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE$/m);
     assert.match(listed.stdout, /^csi-controller\s+0\/1\s+0\s+0\s+/m);
-    const yaml = await kubectl(server.handle, [
-      "get",
-      "deployment",
-      "csi-controller",
-      "-o",
-      "jsonpath={.spec.strategy.type} {.spec.template.spec.restartPolicy} {.metadata.generation}",
-    ]);
+    const yaml = await kubectl(
+      [
+        "get",
+        "deployment",
+        "csi-controller",
+        "-o",
+        "jsonpath={.spec.strategy.type} {.spec.template.spec.restartPolicy} {.metadata.generation}",
+      ],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.equal(yaml.stdout, "RollingUpdate Always 1");
-    const bad = await kubectl(
-      server.handle,
-      ["apply", "-f", "-"],
-      DEPLOYMENT.split("---")[0]!
+    const bad = await kubectl(["apply", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: DEPLOYMENT.split("---")[0]!
         .replace("name: csi-controller\n  namespace", "name: mismatched\n  namespace")
         .replace("labels: {app: csi-controller}", "labels: {app: other}"),
-    );
+    });
     assert.equal(bad.code, 1);
     assert.match(
       bad.stderr,
@@ -393,6 +403,8 @@ test("AlwaysAllow stays the default: any authenticated user may do anything", { 
   t.after(() => server.dispose());
   const res = await raw(server.handle, { path: "/api/v1/namespaces/default/secrets", token: "alice-token" });
   assert.equal(res.status, 200, res.text);
-  const canI = await kubectl(server.handle, ["--token=alice-token", "auth", "can-i", "delete", "nodes"]);
+  const canI = await kubectl(["--token=alice-token", "auth", "can-i", "delete", "nodes"], {
+    kubeconfig: server.handle.kubeconfigPath,
+  });
   assert.equal(canI.stdout.trim(), "yes");
 });

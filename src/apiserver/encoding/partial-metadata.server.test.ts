@@ -7,7 +7,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
-import { raw, startTestServer, type RawRequest, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type RawRequest, type TestServer } from "../../../test/harness/apiserver.ts";
 import { decodeProtobufObject, decodeProtobufWatchEvent } from "./protobuf.ts";
 
 const PB = "application/vnd.kubernetes.protobuf";

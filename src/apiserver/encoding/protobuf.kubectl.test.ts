@@ -6,14 +6,14 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { raw, startTestServer, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
 import { decodeEnvelope, decodeProtobufObject, protobufType } from "./protobuf.ts";
+import { kubectl } from "../../../test/harness/kubectl.ts";
 
 const PB = "application/vnd.kubernetes.protobuf";
 
@@ -99,20 +99,6 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-function kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      "kubectl",
-      ["--kubeconfig", kubeconfig, "--cache-dir", join(dir, "cache"), ...args],
-      { timeout: 60_000 },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code !== "number") return reject(new Error(error.message));
-        resolve({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr });
-      },
-    );
-  });
-}
-
 test("kubectl's protobuf bodies decode to what is stored; our protobuf answers satisfy kubectl", async () => {
   const commands = [
     ["create", "namespace", "kp"],
@@ -128,7 +114,7 @@ test("kubectl's protobuf bodies decode to what is stored; our protobuf answers s
     ["auth", "whoami"],
   ];
   for (const args of commands) {
-    const result = await kubectl(args);
+    const result = await kubectl(args, { kubeconfig });
     assert.equal(result.code, 0, `kubectl ${args.join(" ")}: ${result.stderr}`);
   }
   const sent = exchanges.filter((e) => e.contentType === PB);
@@ -187,9 +173,9 @@ test("kubectl's protobuf bodies decode to what is stored; our protobuf answers s
 });
 
 test("kubectl delete and get -o yaml through protobuf-speaking paths", async () => {
-  const deleted = await kubectl(["-n", "kp", "delete", "configmap", "cm"]);
+  const deleted = await kubectl(["-n", "kp", "delete", "configmap", "cm"], { kubeconfig });
   assert.equal(deleted.code, 0, deleted.stderr);
-  const yaml = await kubectl(["-n", "kp", "get", "secret", "s", "-o", "yaml"]);
+  const yaml = await kubectl(["-n", "kp", "get", "secret", "s", "-o", "yaml"], { kubeconfig });
   assert.equal(yaml.code, 0, yaml.stderr);
   assert.match(yaml.stdout, /kind: Secret/);
 });

@@ -7,9 +7,10 @@ import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
 import type { IncomingMessage } from "node:http";
 import protobuf from "protobufjs";
-import { raw, startTestServer, type RawRequest, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type RawRequest, type TestServer } from "../../../test/harness/apiserver.ts";
 import { decodeEnvelope, decodeProtobufObject, encodeProtobufObject, protobufType } from "./protobuf.ts";
 import { CORPUS, REVIEWS } from "../testdata/protobuf-corpus.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const PB = "application/vnd.kubernetes.protobuf";
 const NS = "pb";
@@ -213,14 +214,6 @@ function openWatch(path: string, accept: string): Promise<Frames> {
   });
 }
 
-async function waitFor(what: string, condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe("watch", () => {
   test("a protobuf watcher and a JSON watcher see the same events from mixed writers", async (t) => {
     const collection = "/apis/storage.k8s.io/v1/storageclasses";
@@ -248,9 +241,10 @@ describe("watch", () => {
     assert.equal((await pb("PUT", `${collection}/mixed`, relabeled)).status, 200); // protobuf writer
     assert.equal((await pb("DELETE", `${collection}/mixed`)).status, 200);
 
-    await waitFor(
-      "three events on both watches",
+    await until(
       () => pbWatch.events.length >= 3 && jsonWatch.events.length >= 3,
+      "three events on both watches",
+      { timeoutMs: 10_000 },
     );
     assert.deepEqual(
       pbWatch.events.map((e) => e.type),
@@ -267,7 +261,9 @@ describe("watch", () => {
       PB,
     );
     t.after(() => watch.close());
-    await waitFor("initial events and their bookmark", () => watch.events.some((e) => e.type === "BOOKMARK"));
+    await until(() => watch.events.some((e) => e.type === "BOOKMARK"), "initial events and their bookmark", {
+      timeoutMs: 10_000,
+    });
     const added = watch.events.filter((e) => e.type === "ADDED").map((e) => nameOf(e.object));
     assert.ok(added.includes("corpus-cm"), added.join(","));
     const bookmark = watch.events.find((e) => e.type === "BOOKMARK")!;

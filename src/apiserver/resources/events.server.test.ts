@@ -6,20 +6,11 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { request as httpsRequest } from "node:https";
-import { kubectl, raw, startTestServer, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
+import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
 
 type Json = Record<string, unknown>;
-
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const NS = "evns";
 const CORE = `/api/v1/namespaces/${NS}/events`;
@@ -339,7 +330,7 @@ describe("core/v1 and events.k8s.io/v1 events share one storage", () => {
 
   test(
     "kubectl get events and kubectl describe show an event written through events.k8s.io",
-    { skip: hasKubectl() ? false : "kubectl is not installed on this machine" },
+    { skip: kubectlMissing() },
     async () => {
       const claim = await call(
         "POST",
@@ -354,13 +345,15 @@ describe("core/v1 and events.k8s.io/v1 events share one storage", () => {
       (event.regarding as Json).uid = meta(claim).uid;
       await call("POST", EVENTS, event, 201);
 
-      const get = await kubectl(server.handle, ["get", "events", "-n", NS]);
+      const get = await kubectl(["get", "events", "-n", NS], { kubeconfig: server.handle.kubeconfigPath });
       assert.equal(get.code, 0, get.stderr);
       assert.match(
         get.stdout,
         /Normal\s+Provisioning\s+persistentvolumeclaim\/described\s+provisioning volume for claim described/,
       );
-      const describe = await kubectl(server.handle, ["describe", "pvc", "described", "-n", NS]);
+      const describe = await kubectl(["describe", "pvc", "described", "-n", NS], {
+        kubeconfig: server.handle.kubeconfigPath,
+      });
       assert.equal(describe.code, 0, describe.stderr);
       assert.match(
         describe.stdout,

@@ -6,29 +6,20 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import { kubectl, startTestServer, type TestServer } from "../testing/harness.ts";
+import { startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
 import { attributesOf, builtinModelOf } from "./builtin-schema.ts";
 import { builtinResourceDefs } from "./index.ts";
-
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
 
 interface SchemaNode {
   description?: string;
   properties?: Record<string, SchemaNode>;
 }
 
-const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+const skip = kubectlMissing();
 
 describe("kubectl explain", { skip }, () => {
   let server: TestServer;
@@ -50,12 +41,9 @@ describe("kubectl explain", { skip }, () => {
       const target = def.resource;
       const apiVersion = def.group === "" ? def.version : `${def.group}/${def.version}`;
       for (const extra of [[], ["--recursive"]]) {
-        const result = await kubectl(server.handle, [
-          "explain",
-          target,
-          `--api-version=${apiVersion}`,
-          ...extra,
-        ]);
+        const result = await kubectl(["explain", target, `--api-version=${apiVersion}`, ...extra], {
+          kubeconfig: server.handle.kubeconfigPath,
+        });
         const what = `kubectl explain ${target} ${extra.join(" ")}`;
         assert.equal(result.code, 0, `${what}: ${result.stderr}`);
         assert.match(result.stdout, new RegExp(`KIND:\\s+${def.kind}\\b`), what);
@@ -68,24 +56,30 @@ describe("kubectl explain", { skip }, () => {
   });
 
   test("fields of MicroTime, fieldsV1 and IntOrString type, with upstream's descriptions", async () => {
-    const lease = await kubectl(server.handle, ["explain", "lease.spec"]);
+    const lease = await kubectl(["explain", "lease.spec"], { kubeconfig: server.handle.kubeconfigPath });
     assert.equal(lease.code, 0, lease.stderr);
     assert.match(lease.stdout, /acquireTime\t<string>/);
     assert.match(lease.stdout, /holderIdentity contains the identity of the holder/);
-    const event = await kubectl(server.handle, ["explain", "event"]);
+    const event = await kubectl(["explain", "event"], { kubeconfig: server.handle.kubeconfigPath });
     assert.equal(event.code, 0, event.stderr);
     assert.match(event.stdout, /eventTime\t<string>/);
     assert.match(event.stdout, /Event is a report of an event somewhere in the cluster/);
-    const managed = await kubectl(server.handle, ["explain", "pod.metadata.managedFields.fieldsV1"]);
+    const managed = await kubectl(["explain", "pod.metadata.managedFields.fieldsV1"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(managed.code, 0, managed.stderr);
     assert.match(managed.stdout, /FIELD: fieldsV1 <Object>/);
-    const port = await kubectl(server.handle, ["explain", "pod.spec.containers.livenessProbe.httpGet.port"]);
+    const port = await kubectl(["explain", "pod.spec.containers.livenessProbe.httpGet.port"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(port.code, 0, port.stderr);
     assert.match(port.stdout, /FIELD: port <string>/);
   });
 
   test("descriptions carry no stray escape backslashes", async () => {
-    const result = await kubectl(server.handle, ["explain", "pod.spec.securityContext.appArmorProfile"]);
+    const result = await kubectl(["explain", "pod.spec.securityContext.appArmorProfile"], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /pod or container's AppArmor settings/);
     assert.doesNotMatch(result.stdout, /\\/, "no backslash anywhere");
@@ -103,20 +97,23 @@ describe("kubectl explain", { skip }, () => {
     root.description = "VolumeSnapshot is a user's request for either creating a point-in-time snapshot.";
     spec.properties.volumeSnapshotClassName.description =
       "volumeSnapshotClassName is the name of the VolumeSnapshotClass requested by the VolumeSnapshot.";
-    const applied = await kubectl(server.handle, ["apply", "-f", "-"], stringify(crd));
+    const applied = await kubectl(["apply", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: stringify(crd),
+    });
     assert.equal(applied.code, 0, applied.stderr);
-    const waited = await kubectl(server.handle, [
-      "wait",
-      "--for=condition=Established",
-      "--timeout=60s",
-      "crd/volumesnapshots.snapshot.storage.k8s.io",
-    ]);
+    const waited = await kubectl(
+      ["wait", "--for=condition=Established", "--timeout=60s", "crd/volumesnapshots.snapshot.storage.k8s.io"],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.equal(waited.code, 0, waited.stderr);
-    const kind = await kubectl(server.handle, ["explain", "volumesnapshot"]);
+    const kind = await kubectl(["explain", "volumesnapshot"], { kubeconfig: server.handle.kubeconfigPath });
     assert.equal(kind.code, 0, kind.stderr);
     assert.match(kind.stdout, /VolumeSnapshot is a user's request/);
     for (const extra of [[], ["--recursive"]]) {
-      const result = await kubectl(server.handle, ["explain", "volumesnapshot.spec", ...extra]);
+      const result = await kubectl(["explain", "volumesnapshot.spec", ...extra], {
+        kubeconfig: server.handle.kubeconfigPath,
+      });
       assert.equal(result.code, 0, result.stderr);
       assert.match(result.stdout, /^\s+source\t<Object> -required-/m);
       if (extra.length === 0)

@@ -4,19 +4,10 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { kubectl, startTestServer, type TestServer } from "../testing/harness.ts";
+import { startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
+import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const skip = hasKubectl() ? false : "kubectl is not installed on this machine";
+const skip = kubectlMissing();
 
 const OBJECTS = `
 apiVersion: storage.k8s.io/v1
@@ -76,7 +67,10 @@ describe("storage kinds printed and validated through kubectl", { skip }, () => 
   let server: TestServer;
   before(async () => {
     server = await startTestServer();
-    const applied = await kubectl(server.handle, ["apply", "-f", "-"], OBJECTS);
+    const applied = await kubectl(["apply", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: OBJECTS,
+    });
     assert.equal(applied.code, 0, applied.stderr);
   });
   after(async () => {
@@ -139,7 +133,7 @@ describe("storage kinds printed and validated through kubectl", { skip }, () => 
   ];
   for (const [args, header, row] of cases) {
     test(`kubectl ${args.join(" ")}`, async () => {
-      const result = await kubectl(server.handle, args);
+      const result = await kubectl(args, { kubeconfig: server.handle.kubeconfigPath });
       assert.equal(result.code, 0, result.stderr);
       const [head, first] = table(result.stdout);
       assert.deepEqual(head, header);
@@ -148,52 +142,39 @@ describe("storage kinds printed and validated through kubectl", { skip }, () => 
   }
 
   test("immutable fields answer upstream's messages", async () => {
-    const sc = await kubectl(server.handle, [
-      "patch",
-      "sc",
-      "fast",
-      "--type=merge",
-      "-p",
-      '{"provisioner":"other.csi.k8s.io"}',
-    ]);
+    const sc = await kubectl(
+      ["patch", "sc", "fast", "--type=merge", "-p", '{"provisioner":"other.csi.k8s.io"}'],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.notEqual(sc.code, 0);
     assert.match(
       sc.stderr,
       /The StorageClass "fast" is invalid: provisioner: Forbidden: updates to provisioner are forbidden\./,
     );
-    const va = await kubectl(server.handle, [
-      "patch",
-      "volumeattachment",
-      "csi-0123",
-      "--type=merge",
-      "-p",
-      '{"spec":{"nodeName":"node-2"}}',
-    ]);
+    const va = await kubectl(
+      ["patch", "volumeattachment", "csi-0123", "--type=merge", "-p", '{"spec":{"nodeName":"node-2"}}'],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.notEqual(va.code, 0);
     assert.match(va.stderr, /spec: Invalid value: .*: field is immutable/);
-    const pv = await kubectl(server.handle, [
-      "patch",
-      "pv",
-      "pv-1",
-      "--type=merge",
-      "-p",
-      '{"spec":{"csi":{"volumeHandle":"vol-2"}}}',
-    ]);
+    const pv = await kubectl(
+      ["patch", "pv", "pv-1", "--type=merge", "-p", '{"spec":{"csi":{"volumeHandle":"vol-2"}}}'],
+      { kubeconfig: server.handle.kubeconfigPath },
+    );
     assert.notEqual(pv.code, 0);
     assert.match(
       pv.stderr,
       /spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation/,
     );
-    const typo = await kubectl(
-      server.handle,
-      ["apply", "-f", "-"],
-      `apiVersion: storage.k8s.io/v1
+    const typo = await kubectl(["apply", "-f", "-"], {
+      kubeconfig: server.handle.kubeconfigPath,
+      stdin: `apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: typo}
 provisioner: hostpath.csi.k8s.io
 reclaimPolicy: Recycle
 `,
-    );
+    });
     assert.notEqual(typo.code, 0);
     assert.match(
       typo.stderr,

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { raw, startTestServer, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
 
 let server: TestServer;
 before(async () => {

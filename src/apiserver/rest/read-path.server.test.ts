@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
 import { test } from "node:test";
-import { raw, startTestServer } from "../testing/harness.ts";
+import { raw, startTestServer } from "../../../test/harness/apiserver.ts";
 
 test("a spliced list equals the decoded list, and shows every acknowledged write", async (t) => {
   const server = await startTestServer();

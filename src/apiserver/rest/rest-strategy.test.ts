@@ -5,8 +5,8 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { kubectl, raw, startTestServer, type RawResponse, type TestServer } from "../testing/harness.ts";
+import { raw, startTestServer, type RawResponse, type TestServer } from "../../../test/harness/apiserver.ts";
+import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
 
 let server: TestServer;
 
@@ -285,15 +285,6 @@ describe("the body's apiVersion", () => {
   });
 });
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe("propagationPolicy finalizers", () => {
   test("Foreground and Orphan deletes keep the object with the GC's finalizer (default)", async () => {
     for (const [policy, finalizer] of [
@@ -334,19 +325,16 @@ describe("propagationPolicy finalizers", () => {
 
   test(
     "kubectl delete --cascade=foreground leaves deletionTimestamp and foregroundDeletion",
-    { skip: hasKubectl() ? false : "kubectl is not installed on this machine" },
+    { skip: kubectlMissing() },
     async () => {
       await ok(
         send("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: "cm-kubectl" } }),
         201,
       );
-      const result = await kubectl(server.handle, [
-        "delete",
-        "configmap",
-        "cm-kubectl",
-        "--cascade=foreground",
-        "--wait=false",
-      ]);
+      const result = await kubectl(
+        ["delete", "configmap", "cm-kubectl", "--cascade=foreground", "--wait=false"],
+        { kubeconfig: server.handle.kubeconfigPath },
+      );
       assert.equal(result.code, 0, result.stderr);
       const stored = await ok(send("GET", "/api/v1/namespaces/default/configmaps/cm-kubectl"));
       assert.ok(metadataOf(stored).deletionTimestamp);

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
 import type { IncomingMessage } from "node:http";
 import { test } from "node:test";
-import { raw, startTestServer } from "../testing/harness.ts";
+import { raw, startTestServer } from "../../../test/harness/apiserver.ts";
 import { pendingWatchBytes, terminatedWatcherCount } from "./watch.ts";
 
 const LIMIT = 1024 * 1024;

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
 import { test } from "node:test";
-import { raw, startTestServer } from "../testing/harness.ts";
+import { raw, startTestServer } from "../../../test/harness/apiserver.ts";
 import { decodeProtobufWatchEvent, PROTOBUF_MEDIA_TYPE } from "../encoding/protobuf.ts";
 
 interface Seen {

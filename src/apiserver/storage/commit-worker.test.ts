@@ -11,8 +11,7 @@ import type { TestContext } from "node:test";
 import { CsikitError } from "../../base/index.ts";
 import { CommitFaults, openSqliteStore } from "./index.ts";
 import type { KubeObject } from "./index.ts";
-
-const BOUND_MS = 10_000;
+import { until } from "../../../test/harness/until.ts";
 
 function tempPath(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), "csikit-commit-worker-"));
@@ -22,14 +21,6 @@ function tempPath(t: TestContext): string {
 
 function cm(name: string, value = "v"): KubeObject {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { value } };
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + BOUND_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
 }
 
 test("a second store on the file is refused while a group-commit store owns it, in either mode", (t) => {

@@ -5,7 +5,7 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadOrCreateCredentials } from "./pki.ts";
-import { raw, startTestServer } from "../testing/harness.ts";
+import { raw, startTestServer } from "../../../test/harness/apiserver.ts";
 
 test("credentials: generated once, reused, serving cert reissued by the same CA for a new address", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "csikit-pki-"));

@@ -19,10 +19,10 @@ import {
   setAttached,
   setVolumesInUse,
   startEnv,
-  until,
   volumesAttached,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attachdetach.ts";
 import { uniqueVolumeName, volumeAttachmentName } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const expectedName = (handle: string, node: string): string =>
   "csi-" + createHash("sha256").update(`${handle}${DRIVER}${node}`).digest("hex");

@@ -24,10 +24,10 @@ import {
   scheduledPod,
   setAttached,
   startEnv,
-  until,
   volumesAttached,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attachdetach.ts";
 import { uniqueVolumeName, volumeAttachmentName } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const GCE = "pd.csi.storage.gke.io";
 const PX = "pxd.portworx.com";

@@ -6,7 +6,14 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { GVR, type CSINode, type ConfigMap, type Node, type OwnerReference } from "../../api/index.ts";
 import { isNotFound, type KubeClient } from "../../kube/index.ts";
-import { NS, getOrUndefined, runLoops, startTestServer, until, type TestServer } from "../fixture.test.ts";
+import {
+  NS,
+  getOrUndefined,
+  runLoops,
+  startTestServer,
+  type TestServer,
+} from "../../../test/harness/controllers.ts";
+import { until } from "../../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;

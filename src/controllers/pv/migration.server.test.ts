@@ -19,10 +19,10 @@ import {
   runLoops,
   startTestServer,
   storageClass,
-  until,
   waitClaimBound,
   type TestServer,
-} from "../fixture.test.ts";
+} from "../../../test/harness/controllers.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const PX_PLUGIN = "kubernetes.io/portworx-volume";
 const PX_DRIVER = "pxd.portworx.com";

@@ -21,10 +21,10 @@ import {
   pvc,
   runLoops,
   startTestServer,
-  until,
   waitVolumePhase,
   type TestServer,
-} from "../fixture.test.ts";
+} from "../../../test/harness/controllers.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const WORKERS = 4;
 const CLAIMS = 16;

@@ -7,8 +7,9 @@ import { after, before, test } from "node:test";
 import { isDeepStrictEqual } from "node:util";
 import { GVR, type ClusterRole, type PolicyRule } from "../../api/index.ts";
 import type { KubeClient } from "../../kube/index.ts";
-import { runLoops, startTestServer, until, type TestServer } from "../fixture.test.ts";
+import { runLoops, startTestServer, type TestServer } from "../../../test/harness/controllers.ts";
 import { aggregatedRules } from "./aggregation.ts";
+import { until } from "../../../test/harness/until.ts";
 
 let env: TestServer;
 let client: KubeClient;

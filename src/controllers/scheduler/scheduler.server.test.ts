@@ -20,8 +20,8 @@ import {
   podEvent,
   scheduledNode,
   startCluster,
-  until,
-} from "./fixture.test.ts";
+} from "../../../test/harness/scheduler.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const SELECTED_NODE = "volume.kubernetes.io/selected-node";
 

@@ -1,21 +1,15 @@
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { appendFile, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CsikitError, isRecord } from "../../base/index.ts";
 import { JournalStore, readJournaled } from "./journal-store.ts";
+import { defer, tempDir } from "../../../test/harness/cleanup.ts";
 
 interface Doc {
   version: 2;
   items: Record<string, { name: string; n: number }>;
   tags: string[];
-}
-
-async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "hostpath-journal-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
 }
 
 function options(dir: string) {
@@ -33,14 +27,14 @@ function options(dir: string) {
   };
 }
 
-function open(dir: string, t: { after: (fn: () => Promise<void>) => void }): JournalStore<Doc> {
+function open(dir: string, t: TestContext): JournalStore<Doc> {
   const store = new JournalStore<Doc>(options(dir));
-  t.after(() => store.close());
+  defer(t, () => store.close());
   return store;
 }
 
 test("journal store: concurrent updates share fdatasyncs, apply in order, and are visible only once durable", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "hostpath-journal-");
   const store = open(dir, t);
   await store.load();
   const updates = Array.from({ length: 50 }, (_, i) =>
@@ -76,7 +70,7 @@ test("journal store: concurrent updates share fdatasyncs, apply in order, and ar
 });
 
 test("journal store: a throwing mutator changes nothing; a read-only update waits for earlier ones", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "hostpath-journal-");
   const store = open(dir, t);
   await store.load();
   const first = store.update((draft) => void (draft.items.a = { name: "a", n: 1 }));
@@ -95,7 +89,7 @@ test("journal store: a throwing mutator changes nothing; a read-only update wait
 });
 
 test("journal store: after kill -9 the journal is replayed, a torn tail ignored, a compaction half-done redone", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "hostpath-journal-");
   const { file } = options(dir);
   const journal = join(dir, "state.journal");
   const crashed = new JournalStore<Doc>(options(dir));
@@ -126,7 +120,7 @@ test("journal store: after kill -9 the journal is replayed, a torn tail ignored,
 });
 
 test("journal store: a journal that does not continue its snapshot is refused, naming the file", async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "hostpath-journal-");
   const store = open(dir, t);
   await store.load();
   await store.update((draft) => void (draft.items.a = { name: "a", n: 1 }));

@@ -16,8 +16,8 @@ import {
   runAttacher,
   startCluster,
   startHostpath,
-  waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const FINALIZER = attacherFinalizer(HOSTPATH);
 
@@ -60,10 +60,10 @@ test("attaches and detaches a hostpath volume: finalizers, node-id annotation, P
   const attacher = runAttacher(t, cluster, driver.path, ["--http-endpoint=127.0.0.1:0"]);
   await createAttachment(client, "va-1", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-1" });
 
-  const va = await waitFor("va-1 attached", async () => {
+  const va = await until(async () => {
     const current = await getAttachment(client, "va-1");
     return current?.status?.attached ? current : undefined;
-  });
+  }, "va-1 attached");
   assert.ok(va.metadata.finalizers?.includes(FINALIZER), "finalizer on the attachment");
   assert.equal(va.metadata.annotations?.[ANNOTATIONS.attachmentNodeID.key], "hp-node-1");
   assert.equal(va.status?.attachError, undefined);
@@ -88,12 +88,12 @@ test("attaches and detaches a hostpath volume: finalizers, node-id annotation, P
 
   // Detach: the attach/detach controller deletes the attachment.
   await client.delete(GVR.volumeAttachments, "va-1");
-  await waitFor("va-1 gone", async () => (await getAttachment(client, "va-1")) === undefined);
+  await until(async () => (await getAttachment(client, "va-1")) === undefined, "va-1 gone");
   assert.deepEqual((await hostpathPublished(driver.path)).get(handle), []);
   // The PV keeps its finalizer until it is deleted; then the attacher lets it go.
   assert.ok((await getVolume(client, "pv-1"))?.metadata.finalizers?.includes(FINALIZER));
   await client.delete(GVR.persistentVolumes, "pv-1");
-  await waitFor("pv-1 gone", async () => (await getVolume(client, "pv-1")) === undefined);
+  await until(async () => (await getVolume(client, "pv-1")) === undefined, "pv-1 gone");
 });
 
 test("a PV stays while an attachment names it; the last detach releases it", async (t) => {
@@ -105,14 +105,14 @@ test("a PV stays while an attachment names it; the last detach releases it", asy
   await createVolume(client, "pv-2", HOSTPATH, handle);
   runAttacher(t, cluster, driver.path);
   await createAttachment(client, "va-2", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-2" });
-  await waitFor("va-2 attached", async () => (await getAttachment(client, "va-2"))?.status?.attached);
+  await until(async () => (await getAttachment(client, "va-2"))?.status?.attached, "va-2 attached");
   await client.delete(GVR.persistentVolumes, "pv-2");
   const deleting = await getVolume(client, "pv-2");
   assert.ok(deleting?.metadata.deletionTimestamp, "PV is being deleted");
   // Still there: the attachment needs it for ControllerUnpublishVolume.
   await client.delete(GVR.volumeAttachments, "va-2");
-  await waitFor("va-2 gone", async () => (await getAttachment(client, "va-2")) === undefined);
-  await waitFor("pv-2 gone", async () => (await getVolume(client, "pv-2")) === undefined);
+  await until(async () => (await getAttachment(client, "va-2")) === undefined, "va-2 gone");
+  await until(async () => (await getVolume(client, "pv-2")) === undefined, "pv-2 gone");
   assert.deepEqual((await hostpathPublished(driver.path)).get(handle), []);
 });
 
@@ -125,14 +125,14 @@ test("leader election: the Lease is external-attacher-leader-<sanitized driver>,
     "--leader-election-namespace=default",
     "--http-endpoint=127.0.0.1:0",
   ]);
-  const lease = await waitFor("the attacher's Lease", async () => {
+  const lease = await until(async () => {
     const current = await client
       .get<Lease>(GVR.leases, "external-attacher-leader-hostpath-csi-k8s-io", { namespace: "default" })
       .catch(() => undefined);
     return current?.spec?.holderIdentity ? current : undefined;
-  });
+  }, "the attacher's Lease");
   assert.ok(lease.spec?.holderIdentity);
-  const url = await waitFor("http endpoint", () => attacher.url);
+  const url = await until(() => attacher.url, "http endpoint");
   const health = await fetch(`${url}/healthz/leader-election`);
   assert.equal(health.status, 200);
   // And it works as the leader.
@@ -140,7 +140,7 @@ test("leader election: the Lease is external-attacher-leader-<sanitized driver>,
   await createCsiNode(client, "worker-1", { [HOSTPATH]: "hp-node-1" });
   await createVolume(client, "pv-le", HOSTPATH, handle);
   await createAttachment(client, "va-le", { driver: HOSTPATH, nodeName: "worker-1", pvName: "pv-le" });
-  await waitFor("va-le attached", async () => (await getAttachment(client, "va-le"))?.status?.attached);
+  await until(async () => (await getAttachment(client, "va-le"))?.status?.attached, "va-le attached");
 });
 
 test("CSI migration: an in-tree PV is attached translated, an inline spec as is; calls metered migrated", async (t) => {
@@ -174,10 +174,10 @@ test("CSI migration: an in-tree PV is attached translated, an inline spec as is;
       csi: { driver: CINDER, volumeHandle: inlineHandle, fsType: "ext4" },
     },
   });
-  await waitFor("both attached", async () => {
+  await until(async () => {
     const [a, b] = [await getAttachment(client, "va-intree"), await getAttachment(client, "va-inline")];
     return a?.status?.attached && b?.status?.attached;
-  });
+  }, "both attached");
   const published = await hostpathPublished(driver.path);
   assert.deepEqual(published.get(handle), ["hp-node-1"]);
   assert.deepEqual(published.get(inlineHandle), ["hp-node-1"]);
@@ -189,14 +189,14 @@ test("CSI migration: an in-tree PV is attached translated, an inline spec as is;
 
   await client.delete(GVR.volumeAttachments, "va-intree");
   await client.delete(GVR.volumeAttachments, "va-inline");
-  await waitFor("both detached", async () => {
+  await until(async () => {
     const [a, b] = [await getAttachment(client, "va-intree"), await getAttachment(client, "va-inline")];
     return a === undefined && b === undefined;
-  });
+  }, "both detached");
   const after = await hostpathPublished(driver.path);
   assert.deepEqual([after.get(handle), after.get(inlineHandle)], [[], []]);
 
-  const url = await waitFor("http endpoint", () => attacher.url);
+  const url = await until(() => attacher.url, "http endpoint");
   const metrics = await (await fetch(`${url}/metrics`)).text();
   for (const method of ["ControllerPublishVolume", "ControllerUnpublishVolume"])
     assert.ok(

@@ -13,13 +13,13 @@ import {
   createAttachment,
   createCsiNode,
   createVolume,
-  defer,
   getAttachment,
   startCluster,
   startScripted,
-  waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
+import { until } from "../../../test/harness/until.ts";
+import { defer } from "../../../test/harness/cleanup.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 
@@ -72,7 +72,9 @@ test("kill -9 mid-attach and mid-detach, restart: converges with no leaked attac
   driver.onPublish = (request) => (request.volumeId === "vol-k1" ? publishGate : Promise.resolve());
   let attacher = startChild(t, cluster, driver.path);
   await createAttachment(client, "va-k1", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-k1" });
-  await waitFor("ControllerPublish of vol-k1 in flight", () => driver.publishes.length >= 1, 60_000);
+  await until(() => driver.publishes.length >= 1, "ControllerPublish of vol-k1 in flight", {
+    timeoutMs: 60_000,
+  });
   const inFlight = await getAttachment(client, "va-k1");
   assert.ok(
     inFlight?.metadata.finalizers?.includes(attacherFinalizer(SCRIPTED)),
@@ -82,28 +84,26 @@ test("kill -9 mid-attach and mid-detach, restart: converges with no leaked attac
   // The pod went away meanwhile: the attach/detach controller deletes the attachment.
   await client.delete(GVR.volumeAttachments, "va-k1");
   finishPublish();
-  await waitFor("backend attached vol-k1", () => driver.published.get("vol-k1")?.size === 1);
+  await until(() => driver.published.get("vol-k1")?.size === 1, "backend attached vol-k1");
 
   // 2. A second attachment, attached; its ControllerUnpublish hangs and the attacher dies again.
   attacher = startChild(t, cluster, driver.path);
-  await waitFor(
-    "va-k1 detached and gone",
-    async () => (await getAttachment(client, "va-k1")) === undefined,
-    60_000,
-  );
+  await until(async () => (await getAttachment(client, "va-k1")) === undefined, "va-k1 detached and gone", {
+    timeoutMs: 60_000,
+  });
   assert.equal(driver.published.get("vol-k1")?.size, 0, "the late attach was undone");
   await createAttachment(client, "va-k2", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-k2" });
-  await waitFor(
-    "va-k2 attached",
-    async () => (await getAttachment(client, "va-k2"))?.status?.attached,
-    60_000,
-  );
+  await until(async () => (await getAttachment(client, "va-k2"))?.status?.attached, "va-k2 attached", {
+    timeoutMs: 60_000,
+  });
   let finishUnpublish: () => void = () => undefined;
   const unpublishGate = new Promise<void>((resolve) => (finishUnpublish = resolve));
   driver.onUnpublish = () => unpublishGate;
   const before = driver.unpublishes.length;
   await client.delete(GVR.volumeAttachments, "va-k2");
-  await waitFor("ControllerUnpublish of vol-k2 in flight", () => driver.unpublishes.length > before, 60_000);
+  await until(() => driver.unpublishes.length > before, "ControllerUnpublish of vol-k2 in flight", {
+    timeoutMs: 60_000,
+  });
   await attacher.kill();
   assert.ok(
     (await getAttachment(client, "va-k2"))?.metadata.finalizers?.length,
@@ -115,7 +115,9 @@ test("kill -9 mid-attach and mid-detach, restart: converges with no leaked attac
   // 3. Restart: everything converges.
   attacher = startChild(t, cluster, driver.path);
   try {
-    await waitFor("va-k2 gone", async () => (await getAttachment(client, "va-k2")) === undefined, 60_000);
+    await until(async () => (await getAttachment(client, "va-k2")) === undefined, "va-k2 gone", {
+      timeoutMs: 60_000,
+    });
   } catch (error) {
     t.diagnostic(attacher.stderr.join("").slice(-2000));
     throw error;

@@ -25,9 +25,9 @@ import {
   runAttacher,
   startCluster,
   startScripted,
-  waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/attacher.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const FINALIZER = attacherFinalizer(SCRIPTED);
 const SECRET_VALUE = "s3cr3t-attach-value";
@@ -68,25 +68,25 @@ test("a failing ControllerPublish: attachError and a Warning Event, retried, the
   const attacher = runAttacher(t, cluster, driver.path, ["--default-fstype=xfs"]);
   await createAttachment(client, "va-a", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-a" });
 
-  const failed = await waitFor(
-    "attachError on va-a",
+  const failed = await until(
     async () => (await getAttachment(client, "va-a"))?.status?.attachError,
+    "attachError on va-a",
   );
   assert.equal(failed.message, "rpc error: code = Internal desc = backend down");
   assert.match(failed.time ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-  const events = await waitFor("FailedAttachVolume event", async () => {
+  const events = await until(async () => {
     const found = await eventsOf(cluster, "va-a", EVENT_REASONS.failedAttachVolume.key);
     return found.length > 0 ? found : undefined;
-  });
+  }, "FailedAttachVolume event");
   assert.equal(events[0]!.type, "Warning");
   assert.equal(events[0]!.involvedObject.kind, "VolumeAttachment");
   assert.match(events[0]!.message ?? "", /backend down/);
   failing = false;
 
-  const va = await waitFor("va-a attached", async () => {
+  const va = await until(async () => {
     const current = await getAttachment(client, "va-a");
     return current?.status?.attached ? current : undefined;
-  });
+  }, "va-a attached");
   assert.equal(va.status?.attachError, undefined, "attachError cleared");
   assert.deepEqual(va.status?.attachmentMetadata, { device: "/dev/scripted/vol-a" });
   assert.ok(driver.publishes.length >= 2, "failures retried, then one success");
@@ -122,7 +122,7 @@ test("a failing ControllerUnpublish: detachError and an Event; the finalizer sta
   await createVolume(client, "pv-b", SCRIPTED, "vol-b");
   runAttacher(t, cluster, driver.path);
   await createAttachment(client, "va-b", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-b" });
-  await waitFor("va-b attached", async () => (await getAttachment(client, "va-b"))?.status?.attached);
+  await until(async () => (await getAttachment(client, "va-b"))?.status?.attached, "va-b attached");
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => (release = resolve));
   driver.onUnpublish = async () => {
@@ -132,23 +132,23 @@ test("a failing ControllerUnpublish: detachError and an Event; the finalizer sta
   // The CSINode goes away (driver unregistered): the node ID recorded at attach still works.
   await client.delete(GVR.csiNodes, "worker-1");
   await client.delete(GVR.volumeAttachments, "va-b");
-  const failed = await waitFor(
-    "detachError on va-b",
+  const failed = await until(
     async () => (await getAttachment(client, "va-b"))?.status?.detachError,
+    "detachError on va-b",
   );
   assert.equal(failed.message, "rpc error: code = FailedPrecondition desc = volume busy");
-  await waitFor("FailedDetachVolume event", async () => {
+  await until(async () => {
     const found = await eventsOf(cluster, "va-b", EVENT_REASONS.failedDetachVolume.key);
     return found.length > 0;
-  });
-  await waitFor("second ControllerUnpublish", () => driver.unpublishes.length >= 2);
+  }, "FailedDetachVolume event");
+  await until(() => driver.unpublishes.length >= 2, "second ControllerUnpublish");
   const holding = await getAttachment(client, "va-b");
   assert.ok(
     holding?.metadata.finalizers?.includes(FINALIZER),
     "finalizer held while ControllerUnpublish runs",
   );
   release();
-  await waitFor("va-b gone", async () => (await getAttachment(client, "va-b")) === undefined);
+  await until(async () => (await getAttachment(client, "va-b")) === undefined, "va-b gone");
   assert.ok(
     driver.unpublishes.every((r) => r.nodeId === "scripted-node-1"),
     "node ID from the annotation",
@@ -164,14 +164,14 @@ test("a driver without PUBLISH_UNPUBLISH_VOLUME: marked attached without a call 
   runAttacher(t, cluster, driver.path);
   // No CSINode at all: the trivial handler needs no node ID.
   await createAttachment(client, "va-c", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-c" });
-  const va = await waitFor("va-c attached", async () => {
+  const va = await until(async () => {
     const current = await getAttachment(client, "va-c");
     return current?.status?.attached ? current : undefined;
-  });
+  }, "va-c attached");
   assert.equal(va.metadata.finalizers, undefined);
   assert.equal(driver.publishes.length, 0);
   await client.delete(GVR.volumeAttachments, "va-c");
-  await waitFor("va-c gone", async () => (await getAttachment(client, "va-c")) === undefined);
+  await until(async () => (await getAttachment(client, "va-c")) === undefined, "va-c gone");
   assert.equal(driver.unpublishes.length, 0);
 });
 
@@ -181,7 +181,7 @@ test("a driver without a controller service gets the trivial handler too", async
   await createVolume(cluster.client, "pv-d", SCRIPTED, "vol-d");
   runAttacher(t, cluster, driver.path);
   await createAttachment(cluster.client, "va-d", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-d" });
-  await waitFor("va-d attached", async () => (await getAttachment(cluster.client, "va-d"))?.status?.attached);
+  await until(async () => (await getAttachment(cluster.client, "va-d"))?.status?.attached, "va-d attached");
   assert.equal(driver.publishes.length, 0);
 });
 
@@ -200,14 +200,14 @@ test("an inline volume spec is attached and detached without a PV", async (t) =>
       csi: { driver: SCRIPTED, volumeHandle: "inline-vol", volumeAttributes: { from: "inline" } },
     },
   });
-  await waitFor("va-e attached", async () => (await getAttachment(client, "va-e"))?.status?.attached);
+  await until(async () => (await getAttachment(client, "va-e"))?.status?.attached, "va-e attached");
   const request = driver.publishes.at(-1)!;
   assert.equal(request.volumeId, "inline-vol");
   assert.deepEqual(request.volumeCapability?.block, {});
   assert.equal(request.volumeCapability?.accessMode?.mode, "MULTI_NODE_READER_ONLY");
   assert.deepEqual(request.volumeContext, { from: "inline" });
   await client.delete(GVR.volumeAttachments, "va-e");
-  await waitFor("va-e gone", async () => (await getAttachment(client, "va-e")) === undefined);
+  await until(async () => (await getAttachment(client, "va-e")) === undefined, "va-e gone");
   assert.equal(driver.unpublishes.at(-1)?.volumeId, "inline-vol");
 });
 
@@ -237,24 +237,24 @@ test("bad sources are attach errors naming the problem; nothing is published", a
   });
   await client.delete(GVR.persistentVolumes, "pv-del");
   await createAttachment(client, "va-del", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-del" });
-  const missing = await waitFor(
-    "va-missing error",
+  const missing = await until(
     async () => (await getAttachment(client, "va-missing"))?.status?.attachError,
+    "va-missing error",
   );
   assert.match(missing.message ?? "", /persistentvolume "pv-nope" not found/);
-  const modes = await waitFor(
-    "va-modes error",
+  const modes = await until(
     async () => (await getAttachment(client, "va-modes"))?.status?.attachError,
+    "va-modes error",
   );
   assert.match(modes.message ?? "", /ReadOnlyMany and ReadWriteOnce/);
-  const node = await waitFor(
-    "va-node error",
+  const node = await until(
     async () => (await getAttachment(client, "va-node"))?.status?.attachError,
+    "va-node error",
   );
   assert.match(node.message ?? "", /csinode\.storage\.k8s\.io "worker-9" not found/);
-  const deleting = await waitFor(
-    "va-del error",
+  const deleting = await until(
     async () => (await getAttachment(client, "va-del"))?.status?.attachError,
+    "va-del error",
   );
   assert.equal(deleting.message, 'PersistentVolume "pv-del" is marked for deletion');
   // Checked before any finalizer: deleting such an attachment is not blocked.
@@ -278,10 +278,10 @@ test("node ID from the Node's csi.volume.kubernetes.io/nodeid annotation when CS
   await createVolume(client, "pv-f", SCRIPTED, "vol-f");
   runAttacher(t, cluster, driver.path);
   await createAttachment(client, "va-f", { driver: SCRIPTED, nodeName: "worker-2", pvName: "pv-f" });
-  const va = await waitFor("va-f attached", async () => {
+  const va = await until(async () => {
     const current = await getAttachment(client, "va-f");
     return current?.status?.attached ? current : undefined;
-  });
+  }, "va-f attached");
   assert.equal(driver.publishes.at(-1)?.nodeId, "legacy-id");
   assert.equal(va.metadata.annotations?.["csi.alpha.kubernetes.io/node-id"], "legacy-id");
 });

@@ -10,15 +10,16 @@ import { test, type TestContext } from "node:test";
 import { silentLogger } from "../../base/index.ts";
 import { CsiError, GrpcStatus, serveCsi, type CsiServer, type IdentityService } from "../../csi/index.ts";
 import { serveHostpathDriver } from "../../drivers/index.ts";
-import { tempDir, waitFor } from "../../node/fixture.test.ts";
 import { NOT_READY, startLivenessProbe } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
+import { defer, tempDir } from "../../../test/harness/cleanup.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 
 async function hostpath(t: TestContext, endpoint: string) {
   const dir = await tempDir(t, "csikit-lp-driver-");
   const driver = await serveHostpathDriver({ endpoint, nodeId: "lp-node", stateDir: join(dir, "state") });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   return driver;
 }
 
@@ -35,7 +36,7 @@ async function scriptedIdentity(
     },
     shutdownGraceMs: 100,
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return server;
 }
 
@@ -59,7 +60,7 @@ async function runProbe(
     },
     controller.signal,
   );
-  t.after(async () => {
+  defer(t, async () => {
     controller.abort();
     await done.catch(() => undefined);
   });
@@ -121,7 +122,7 @@ test("driver gone → 500 Unavailable; back on the same socket → 200 ok again"
   assert.equal(status, 500);
   assert.match(body, /^rpc error: code = Unavailable desc = /);
   await scriptedIdentity(t, endpoint, { probe: () => Promise.resolve({}) });
-  await waitFor("healthy again", async () => (await healthz(url))[0] === 200);
+  await until(async () => (await healthz(url))[0] === 200, "healthy again");
 });
 
 test("GetPluginInfo failing at start-up is fatal, naming the error", async (t) => {
@@ -150,23 +151,21 @@ test("csikit livenessprobe started before its driver waits without crashing, the
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  t.after(async () => {
+  defer(t, async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await exit;
   });
   // No driver yet: it waits for the connection (and keeps running until the SIGTERM below: an
   // exit before it would not be 0 through SIGTERM).
-  await waitFor(
-    "connecting",
-    () => stderr.includes("Connecting to CSI driver") || child.exitCode !== null,
-    60_000,
-  );
+  await until(() => stderr.includes("Connecting to CSI driver") || child.exitCode !== null, "connecting", {
+    timeoutMs: 60_000,
+  });
   assert.equal(child.exitCode, null, stderr);
   await hostpath(t, endpoint);
-  const port = await waitFor(
-    "listening",
+  const port = await until(
     () => /diagnostics endpoint listening.*port=(\d+)/.exec(stderr)?.[1],
-    60_000,
+    "listening",
+    { timeoutMs: 60_000 },
   );
   assert.deepEqual(await healthz(`http://127.0.0.1:${port}`), [200, "ok"]);
   child.kill("SIGTERM");

@@ -11,13 +11,12 @@ import { DEFAULT_DRIVER_NAME, TOPOLOGY_KEY_NODE, serveHostpathDriver } from "../
 import {
   createClaim,
   createClass,
-  defer,
   runProvisioner,
   startCluster,
-  tempDir,
-  waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
+import { defer, tempDir } from "../../../test/harness/cleanup.ts";
 
 const MiB = 1024 * 1024;
 
@@ -60,12 +59,12 @@ test("--enable-capacity publishes CSIStorageCapacity objects for the driver's se
       env: { NAMESPACE: "kube-system" },
     },
   );
-  const objects = await waitFor("a CSIStorageCapacity for class late", async () => {
+  const objects = await until(async () => {
     const list = await cluster.client.list<CSIStorageCapacity>(GVR.csiStorageCapacities, {
       namespace: "kube-system",
     });
     return list.items.length > 0 ? list.items : undefined;
-  });
+  }, "a CSIStorageCapacity for class late");
   // Immediate classes only with --capacity-for-immediate-binding: exactly one object.
   assert.equal(objects.length, 1);
   const [object] = objects;
@@ -83,12 +82,12 @@ test("--enable-capacity publishes CSIStorageCapacity objects for the driver's se
     { "volume.kubernetes.io/selected-node": "node-1" },
   );
   await waitForVolume(cluster, claim);
-  await waitFor("capacity refreshed after the provision", async () => {
+  await until(async () => {
     const list = await cluster.client.list<CSIStorageCapacity>(GVR.csiStorageCapacities, {
       namespace: "kube-system",
     });
     return list.items[0]?.capacity === "90Mi" ? true : undefined;
-  });
+  }, "capacity refreshed after the provision");
 });
 
 test("--enable-capacity without NAMESPACE stops the provisioner, naming the variable", async (t) => {

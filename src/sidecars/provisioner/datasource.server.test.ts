@@ -25,10 +25,10 @@ import {
   startHostpath,
   startStub,
   untilCancelled,
-  waitFor,
   waitForVolume,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const CLONING = "provisioner.storage.kubernetes.io/cloning-protection";
 const SNAPSHOT_SOURCE = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";
@@ -47,8 +47,12 @@ async function provisionAndBind(
 }
 
 async function failure(cluster: Cluster, claim: string): Promise<string> {
-  const event = await waitFor(`ProvisioningFailed for ${claim}`, async () =>
-    (await events(cluster)).find((e) => e.reason === "ProvisioningFailed" && e.involvedObject.name === claim),
+  const event = await until(
+    async () =>
+      (await events(cluster)).find(
+        (e) => e.reason === "ProvisioningFailed" && e.involvedObject.name === claim,
+      ),
+    `ProvisioningFailed for ${claim}`,
   );
   return event.message ?? "";
 }
@@ -69,9 +73,9 @@ test("clone with hostpath: the new volume is made from the source's volume", asy
   const pv = await waitForVolume(cluster, clone);
   assert.notEqual(pv.spec?.csi?.volumeHandle, undefined);
   assert.notEqual(pv.spec?.csi?.volumeHandle, source.spec?.volumeName);
-  await waitFor(
-    "cloning protection released",
+  await until(
     async () => !(await getClaim(cluster, "src"))?.metadata?.finalizers?.includes(CLONING),
+    "cloning protection released",
   );
   // Clone rules: smaller request, another class.
   await createClaim(cluster, "small", HOSTPATH, {
@@ -100,7 +104,7 @@ test("cloning protection holds the source while the clone is in flight", async (
   const clone = await createClaim(cluster, "copy", STUB, {
     dataSource: { kind: "PersistentVolumeClaim", name: "src" },
   });
-  await waitFor("clone CreateVolume in flight", () => stub.creates.some((c) => c.volumeContentSource));
+  await until(() => stub.creates.some((c) => c.volumeContentSource), "clone CreateVolume in flight");
   assert.ok((await getClaim(cluster, "src"))?.metadata?.finalizers?.includes(CLONING));
   assert.equal(
     stub.creates.at(-1)?.volumeContentSource?.volume?.volumeId,
@@ -108,9 +112,9 @@ test("cloning protection holds the source while the clone is in flight", async (
   );
   release();
   await waitForVolume(cluster, clone);
-  await waitFor(
-    "finalizer removed",
+  await until(
     async () => !(await getClaim(cluster, "src"))?.metadata?.finalizers?.includes(CLONING),
+    "finalizer removed",
   );
 });
 
@@ -121,11 +125,11 @@ async function installSnapshotCrds(cluster: Cluster): Promise<void> {
     ) as KubeObject;
     await cluster.client.create(GVR.customResourceDefinitions, crd);
   }
-  await waitFor("snapshot CRDs served", async () => {
+  await until(async () => {
     await cluster.client.list(GVR.volumeSnapshots, { namespace: "default" });
     await cluster.client.list(GVR.volumeSnapshotContents);
     return true;
-  });
+  }, "snapshot CRDs served");
 }
 
 interface SnapshotObjects {
@@ -288,22 +292,22 @@ test("restore holds the provisioner's finalizer on the snapshot while CreateVolu
   };
   runProvisioner(t, cluster, stub.server.path, ["--timeout=60s", "--snapshot-orphan-sweep-interval=1h"]);
   // The sweep runs once at start: the orphan loses the finalizer in the same pass that keeps "held".
-  await waitFor(
-    "orphaned finalizer swept",
+  await until(
     async () => !(await snapshotFinalizers(cluster, "orphan")).includes(SNAPSHOT_SOURCE),
+    "orphaned finalizer swept",
   );
   assert.ok((await snapshotFinalizers(cluster, "held")).includes(SNAPSHOT_SOURCE));
 
   const restored = await createClaim(cluster, "restored", STUB, {
     dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
   });
-  await waitFor("restore CreateVolume in flight", () => stub.creates.some((c) => c.volumeContentSource));
+  await until(() => stub.creates.some((c) => c.volumeContentSource), "restore CreateVolume in flight");
   assert.equal(stub.creates.at(-1)?.volumeContentSource?.snapshot?.snapshotId, "h-snap");
   assert.ok((await snapshotFinalizers(cluster, "snap")).includes(SNAPSHOT_SOURCE));
   release();
   await waitForVolume(cluster, restored);
-  await waitFor(
-    "snapshot finalizer released",
+  await until(
     async () => !(await snapshotFinalizers(cluster, "snap")).includes(SNAPSHOT_SOURCE),
+    "snapshot finalizer released",
   );
 });

@@ -4,11 +4,7 @@
 // work-queue metrics, /healthz/leader-election and, with --enable-pprof, heap and CPU profiles.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { test } from "node:test";
-import { GVR } from "../../api/index.ts";
-import type { Lease } from "../../kube/index.ts";
 import {
   STUB,
   createClaim,
@@ -16,29 +12,17 @@ import {
   runProvisioner,
   startCluster,
   startStub,
-  waitFor,
   waitForVolume,
-  type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
+import {
+  FAST_ELECTION,
+  leaseHolder,
+  startChildLeader,
+  untilNewLeader,
+} from "../../../test/harness/election.ts";
 
-const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "stub-csi-csikit-io";
-const ELECTION = [
-  "--leader-election",
-  "--leader-election-namespace=default",
-  "--leader-election-lease-duration=3s",
-  "--leader-election-renew-deadline=2s",
-  "--leader-election-retry-period=500ms",
-];
-
-async function holder(cluster: Cluster): Promise<string | undefined> {
-  try {
-    const lease = await cluster.client.get<Lease>(GVR.leases, LEASE, { namespace: "default" });
-    return lease.spec?.holderIdentity ?? undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 test(
   "leader killed with SIGKILL: the standby takes over within the lease duration; no volume twice",
@@ -47,32 +31,22 @@ test(
     const cluster = await startCluster(t);
     const stub = await startStub(t, cluster.dir);
     await createClass(cluster, "sc", STUB);
-    const leader = spawn(
-      process.execPath,
-      [
-        MAIN,
-        "provisioner",
-        `--csi-address=${stub.server.path}`,
-        `--kubeconfig=${cluster.kubeconfig}`,
-        "--kube-api-qps=100",
-        ...ELECTION,
-      ],
-      { stdio: "ignore" },
-    );
-    t.after(() => leader.kill("SIGKILL"));
-    const first = await waitFor("the child leads", () => holder(cluster), 30_000);
-    runProvisioner(t, cluster, stub.server.path, ELECTION);
+    const leader = await startChildLeader(t, {
+      sidecar: "provisioner",
+      csiAddress: stub.server.path,
+      kubeconfig: cluster.kubeconfig,
+      client: cluster.client,
+      lease: LEASE,
+    });
+    const first = leader.identity;
+    runProvisioner(t, cluster, stub.server.path, FAST_ELECTION);
     const c1 = await createClaim(cluster, "c1", STUB);
     await waitForVolume(cluster, c1);
-    assert.equal(await holder(cluster), first, "the child still leads");
-    leader.kill("SIGKILL");
-    await new Promise((resolve) => leader.once("exit", resolve));
+    assert.equal(await leaseHolder(cluster.client, LEASE), first, "the child still leads");
+    await leader.kill();
     const killedAt = Date.now();
     const c2 = await createClaim(cluster, "c2", STUB);
-    const second = await waitFor("a new leader", async () => {
-      const now = await holder(cluster);
-      return now !== undefined && now !== first ? now : undefined;
-    });
+    const second = await untilNewLeader(cluster.client, LEASE, first);
     await waitForVolume(cluster, c2);
     const takeover = Date.now() - killedAt;
     t.diagnostic(`takeover + provisioning after SIGKILL: ${takeover} ms (lease duration 3000 ms)`);
@@ -87,14 +61,18 @@ test("metrics, /healthz/leader-election and pprof on the HTTP endpoint", async (
   const stub = await startStub(t, cluster.dir);
   await createClass(cluster, "sc", STUB);
   const provisioner = runProvisioner(t, cluster, stub.server.path, [
-    ...ELECTION,
+    ...FAST_ELECTION,
     "--http-endpoint=127.0.0.1:0",
     "--enable-pprof",
   ]);
   const claim = await createClaim(cluster, "m", STUB);
   await waitForVolume(cluster, claim);
-  const url = await waitFor("endpoint", () => provisioner.url);
-  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const url = await until(() => provisioner.url, "endpoint");
+  // The claim's metrics are recorded after the PV is written: wait for them, bounded.
+  const metrics = await until(async () => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    return /controller_persistentvolumeclaim_provision_total\{class="sc",source=""\} 1/.test(text) && text;
+  }, "the provision metrics");
   assert.match(
     metrics,
     /csi_sidecar_operations_seconds_count\{driver_name="stub.csi.csikit.io",method_name="\/csi.v1.Controller\/CreateVolume",grpc_status_code="OK"\} 1/,

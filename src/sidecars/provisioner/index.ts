@@ -10,3 +10,5 @@ export type {
 } from "./options.ts";
 export { PROVISIONER_FLAGS, provisionerOptionsFromFlags } from "./flags.ts";
 export { IN_FLIGHT_FINALIZER } from "./finalizers.ts";
+// The capacity controller on its own, for its tests (test/harness/capacity.ts) and embedders.
+export { startCapacityController, type CapacityControllerOptions } from "./capacity/index.ts";

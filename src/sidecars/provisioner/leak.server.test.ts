@@ -23,10 +23,10 @@ import {
   startCluster,
   startStub,
   untilCancelled,
-  waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 import { IN_FLIGHT_FINALIZER } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 
@@ -41,12 +41,12 @@ test("CreateVolume past --timeout, claim deleted meanwhile: the late volume is d
   };
   runProvisioner(t, cluster, stub.server.path, ["--timeout=300ms"]);
   const claim = await createClaim(cluster, "slow", STUB);
-  await waitFor("first CreateVolume", () => calls >= 1);
+  await until(() => calls >= 1, "first CreateVolume");
   const marked = await getClaim(cluster, "slow");
   assert.ok(marked?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER), "marked before CreateVolume");
   assert.equal(stub.volumes.size, 1, "the backend has the volume although the call timed out");
   await cluster.client.delete(GVR.persistentVolumeClaims, "slow", { namespace: "default" });
-  await waitFor("claim gone", async () => (await getClaim(cluster, "slow")) === undefined);
+  await until(async () => (await getClaim(cluster, "slow")) === undefined, "claim gone");
   assert.equal(stub.volumes.size, 0, "the late volume was deleted");
   assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
   assert.ok(calls >= 3, "CreateVolume was retried until it answered");
@@ -78,7 +78,7 @@ test("kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (external-
   const first = start();
   t.after(() => first.kill("SIGKILL"));
   const claim = await createClaim(cluster, "victim", STUB);
-  await waitFor("CreateVolume in flight", () => stub.creates.length >= 1);
+  await until(() => stub.creates.length >= 1, "CreateVolume in flight");
   assert.equal(stub.volumes.size, 1);
   first.kill("SIGKILL");
   await new Promise((resolve) => first.once("exit", resolve));
@@ -88,11 +88,9 @@ test("kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (external-
   hang = false;
   const second = start();
   t.after(() => second.kill("SIGKILL"));
-  await waitFor(
-    "claim gone after restart",
-    async () => (await getClaim(cluster, "victim")) === undefined,
-    30_000,
-  );
+  await until(async () => (await getClaim(cluster, "victim")) === undefined, "claim gone after restart", {
+    timeoutMs: 30_000,
+  });
   assert.equal(stub.volumes.size, 0, "the volume created before the kill was deleted");
   assert.deepEqual(stub.deletes, [`stub-${pvNameOf(claim)}`]);
   assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
@@ -113,17 +111,18 @@ test("final error: ProvisioningFailed with the driver's message, mark removed, r
   };
   runProvisioner(t, cluster, stub.server.path);
   const claim = await createClaim(cluster, "c", STUB);
-  const event = await waitFor("ProvisioningFailed", async () =>
-    (await events(cluster)).find((e) => e.reason === "ProvisioningFailed"),
+  const event = await until(
+    async () => (await events(cluster)).find((e) => e.reason === "ProvisioningFailed"),
+    "ProvisioningFailed",
   );
   assert.equal(
     event.message,
     'failed to provision volume with StorageClass "sc": rpc error: code = InvalidArgument desc = pool is read-only',
   );
-  await waitFor("mark removed after the final error", async () => {
+  await until(async () => {
     const current = await getClaim(cluster, "c");
     return !current?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER);
-  });
+  }, "mark removed after the final error");
   fail = false;
   await waitForVolume(cluster, claim);
 });
@@ -143,10 +142,10 @@ test("WaitForFirstConsumer + RESOURCE_EXHAUSTED: selected-node removed so the sc
   };
   runProvisioner(t, cluster, stub.server.path);
   await createClaim(cluster, "w", STUB, {}, { "volume.kubernetes.io/selected-node": "n1" });
-  await waitFor("selected-node removed", async () => {
+  await until(async () => {
     const claim = await getClaim(cluster, "w");
     return claim?.metadata?.annotations?.["volume.kubernetes.io/selected-node"] === undefined;
-  });
+  }, "selected-node removed");
   assert.deepEqual(stub.creates[0]?.accessibilityRequirements?.requisite, [{ segments: { zone: "a" } }]);
 });
 

@@ -18,9 +18,9 @@ import {
   runProvisioner,
   startCluster,
   startHostpath,
-  waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
 
 // Cinder, because its handle is any string (hostpath's UUIDs) and its reverse translation does not
 // derive a region from the topology hostpath reports; GCE PD and AWS EBS need their own handle
@@ -70,22 +70,19 @@ test("an in-tree cinder class is provisioned by the migrated driver; the PV stay
   await bind(cluster, own, ownPv);
   await release(cluster, claim, pv.metadata.name!);
   await release(cluster, own, ownPv.metadata.name!);
-  await waitFor("own PV deleted", async () => (await getVolume(cluster, ownPv.metadata.name!)) === undefined);
+  await until(async () => (await getVolume(cluster, ownPv.metadata.name!)) === undefined, "own PV deleted");
   // Without migrated-to the in-tree side owns the deletion: the provisioner stood down.
   const fresh = (await getVolume(cluster, pv.metadata.name!))!;
   assert.equal(fresh.status?.phase, "Released");
   assert.deepEqual(await volumeIds(driver.path), [volumeId]);
   fresh.metadata.annotations = { ...fresh.metadata.annotations, [ANNOTATIONS.migratedTo.key]: CINDER_DRIVER };
   await cluster.client.update<PersistentVolume>(GVR.persistentVolumes, fresh);
-  await waitFor(
-    "migrated PV deleted",
-    async () => (await getVolume(cluster, pv.metadata.name!)) === undefined,
-  );
+  await until(async () => (await getVolume(cluster, pv.metadata.name!)) === undefined, "migrated PV deleted");
   assert.deepEqual(await volumeIds(driver.path), []);
 
   // Metrics as upstream's WithMigration: the in-tree class's and PV's calls migrated="true",
   // the driver's own class's migrated="false".
-  const url = await waitFor("endpoint", () => provisioner.url);
+  const url = await until(() => provisioner.url, "endpoint");
   const metrics = await (await fetch(`${url}/metrics`)).text();
   const count = (method: string, migrated: boolean): string | undefined =>
     metrics

@@ -19,9 +19,9 @@ import {
   runProvisioner,
   startCluster,
   startHostpath,
-  waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const NODES = ["n1", "n2", "n3"];
 const KEY = "topology.hostpath.csi/node";
@@ -117,9 +117,9 @@ test(
     const before = await volumeCount(drivers.get(owner)!);
     await bind(cluster, first, pv);
     await release(cluster, first, pv.metadata.name!);
-    await waitFor(
-      "released PV deleted",
+    await until(
       async () => (await getVolume(cluster, pv.metadata.name!)) === undefined,
+      "released PV deleted",
     );
     assert.equal(await volumeCount(drivers.get(owner)!), before - 1);
   },

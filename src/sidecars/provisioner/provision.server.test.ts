@@ -21,10 +21,10 @@ import {
   startCluster,
   startHostpath,
   startStub,
-  waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
 import { IN_FLIGHT_FINALIZER } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
 
 async function hostpathVolumeIds(socket: string): Promise<string[]> {
   const client = CsiClient.connect(socket);
@@ -66,14 +66,14 @@ test("provisions a claim with hostpath: PV shape, events, no in-flight mark left
   assert.equal(pv.spec?.claimRef?.uid, claim.metadata?.uid);
   assert.equal(pv.spec?.claimRef?.name, "data");
   assert.deepEqual(await hostpathVolumeIds(driver.path), [pv.spec?.csi?.volumeHandle]);
-  await waitFor(
-    "in-flight mark removed",
+  await until(
     async () => !(await getClaim(cluster, "data"))?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER),
+    "in-flight mark removed",
   );
-  const reasons = await waitFor("events", async () => {
+  const reasons = await until(async () => {
     const list = (await events(cluster)).filter((e) => e.involvedObject.name === "data").map((e) => e.reason);
     return list.includes("ProvisioningSucceeded") ? list : undefined;
-  });
+  }, "events");
   assert.ok(reasons.includes("Provisioning"));
 });
 
@@ -97,10 +97,7 @@ test("Delete: released volume deleted in the driver, PV removed; Retain: left al
   assert.equal((await hostpathVolumeIds(driver.path)).length, 2);
   await release(cluster, gone, gonePv.metadata.name!);
   await release(cluster, kept, keptPv.metadata.name!);
-  await waitFor(
-    "deleted PV gone",
-    async () => (await getVolume(cluster, gonePv.metadata.name!)) === undefined,
-  );
+  await until(async () => (await getVolume(cluster, gonePv.metadata.name!)) === undefined, "deleted PV gone");
   assert.deepEqual(await hostpathVolumeIds(driver.path), [keptPv.spec?.csi?.volumeHandle]);
   const stillKept = await getVolume(cluster, keptPv.metadata.name!);
   assert.equal(stillKept?.status?.phase, "Released");
@@ -121,18 +118,20 @@ test("Delete waits while a VolumeAttachment still references the PV (VolumeFaile
     spec: { attacher: HOSTPATH, nodeName: "node-7", source: { persistentVolumeName: pvName } },
   });
   await release(cluster, claim, pvName);
-  const refusal = await waitFor("VolumeFailedDelete naming the node", async () =>
-    (await events(cluster)).find(
-      (event) =>
-        event.reason === "VolumeFailedDelete" &&
-        event.message === `persistentvolume ${pvName} is still attached to node node-7`,
-    ),
+  const refusal = await until(
+    async () =>
+      (await events(cluster)).find(
+        (event) =>
+          event.reason === "VolumeFailedDelete" &&
+          event.message === `persistentvolume ${pvName} is still attached to node node-7`,
+      ),
+    "VolumeFailedDelete naming the node",
   );
   assert.equal(refusal.involvedObject?.name, pvName);
   assert.equal((await hostpathVolumeIds(driver.path)).length, 1, "DeleteVolume not called while attached");
   assert.ok(await getVolume(cluster, pvName));
   await cluster.client.delete(GVR.volumeAttachments, "csi-still-attached");
-  await waitFor("PV deleted once detached", async () => (await getVolume(cluster, pvName)) === undefined);
+  await until(async () => (await getVolume(cluster, pvName)) === undefined, "PV deleted once detached");
   assert.deepEqual(await hostpathVolumeIds(driver.path), []);
 });
 
@@ -146,9 +145,9 @@ test("HonorPVReclaimPolicy: deleting a PV first still deletes the volume, then t
   // Provisioning has fully finished (its last claim write done), and the claim names the PV
   // (as a binder's first step does; the PV stays Available), so a claim event after the PV
   // vanished cannot rightly provision the claim again.
-  await waitFor(
-    "in-flight mark removed",
+  await until(
     async () => !(await getClaim(cluster, "c"))?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER),
+    "in-flight mark removed",
   );
   await cluster.client.patch(
     GVR.persistentVolumeClaims,
@@ -158,7 +157,7 @@ test("HonorPVReclaimPolicy: deleting a PV first still deletes the volume, then t
   );
   // The PV is deleted while Available (never bound): the finalizer keeps it until DeleteVolume.
   await cluster.client.delete(GVR.persistentVolumes, pv.metadata.name!);
-  await waitFor("PV gone", async () => (await getVolume(cluster, pv.metadata.name!)) === undefined);
+  await until(async () => (await getVolume(cluster, pv.metadata.name!)) === undefined, "PV gone");
   assert.deepEqual(await hostpathVolumeIds(driver.path), []);
 });
 

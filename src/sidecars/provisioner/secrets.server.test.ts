@@ -18,9 +18,9 @@ import {
   runProvisioner,
   startCluster,
   startStub,
-  waitFor,
   waitForVolume,
-} from "./fixture.test.ts";
+} from "../../../test/harness/provisioner.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const SECRET_VALUE = "hunter2-do-not-log";
 const P = "csi.storage.k8s.io/";
@@ -81,7 +81,7 @@ test("provisioner secret from templates reaches CreateVolume and DeleteVolume; n
   assert.deepEqual(pv.spec?.csi?.nodeExpandSecretRef, { name: "ne", namespace: "secrets" });
   await bind(cluster, claim, pv);
   await release(cluster, claim, pvName);
-  await waitFor("PV deleted", async () => (await getVolume(cluster, pvName)) === undefined);
+  await until(async () => (await getVolume(cluster, pvName)) === undefined, "PV deleted");
   assert.deepEqual(stub.deleteSecrets, [{ password: SECRET_VALUE, user: "admin" }]);
   const logs = provisioner.logs.join("\n");
   assert.ok(logs.includes("CreateVolume"), "CSI calls are traced at -v 5");
@@ -108,12 +108,12 @@ test("a bad template or a missing secret is a ProvisioningFailed event naming th
   runProvisioner(t, cluster, stub.server.path);
   await createClaim(cluster, "a", STUB, { storageClassName: "bad" });
   await createClaim(cluster, "b", STUB, { storageClassName: "missing" });
-  const failures = await waitFor("two ProvisioningFailed events", async () => {
+  const failures = await until(async () => {
     const list = (await events(cluster)).filter((e) => e.reason === "ProvisioningFailed");
     const a = list.find((e) => e.involvedObject.name === "a");
     const b = list.find((e) => e.involvedObject.name === "b");
     return a && b ? { a: a.message ?? "", b: b.message ?? "" } : undefined;
-  });
+  }, "two ProvisioningFailed events");
   assert.match(failures.a, /invalid tokens: \["pvc.nope"\]/);
   assert.match(failures.b, /failed to get secret default\/absent: not found/);
   assert.equal(stub.creates.length, 0, "no CreateVolume without its secret");

@@ -16,8 +16,10 @@ import { silentLogger } from "../../base/index.ts";
 import { CsiClient, GrpcStatus } from "../../csi/index.ts";
 import { serveHostpathDriver } from "../../drivers/index.ts";
 import type { KubeClient } from "../../kube/index.ts";
-import { runNode, serveScriptedNode, tempDir, testServer, waitFor } from "../../node/fixture.test.ts";
+import { runNode, serveScriptedNode, testServer } from "../../../test/harness/node.ts";
 import { RegistrationRefusedError, registrationSocketPath, startRegistrar } from "./index.ts";
+import { until } from "../../../test/harness/until.ts";
+import { defer, tempDir } from "../../../test/harness/cleanup.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
@@ -30,7 +32,7 @@ async function hostpath(t: TestContext, root: string, nodeId = "hp-node-a") {
     stateDir: join(dir, "state"),
     allowedPathRoots: [root],
   });
-  t.after(() => driver.close());
+  defer(t, () => driver.close());
   return driver;
 }
 
@@ -67,7 +69,7 @@ function runRegistrar(
     controller.abort();
     await done.catch(() => undefined);
   };
-  t.after(stop);
+  defer(t, stop);
   return {
     stop,
     done,
@@ -86,13 +88,13 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
   const { socketPath, httpUrl } = await first.serving;
   assert.equal(socketPath, join(root, "plugins_registry", `${DRIVER}-reg.sock`));
   assert.equal(registrationSocketPath(join(root, "plugins_registry"), DRIVER), socketPath);
-  await waitFor("CSINode entry", async () => (await csiNodeDrivers(client)).length === 1);
+  await until(async () => (await csiNodeDrivers(client)).length === 1, "CSINode entry");
   assert.deepEqual(await csiNodeDrivers(client), [`${DRIVER}=hp-node-a`]);
 
   const mode = (await stat(socketPath)).mode & 0o777;
   assert.equal(mode & 0o077, 0, `registration socket mode ${mode.toString(8)} is private to its user`);
   const kubelet = CsiClient.connect(socketPath);
-  t.after(() => kubelet.close());
+  defer(t, () => kubelet.close());
   assert.deepEqual(await kubelet.registration.getInfo({}, { timeoutMs: 5000 }), {
     type: "CSIPlugin",
     name: DRIVER,
@@ -105,11 +107,11 @@ test("registers hostpath with the virtual node; private socket, upstream GetInfo
 
   await first.stop();
   await assert.rejects(lstat(socketPath), { code: "ENOENT" }, "socket removed on stop");
-  await waitFor("CSINode entry removed", async () => (await csiNodeDrivers(client)).length === 0);
+  await until(async () => (await csiNodeDrivers(client)).length === 0, "CSINode entry removed");
 
   const second = runRegistrar(t, { csiAddress: driver.path, root });
   await second.serving;
-  await waitFor("registered again", async () => (await csiNodeDrivers(client)).length === 1);
+  await until(async () => (await csiNodeDrivers(client)).length === 1, "registered again");
   await second.stop();
 });
 
@@ -134,7 +136,7 @@ test("NotifyRegistrationStatus(false) ends the registrar with RegistrationRefuse
   const registrar = runRegistrar(t, { csiAddress: driver.path, root });
   const { socketPath } = await registrar.serving;
   const kubelet = CsiClient.connect(socketPath);
-  t.after(() => kubelet.close());
+  defer(t, () => kubelet.close());
   await kubelet.registration.notifyRegistrationStatus(
     { pluginRegistered: false, error: "plugin validation failed" },
     { timeoutMs: 5000 },
@@ -158,7 +160,7 @@ function spawnRegistrar(
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  t.after(async () => {
+  defer(t, async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await exit;
   });
@@ -179,10 +181,10 @@ test("csikit registrar: waits for a driver that starts later, registers, SIGTERM
     "-v=5",
   ]);
   // The driver is not there yet: the registrar must wait, not exit.
-  await waitFor(
-    "registrar connecting",
+  await until(
     () => registrar.stderr().includes("Attempting to open a gRPC connection"),
-    60_000,
+    "registrar connecting",
+    { timeoutMs: 60_000 },
   );
   assert.equal(registrar.child.exitCode, null, registrar.stderr());
   const driver = await serveHostpathDriver({
@@ -191,14 +193,16 @@ test("csikit registrar: waits for a driver that starts later, registers, SIGTERM
     stateDir: join(dir, "state"),
     allowedPathRoots: [root],
   });
-  t.after(() => driver.close());
-  await waitFor("CSINode entry", async () => (await csiNodeDrivers(client)).length === 1, 60_000);
+  defer(t, () => driver.close());
+  await until(async () => (await csiNodeDrivers(client)).length === 1, "CSINode entry", {
+    timeoutMs: 60_000,
+  });
   const socketPath = join(root, "plugins_registry", `${DRIVER}-reg.sock`);
   assert.ok((await lstat(socketPath)).isSocket());
   registrar.child.kill("SIGTERM");
   assert.equal(await registrar.exit, 0, registrar.stderr());
   await assert.rejects(lstat(socketPath), { code: "ENOENT" });
-  await waitFor("CSINode entry removed", async () => (await csiNodeDrivers(client)).length === 0);
+  await until(async () => (await csiNodeDrivers(client)).length === 0, "CSINode entry removed");
 });
 
 test("csikit registrar: the node refusing the registration (NodeGetInfo fails) exits 1 with the node's error", async (t) => {

@@ -4,11 +4,7 @@
 // the volume grows once, to the requested size. The Lease is `external-resizer-<driver>`.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { test } from "node:test";
-import { GVR } from "../../api/index.ts";
-import type { Lease } from "../../kube/index.ts";
 import {
   MI,
   STUB,
@@ -19,28 +15,16 @@ import {
   startCluster,
   startResizeStub,
   untilCancelled,
-  waitFor,
-  type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
+import { until } from "../../../test/harness/until.ts";
+import {
+  FAST_ELECTION,
+  leaseHolder,
+  startChildLeader,
+  untilNewLeader,
+} from "../../../test/harness/election.ts";
 
-const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
 const LEASE = "external-resizer-resize-stub-csi-csikit-io";
-const ELECTION = [
-  "--leader-election",
-  "--leader-election-namespace=default",
-  "--leader-election-lease-duration=3s",
-  "--leader-election-renew-deadline=2s",
-  "--leader-election-retry-period=500ms",
-];
-
-async function holder(cluster: Cluster): Promise<string | undefined> {
-  try {
-    const lease = await cluster.client.get<Lease>(GVR.leases, LEASE, { namespace: "default" });
-    return lease.spec?.holderIdentity ?? undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 test(
   "leader killed with SIGKILL mid-expansion: the standby finishes the same size, the volume grows once",
@@ -54,38 +38,28 @@ test(
       if (stub.expands.length === 1) await untilCancelled(context);
     };
     await boundClaim(cluster, { name: "f", driver: STUB, handle: "vol-f" });
-    const leader = spawn(
-      process.execPath,
-      [
-        MAIN,
-        "resizer",
-        `--csi-address=${stub.server.path}`,
-        `--kubeconfig=${cluster.kubeconfig}`,
-        "--kube-api-qps=100",
-        ...ELECTION,
-      ],
-      { stdio: "ignore" },
-    );
-    t.after(() => leader.kill("SIGKILL"));
-    const first = await waitFor("the child leads", () => holder(cluster), 30_000);
-    runResizer(t, cluster, stub.server.path, ELECTION);
+    const leader = await startChildLeader(t, {
+      sidecar: "resizer",
+      csiAddress: stub.server.path,
+      kubeconfig: cluster.kubeconfig,
+      client: cluster.client,
+      lease: LEASE,
+    });
+    const first = leader.identity;
+    runResizer(t, cluster, stub.server.path, FAST_ELECTION);
     await setRequest(cluster, "f", "3Mi");
-    await waitFor("the leader's ControllerExpandVolume", () => stub.expands.length === 1, 30_000);
+    await until(() => stub.expands.length === 1, "the leader's ControllerExpandVolume", {
+      timeoutMs: 30_000,
+    });
     const intent = await claimStatus(cluster, "f");
     assert.equal(intent.allocatedResourceStatuses?.storage, "ControllerResizeInProgress");
     assert.deepEqual(intent.allocatedResources, { storage: "3Mi" });
-    leader.kill("SIGKILL");
-    await new Promise((resolve) => leader.once("exit", resolve));
-    const second = await waitFor("a new leader", async () => {
-      const now = await holder(cluster);
-      return now !== undefined && now !== first ? now : undefined;
-    });
+    await leader.kill();
+    const second = await untilNewLeader(cluster.client, LEASE, first);
     assert.notEqual(second, first);
-    await waitFor(
-      "capacity 3Mi",
-      async () => (await claimStatus(cluster, "f")).capacity?.storage === "3Mi",
-      30_000,
-    );
+    await until(async () => (await claimStatus(cluster, "f")).capacity?.storage === "3Mi", "capacity 3Mi", {
+      timeoutMs: 30_000,
+    });
     assert.equal(stub.expands.length, 2, "one call per leader");
     assert.ok(stub.expands.every((r) => r.capacityRange?.requiredBytes === String(3 * MI)));
     assert.equal(stub.sizes.get("vol-f"), 3 * MI, "grown once, to the requested size");
@@ -102,13 +76,13 @@ test("restart mid-expansion: the intent survives and the next process completes 
   await boundClaim(cluster, { name: "r", driver: STUB, handle: "vol-r" });
   const first = runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "r", "5Mi");
-  await waitFor("ControllerExpandVolume in flight", () => stub.expands.length === 1);
+  await until(() => stub.expands.length === 1, "ControllerExpandVolume in flight");
   await first.stop();
   const intent = await claimStatus(cluster, "r");
   assert.equal(intent.allocatedResourceStatuses?.storage, "ControllerResizeInProgress");
   assert.equal(intent.capacity?.storage, "1Mi");
   runResizer(t, cluster, stub.server.path);
-  await waitFor("capacity 5Mi", async () => (await claimStatus(cluster, "r")).capacity?.storage === "5Mi");
+  await until(async () => (await claimStatus(cluster, "r")).capacity?.storage === "5Mi", "capacity 5Mi");
   assert.ok(stub.expands.every((r) => r.capacityRange?.requiredBytes === String(5 * MI)));
   assert.equal(stub.sizes.get("vol-r"), 5 * MI);
 });
@@ -117,14 +91,14 @@ test("metrics and /healthz/leader-election on the HTTP endpoint", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startResizeStub(t, cluster.dir);
   await boundClaim(cluster, { name: "m", driver: STUB, handle: "vol-m" });
-  const resizer = runResizer(t, cluster, stub.server.path, [...ELECTION, "--http-endpoint=127.0.0.1:0"]);
+  const resizer = runResizer(t, cluster, stub.server.path, [...FAST_ELECTION, "--http-endpoint=127.0.0.1:0"]);
   await setRequest(cluster, "m", "2Mi");
-  await waitFor(
-    "expanded",
+  await until(
     async () => (await claimStatus(cluster, "m")).allocatedResourceStatuses?.storage === "NodeResizePending",
+    "expanded",
   );
-  assert.equal((await holder(cluster)) !== undefined, true, `Lease ${LEASE} exists`);
-  const url = await waitFor("endpoint", () => resizer.url);
+  assert.equal((await leaseHolder(cluster.client, LEASE)) !== undefined, true, `Lease ${LEASE} exists`);
+  const url = await until(() => resizer.url, "endpoint");
   const metrics = await (await fetch(`${url}/metrics`)).text();
   assert.match(
     metrics,

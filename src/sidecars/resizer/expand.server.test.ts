@@ -20,8 +20,8 @@ import {
   setRequest,
   startCluster,
   startResizeStub,
-  waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const RESIZE_STATUS = (status: { allocatedResourceStatuses?: Record<string, string> }) =>
   status.allocatedResourceStatuses?.storage;
@@ -33,10 +33,10 @@ test("controller-only expansion: PV grown, claim capacity updated, conditions cl
   await boundClaim(cluster, { name: "c1", driver: STUB, handle: "vol-1" });
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "c1", "3Mi");
-  const status = await waitFor("claim capacity 3Mi", async () => {
+  const status = await until(async () => {
     const s = await claimStatus(cluster, "c1");
     return s.capacity?.storage === "3Mi" ? s : undefined;
-  });
+  }, "claim capacity 3Mi");
   assert.equal(RESIZE_STATUS(status), undefined);
   assert.deepEqual(status.allocatedResources, { storage: "3Mi" });
   assert.equal((status.conditions ?? []).length, 0);
@@ -48,10 +48,10 @@ test("controller-only expansion: PV grown, claim capacity updated, conditions cl
   assert.equal(request.capacityRange?.requiredBytes, String(3 * MI));
   assert.equal(request.volumeCapability?.mount?.fsType, "ext4");
   assert.equal(request.volumeCapability?.accessMode?.mode, "SINGLE_NODE_WRITER");
-  const reasons = await waitFor("events", async () => {
+  const reasons = await until(async () => {
     const list = (await events(cluster)).map((e) => e.reason);
     return list.includes("VolumeResizeSuccessful") ? list : undefined;
-  });
+  }, "events");
   assert.ok(reasons.includes("Resizing"), reasons.join(","));
 });
 
@@ -61,10 +61,10 @@ test("node expansion required: FileSystemResizePending and NodeResizePending, ca
   await boundClaim(cluster, { name: "c2", driver: STUB, handle: "vol-2" });
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "c2", "2Mi");
-  const status = await waitFor("NodeResizePending", async () => {
+  const status = await until(async () => {
     const s = await claimStatus(cluster, "c2");
     return RESIZE_STATUS(s) === "NodeResizePending" ? s : undefined;
-  });
+  }, "NodeResizePending");
   assert.equal(status.capacity?.storage, "1Mi", "the kubelet updates capacity after NodeExpandVolume");
   // Resizing stays beside it (upstream merges with keepOldResizeConditions); the kubelet clears both.
   assert.deepEqual((status.conditions ?? []).map((c) => c.type).sort(), [
@@ -72,8 +72,9 @@ test("node expansion required: FileSystemResizePending and NodeResizePending, ca
     "Resizing",
   ]);
   assert.equal((await getVolume(cluster, "pv-c2"))?.spec?.capacity?.storage, "2Mi");
-  await waitFor("FileSystemResizeRequired event", async () =>
-    (await events(cluster)).some((e) => e.reason === "FileSystemResizeRequired"),
+  await until(
+    async () => (await events(cluster)).some((e) => e.reason === "FileSystemResizeRequired"),
+    "FileSystemResizeRequired event",
   );
   assert.equal(stub.expands.length, 1, "a pending node step is not expanded again");
 });
@@ -84,9 +85,9 @@ test("node-only driver: no ControllerExpandVolume, the PV takes the size and the
   await boundClaim(cluster, { name: "c3", driver: STUB, handle: "vol-3" });
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "c3", "4Mi");
-  await waitFor(
-    "NodeResizePending",
+  await until(
     async () => RESIZE_STATUS(await claimStatus(cluster, "c3")) === "NodeResizePending",
+    "NodeResizePending",
   );
   assert.equal((await getVolume(cluster, "pv-c3"))?.spec?.capacity?.storage, "4Mi");
   assert.equal(stub.expands.length, 0);
@@ -100,9 +101,9 @@ test("claims of other drivers and unbound claims are left alone", async (t) => {
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "other", "2Mi");
   await setRequest(cluster, "mine", "2Mi");
-  await waitFor(
-    "mine expanded",
+  await until(
     async () => RESIZE_STATUS(await claimStatus(cluster, "mine")) === "NodeResizePending",
+    "mine expanded",
   );
   assert.deepEqual(
     stub.expands.map((r) => r.volumeId),
@@ -122,25 +123,27 @@ test("infeasible size: ControllerResizeInfeasible, then the user lowers the requ
   await boundClaim(cluster, { name: "big", driver: STUB, handle: "vol-big" });
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "big", "100Mi");
-  const failed = await waitFor("ControllerResizeInfeasible", async () => {
+  const failed = await until(async () => {
     const s = await claimStatus(cluster, "big");
     return RESIZE_STATUS(s) === "ControllerResizeInfeasible" ? s : undefined;
-  });
+  }, "ControllerResizeInfeasible");
   assert.deepEqual(failed.allocatedResources, { storage: "100Mi" });
   const error = failed.conditions?.find((c) => c.type === "ControllerResizeError");
   assert.match(error?.message ?? "", /failed to expand pvc with larger than the pool/);
   assert.equal((await getVolume(cluster, "pv-big"))?.spec?.capacity?.storage, "1Mi");
-  await waitFor("VolumeResizeFailed event", async () =>
-    (await events(cluster)).some(
-      (e) => e.reason === "VolumeResizeFailed" && /larger than the pool/.test(e.message ?? ""),
-    ),
+  await until(
+    async () =>
+      (await events(cluster)).some(
+        (e) => e.reason === "VolumeResizeFailed" && /larger than the pool/.test(e.message ?? ""),
+      ),
+    "VolumeResizeFailed event",
   );
   // Recovery: a smaller request than the failed one (still above status.capacity).
   await setRequest(cluster, "big", "6Mi");
-  const done = await waitFor("capacity 6Mi", async () => {
+  const done = await until(async () => {
     const s = await claimStatus(cluster, "big");
     return s.capacity?.storage === "6Mi" ? s : undefined;
-  });
+  }, "capacity 6Mi");
   assert.equal(RESIZE_STATUS(done), undefined);
   assert.deepEqual(done.allocatedResources, { storage: "6Mi" });
   assert.equal(stub.sizes.get("vol-big"), 6 * MI);
@@ -157,18 +160,18 @@ test("final error (INTERNAL): ControllerResizeError, retried; a lowered request 
   await boundClaim(cluster, { name: "f", driver: STUB, handle: "vol-f" });
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "f", "10Mi");
-  const failed = await waitFor("ControllerResizeError", async () => {
+  const failed = await until(async () => {
     const s = await claimStatus(cluster, "f");
     return s.conditions?.some((c) => c.type === "ControllerResizeError") ? s : undefined;
-  });
+  }, "ControllerResizeError");
   assert.equal(
     RESIZE_STATUS(failed),
     "ControllerResizeInProgress",
     "a final non-infeasible error keeps InProgress",
   );
-  await waitFor("a retry", () => stub.expands.length >= 2);
+  await until(() => stub.expands.length >= 2, "a retry");
   await setRequest(cluster, "f", "5Mi");
-  await waitFor("capacity 5Mi", async () => (await claimStatus(cluster, "f")).capacity?.storage === "5Mi");
+  await until(async () => (await claimStatus(cluster, "f")).capacity?.storage === "5Mi", "capacity 5Mi");
   assert.equal(stub.sizes.get("vol-f"), 5 * MI);
 });
 
@@ -183,9 +186,9 @@ test("uncertain error (UNAVAILABLE): the allocated size is retried, a lowered re
   await boundClaim(cluster, { name: "u", driver: STUB, handle: "vol-u" });
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "u", "10Mi");
-  await waitFor("first attempt", () => stub.expands.length >= 1);
+  await until(() => stub.expands.length >= 1, "first attempt");
   await setRequest(cluster, "u", "5Mi");
-  await waitFor("capacity", async () => (await claimStatus(cluster, "u")).capacity?.storage === "10Mi");
+  await until(async () => (await claimStatus(cluster, "u")).capacity?.storage === "10Mi", "capacity");
   assert.ok(
     stub.expands.every((r) => r.capacityRange?.requiredBytes === String(10 * MI)),
     "only the allocated size was asked for while its outcome was uncertain",
@@ -218,10 +221,12 @@ test("secrets from controllerExpandSecretRef reach the driver and never an event
   const resizer = runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "sec", "2Mi");
   await setRequest(cluster, "missing", "2Mi");
-  await waitFor("capacity 2Mi", async () => (await claimStatus(cluster, "sec")).capacity?.storage === "2Mi");
+  await until(async () => (await claimStatus(cluster, "sec")).capacity?.storage === "2Mi", "capacity 2Mi");
   assert.deepEqual(stub.expands.find((r) => r.volumeId === "vol-sec")?.secrets, { password: SECRET });
-  const failed = await waitFor("missing secret reported", async () =>
-    (await events(cluster)).find((e) => e.reason === "VolumeResizeFailed" && /nope/.test(e.message ?? "")),
+  const failed = await until(
+    async () =>
+      (await events(cluster)).find((e) => e.reason === "VolumeResizeFailed" && /nope/.test(e.message ?? "")),
+    "missing secret reported",
   );
   assert.match(failed.message ?? "", /error getting secret nope in namespace default/);
   assert.equal(
@@ -245,17 +250,19 @@ test("offline-only driver: after FAILED_PRECONDITION the claim waits while a pod
   await podUsing(cluster, "user", "busy");
   runResizer(t, cluster, stub.server.path);
   await setRequest(cluster, "busy", "2Mi");
-  await waitFor("in-use event", async () =>
-    (await events(cluster)).some(
-      (e) =>
-        e.reason === "VolumeResizeFailed" &&
-        /only supports offline expansion and volume is currently in-use/.test(e.message ?? ""),
-    ),
+  await until(
+    async () =>
+      (await events(cluster)).some(
+        (e) =>
+          e.reason === "VolumeResizeFailed" &&
+          /only supports offline expansion and volume is currently in-use/.test(e.message ?? ""),
+      ),
+    "in-use event",
   );
   const calls = stub.expands.length;
   assert.equal(calls, 1, "no second ControllerExpandVolume while the pod runs");
   published = false;
   await cluster.client.delete(GVR.pods, "user", { namespace: "default" });
-  await waitFor("capacity 2Mi", async () => (await claimStatus(cluster, "busy")).capacity?.storage === "2Mi");
+  await until(async () => (await claimStatus(cluster, "busy")).capacity?.storage === "2Mi", "capacity 2Mi");
   assert.equal(stub.expands.length, 2);
 });

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim } from "../../api/index.ts";
-import type { Cluster } from "./fixture.test.ts";
+import type { Cluster } from "../../../test/harness/resizer.ts";
 import {
   MI,
   claimStatus,
@@ -16,8 +16,8 @@ import {
   setRequest,
   startCluster,
   startResizeStub,
-  waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const CINDER = "cinder.csi.openstack.org";
 
@@ -68,9 +68,9 @@ test("a migrated in-tree PV resizes through the driver named by storage-resizer;
   const resizer = runResizer(t, cluster, stub.server.path, ["--http-endpoint=127.0.0.1:0"]);
   await setRequest(cluster, "in-tree", "2Mi");
   await setRequest(cluster, "migrated", "2Mi");
-  await waitFor(
-    "claim capacity 2Mi",
+  await until(
     async () => (await claimStatus(cluster, "migrated")).capacity?.storage === "2Mi",
+    "claim capacity 2Mi",
   );
   assert.deepEqual(
     stub.expands.map((r) => [r.volumeId, r.volumeCapability?.mount?.fsType]),
@@ -83,7 +83,7 @@ test("a migrated in-tree PV resizes through the driver named by storage-resizer;
   assert.deepEqual(pv?.spec?.cinder, { volumeID: "vol-migrated", fsType: "ext4" });
   assert.equal(pv?.spec?.capacity?.storage, "2Mi");
   assert.equal((await getVolume(cluster, "pv-in-tree"))?.spec?.capacity?.storage, "1Mi");
-  const url = await waitFor("http endpoint", () => resizer.url);
+  const url = await until(() => resizer.url, "http endpoint");
   const metrics = await (await fetch(`${url}/metrics`)).text();
   assert.ok(
     metrics.includes(

@@ -15,15 +15,15 @@ import {
   STUB,
   boundClaim,
   claimStatus,
-  defer,
   events,
   getVolume,
   runResizer,
   startCluster,
   startResizeStub,
-  waitFor,
   type Cluster,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
+import { until } from "../../../test/harness/until.ts";
+import { defer } from "../../../test/harness/cleanup.ts";
 
 const GATE = "--feature-gates=VolumeAttributesClass=true";
 
@@ -58,10 +58,10 @@ test("ModifyVolume success: parameters (+ extra metadata) sent, current class an
   await boundClaim(cluster, { name: "m1", driver: STUB, handle: "vol-m1" });
   runResizer(t, cluster, stub.server.path, [GATE, "--extra-modify-metadata"]);
   await setClass(cluster, "m1", "gold");
-  const status = await waitFor("current class gold", async () => {
+  const status = await until(async () => {
     const s = await claimStatus(cluster, "m1");
     return s.currentVolumeAttributesClassName === "gold" ? s : undefined;
-  });
+  }, "current class gold");
   assert.equal(status.modifyVolumeStatus, undefined);
   assert.equal((status.conditions ?? []).length, 0);
   assert.equal((await getVolume(cluster, "pv-m1"))?.spec?.volumeAttributesClassName, "gold");
@@ -71,10 +71,10 @@ test("ModifyVolume success: parameters (+ extra metadata) sent, current class an
     "csi.storage.k8s.io/pvc/namespace": "default",
     "csi.storage.k8s.io/pv/name": "pv-m1",
   });
-  const reasons = await waitFor("events", async () => {
+  const reasons = await until(async () => {
     const list = (await events(cluster)).map((e) => e.reason);
     return list.includes("VolumeModifySuccessful") ? list : undefined;
-  });
+  }, "events");
   assert.ok(reasons.includes("VolumeModify"));
 });
 
@@ -93,7 +93,7 @@ test("without the gate no modification happens", async (t) => {
     { spec: { resources: { requests: { storage: "2Mi" } } } },
     { namespace: "default" },
   );
-  await waitFor("expanded", async () => (await claimStatus(cluster, "off")).capacity?.storage === "2Mi");
+  await until(async () => (await claimStatus(cluster, "off")).capacity?.storage === "2Mi", "expanded");
   assert.equal(stub.modifies.length, 0);
   assert.equal((await claimStatus(cluster, "off")).modifyVolumeStatus, undefined);
 });
@@ -104,15 +104,15 @@ test("a class that does not exist yet: Pending, then applied once it is created"
   await boundClaim(cluster, { name: "m2", driver: STUB, handle: "vol-m2" });
   runResizer(t, cluster, stub.server.path, [GATE]);
   await setClass(cluster, "m2", "later");
-  await waitFor(
-    "Pending",
+  await until(
     async () => (await claimStatus(cluster, "m2")).modifyVolumeStatus?.status === "Pending",
+    "Pending",
   );
   assert.equal(stub.modifies.length, 0);
   await createVac(cluster, "later", STUB, { tier: "fast" });
-  await waitFor(
-    "applied",
+  await until(
     async () => (await claimStatus(cluster, "m2")).currentVolumeAttributesClassName === "later",
+    "applied",
   );
   assert.deepEqual(stub.modifies[0]?.mutableParameters, { tier: "fast" });
 });
@@ -129,10 +129,10 @@ test("InvalidArgument: Infeasible with ModifyVolumeError; another class then suc
   await boundClaim(cluster, { name: "m3", driver: STUB, handle: "vol-m3" });
   runResizer(t, cluster, stub.server.path, [GATE]);
   await setClass(cluster, "m3", "absurd");
-  const failed = await waitFor("Infeasible", async () => {
+  const failed = await until(async () => {
     const s = await claimStatus(cluster, "m3");
     return s.modifyVolumeStatus?.status === "Infeasible" ? s : undefined;
-  });
+  }, "Infeasible");
   assert.equal(failed.modifyVolumeStatus?.targetVolumeAttributesClassName, "absurd");
   // As upstream: each mark replaces the modify conditions, so Infeasible leaves ModifyingVolume
   // carrying the error (the ModifyVolumeError written just before is replaced).
@@ -144,14 +144,15 @@ test("InvalidArgument: Infeasible with ModifyVolumeError; another class then suc
     failed.conditions?.[0]?.message ?? "",
     /ModifyVolume failed with erroriops too high\. Waiting for retry\./,
   );
-  await waitFor("VolumeModifyFailed", async () =>
-    (await events(cluster)).some((e) => e.reason === "VolumeModifyFailed"),
+  await until(
+    async () => (await events(cluster)).some((e) => e.reason === "VolumeModifyFailed"),
+    "VolumeModifyFailed",
   );
   await setClass(cluster, "m3", "sane");
-  const done = await waitFor("sane applied", async () => {
+  const done = await until(async () => {
     const s = await claimStatus(cluster, "m3");
     return s.currentVolumeAttributesClassName === "sane" ? s : undefined;
-  });
+  }, "sane applied");
   assert.equal(done.modifyVolumeStatus, undefined);
   assert.equal((done.conditions ?? []).length, 0);
 });
@@ -167,10 +168,10 @@ test("uncertain failures (UNAVAILABLE) are retried with the same class until it 
   await boundClaim(cluster, { name: "m4", driver: STUB, handle: "vol-m4" });
   runResizer(t, cluster, stub.server.path, [GATE]);
   await setClass(cluster, "m4", "gold");
-  const status = await waitFor("applied", async () => {
+  const status = await until(async () => {
     const s = await claimStatus(cluster, "m4");
     return s.currentVolumeAttributesClassName === "gold" ? s : undefined;
-  });
+  }, "applied");
   assert.equal(stub.modifies.length, 3);
   assert.equal(status.modifyVolumeStatus, undefined);
 });
@@ -201,15 +202,15 @@ test("hostpath: ControllerModifyVolume with accepted parameters", async (t) => {
   await boundClaim(cluster, { name: "hp", driver: "hostpath.csi.k8s.io", handle: created.volume!.volumeId });
   runResizer(t, cluster, driver.path, [GATE]);
   await setClass(cluster, "hp", "fast");
-  await waitFor(
-    "applied",
+  await until(
     async () => (await claimStatus(cluster, "hp")).currentVolumeAttributesClassName === "fast",
+    "applied",
   );
   await setClass(cluster, "hp", "bogus");
-  const failed = await waitFor("Infeasible", async () => {
+  const failed = await until(async () => {
     const s = await claimStatus(cluster, "hp");
     return s.modifyVolumeStatus?.status === "Infeasible" ? s : undefined;
-  });
+  }, "Infeasible");
   assert.equal(failed.currentVolumeAttributesClassName, "fast", "the applied class stays current");
 });
 
@@ -244,9 +245,9 @@ test("ModifyVolume secrets: the PV's controller-modify-secret annotations win ov
   await setClass(cluster, "annotated", "gold");
   await setClass(cluster, "plain", "gold");
   for (const name of ["annotated", "plain"])
-    await waitFor(
-      `${name} modified`,
+    await until(
       async () => (await claimStatus(cluster, name)).currentVolumeAttributesClassName === "gold",
+      `${name} modified`,
     );
   assert.deepEqual(stub.modifies.find((r) => r.volumeId === "vol-annotated")?.secrets, {
     password: MODIFY_SECRET,
@@ -264,7 +265,7 @@ test("restart mid-modification: InProgress survives the process and the next one
   const cluster = await startCluster(t);
   const stub = await startResizeStub(t, cluster.dir);
   const held: (() => void)[] = [];
-  t.after(() => held.forEach((release) => release()));
+  defer(t, () => held.forEach((release) => release()));
   // The first call hangs in the driver (released when the test ends).
   stub.onModify = async () => {
     if (stub.modifies.length === 1) await new Promise<void>((resolve) => held.push(resolve));
@@ -273,16 +274,16 @@ test("restart mid-modification: InProgress survives the process and the next one
   await boundClaim(cluster, { name: "m5", driver: STUB, handle: "vol-m5" });
   const first = runResizer(t, cluster, stub.server.path, [GATE]);
   await setClass(cluster, "m5", "gold");
-  await waitFor("ControllerModifyVolume in flight", () => stub.modifies.length === 1);
+  await until(() => stub.modifies.length === 1, "ControllerModifyVolume in flight");
   await first.stop();
   const intent = await claimStatus(cluster, "m5");
   assert.equal(intent.modifyVolumeStatus?.status, "InProgress");
   assert.equal(intent.modifyVolumeStatus?.targetVolumeAttributesClassName, "gold");
   assert.equal(intent.currentVolumeAttributesClassName, undefined);
   runResizer(t, cluster, stub.server.path, [GATE]);
-  await waitFor(
-    "applied by the second process",
+  await until(
     async () => (await claimStatus(cluster, "m5")).currentVolumeAttributesClassName === "gold",
+    "applied by the second process",
   );
   assert.ok(stub.modifies.length >= 2);
   assert.ok(stub.modifies.every((r) => r.mutableParameters?.iops === "3000"));

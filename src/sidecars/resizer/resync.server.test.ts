@@ -12,8 +12,8 @@ import {
   setRequest,
   startCluster,
   startResizeStub,
-  waitFor,
-} from "./fixture.test.ts";
+} from "../../../test/harness/resizer.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const ADDS = /workqueue_adds_total\{name="resize-stub\.csi\.csikit\.io-pvc"\} (\d+)/;
 
@@ -34,14 +34,14 @@ test("--resync-period re-enqueues every claim periodically without expanding a f
     "--http-endpoint=127.0.0.1:0",
   ]);
   await setRequest(cluster, "a", "2Mi");
-  await waitFor("claim a at 2Mi", async () => (await claimStatus(cluster, "a")).capacity?.storage === "2Mi");
-  const url = await waitFor("endpoint", () => resizer.url);
+  await until(async () => (await claimStatus(cluster, "a")).capacity?.storage === "2Mi", "claim a at 2Mi");
+  const url = await until(() => resizer.url, "endpoint");
   const before = await adds(url);
   // No object changes from here on: only the resync can add the two claims again, each period.
-  const after = await waitFor("resyncs to add both claims again, several times", async () => {
+  const after = await until(async () => {
     const now = await adds(url);
     return now >= before + 6 ? now : undefined;
-  });
+  }, "resyncs to add both claims again, several times");
   assert.ok(after >= before + 6);
   assert.equal(stub.expands.length, 1, "one ControllerExpandVolume in all");
   assert.equal((await claimStatus(cluster, "a")).capacity?.storage, "2Mi");

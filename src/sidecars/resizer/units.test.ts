@@ -10,7 +10,7 @@ import { createMergePatch } from "../../kube/index.ts";
 import { mergeResizeConditions } from "./conditions.ts";
 import { isFinalError, isInUseError, isInfeasibleError } from "./errors.ts";
 import { planExpansion, type PlanInput } from "./expand-plan.ts";
-import { resizerFlags } from "./fixture.test.ts";
+import { resizerFlags } from "../../../test/harness/resizer.ts";
 import { RESIZER_FLAGS, resizerOptionsFromFlags } from "./index.ts";
 import { SlowSet } from "./slow-set.ts";
 

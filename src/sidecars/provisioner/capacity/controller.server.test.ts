@@ -25,9 +25,9 @@ import {
   runCapacity,
   setZone,
   summary,
-  until,
   untilObjects,
-} from "./fixture.test.ts";
+} from "../../../../test/harness/capacity.ts";
+import { until } from "../../../../test/harness/until.ts";
 
 function metricValue(text: string, name: string): number | undefined {
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));

@@ -24,9 +24,9 @@ import {
   serveHostpathDriver,
 } from "../../../drivers/hostpath/index.ts";
 import { InformerFactory } from "../../../kube/index.ts";
-import { startTestServer } from "../../../kube/fixture.test.ts";
+import { startTestServer } from "../../../../test/harness/kube-server.ts";
 import { CapacityRefresh, startCapacityController } from "./index.ts";
-import { until } from "./fixture.test.ts";
+import { until } from "../../../../test/harness/until.ts";
 
 const MiB = 1024 * 1024;
 

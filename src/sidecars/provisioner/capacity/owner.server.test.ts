@@ -20,9 +20,9 @@ import {
   capacityEnv,
   listCapacities,
   runCapacity,
-  until,
   untilObjects,
-} from "./fixture.test.ts";
+} from "../../../../test/harness/capacity.ts";
+import { until } from "../../../../test/harness/until.ts";
 
 const CRDS = { group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions" };
 const APPS = "apps.csikit.test";

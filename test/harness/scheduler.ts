@@ -2,17 +2,17 @@
 // shared informer factory, object builders and condition waits. The test plays the other roles
 // (PV controller binding claims, provisioner) by writing objects directly.
 
-import assert from "node:assert/strict";
 import {
   GVR,
   type Node,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Pod,
-} from "../../api/index.ts";
-import { InformerFactory, type KubeClient, type KubeObject } from "../../kube/index.ts";
-import { startTestServer, type TestServer } from "../../kube/fixture.test.ts";
-import { startScheduler, type SchedulerOptions } from "./index.ts";
+} from "../../src/api/index.ts";
+import { InformerFactory, type KubeClient, type KubeObject } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import { startScheduler, type SchedulerOptions } from "../../src/controllers/scheduler/index.ts";
+import { until } from "./until.ts";
 
 export const DRIVER = "hostpath.csi.k8s.io";
 
@@ -56,20 +56,6 @@ export async function startCluster(options: Partial<SchedulerOptions> = {}): Pro
       await env.stop();
     },
   };
-}
-
-export async function until<T>(
-  probe: () => Promise<T | undefined>,
-  what: string,
-  limitMs = 15_000,
-): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 export function node(name: string, labels: Record<string, string> = {}, spec: Node["spec"] = {}): Node {

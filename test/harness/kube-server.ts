@@ -1,5 +1,4 @@
-// Test fixture (no tests of its own; named *.test.ts because only test files may import the
-// API server): starts the real embedded API server on port 0 in a temp state dir and hands
+// API server fixture (test/harness, because only tests may import the API server): starts the real embedded API server on port 0 in a temp state dir and hands
 // back a KubeClient built from the kubeconfig it wrote, exactly as a sidecar would build one.
 // The server serves its built-in kinds (configmaps, events, leases, ...), with their real
 // defaults and validation.
@@ -7,10 +6,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { silentLogger } from "../base/index.ts";
-import { FaultInjector, startApiServer, type ApiServerHandle } from "../apiserver/index.ts";
-import { KubeClient, loadKubeConfig, type KubeClientOptions } from "./client.ts";
-import type { GroupVersionResource } from "./types.ts";
+import { after, before } from "node:test";
+import { silentLogger } from "../../src/base/index.ts";
+import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
+import { KubeClient, loadKubeConfig, type KubeClientOptions } from "../../src/kube/index.ts";
+import type { GroupVersionResource } from "../../src/kube/index.ts";
 
 export const CONFIGMAPS: GroupVersionResource = {
   group: "",
@@ -70,4 +70,41 @@ export async function startTestServer(
       await rm(stateDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One server (and a client of it) for a whole test file: started before its first test. */
+export interface SharedServer {
+  readonly server: TestServer;
+  readonly client: KubeClient;
+}
+
+/**
+ * Starts one API server for the whole file in a `before` hook and stops it in an `after` hook;
+ * `then` runs once the server is up (to start what the file's tests share, stopped by the
+ * function it returns, before the server).
+ */
+export function sharedTestServer(then?: (shared: SharedServer) => () => Promise<void>): SharedServer {
+  let server: TestServer | undefined;
+  let client: KubeClient | undefined;
+  let stopThen: (() => Promise<void>) | undefined;
+  const shared: SharedServer = {
+    get server() {
+      if (!server) throw new Error("sharedTestServer: the server starts in the file's before hook");
+      return server;
+    },
+    get client() {
+      if (!client) throw new Error("sharedTestServer: the server starts in the file's before hook");
+      return client;
+    },
+  };
+  before(async () => {
+    server = await startTestServer();
+    client = server.client();
+    stopThen = then?.(shared);
+  });
+  after(async () => {
+    await stopThen?.();
+    await server?.stop();
+  });
+  return shared;
 }

@@ -3,7 +3,6 @@
 // claims and scheduled pods, and condition waits. The test plays the attacher (VA status), the
 // node agent (volumesInUse) and the PV controller (bound claims) by writing objects.
 
-import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import {
   GVR,
@@ -11,10 +10,15 @@ import {
   type PersistentVolumeClaim,
   type Pod,
   type VolumeAttachment,
-} from "../../api/index.ts";
-import { InformerFactory, type KubeClient, type KubeObject } from "../../kube/index.ts";
-import { startTestServer, type TestServer } from "../../kube/fixture.test.ts";
-import { startAttachDetachController, type AttachDetachOptions } from "./index.ts";
+} from "../../src/api/index.ts";
+import { InformerFactory, type KubeClient, type KubeObject } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import {
+  startAttachDetachController,
+  type AttachDetachOptions,
+} from "../../src/controllers/attachdetach/index.ts";
+import { until } from "./until.ts";
+import { defer } from "./cleanup.ts";
 
 export const DRIVER = "hostpath.csi.k8s.io";
 export const MANAGED = { "volumes.kubernetes.io/controller-managed-attach-detach": "true" };
@@ -50,7 +54,7 @@ export async function startEnv(t: TestContext): Promise<Env> {
   const env: TestServer = await startTestServer();
   const client = env.client();
   const running: Running[] = [];
-  t.after(async () => {
+  defer(t, async () => {
     for (const controller of running.reverse()) await controller.stop();
     client.close();
     await env.stop();
@@ -63,20 +67,6 @@ export async function startEnv(t: TestContext): Promise<Env> {
       return controller;
     },
   };
-}
-
-export async function until<T>(
-  probe: () => Promise<T | undefined>,
-  what: string,
-  limitMs = 15_000,
-): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** A node; `ready` sets its Ready condition (status written through the status subresource). */

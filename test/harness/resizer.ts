@@ -1,4 +1,4 @@
-// Test fixture for the resizer (no tests of its own; *.test.ts because only tests may import the
+// Test fixture for the resizer (test/harness, because only tests may import the
 // API server and the hostpath driver). It reuses the provisioner's fixture (the real embedded API
 // server, `csikit hostpath`'s server, LIFO `defer`, bounded `waitFor`) and adds: the resizer
 // started in-process from real command-line flags, a scripted CSI driver whose expansion and
@@ -7,33 +7,31 @@
 
 import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags, type Logger } from "../../base/index.ts";
-import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../../api/index.ts";
+import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags, type Logger } from "../../src/base/index.ts";
+import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../../src/api/index.ts";
 import {
   serveCsi,
   type CallContext,
   type ControllerExpandVolumeRequest,
   type ControllerModifyVolumeRequest,
   type CsiServer,
-} from "../../csi/index.ts";
-import { defer, getClaim, type Cluster } from "../provisioner/fixture.test.ts";
-import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "./index.ts";
+} from "../../src/csi/index.ts";
+import { getClaim, type Cluster } from "./provisioner.ts";
+import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../../src/sidecars/resizer/index.ts";
+import { defer } from "./cleanup.ts";
 
 export {
   CsiError,
   GrpcStatus,
   createClass,
-  defer,
   events,
   getClaim,
   getVolume,
   startCluster,
   startHostpath,
-  tempDir,
   untilCancelled,
-  waitFor,
   type Cluster,
-} from "../provisioner/fixture.test.ts";
+} from "./provisioner.ts";
 
 export const STUB = "resize-stub.csi.csikit.io";
 

@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isNotFound } from "../../src/kube/index.ts";
+import { kubectlMissing } from "./kubectl.ts";
 
 export const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -15,7 +16,7 @@ export const isRoot = process.getuid?.() === 0;
 export const canNamespace = isRoot
   ? spawnSync("unshare", ["--version"]).status === 0
   : spawnSync("unshare", ["-rm", "true"]).status === 0;
-export const hasKubectl = spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+export const hasKubectl = !kubectlMissing();
 export const SKIP = canNamespace
   ? false
   : "needs unshare (root: mount namespace; otherwise user + mount namespace)";
@@ -41,25 +42,6 @@ export function startUp(stateDir: string, extra: string[] = []): UpProcess {
   child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   return { child, output: () => text, exited };
-}
-
-export async function until<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined> | T | undefined,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /**
@@ -109,11 +91,6 @@ export async function stopUp(up: UpProcess | undefined, stateDir: string): Promi
   clearTimeout(timer);
   for (const pid of Object.values(await pids(stateDir).catch(() => ({}))))
     if (alive(pid)) process.kill(pid, "SIGKILL");
-}
-
-export function kubectl(kubeconfig: string, args: string[]): { status: number | null; out: string } {
-  const run = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], { encoding: "utf8" });
-  return { status: run.status, out: (run.stdout ?? "") + (run.stderr ?? "") };
 }
 
 export async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {

@@ -1,5 +1,5 @@
-// Test fixture for the attacher (no tests of its own; *.test.ts because only tests may import
-// the API server and the hostpath driver): the real embedded API server and a real driver on a
+// Test fixture for the attacher (test/harness: tests may import the API server and the hostpath
+// driver; components may not): the real embedded API server and a real driver on a
 // Unix socket — hostpath's server, or a scripted controller where failures must be injected —
 // the attacher started in-process from real command-line flags, and builders for what the
 // attacher reads (CSINode, PV, VolumeAttachment as the attach/detach controller creates it).
@@ -7,14 +7,14 @@
 
 import type { TestContext } from "node:test";
 import { join } from "node:path";
-import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags } from "../../base/index.ts";
+import { Flags, LOGGING_FLAGS, memoryLogger, parseFlags } from "../../src/base/index.ts";
 import {
   GVR,
   type CSINode,
   type PersistentVolume,
   type PersistentVolumeSpec,
   type VolumeAttachment,
-} from "../../api/index.ts";
+} from "../../src/api/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -24,19 +24,18 @@ import {
   type ControllerServiceCapability_RPC_Type,
   type ControllerUnpublishVolumeRequest,
   type CsiServer,
-} from "../../csi/index.ts";
-import { isNotFound, type KubeClient } from "../../kube/index.ts";
-import { defer, type Cluster } from "../provisioner/fixture.test.ts";
-import { ATTACHER_FLAGS, attacherOptionsFromFlags, startAttacher, type AttacherHandle } from "./index.ts";
+} from "../../src/csi/index.ts";
+import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
+import { type Cluster } from "./provisioner.ts";
+import {
+  ATTACHER_FLAGS,
+  attacherOptionsFromFlags,
+  startAttacher,
+  type AttacherHandle,
+} from "../../src/sidecars/attacher/index.ts";
+import { defer } from "./cleanup.ts";
 
-export {
-  defer,
-  startCluster,
-  startHostpath,
-  tempDir,
-  waitFor,
-  type Cluster,
-} from "../provisioner/fixture.test.ts";
+export { startCluster, startHostpath, type Cluster } from "./provisioner.ts";
 export { CsiError, GrpcStatus };
 
 export const HOSTPATH = "hostpath.csi.k8s.io";

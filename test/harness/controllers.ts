@@ -3,7 +3,6 @@
 // that runs loops from the registry until the test ends. Tests play the provisioner's and the
 // kubelet's roles by writing objects directly.
 
-import assert from "node:assert/strict";
 import {
   GVR,
   type Node,
@@ -12,31 +11,23 @@ import {
   type PersistentVolumeSpec,
   type Pod,
   type StorageClass,
-} from "../api/index.ts";
-import { silentLogger } from "../base/index.ts";
-import { isNotFound, type CoreEvent, type KubeClient, type KubeObject, CORE_EVENTS } from "../kube/index.ts";
-import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
-import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "./run.ts";
+} from "../../src/api/index.ts";
+import { silentLogger } from "../../src/base/index.ts";
+import {
+  isNotFound,
+  type CoreEvent,
+  type KubeClient,
+  type KubeObject,
+  CORE_EVENTS,
+} from "../../src/kube/index.ts";
+import { sharedTestServer, startTestServer, type TestServer } from "./kube-server.ts";
+import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "../../src/controllers/index.ts";
+import { until } from "./until.ts";
 
-export { startTestServer, type TestServer };
+export { sharedTestServer, startTestServer, type TestServer };
 
 export const NS = "default";
 export const DRIVER = "hostpath.csi.k8s.io";
-
-/** Polls `probe` until it returns a value other than undefined/false, or fails after `limitMs`. */
-export async function until<T>(
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  what: string,
-  limitMs = 20_000,
-): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** Runs the named loops (all by default) until the returned stop() is awaited. */
 export function runLoops(
@@ -176,7 +167,7 @@ export async function waitClaimBound(
       return claim?.status?.phase === "Bound" ? claim : undefined;
     },
     `claim ${name} Bound`,
-    limitMs,
+    { timeoutMs: limitMs },
   );
 }
 

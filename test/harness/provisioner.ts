@@ -1,4 +1,4 @@
-// Test fixture for the provisioner (no tests of its own; *.test.ts because only tests may import
+// Test fixture for the provisioner (test/harness, because only tests may import
 // the API server and the hostpath driver): the real embedded API server, a real driver on a Unix
 // socket (`csikit hostpath`'s server, or a scripted stub where failures must be injected), the
 // provisioner started in-process from real command-line flags, and helpers that play the PV
@@ -6,8 +6,6 @@
 // (CSINode, Node labels). Everything is torn down through `defer`, also on failure, last
 // registered first, so a temp dir goes only after the servers writing into it have stopped.
 
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import {
@@ -17,15 +15,15 @@ import {
   parseFlags,
   silentLogger,
   type Logger,
-} from "../../base/index.ts";
+} from "../../src/base/index.ts";
 import {
   GVR,
   type CoreEvent,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type StorageClass,
-} from "../../api/index.ts";
-import { FaultInjector, startApiServer, type ApiServerHandle } from "../../apiserver/index.ts";
+} from "../../src/api/index.ts";
+import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -33,47 +31,19 @@ import {
   type CallContext,
   type CreateVolumeRequest,
   type CsiServer,
-} from "../../csi/index.ts";
-import { serveHostpathDriver, type HostpathServer } from "../../drivers/index.ts";
-import { KubeClient, isNotFound, loadKubeConfig } from "../../kube/index.ts";
-import { PROVISIONER_FLAGS, provisionerOptionsFromFlags, startProvisioner } from "./index.ts";
+} from "../../src/csi/index.ts";
+import { serveHostpathDriver, type HostpathServer } from "../../src/drivers/index.ts";
+import { KubeClient, isNotFound, loadKubeConfig } from "../../src/kube/index.ts";
+import {
+  PROVISIONER_FLAGS,
+  provisionerOptionsFromFlags,
+  startProvisioner,
+} from "../../src/sidecars/provisioner/index.ts";
+import { until } from "./until.ts";
+import { defer, tempDir } from "./cleanup.ts";
 
 export const HOSTPATH = "hostpath.csi.k8s.io";
 export const STUB = "stub.csi.csikit.io";
-
-const cleanups = new WeakMap<TestContext, (() => unknown)[]>();
-
-/**
- * Registers a cleanup that runs after the test in reverse order of registration (as Go's
- * t.Cleanup; node:test runs t.after hooks first-registered first). Every cleanup runs even
- * when one fails; the first failure is reported.
- */
-export function defer(t: TestContext, cleanup: () => unknown): void {
-  let stack = cleanups.get(t);
-  if (!stack) {
-    const list: (() => unknown)[] = [];
-    cleanups.set(t, list);
-    stack = list;
-    t.after(async () => {
-      const failures: unknown[] = [];
-      for (const run of list.reverse()) {
-        try {
-          await run();
-        } catch (error) {
-          failures.push(error);
-        }
-      }
-      if (failures.length > 0) throw new AggregateError(failures, "test cleanup failed");
-    });
-  }
-  stack.push(cleanup);
-}
-
-export async function tempDir(t: TestContext, prefix = "csikit-prov-"): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 export interface Cluster {
   server: ApiServerHandle;
@@ -85,7 +55,7 @@ export interface Cluster {
 
 /** The API server without admission plugins (no pvc-protection: nothing here removes it). */
 export async function startCluster(t: TestContext): Promise<Cluster> {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, "csikit-prov-");
   const controller = new AbortController();
   const faults = new FaultInjector();
   const server = await startApiServer(
@@ -263,28 +233,6 @@ export function runProvisioner(
   return running;
 }
 
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs}ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 export async function createClass(
   cluster: Cluster,
   name: string,
@@ -358,7 +306,9 @@ export function waitForVolume(
   claim: PersistentVolumeClaim,
   timeoutMs?: number,
 ): Promise<PersistentVolume> {
-  return waitFor(`PV of claim ${claim.metadata?.name}`, () => getVolume(cluster, pvNameOf(claim)), timeoutMs);
+  return until(() => getVolume(cluster, pvNameOf(claim)), `PV of claim ${claim.metadata?.name}`, {
+    timeoutMs: timeoutMs,
+  });
 }
 
 /** The PV controller's bind: claim.spec.volumeName + phases Bound. */

@@ -2,24 +2,16 @@
 // that are closed when the test ends, and a gRPC status-code matcher for assert.rejects.
 
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { errorMessage } from "../base/index.ts";
-import { CsiClient, serveCsi, type CsiServer, type CsiServerOptions } from "./index.ts";
+import { errorMessage } from "../../src/base/index.ts";
+import { CsiClient, serveCsi, type CsiServer, type CsiServerOptions } from "../../src/csi/index.ts";
+import { defer } from "./cleanup.ts";
 
 /** A fresh temp dir, removed when the test ends. */
-export async function tempDir(t: TestContext, prefix = "csikit-csi-"): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 /** serveCsi, closed when the test ends. */
 export async function serve(t: TestContext, options: CsiServerOptions): Promise<CsiServer> {
   const server = await serveCsi(options);
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return server;
 }
 
@@ -30,7 +22,7 @@ export function connect(
   options?: Parameters<typeof CsiClient.connect>[1],
 ): CsiClient {
   const client = CsiClient.connect(endpoint, options);
-  t.after(() => client.close());
+  defer(t, () => client.close());
   return client;
 }
 

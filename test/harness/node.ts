@@ -1,12 +1,11 @@
-// Test fixture of the virtual node (no tests of its own; *.test.ts so it may import the API
+// Test fixture of the virtual node (test/harness, so it may import the API
 // server): a real API server, a node agent started in-process on a temp root dir, the real
 // registrar (and, for what it cannot do on demand — refusals, other plugin types — a
 // registration socket served the way an upstream csi-node-driver-registrar serves it), a
 // scripted CSI node server that records what it is asked, object builders, and bounded waits.
 
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import type {
@@ -16,9 +15,9 @@ import type {
   PersistentVolumeClaim,
   Pod,
   VolumeAttachment,
-} from "../api/index.ts";
-import { GVR } from "../api/index.ts";
-import { errorMessage, silentLogger } from "../base/index.ts";
+} from "../../src/api/index.ts";
+import { GVR } from "../../src/api/index.ts";
+import { errorMessage, silentLogger } from "../../src/base/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -27,54 +26,17 @@ import {
   type NodeService,
   type NodeServiceCapability_RPC_Type,
   type RegistrationStatus,
-} from "../csi/index.ts";
-import { isNotFound, type KubeClient } from "../kube/index.ts";
-import { startTestServer, type TestServer } from "../kube/fixture.test.ts";
-import { startRegistrar } from "../sidecars/registrar/index.ts";
-import { startNode, type NodeOptions } from "./index.ts";
-
-export async function tempDir(t: TestContext, prefix = "csikit-node-"): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  // A check that never settles (a request with no deadline of its own) must not outlive the
-  // bound: each check races the deadline.
-  let expire: () => void = () => undefined;
-  const expired = new Promise<"expired">((resolve) => (expire = () => resolve("expired")));
-  const timer = setTimeout(expire, timeoutMs);
-  try {
-    for (;;) {
-      try {
-        const value = await Promise.race([Promise.resolve().then(check), expired]);
-        if (value === "expired") throw new Error(`timed out waiting for ${what}: a check did not settle`);
-        if (value !== undefined && value !== false) return value;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        last = error;
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`timed out waiting for ${what}${last ? `: ${errorMessage(last)}` : ""}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-}
+} from "../../src/csi/index.ts";
+import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import { startRegistrar } from "../../src/sidecars/registrar/index.ts";
+import { startNode, type NodeOptions } from "../../src/node/index.ts";
+import { until } from "./until.ts";
+import { defer } from "./cleanup.ts";
 
 export async function testServer(t: TestContext): Promise<TestServer> {
   const server = await startTestServer();
-  t.after(() => server.stop());
+  defer(t, () => server.stop());
   return server;
 }
 
@@ -112,7 +74,7 @@ export async function runNode(
     controller.abort();
     await done;
   };
-  t.after(stop);
+  defer(t, stop);
   await Promise.race([isReady, done]);
   return { stop, done };
 }
@@ -142,16 +104,16 @@ export async function runRealRegistrar(
   );
   let failure: Error | undefined;
   done.catch((error: unknown) => (failure = error instanceof Error ? error : new Error(String(error))));
-  t.after(async () => {
+  defer(t, async () => {
     controller.abort();
     await done.catch(() => undefined);
   });
-  await waitFor("driver registered in CSINode", async () => {
+  await until(async () => {
     if (failure !== undefined) throw failure;
     if (driverName === "") return false;
     const csiNode = await client.get<CSINode>(GVR.csiNodes, options.nodeName).catch(() => undefined);
     return csiNode?.spec.drivers.some((d) => d.name === driverName);
-  });
+  }, "driver registered in CSINode");
 }
 
 /** A registration socket answering like csi-node-driver-registrar v2 (GetInfo + status record). */
@@ -188,7 +150,7 @@ export async function serveRegistration(
     },
     shutdownGraceMs: 1000,
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return { server, statuses };
 }
 
@@ -284,7 +246,7 @@ export async function serveScriptedNode(
     node,
     shutdownGraceMs: 1000,
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   return {
     server,
     calls,

@@ -4,8 +4,6 @@
 // informer factory that is stopped when the test ends.
 
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { Registry } from "prom-client";
@@ -16,12 +14,17 @@ import {
   type Node,
   type StorageClass,
   type VolumeBindingMode,
-} from "../../../api/index.ts";
-import { FakeClock } from "../../../base/index.ts";
-import { CsiClient, CsiError, GrpcStatus, serveCsi, type GetCapacityRequest } from "../../../csi/index.ts";
-import { InformerFactory, WorkQueueMetrics, type KubeClient } from "../../../kube/index.ts";
-import { startTestServer, type TestServer } from "../../../kube/fixture.test.ts";
-import { startCapacityController, type CapacityControllerOptions } from "./index.ts";
+} from "../../src/api/index.ts";
+import { FakeClock } from "../../src/base/index.ts";
+import { CsiClient, CsiError, GrpcStatus, serveCsi, type GetCapacityRequest } from "../../src/csi/index.ts";
+import { InformerFactory, WorkQueueMetrics, type KubeClient } from "../../src/kube/index.ts";
+import { startTestServer, type TestServer } from "./kube-server.ts";
+import {
+  startCapacityController,
+  type CapacityControllerOptions,
+} from "../../src/sidecars/provisioner/index.ts";
+import { until } from "./until.ts";
+import { defer, tempDir } from "./cleanup.ts";
 
 export const DRIVER = "capacity.csikit.test";
 export const ZONE = "topology.csikit.test/zone";
@@ -42,10 +45,9 @@ export interface CapacityEnv {
 
 export async function capacityEnv(t: TestContext): Promise<CapacityEnv> {
   const api = await startTestServer();
-  t.after(() => api.stop());
+  defer(t, () => api.stop());
   const client = api.client();
-  const dir = await mkdtemp(join(tmpdir(), "csikit-capacity-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, "csikit-capacity-");
   const table = new Map<string, { available: bigint; maximum?: bigint }>();
   const requests: GetCapacityRequest[] = [];
   const failures = new Map<string, number>();
@@ -70,9 +72,9 @@ export async function capacityEnv(t: TestContext): Promise<CapacityEnv> {
       },
     },
   });
-  t.after(() => server.close());
+  defer(t, () => server.close());
   const csi = CsiClient.connect(endpoint);
-  t.after(() => csi.close());
+  defer(t, () => csi.close());
   await client.create(GVR.namespaces, { metadata: { name: NAMESPACE } });
   return { api, client, csi, table, requests, failures };
 }
@@ -153,23 +155,8 @@ export function runCapacity(
     })();
     return stopped;
   };
-  t.after(stop);
+  defer(t, stop);
   return { clock, registry, stop };
-}
-
-export async function until<T>(
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  what: string,
-  limitMs = 20_000,
-): Promise<T> {
-  const start = Date.now();
-  let last: unknown;
-  for (;;) {
-    last = await probe();
-    if (last !== undefined && last !== false) return last as T;
-    if (Date.now() - start > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 export async function listCapacities(

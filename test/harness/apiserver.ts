@@ -1,15 +1,18 @@
 // Test support for the API server's own tests: a server on port 0 over a temp state directory
-// (removed afterwards), a raw HTTPS client that trusts the generated CA, and kubectl runs
-// against the generated kubeconfig. Imported only by *.test.ts files.
+// (removed afterwards) and a raw HTTPS client that trusts the generated CA (kubectl runs are
+// kubectl.ts's, with handle.kubeconfigPath).
 
-import { execFile } from "node:child_process";
 import { request as httpsRequest } from "node:https";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { silentLogger } from "../../base/index.ts";
-import { createBuiltinRegistry } from "../registry.ts";
-import { startApiServer, type ApiServerHandle, type ApiServerOptions } from "../server.ts";
+import { silentLogger } from "../../src/base/index.ts";
+import {
+  createBuiltinRegistry,
+  startApiServer,
+  type ApiServerHandle,
+  type ApiServerOptions,
+} from "../../src/apiserver/index.ts";
 
 export interface TestServer {
   handle: ApiServerHandle;
@@ -106,40 +109,5 @@ export function raw(handle: ApiServerHandle, options: RawRequest): Promise<RawRe
     req.on("error", reject);
     if (options.body !== undefined) req.write(options.body);
     req.end();
-  });
-}
-
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the machine's kubectl against the server's kubeconfig. */
-export function kubectl(
-  handle: ApiServerHandle,
-  args: readonly string[],
-  input?: string,
-): Promise<KubectlResult> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      "kubectl",
-      [
-        "--kubeconfig",
-        handle.kubeconfigPath,
-        "--cache-dir",
-        join(handle.kubeconfigPath, "..", "kubectl-cache"),
-        ...args,
-      ],
-      { timeout: 60_000 },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code !== "number") {
-          reject(new Error(`kubectl ${args.join(" ")} could not run: ${error.message}`));
-          return;
-        }
-        resolve({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr });
-      },
-    );
-    if (input !== undefined) child.stdin?.end(input);
   });
 }
