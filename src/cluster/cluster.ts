@@ -10,14 +10,7 @@ import { access, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GVR, type CSINode, type Node } from "../api/index.ts";
-import {
-  errorMessage,
-  whenAborted,
-  type Logger,
-  CsikitError,
-  FlagError,
-  AbortedError,
-} from "../base/index.ts";
+import { errorMessage, whenAborted, type Logger, CsikitError, FlagError } from "../base/index.ts";
 import type { CsiServer } from "../csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../kube/index.ts";
 import {
@@ -43,6 +36,7 @@ import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec }
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
+import { pollUntil } from "./poll.ts";
 import { watchVolumeEvents } from "./volume-events.ts";
 
 export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
@@ -104,31 +98,6 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-/** Polls `check` every 100 ms until it returns true, the deadline passes (throws) or signal aborts. */
-async function poll(
-  what: string,
-  timeoutMs: number,
-  signal: AbortSignal,
-  check: () => Promise<boolean>,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (!signal.aborted) {
-    try {
-      if (await check()) return;
-    } catch (error) {
-      last = errorMessage(error);
-    }
-    if (Date.now() > deadline)
-      throw new CsikitError(
-        "CSIKIT_ERR_TIMEOUT",
-        `timed out after ${seconds(timeoutMs)} waiting for ${what}${last ? `: ${last}` : ""}`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new AbortedError(`stopped while waiting for ${what}`);
 }
 
 function csiDriverManifest(name: string, attachRequired: boolean): Manifest {
@@ -287,7 +256,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       ],
     });
     const readyTimeout = options.readyTimeoutMs ?? 120_000;
-    await poll("the API server", readyTimeout, signal, async () => {
+    await pollUntil("the API server", readyTimeout, signal, async () => {
       if ((supervisor.get("apiserver")?.starts ?? 0) > 3)
         throw new CsikitError(
           "CSIKIT_ERR_COMPONENT",
@@ -352,7 +321,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
         );
     print(`starting ${instances.length + 1} processes (logs in ${layout.logsDir}/)…`);
     const pending = new Set(record.nodes.map((n) => n.name));
-    await poll("every node Ready with its driver registered", readyTimeout, signal, async () => {
+    await pollUntil("every node Ready with its driver registered", readyTimeout, signal, async () => {
       for (const name of [...pending]) {
         if (await nodeReady(client, name, driverName)) {
           pending.delete(name);

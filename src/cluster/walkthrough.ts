@@ -20,12 +20,13 @@ import {
   type StorageClass,
   type VolumeAttachment,
 } from "../api/index.ts";
-import { errorMessage, CsikitError, AbortedError } from "../base/index.ts";
+import { CsikitError } from "../base/index.ts";
 import { isNotFound } from "../kube/index.ts";
 import { KubeletPaths } from "../node/index.ts";
 import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
+import { pollUntil } from "./poll.ts";
 
 const NAMESPACE = "default";
 const CLASS = "walkthrough";
@@ -47,28 +48,6 @@ export interface WalkthroughOptions {
   which?: Walkthrough;
   /** Bound of each step, ms. Default 60000. */
   stepTimeoutMs?: number;
-}
-
-async function until<T>(
-  what: string,
-  timeoutMs: number,
-  signal: AbortSignal,
-  probe: () => Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  for (;;) {
-    if (signal.aborted) throw new AbortedError(`stopped while waiting for ${what}`);
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = errorMessage(error);
-    }
-    if (Date.now() > deadline)
-      throw new CsikitError("CSIKIT_ERR_TIMEOUT", `timed out waiting for ${what}${last ? ` (${last})` : ""}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {
@@ -111,11 +90,11 @@ export async function runWalkthrough(
 
   // Leftovers of an interrupted earlier walkthrough would make the creates below fail.
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE }).catch(() => {});
-  await until("an earlier walkthrough pod to go", timeout, signal, () =>
+  await pollUntil("an earlier walkthrough pod to go", timeout, signal, () =>
     gone(() => client.get(GVR.pods, POD, { namespace: NAMESPACE })),
   );
   await client.delete(GVR.persistentVolumeClaims, CLAIM, { namespace: NAMESPACE }).catch(() => {});
-  await until("an earlier walkthrough claim to go", timeout, signal, () =>
+  await pollUntil("an earlier walkthrough claim to go", timeout, signal, () =>
     gone(() => client.get(GVR.persistentVolumeClaims, CLAIM, { namespace: NAMESPACE })),
   );
 
@@ -145,7 +124,7 @@ export async function runWalkthrough(
   const volume = await timed(
     `claim ${CLAIM} created and bound: CreateVolume by the provisioner`,
     async () => {
-      const claim = await until("the claim to be bound", timeout, signal, async () => {
+      const claim = await pollUntil("the claim to be bound", timeout, signal, async () => {
         const c = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, CLAIM, {
           namespace: NAMESPACE,
         });
@@ -170,7 +149,7 @@ export async function runWalkthrough(
   const scheduled = await timed(
     `pod ${POD} created and scheduled`,
     () =>
-      until("the pod to be scheduled", timeout, signal, async () => {
+      pollUntil("the pod to be scheduled", timeout, signal, async () => {
         const pod = await client.get<Pod>(GVR.pods, POD, { namespace: NAMESPACE });
         return pod.spec?.nodeName ? pod : undefined;
       }),
@@ -181,7 +160,7 @@ export async function runWalkthrough(
   const paths = new KubeletPaths(cluster.layout.rootOf(nodeName));
   if (cluster.attachRequired)
     await timed("volume attached: ControllerPublishVolume by the attacher", () =>
-      until("the VolumeAttachment to be attached", timeout, signal, async () => {
+      pollUntil("the VolumeAttachment to be attached", timeout, signal, async () => {
         const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
         return list.items.find(
           (a) =>
@@ -199,16 +178,16 @@ export async function runWalkthrough(
     (await mountsUnder(cluster.layout.nodesDir)).includes(path) ? true : undefined;
   await timed(
     "volume staged: NodeStageVolume by the node agent",
-    () => until("the staging mount", timeout, signal, () => mounted(staging)),
+    () => pollUntil("the staging mount", timeout, signal, () => mounted(staging)),
     () => staging,
   );
   await timed(
     "volume published: NodePublishVolume by the node agent",
-    () => until("the publish mount", timeout, signal, () => mounted(target)),
+    () => pollUntil("the publish mount", timeout, signal, () => mounted(target)),
     () => target,
   );
   await timed("pod Running", () =>
-    until("the pod to run", timeout, signal, async () => {
+    pollUntil("the pod to run", timeout, signal, async () => {
       const pod = await client.get<Pod>(GVR.pods, POD, { namespace: NAMESPACE });
       return pod.status?.phase === "Running" ? pod : undefined;
     }),
@@ -236,7 +215,7 @@ export async function runWalkthrough(
 
   await growClaim(
     cluster,
-    { timed, until: (what, probe) => until(what, timeout, signal, probe) },
+    { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
     {
       pvName,
       target,
@@ -246,7 +225,7 @@ export async function runWalkthrough(
 
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE });
   await timed("pod deleted: NodeUnpublishVolume by the node agent", async () => {
-    await until("the pod to go", timeout, signal, () =>
+    await pollUntil("the pod to go", timeout, signal, () =>
       gone(() => client.get(GVR.pods, POD, { namespace: NAMESPACE })),
     );
     if ((await mountsUnder(cluster.layout.nodesDir)).includes(target))
@@ -255,18 +234,18 @@ export async function runWalkthrough(
   const unmounted = async (path: string): Promise<true | undefined> =>
     (await mountsUnder(cluster.layout.nodesDir)).includes(path) ? undefined : true;
   await timed("volume unstaged: NodeUnstageVolume by the node agent", () =>
-    until("the staging mount to go", timeout, signal, () => unmounted(staging)),
+    pollUntil("the staging mount to go", timeout, signal, () => unmounted(staging)),
   );
   if (cluster.attachRequired)
     await timed("volume detached: ControllerUnpublishVolume, VolumeAttachment gone", () =>
-      until("the VolumeAttachment to go", timeout, signal, async () => {
+      pollUntil("the VolumeAttachment to go", timeout, signal, async () => {
         const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
         return list.items.some((a) => a.spec?.source?.persistentVolumeName === pvName) ? undefined : true;
       }),
     );
   await client.delete(GVR.persistentVolumeClaims, CLAIM, { namespace: NAMESPACE });
   await timed("claim deleted: DeleteVolume by the provisioner, PV gone", () =>
-    until("the PV to go", timeout, signal, () => gone(() => client.get(GVR.persistentVolumes, pvName))),
+    pollUntil("the PV to go", timeout, signal, () => gone(() => client.get(GVR.persistentVolumes, pvName))),
   );
   await client.delete(GVR.storageClasses, CLASS).catch(() => {});
   options.print("walkthrough done: every step passed");

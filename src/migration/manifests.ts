@@ -20,6 +20,7 @@ import {
   translateInTreePVToCSI,
   translateInTreeStorageClassToCSI,
 } from "./translator.ts";
+import { isRecord } from "../base/index.ts";
 
 export type MigrationDirection = "csi" | "in-tree";
 
@@ -39,20 +40,16 @@ export interface ManifestTranslation {
 
 type Obj = Record<string, unknown>;
 
-function isObject(value: unknown): value is Obj {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function isPersistentVolume(obj: unknown): obj is PersistentVolume {
-  return isObject(obj) && obj.kind === "PersistentVolume" && isObject(obj.spec);
+  return isRecord(obj) && obj.kind === "PersistentVolume" && isRecord(obj.spec);
 }
 
 function isStorageClass(obj: unknown): obj is StorageClass {
-  return isObject(obj) && obj.kind === "StorageClass" && typeof obj.provisioner === "string";
+  return isRecord(obj) && obj.kind === "StorageClass" && typeof obj.provisioner === "string";
 }
 
 function describe(obj: Obj): string {
-  const meta = isObject(obj.metadata) ? obj.metadata : {};
+  const meta = isRecord(obj.metadata) ? obj.metadata : {};
   const ns = typeof meta.namespace === "string" && meta.namespace !== "" ? `${meta.namespace}/` : "";
   const name = typeof meta.name === "string" ? meta.name : "";
   return `${typeof obj.kind === "string" ? obj.kind : "object"} ${JSON.stringify(ns + name)}`;
@@ -60,33 +57,33 @@ function describe(obj: Obj): string {
 
 /** The pod spec of a Pod or of a workload's pod template. */
 function podSpecOf(obj: Obj): Obj | undefined {
-  const spec = isObject(obj.spec) ? obj.spec : undefined;
+  const spec = isRecord(obj.spec) ? obj.spec : undefined;
   if (spec === undefined) return undefined;
   switch (obj.kind) {
     case "Pod":
       return spec;
     case "PodTemplate":
-      return isObject(obj.template) && isObject(obj.template.spec) ? obj.template.spec : undefined;
+      return isRecord(obj.template) && isRecord(obj.template.spec) ? obj.template.spec : undefined;
     case "CronJob": {
-      const job = isObject(spec.jobTemplate) ? spec.jobTemplate : undefined;
+      const job = isRecord(spec.jobTemplate) ? spec.jobTemplate : undefined;
       const template =
-        job !== undefined && isObject(job.spec) && isObject(job.spec.template)
+        job !== undefined && isRecord(job.spec) && isRecord(job.spec.template)
           ? job.spec.template
           : undefined;
-      return template !== undefined && isObject(template.spec) ? template.spec : undefined;
+      return template !== undefined && isRecord(template.spec) ? template.spec : undefined;
     }
     default:
-      return isObject(spec.template) && isObject(spec.template.spec) ? spec.template.spec : undefined;
+      return isRecord(spec.template) && isRecord(spec.template.spec) ? spec.template.spec : undefined;
   }
 }
 
 function inlineVolumesToCSI(obj: Obj, out: ManifestTranslation): void {
   const podSpec = podSpecOf(obj);
   const volumes = podSpec !== undefined && Array.isArray(podSpec.volumes) ? podSpec.volumes : [];
-  const meta = isObject(obj.metadata) ? obj.metadata : {};
+  const meta = isRecord(obj.metadata) ? obj.metadata : {};
   const namespace = typeof meta.namespace === "string" ? meta.namespace : "";
   for (const volume of volumes) {
-    if (!isObject(volume) || !isInlineMigratable(volume as Volume)) continue;
+    if (!isRecord(volume) || !isInlineMigratable(volume as Volume)) continue;
     const pv = translateInTreeInlineVolumeToCSI(volume as Volume, namespace);
     out.objects.push({
       object: { apiVersion: "v1", kind: "PersistentVolume", ...pv },
@@ -99,7 +96,7 @@ function inlineVolumesToCSI(obj: Obj, out: ManifestTranslation): void {
 function translateOne(obj: Obj, to: MigrationDirection, out: ManifestTranslation): void {
   if (obj.kind === "List" && Array.isArray(obj.items)) {
     const inner: ManifestTranslation = { objects: [], translated: 0, notes: out.notes };
-    for (const item of obj.items) if (isObject(item)) translateOne(item, to, inner);
+    for (const item of obj.items) if (isRecord(item)) translateOne(item, to, inner);
     out.objects.push({ object: { ...obj, items: inner.objects.map((o) => o.object) } });
     out.translated += inner.translated;
     return;
@@ -157,7 +154,7 @@ export function translateManifests(
   const out: ManifestTranslation = { objects: [], translated: 0, notes: [] };
   documents.forEach((doc, index) => {
     if (doc === null || doc === undefined) return;
-    if (!isObject(doc)) throw new TranslationError(`document ${index + 1}: not a Kubernetes object`);
+    if (!isRecord(doc)) throw new TranslationError(`document ${index + 1}: not a Kubernetes object`);
     try {
       translateOne(doc, to, out);
     } catch (error) {

@@ -6,6 +6,7 @@
 import type { CSIPersistentVolumeSource, PersistentVolume, Volume } from "../api/index.ts";
 import { TranslationError } from "./errors.ts";
 import type { InTreeSourceField } from "./types.ts";
+import { isRecord } from "../base/index.ts";
 
 export const FSTYPE_PARAM = "fstype";
 /** The StorageClass parameter the external-provisioner strips and uses as the fsType. */
@@ -17,10 +18,6 @@ export function describePV(pv: PersistentVolume): string {
 
 export function describeVolume(volume: Volume): string {
   return `volume ${JSON.stringify(volume.name ?? "")}`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The in-tree source object under field, or a TranslationError naming owner and field. */

@@ -22,6 +22,7 @@
 
 import protobuf from "protobufjs";
 import { badRequest } from "../transport/status.ts";
+import { isRecord } from "../../base/index.ts";
 
 const META = "k8s.io.apimachinery.pkg.apis.meta.v1";
 const TIME = `${META}.Time`;
@@ -56,10 +57,6 @@ type Json = Record<string, unknown>;
 
 function typeName(type: protobuf.Type): string {
   return type.fullName.slice(1);
-}
-
-function isRecord(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 // ---- per-type plans -----------------------------------------------------------------------------

@@ -11,12 +11,8 @@
 // Invariant: never mutates the object; returns the FIRST mismatch in document order.
 
 import { parseQuantity } from "../../api/index.ts";
-import { ValidationError } from "../../base/index.ts";
+import { ValidationError, isRecord } from "../../base/index.ts";
 import { attributesOf } from "./builtin-schema.ts";
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * Fields the generated models type as string (or map of string) whose Go type is

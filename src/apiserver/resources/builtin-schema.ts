@@ -6,10 +6,7 @@
 
 import * as models from "@kubernetes/client-node";
 import { modelDocs } from "./builtin-docs.ts";
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+import { isRecord } from "../../base/index.ts";
 
 export interface Attribute {
   baseName: string;

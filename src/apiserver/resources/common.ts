@@ -20,8 +20,12 @@ import {
 import type { NameValidator } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef, StorageMapping, TableColumn } from "../rest/resource.ts";
 import { builtinModelOf, pruneBuiltinFields } from "./builtin-schema.ts";
+import { isRecord } from "../../base/index.ts";
 
 export type Obj = Record<string, unknown>;
+
+/** The project's one object type guard, re-exported for the resource modules. */
+export { isRecord };
 
 export const ALL_VERBS: readonly string[] = Object.freeze([
   "create",
@@ -33,10 +37,6 @@ export const ALL_VERBS: readonly string[] = Object.freeze([
   "update",
   "watch",
 ]);
-
-export function isRecord(value: unknown): value is Obj {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** The value at a dot path ("spec.csi.driver"), undefined when any step is missing. */
 export function at(object: unknown, path: string): unknown {

@@ -42,7 +42,7 @@
 
 import { DatabaseSync } from "node:sqlite";
 import type { SQLInputValue, SQLOutputValue } from "node:sqlite";
-import { CsikitError, realClock, silentLogger } from "../../base/index.ts";
+import { CsikitError, realClock, silentLogger, isRecord } from "../../base/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
 import type { CommitFaults } from "./commit-faults.ts";
 import { CommitPipeline } from "./commit-pipeline.ts";
@@ -908,10 +908,6 @@ function parseObject(text: string): KubeObject {
       "state database holds a value that is not a JSON object",
     );
   return value;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function readString(row: Record<string, SQLOutputValue>, column: string): string {
