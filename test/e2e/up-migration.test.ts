@@ -111,6 +111,21 @@ describe(
       const pod = await kube().get<Pod>(GVR.pods, name, { namespace: NS });
       return pod.status?.phase === "Running" ? pod : undefined;
     };
+    /** Applies a manifest, then waits for its pod to run; a timeout reports the cluster's state. */
+    const applyAndRun = async (manifest: string, podName: string): Promise<Pod> => {
+      const applied = await kubectl(["apply", "-f", "-"], { kubeconfig, stdin: manifest });
+      assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+      return until(podRunning(podName), `${podName} to run`, { timeoutMs: STEP_MS }).catch(
+        async (error: unknown) => {
+          const state = await kubectl(["get", "pv,pvc,volumeattachments,pods,events", "-o", "wide"], {
+            kubeconfig,
+          });
+          throw new Error(
+            `${error instanceof Error ? error.message : String(error)}\n${state.stdout + state.stderr}`,
+          );
+        },
+      );
+    };
 
     before(async () => {
       base = await mkdtemp(join(tmpdir(), "csikit-upm-"));
@@ -215,20 +230,8 @@ spec:
   - {name: static, persistentVolumeClaim: {claimName: static-claim}}
   - {name: scratch, awsElasticBlockStore: {volumeID: "${inlineHandle}", fsType: ext4}}
 `;
-        const applied = await kubectl(["apply", "-f", "-"], { kubeconfig, stdin: manifest });
-        assert.equal(applied.code, 0, applied.stdout + applied.stderr);
-
         // Provisioned by the driver through the in-tree class; claim and PV keep the in-tree shape.
-        const pod = await until(podRunning("ebs-app"), "ebs-app to run", { timeoutMs: STEP_MS }).catch(
-          async (error: unknown) => {
-            const state = await kubectl(["get", "pv,pvc,volumeattachments,pods", "-o", "wide"], {
-              kubeconfig,
-            });
-            throw new Error(
-              `${error instanceof Error ? error.message : String(error)}\n${state.stdout + state.stderr}`,
-            );
-          },
-        );
+        const pod = await applyAndRun(manifest, "ebs-app");
         const uid = pod.metadata?.uid ?? "";
         const claim = await getJson<PersistentVolumeClaim>(kubeconfig, ["pvc", "ebs-claim", "-n", NS]);
         assert.equal(claim.metadata?.annotations?.[ANNOTATIONS.storageProvisioner.key], EBS);
@@ -411,18 +414,7 @@ spec:
   volumes:
   - {name: data, persistentVolumeClaim: {claimName: block-claim}}
 `;
-        const applied = await kubectl(["apply", "-f", "-"], { kubeconfig, stdin: manifest });
-        assert.equal(applied.code, 0, applied.stdout + applied.stderr);
-        const pod = await until(podRunning("block-app"), "block-app to run", { timeoutMs: STEP_MS }).catch(
-          async (error: unknown) => {
-            const state = await kubectl(["get", "pv,pvc,volumeattachments,pods,events", "-o", "wide"], {
-              kubeconfig,
-            });
-            throw new Error(
-              `${error instanceof Error ? error.message : String(error)}\n${state.stdout + state.stderr}`,
-            );
-          },
-        );
+        const pod = await applyAndRun(manifest, "block-app");
         const uid = pod.metadata?.uid ?? "";
         const pv = await getJson<PersistentVolume>(kubeconfig, ["pv", "ebs-block"]);
         assert.equal(pv.spec?.volumeMode, "Block");
