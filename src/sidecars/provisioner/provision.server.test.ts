@@ -110,13 +110,17 @@ test("Delete waits while a VolumeAttachment still references the PV (VolumeFaile
   await createClass(cluster, "sc", HOSTPATH, { reclaimPolicy: "Delete" });
   runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
   const claim = await createClaim(cluster, "attached", HOSTPATH);
-  const pv = await waitForVolume(cluster, claim);
-  const pvName = pv.metadata.name!;
-  await bind(cluster, claim, pv);
+  // The attachment exists before the PV does (its name is pvc-<claim uid>): the provisioner
+  // watches VolumeAttachments and PVs separately, so an attachment created just before the
+  // release could still be missing from its cache when the release arrives.
+  const pvName = `pvc-${claim.metadata.uid}`;
   await cluster.client.create(GVR.volumeAttachments, {
     metadata: { name: "csi-still-attached" },
     spec: { attacher: HOSTPATH, nodeName: "node-7", source: { persistentVolumeName: pvName } },
   });
+  const pv = await waitForVolume(cluster, claim);
+  assert.equal(pv.metadata.name, pvName);
+  await bind(cluster, claim, pv);
   await release(cluster, claim, pvName);
   const refusal = await until(
     async () =>
