@@ -86,8 +86,8 @@ const PACKAGES: Record<string, readonly string[]> = {
 const CREATE_REQUIRE: Record<string, string> = {
   "csi/proto-fingerprint.ts":
     "locates protobufjs's bundled google/protobuf descriptors on disk (used by scripts/spec-fingerprint.ts only)",
-  "kube/metrics.ts":
-    "loads prom-client when the first histogram is made (a constructor, so synchronously): the registrar imports kube/diagnostics.ts and serves no metrics, and prom-client with @opentelemetry/api is about 5 MiB of RSS",
+  "kube/prom.ts":
+    "loads prom-client's metric classes and default collectors from its lib/ files, not its index: the index pulls in @opentelemetry/api, about 9 MiB of RSS per process",
   "apiserver/resources/builtin-docs.ts":
     "reads @kubernetes/client-node's generated model files for upstream field descriptions: a deliberate reach into that package's internals, to be replaced by a vendored copy of the descriptions",
 };

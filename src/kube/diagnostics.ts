@@ -6,5 +6,6 @@
 // exported by index.ts; nothing here may import client.ts, errors.ts or what needs them.
 export * from "./flags.ts";
 export * from "./metrics.ts";
+export * from "./prom.ts";
 export * from "./http-endpoint.ts";
 export * from "./pprof.ts";

@@ -9,6 +9,7 @@ export * from "./ratelimit.ts";
 export * from "./workqueue.ts";
 export * from "./workqueue-metrics.ts";
 export * from "./metrics.ts";
+export * from "./prom.ts";
 export * from "./http-endpoint.ts";
 export * from "./pprof.ts";
 export * from "./lease-name.ts";

@@ -11,20 +11,8 @@
 // marks the call's context.Context; src/csi's client runs its observer in the caller's context.
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import { createRequire } from "node:module";
-import type * as PromClient from "prom-client";
-import type { Histogram, Registry } from "prom-client";
-
-/**
- * prom-client (with the @opentelemetry/api it loads, about 5 MiB of RSS) is loaded when the
- * first histogram is made, not when this module is: the registrar imports src/kube/diagnostics.ts
- * and serves no metrics (`npm run bench:rss`).
- */
-let promClient: typeof PromClient | undefined;
-function histogramClass(): typeof Histogram {
-  promClient ??= createRequire(import.meta.url)("prom-client") as typeof PromClient;
-  return promClient.Histogram;
-}
+import type { Registry } from "prom-client";
+import { Histogram } from "./prom.ts";
 
 const migratedContext = new AsyncLocalStorage<boolean>();
 
@@ -99,8 +87,7 @@ export class CsiOperationMetrics {
   #newHistogram(): Histogram {
     const labelNames = ["driver_name", "method_name", "grpc_status_code"];
     if (this.#migratedLabel) labelNames.push("migrated");
-    const HistogramClass = histogramClass();
-    return new HistogramClass({
+    return new Histogram({
       name: CSI_OPERATIONS_METRIC,
       help: CSI_OPERATIONS_HELP,
       labelNames,

@@ -7,7 +7,6 @@
 // LeadershipLostError when the lease is lost; closes the CSI and Kubernetes connections
 // either way.
 
-import { Registry, collectDefaultMetrics } from "prom-client";
 import { realClock, silentLogger, type Clock, type Logger } from "../base/index.ts";
 import { CsiClient } from "../csi/index.ts";
 import { kubeClientFromOptions, type KubeClient } from "./client.ts";
@@ -16,6 +15,7 @@ import { startHttpEndpoint, type HttpEndpoint, type RouteHandler } from "./http-
 import { leaseName, type LeaseComponent } from "./lease-name.ts";
 import { LeaderElector, leaderElectionOptions, runElected } from "./leaderelection.ts";
 import { CsiOperationMetrics } from "./metrics.ts";
+import { Registry, collectDefaultMetrics } from "./prom.ts";
 import { WorkQueueMetrics } from "./workqueue-metrics.ts";
 
 /** The options of a sidecar that the shared start-up reads. */

@@ -3,7 +3,8 @@
 // longest-running item are computed when scraped from a live snapshot of each queue; adds,
 // retries and the two latency histograms are recorded as they happen.
 
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { Counter, Gauge, Histogram } from "./prom.ts";
 
 /** What a WorkQueue reports; see WorkQueueOptions.metrics. */
 export interface WorkQueueMetricsRecorder {

@@ -4,9 +4,8 @@
 // restart, and runs the volume manager until the signal aborts; it resolves once everything
 // has stopped (operations drained, watchers closed, driver connections closed).
 
-import { Registry } from "prom-client";
 import { realClock, silentLogger } from "../base/index.ts";
-import { EventRecorder, InformerFactory, startHttpEndpoint } from "../kube/index.ts";
+import { EventRecorder, InformerFactory, Registry, startHttpEndpoint } from "../kube/index.ts";
 import {
   GVR,
   type CSIDriver,

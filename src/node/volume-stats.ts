@@ -3,7 +3,8 @@
 // served as kubelet_volume_stats_{capacity,available,used}_bytes and
 // kubelet_volume_stats_inodes{,_free,_used} with labels namespace and persistentvolumeclaim.
 
-import { Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { Gauge } from "../kube/index.ts";
 import { errorMessage, type Clock, type Logger } from "../base/index.ts";
 import type { ActualState } from "./actual-state.ts";
 import type { DriverRegistry } from "./drivers.ts";

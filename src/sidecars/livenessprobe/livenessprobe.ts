@@ -11,10 +11,15 @@
 // channel reconnects by itself (backoff capped at 1s), and a request made while it is down
 // fails at once with Unavailable, which is what a fresh dial would report.
 
-import { Registry, collectDefaultMetrics } from "prom-client";
 import { CsikitError, errorMessage, realClock, silentLogger, whenAborted } from "../../base/index.ts";
 import { CsiClient } from "../../csi/index.ts";
-import { CsiOperationMetrics, startHttpEndpoint, type HttpEndpoint } from "../../kube/diagnostics.ts";
+import {
+  CsiOperationMetrics,
+  Registry,
+  collectDefaultMetrics,
+  startHttpEndpoint,
+  type HttpEndpoint,
+} from "../../kube/diagnostics.ts";
 import type { LivenessProbeOptions } from "./options.ts";
 import { probeRoute } from "./probe.ts";
 

@@ -3,7 +3,8 @@
 // duration_seconds}{class,source} and controller_persistentvolume_delete_{total,failed_total,
 // duration_seconds}{class}. `source` is the data source kind ("" for an empty volume).
 
-import { Counter, Histogram, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { Counter, Histogram } from "../../kube/index.ts";
 
 export class ProvisionerMetrics {
   readonly provisionTotal: Counter;

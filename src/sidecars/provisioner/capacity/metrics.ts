@@ -7,7 +7,8 @@
 // The work queue's own metrics come from the shared workqueue_* recorder under the name
 // "csistoragecapacity" (and "csitopology" for the topology queue).
 
-import { Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { Gauge } from "../../../kube/index.ts";
 
 export const CAPACITY_METRICS = Object.freeze({
   goal: "csistoragecapacities_desired_goal",
