@@ -88,8 +88,13 @@ async function syncAttach(ctx: AttacherContext, va: VolumeAttachment, rc: Reconc
     throw new AttachmentError(`failed to attach: ${csiErrorText(error)}`, { cause: error });
   }
   rc.logger.info(2, "attached", { node: va.spec.nodeName });
-  await markAttached(ctx, attached.va, attached.publishContext, rc.signal);
-  noteSuperseded(ctx, va.metadata.name!, [va.metadata.resourceVersion, attached.va.metadata.resourceVersion]);
+  const written = await markAttached(ctx, attached.va, attached.publishContext, rc.signal);
+  noteSuperseded(
+    ctx,
+    va.metadata.name!,
+    [va.metadata.resourceVersion, attached.va.metadata.resourceVersion],
+    written.metadata.resourceVersion,
+  );
 }
 
 async function syncDetach(ctx: AttacherContext, va: VolumeAttachment, rc: ReconcileContext): Promise<void> {
@@ -106,7 +111,8 @@ async function syncDetach(ctx: AttacherContext, va: VolumeAttachment, rc: Reconc
     throw new AttachmentError(`failed to detach: ${csiErrorText(error)}`, { cause: error });
   }
   rc.logger.info(2, "detached", { node: va.spec.nodeName });
-  noteSuperseded(ctx, va.metadata.name!, await markDetached(ctx, va, rc.signal));
+  const { replaced, current } = await markDetached(ctx, va, rc.signal);
+  noteSuperseded(ctx, va.metadata.name!, replaced, current);
 }
 
 /** Status error + Warning Event; a failure to save is logged, the original error wins. */
@@ -224,10 +230,11 @@ async function trivialSync(ctx: AttacherContext, va: VolumeAttachment, rc: Recon
   if (!va.metadata.deletionTimestamp) {
     if (va.status?.attached) return;
     rc.logger.info(2, "marking attached (driver has no PUBLISH_UNPUBLISH_VOLUME)");
-    await markAttached(ctx, va, {}, rc.signal);
-    noteSuperseded(ctx, va.metadata.name!, [va.metadata.resourceVersion]);
+    const written = await markAttached(ctx, va, {}, rc.signal);
+    noteSuperseded(ctx, va.metadata.name!, [va.metadata.resourceVersion], written.metadata.resourceVersion);
     return;
   }
-  if (hasFinalizer(va, ctx.finalizer))
-    noteSuperseded(ctx, va.metadata.name!, await markDetached(ctx, va, rc.signal));
+  if (!hasFinalizer(va, ctx.finalizer)) return;
+  const { replaced, current } = await markDetached(ctx, va, rc.signal);
+  noteSuperseded(ctx, va.metadata.name!, replaced, current);
 }

@@ -109,14 +109,18 @@ function metadataPatch(
   return patch;
 }
 
-/** status.attached=true with the publish context; attachError cleared. */
+/**
+ * status.attached=true with the publish context; attachError cleared. Returns the object as
+ * written: the same resourceVersion when nothing changed (a forced re-attach of an attached
+ * volume), as the API server does not bump it for a no-op patch.
+ */
 export async function markAttached(
   ctx: AttacherContext,
   va: VolumeAttachment,
   publishContext: Record<string, string>,
   signal: AbortSignal,
-): Promise<void> {
-  await ctx.client.patch(
+): Promise<VolumeAttachment> {
+  return ctx.client.patch<VolumeAttachment>(
     GVR.volumeAttachments,
     va.metadata.name!,
     {
@@ -151,15 +155,16 @@ export async function saveVolumeError(
 
 /**
  * After ControllerUnpublishVolume succeeded: finalizer off, then attached=false. Returns the
- * resourceVersions its writes replaced.
+ * resourceVersions its writes replaced and the one they left (undefined: the object is gone),
+ * which equals the last replaced one when a write changed nothing.
  */
 export async function markDetached(
   ctx: AttacherContext,
   va: VolumeAttachment,
   signal: AbortSignal,
-): Promise<(string | undefined)[]> {
+): Promise<{ replaced: (string | undefined)[]; current: string | undefined }> {
   const finalizerFound = hasFinalizer(va, ctx.finalizer);
-  if (!finalizerFound && !va.status?.attached) return [];
+  if (!finalizerFound && !va.status?.attached) return { replaced: [], current: va.metadata.resourceVersion };
   const replaced = [va.metadata.resourceVersion];
   if (finalizerFound) {
     const updated = await ctx.client.patch<VolumeAttachment>(
@@ -177,16 +182,17 @@ export async function markDetached(
     replaced.push(updated.metadata.resourceVersion);
   }
   try {
-    await ctx.client.patch(
+    const written = await ctx.client.patch<VolumeAttachment>(
       GVR.volumeAttachments,
       va.metadata.name!,
       { status: { attached: false, detachError: null, attachmentMetadata: null } },
       { subresource: "status" },
       signal,
     );
+    return { replaced, current: written.metadata.resourceVersion };
   } catch (error) {
     // Without the finalizer the API server may have removed the object already.
     if (!isNotFound(error)) throw error;
+    return { replaced, current: undefined };
   }
-  return replaced;
 }

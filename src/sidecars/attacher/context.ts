@@ -42,11 +42,23 @@ export function consumeForceSync(ctx: AttacherContext, name: string): boolean {
   return ctx.forceSync.delete(name);
 }
 
-/** Records that our write replaced these versions of `name`. */
-export function noteSuperseded(ctx: AttacherContext, name: string, versions: (string | undefined)[]): void {
+/**
+ * Records that our writes replaced these versions of `name`, leaving `current`. A write that
+ * changed nothing (a forced re-attach of an attached volume) leaves the version it started
+ * from: that one is never marked, or every later sync would wait for a watch event that never
+ * comes.
+ */
+export function noteSuperseded(
+  ctx: AttacherContext,
+  name: string,
+  versions: (string | undefined)[],
+  current: string | undefined,
+): void {
   const set = ctx.superseded.get(name) ?? new Set<string>();
   for (const version of versions) if (version) set.add(version);
-  ctx.superseded.set(name, set);
+  if (current !== undefined) set.delete(current);
+  if (set.size > 0) ctx.superseded.set(name, set);
+  else ctx.superseded.delete(name);
 }
 
 /**

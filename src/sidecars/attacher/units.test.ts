@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { PersistentVolume, PersistentVolumeSpec, VolumeAttachment } from "../../api/index.ts";
 import { attachmentChangeMatters } from "./changes.ts";
+import { isSuperseded, noteSuperseded, type AttacherContext } from "./context.ts";
 import { attachmentVolume, volumeCapability } from "./volume-source.ts";
 
 const csi = { driver: "d", volumeHandle: "h" };
@@ -137,4 +138,22 @@ test("attachmentChangeMatters: our own error reports do not re-sync; anything el
   assert.equal(attachmentChangeMatters(newer, deleted), true, "deletion matters");
   const noErrors = { ...base, metadata: { ...base.metadata, resourceVersion: "5", annotations: { a: "b" } } };
   assert.equal(attachmentChangeMatters(base, noErrors), true);
+});
+
+test("superseded versions: a write that changed nothing never marks the version the cache holds", () => {
+  const ctx = { superseded: new Map<string, Set<string>>() } as Pick<AttacherContext, "superseded">;
+  const attacher = ctx as AttacherContext;
+  // An attach that wrote: 10 (seen) → 11 (intent) → 12 (attached). The cache at 10 or 11 waits.
+  noteSuperseded(attacher, "va", ["10", "11"], "12");
+  assert.equal(isSuperseded(attacher, "va", "11"), true);
+  assert.equal(isSuperseded(attacher, "va", "12"), false, "the cache caught up");
+  assert.equal(isSuperseded(attacher, "va", "11"), false, "the record is gone once caught up");
+  // A forced re-attach of an attached volume: both patches were no-ops, 12 stays current. No
+  // watch event will follow, so 12 must stay syncable (it stalled the ListVolumes repair).
+  noteSuperseded(attacher, "va", ["12", "12"], "12");
+  assert.equal(isSuperseded(attacher, "va", "12"), false);
+  assert.equal(ctx.superseded.has("va"), false);
+  // A detach whose object is gone: what it replaced still waits; nothing is current.
+  noteSuperseded(attacher, "vb", ["20", "21"], undefined);
+  assert.equal(isSuperseded(attacher, "vb", "21"), true);
 });
