@@ -17,6 +17,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { connect, type ConnectionOptions } from "node:tls";
 import { join } from "node:path";
 import { writeKubeconfig } from "./transport/kubeconfig.ts";
 import { raw, startTestServer, type TestServer } from "../../test/harness/apiserver.ts";
@@ -327,4 +328,22 @@ describe("CEL rules on a real server", () => {
     const good = await post("good", [{ name: "a", size: 1 }]);
     assert.equal(good.status, 201, good.text);
   });
+});
+
+test("TLS: a Node client with OpenSSL's defaults gets AES-128-GCM (Go's first choice) on TLS 1.3; TLS 1.2 still works", async (t) => {
+  const server = await startTestServer();
+  t.after(() => server.stop());
+  const { port, caCertPem: ca } = server.handle;
+  const negotiate = (options: ConnectionOptions) =>
+    new Promise<{ version: string | null; cipher: string }>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port, ca, servername: "localhost", ...options }, () => {
+        resolve({ version: socket.getProtocol(), cipher: socket.getCipher().standardName });
+        socket.destroy();
+      });
+      socket.once("error", reject);
+    });
+  assert.deepEqual(await negotiate({}), { version: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256" });
+  const tls12 = await negotiate({ maxVersion: "TLSv1.2" });
+  assert.equal(tls12.version, "TLSv1.2");
+  assert.match(tls12.cipher, /^TLS_ECDHE_/);
 });

@@ -6,6 +6,7 @@
 // lifecycle of DESIGN.md: it resolves only when fully stopped.
 
 import { createServer, type Server } from "node:https";
+import { DEFAULT_CIPHERS } from "node:tls";
 import { join, resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
@@ -25,6 +26,18 @@ import { secureDatabaseFiles, secureStateDir } from "./transport/state-dir.ts";
 import { Authenticator, loadTokenAuthFile } from "./auth/authn.ts";
 import { Authorizer, ensureBootstrapPolicy, type AuthorizationMode } from "./auth/authz.ts";
 import { loadOrCreateSigningKey, ServiceAccountTokens } from "./auth/sa-tokens.ts";
+
+/**
+ * Node's default cipher list with its TLS 1.3 suites reordered, most preferred first (see
+ * createServer below); Node takes TLS 1.3 suites from the same `ciphers` string. The TLS 1.2
+ * part stays Node's own.
+ */
+const CIPHERS = [
+  "TLS_AES_128_GCM_SHA256",
+  "TLS_CHACHA20_POLY1305_SHA256",
+  "TLS_AES_256_GCM_SHA384",
+  ...DEFAULT_CIPHERS.split(":").filter((suite) => !suite.startsWith("TLS_")),
+].join(":");
 
 export interface ApiServerOptions {
   /** Holds pki/, the SQLite database and the kubeconfig. Created if missing. */
@@ -158,6 +171,12 @@ export async function startApiServer(
         cert: credentials.serverCertPem,
         key: credentials.serverKeyPem,
         minVersion: "TLSv1.2",
+        // TLS 1.3 suites in Go's order, the server's choice: crypto/tls prefers AES-128-GCM on
+        // CPUs with AES instructions, so that is what kube-apiserver negotiates. OpenSSL's
+        // default puts AES-256-GCM first and Node clients (every csikit component) accept it:
+        // ~30% more CPU per byte on both ends, paid for each watch event once per watcher.
+        ciphers: CIPHERS,
+        honorCipherOrder: true,
         maxHeaderSize: MAX_HEADER_BYTES,
       },
       createRequestHandler({
