@@ -14,6 +14,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { request } from "node:https";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
+import { startProbeProcess } from "./probe-process.ts";
 import { RawClient } from "./raw-client.ts";
 import { startServerProcess, type ServerProcess } from "./server-process.ts";
 import { percentile, runBounded, summarize, type Summary } from "./stats.ts";
@@ -98,6 +99,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
       16,
       async (i) => void (await client.send("POST", cms(NS), configMap(`w-${i}-${serial++}`, 256))),
       options.quick ? 200 : 2_000,
+      server,
     );
 
     options.progress(`${label}: list of ${LIST_OBJECTS} objects`);
@@ -165,6 +167,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
       },
       // Few: each GET may wait behind a whole list or body, and only the percentiles matter.
       options.quick ? 50 : 200,
+      server,
     );
     return {
       dir: base,
@@ -221,15 +224,20 @@ function measureFsync(dir: string, rounds: number): number {
 /**
  * `gets` sequential GETs of one small object (or runs of `probe`) while `workers` loops run
  * `background` until the GETs are done; returns the GET latencies and how many background
- * operations completed.
+ * operations completed. With `server`, the GETs of /api/v1/namespaces/default run in a process
+ * of their own (probe-child.ts), so they time the server and not this process's event loop.
  */
 async function underLoad(
   client: RawClient,
   workers: number,
   background: (index: number) => Promise<void>,
   gets: number,
-  probe: () => Promise<void> = async () => void (await client.send("GET", "/api/v1/namespaces/default")),
+  probe: ServerProcess | (() => Promise<void>),
 ): Promise<{ gets: Summary; background: number }> {
+  const child =
+    typeof probe === "function"
+      ? undefined
+      : await startProbeProcess(probe, "/api/v1/namespaces/default", gets);
   let done = false;
   let completed = 0;
   let index = 0;
@@ -243,10 +251,11 @@ async function underLoad(
     // Let the background load reach its steady state before timing.
     const deadline = Date.now() + 10_000;
     while (completed < workers * 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    const result = await runBounded(gets, 1, probe);
+    const result = child ? await child.measure() : await runBounded(gets, 1, probe as () => Promise<void>);
     return { gets: summarize(result), background: completed };
   } finally {
     done = true;
+    child?.destroy();
     await Promise.all(loops);
   }
 }
@@ -428,7 +437,7 @@ function renderDiskTables(real: FsFigures, tmpfs: FsFigures, options: DiskSuiteO
     table(header, rows),
     "",
     "creates: 256 B ConfigMaps over raw keep-alive HTTPS, one socket per client. GETs: one small object, " +
-      "sequential, while the background load runs. PUTs: one 1 KB ConfigMap replaced serially while N watch " +
+      "sequential, from a client process of their own, while the background load runs. PUTs: one 1 KB ConfigMap replaced serially while N watch " +
       "streams on its namespace read every event.",
     "",
   ].join("\n");
