@@ -332,7 +332,7 @@ describe("CEL rules on a real server", () => {
 
 test("TLS: a Node client with OpenSSL's defaults gets AES-128-GCM (Go's first choice) on TLS 1.3; TLS 1.2 still works", async (t) => {
   const server = await startTestServer();
-  t.after(() => server.stop());
+  t.after(() => server.dispose());
   const { port, caCertPem: ca } = server.handle;
   const negotiate = (options: ConnectionOptions) =>
     new Promise<{ version: string | null; cipher: string }>((resolve, reject) => {
