@@ -9,14 +9,27 @@
 // `csikit sanity` is measured by its peak (VmHWM) over a focused run against the driver, as it
 // is a batch process. Targets (issue 10): processes that speak only CSI ≤ 64 MiB idle, with a
 // Kubernetes client ≤ 100 MiB. Nothing here asserts.
+// One start of one process varies by a few MiB (when V8 happens to collect, which code paths
+// tier up during start-up), so every row is measured over --reps fresh starts (default 3) and
+// printed as the median with the lowest and highest.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
 import { CsiClient } from "../src/csi/index.ts";
+import { median } from "./apiserver/stats.ts";
+
+const FLAGS: FlagSpecs = {
+  reps: {
+    type: "int",
+    default: "3",
+    help: "Fresh starts per row; each row prints the median, lowest and highest.",
+  },
+};
 
 // As users run it: through the launcher, which enables Node's compile cache.
 const CSIKIT = fileURLToPath(new URL("../bin/csikit.js", import.meta.url));
@@ -259,21 +272,53 @@ const MEASURES: ReadonlyArray<(dir: string) => Promise<Row[]>> = [
   ].map((entry: IdleEntry) => async (dir: string) => [await idleRow(dir, entry)]),
 ];
 
-const dir = await mkdtemp(join(tmpdir(), "csikit-bench-rss-"));
-try {
-  compileCache = join(dir, "compile-cache");
-  for (const command of ["hostpath", "registrar", "livenessprobe", "sanity", "apiserver"]) warm(command);
-  const rows: Row[] = [];
-  for (const measure of MEASURES) rows.push(...(await measure(dir)));
-  console.log(
-    `csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores; started as bin/csikit.js with Node's compile cache warm unless said)\n`,
-  );
-  console.log("| command | when | RSS MiB | private MiB | target MiB |");
-  console.log("|---|---|---|---|---|");
-  for (const row of rows)
-    console.log(
-      `| ${row.command} | ${row.when} | ${row.rssMiB.toFixed(1)} | ${row.privateMiB?.toFixed(1) ?? "–"} | ${row.target} |`,
-    );
-} finally {
-  await rm(dir, { recursive: true, force: true });
+/** One row per command and moment: the median over the repetitions, and their spread. */
+function combine(reps: readonly Row[][]): Array<Row & { lowMiB: number; highMiB: number }> {
+  return reps[0]!.map((first, i) => {
+    const same = reps.map((rows) => rows[i]!);
+    const rss = same.map((row) => row.rssMiB);
+    const privates = same.flatMap((row) => (row.privateMiB === undefined ? [] : [row.privateMiB]));
+    return {
+      ...first,
+      rssMiB: median(rss),
+      ...(privates.length > 0 ? { privateMiB: median(privates) } : {}),
+      lowMiB: Math.min(...rss),
+      highMiB: Math.max(...rss),
+    };
+  });
 }
+
+async function main(): Promise<void> {
+  const parsed = parseFlags(FLAGS, process.argv.slice(2));
+  if (parsed.help) {
+    process.stdout.write(formatHelp("npm run bench:rss -- [flags]", FLAGS));
+    return;
+  }
+  const reps = Math.max(1, new Flags(parsed).number("reps"));
+  const dir = await mkdtemp(join(tmpdir(), "csikit-bench-rss-"));
+  try {
+    compileCache = join(dir, "compile-cache");
+    for (const command of ["hostpath", "registrar", "livenessprobe", "sanity", "apiserver"]) warm(command);
+    const runs: Row[][] = [];
+    for (let rep = 0; rep < reps; rep++) {
+      const repDir = join(dir, `rep-${rep}`);
+      await mkdir(repDir);
+      const rows: Row[] = [];
+      for (const measure of MEASURES) rows.push(...(await measure(repDir)));
+      runs.push(rows);
+    }
+    console.log(
+      `csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the end; started as bin/csikit.js with Node's compile cache warm unless said; median of ${reps} fresh starts per row)\n`,
+    );
+    console.log("| command | when | RSS MiB (median) | lowest–highest | private MiB | target MiB |");
+    console.log("|---|---|---|---|---|---|");
+    for (const row of combine(runs))
+      console.log(
+        `| ${row.command} | ${row.when} | ${row.rssMiB.toFixed(1)} | ${row.lowMiB.toFixed(1)}–${row.highMiB.toFixed(1)} | ${row.privateMiB?.toFixed(1) ?? "–"} | ${row.target} |`,
+      );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

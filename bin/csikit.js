@@ -10,29 +10,47 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const major = Number(process.versions.node.split(".")[0]);
 const main = join(root, "src", "cli", "main.ts");
 
-// V8 flags for the processes that speak only CSI: the daemons a node DaemonSet runs once per
-// driver on every node, and `csikit sanity`. A young generation capped at 1 MiB per semi-space
-// (V8 grows it to 8 by default) keeps hostpath 1.5 MiB lower idle and 15 MiB lower after 1,000
-// volumes at no measurable throughput cost (1,000 creates with 32 in flight, alternating runs),
-// and sanity's peak 3.5 MiB lower (`npm run bench:rss`; docs/hostpath.md). Heap sizes are
-// fixed when V8 starts, so the launcher re-executes itself in place (process.execve: same pid,
-// same stdio, no second process) with the flags; a flag the user already gave (command line
-// or NODE_OPTIONS) wins.
-const CSI_ONLY_V8_FLAGS = ["--max-semi-space-size=1"];
-const CSI_ONLY = new Set(["hostpath", "registrar", "livenessprobe", "sanity"]);
-if (major >= 24 && CSI_ONLY.has(process.argv[2] ?? "") && typeof process.execve === "function") {
+// Start-up settings for the processes that speak only CSI: the daemons a node DaemonSet runs
+// once per driver on every node, and `csikit sanity`. Each is memory a node pays per process
+// (`npm run bench:rss`; README "Memory"):
+// - A young generation capped at 1 MiB per semi-space (V8 grows it to 8 by default): hostpath
+//   1.5 MiB lower idle and 15 MiB lower after 1,000 volumes at no measurable throughput cost,
+//   sanity's peak 3.5 MiB lower.
+// - For the registrar and the livenessprobe, which make a few calls a minute, and sanity, whose
+//   time goes to waiting on the driver: no optimising compiler (--max-opt=1: interpreter and
+//   Sparkplug). Start-up alone makes the module loader hot enough for Maglev and TurboFan,
+//   which pages in 8 MiB of their machine code; after 1,000 probes the livenessprobe holds
+//   72 MiB instead of 97 for 10% more CPU, and a whole sanity run peaks at 70 MiB instead of
+//   91–99 in the same 3 s. Not for hostpath: its volume traffic costs a third more CPU without.
+// - One malloc arena (MALLOC_ARENA_MAX=1): glibc gives every thread that allocates an arena of
+//   its own; Node's JS runs on one thread, and the others' arenas are 1 MiB of idle RSS.
+// Heap sizes and malloc's arenas are fixed when the process starts, so the launcher
+// re-executes itself in place (process.execve: same pid, same stdio, no second process) with
+// them; a flag or variable the user already gave (command line, NODE_OPTIONS, environment)
+// wins.
+const SEMI_SPACE = "--max-semi-space-size=1";
+const NO_OPTIMISING_COMPILER = "--max-opt=1";
+const CSI_ONLY_V8_FLAGS = new Map([
+  ["hostpath", [SEMI_SPACE]],
+  ["sanity", [SEMI_SPACE, NO_OPTIMISING_COMPILER]],
+  ["registrar", [SEMI_SPACE, NO_OPTIMISING_COMPILER]],
+  ["livenessprobe", [SEMI_SPACE, NO_OPTIMISING_COMPILER]],
+]);
+const CSI_ONLY_ENV = { MALLOC_ARENA_MAX: "1" };
+const v8Flags = CSI_ONLY_V8_FLAGS.get(process.argv[2] ?? "");
+if (major >= 24 && v8Flags !== undefined && typeof process.execve === "function") {
   const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
-  const missing = CSI_ONLY_V8_FLAGS.filter((flag) => {
+  const missing = v8Flags.filter((flag) => {
     const name = flag.split("=")[0];
     return !given.some((arg) => arg === name || arg.startsWith(`${name}=`));
   });
-  if (missing.length > 0) {
-    process.execve(process.execPath, [
+  const missingEnv = Object.entries(CSI_ONLY_ENV).filter(([name]) => process.env[name] === undefined);
+  if (missing.length > 0 || missingEnv.length > 0) {
+    process.execve(
       process.execPath,
-      ...missing,
-      ...process.execArgv,
-      ...process.argv.slice(1),
-    ]);
+      [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)],
+      { ...process.env, ...Object.fromEntries(missingEnv) },
+    );
   }
 }
 

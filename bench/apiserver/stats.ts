@@ -69,7 +69,8 @@ export function summarize(result: RunResult): Summary {
   };
 }
 
-function median(values: readonly number[]): number {
+/** The median of independent measurements (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
