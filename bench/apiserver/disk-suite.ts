@@ -3,7 +3,7 @@
 // what the disk costs. Per filesystem: the disk's own fsync time (the floor of one durable
 // write), creates with 1 / 16 / 64 keep-alive clients, GET latency while 16 writers run, an
 // unpaged list of 5,000 objects, continue pages read at a past revision (from the revision log) while
-// 16 writers run, serial 1 KB PUTs with 0 / 10 / 100 / 500 watchers, and GET
+// 16 writers run, serial 1 KB PUTs with 0 / 10 / 100 / 500 watchers (in a process of their own), and GET
 // latency while other clients block the event loop with huge lists and huge bodies. Each state
 // directory's filesystem type (`stat -f -c %T`) and the core count are printed with the tables.
 // Nothing here asserts on a number; the targets are printed next to the figures.
@@ -11,13 +11,13 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { request } from "node:https";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { startProbeProcess } from "./probe-process.ts";
 import { RawClient } from "./raw-client.ts";
 import { startServerProcess, type ServerProcess } from "./server-process.ts";
 import { percentile, runBounded, summarize, type Summary } from "./stats.ts";
+import { startWatcherProcess } from "./watcher-process.ts";
 
 export interface DiskSuiteOptions {
   /** Parent of the real-disk state directory. */
@@ -134,7 +134,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
     await client.send("POST", cms(PUT_NS), configMap("target", 1024));
     for (const watchers of options.watcherCounts) {
       options.progress(`${label}: serial 1 KB PUTs with ${watchers} watchers`);
-      const streams = await openWatchers(client, server, watchers);
+      const streams = await startWatcherProcess(server, `${cms(PUT_NS)}?watch=1`, watchers, "json");
       try {
         const count = options.quick ? 100 : 1_000;
         const result = await runBounded(count, 1, async (i) => {
@@ -144,7 +144,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
         });
         putsByWatchers.set(watchers, summarize(result));
       } finally {
-        for (const stream of streams) stream.destroy();
+        streams.destroy();
       }
     }
 
@@ -260,10 +260,6 @@ async function underLoad(
   }
 }
 
-interface WatchStream {
-  destroy(): void;
-}
-
 /**
  * Runs `op` again once if a kept-alive socket was reset under it: the server closes idle
  * keep-alive sockets, and a request can race that close. Only for requests safe to repeat.
@@ -275,39 +271,6 @@ async function retryReset<T>(op: () => Promise<T>): Promise<T> {
     if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
     return op();
   }
-}
-
-/**
- * Opens `count` watches on the fan-out namespace's ConfigMaps that read (and drop) every byte, 25
- * at a time so the TLS handshakes do not overflow the listen backlog.
- */
-async function openWatchers(client: RawClient, server: ServerProcess, count: number): Promise<WatchStream[]> {
-  const streams: WatchStream[] = [];
-  const openOne = (): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const req = request(`${server.url}${cms(PUT_NS)}?watch=1`, client.streamOptions(), (res) => {
-        if (res.statusCode !== 200) {
-          reject(new Error(`watch: HTTP ${res.statusCode}`));
-          res.resume();
-          return;
-        }
-        res.on("data", () => {});
-        res.on("error", () => {});
-        resolve();
-      });
-      req.on("error", reject);
-      req.end();
-      streams.push({ destroy: () => req.destroy() });
-    });
-  try {
-    for (let opened = 0; opened < count; opened += 25) {
-      await Promise.all(Array.from({ length: Math.min(25, count - opened) }, openOne));
-    }
-  } catch (error) {
-    for (const stream of streams) stream.destroy();
-    throw error;
-  }
-  return streams;
 }
 
 function ms(value: number): string {
@@ -438,7 +401,7 @@ function renderDiskTables(real: FsFigures, tmpfs: FsFigures, options: DiskSuiteO
     "",
     "creates: 256 B ConfigMaps over raw keep-alive HTTPS, one socket per client. GETs: one small object, " +
       "sequential, from a client process of their own, while the background load runs. PUTs: one 1 KB ConfigMap replaced serially while N watch " +
-      "streams on its namespace read every event.",
+      "streams on its namespace, in a process of their own (as other components' informers), read every event.",
     "",
   ].join("\n");
 }

@@ -7,14 +7,14 @@
 // The watchers run in a child process of their own (watcher-child.ts), as
 // other components' informers would. (Delivery itself — every event once, in order — is counted by watch-fanout.ts and the tests.)
 
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/encoding/protobuf.ts";
 import { RawClient } from "./raw-client.ts";
-import { processCpuSeconds, startServerProcess, type ServerProcess } from "./server-process.ts";
+import { startServerProcess, type ServerProcess } from "./server-process.ts";
 import { runBounded } from "./stats.ts";
+import { startWatcherProcess } from "./watcher-process.ts";
 
 export interface PutFanoutOptions {
   /** Parent of the state directory. */
@@ -29,12 +29,6 @@ export interface PutFanoutOptions {
 }
 
 const NS = "bench-fanout";
-
-interface Stream {
-  destroy(): void;
-  /** CPU seconds the watcher process has used so far. */
-  cpuSeconds(): number;
-}
 
 export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
   const base = await mkdtemp(join(options.dir, "csikit-bench-fanout-"));
@@ -58,7 +52,12 @@ export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
       for (const format of options.formats) {
         for (const watchers of options.watcherCounts) {
           options.progress(`fan-out round ${round + 1}/${options.rounds}: ${format}, ${watchers} watchers`);
-          const streams = await openWatchers(server, watchers, format);
+          const streams = await startWatcherProcess(
+            server,
+            `/api/v1/namespaces/${NS}/configmaps?watch=1`,
+            watchers,
+            format,
+          );
           try {
             const cpuBefore = server.cpuSeconds();
             const watcherCpuBefore = streams.cpuSeconds();
@@ -146,58 +145,6 @@ function configMap(generation: string): object {
     metadata: { name: "target", labels: { app: "bench-fanout" } },
     data: { payload: "x".repeat(1024), generation },
   };
-}
-
-/** Opens `count` watches in a child process (watcher-child.ts) that reads and drops every byte. */
-async function openWatchers(
-  server: ServerProcess,
-  count: number,
-  format: "json" | "protobuf",
-): Promise<Stream> {
-  if (count === 0) return { destroy: () => {}, cpuSeconds: () => 0 };
-  const child = spawn(process.execPath, [join(import.meta.dirname, "watcher-child.ts")], {
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (chunk: string) => void (stderr += chunk));
-  const stream: Stream = {
-    destroy: () => {
-      child.stdin.end();
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    },
-    cpuSeconds: () => processCpuSeconds(child.pid),
-  };
-  try {
-    child.stdin.write(
-      JSON.stringify({
-        url: server.url,
-        path: `/api/v1/namespaces/${NS}/configmaps?watch=1`,
-        token: server.token,
-        ca: server.caCertPem,
-        count,
-        accept: format === "protobuf" ? `${PROTOBUF_MEDIA_TYPE}, application/json` : "application/json",
-      }) + "\n",
-    );
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`watchers not ready in 60 s: ${stderr}`)), 60_000);
-      child.stdout.setEncoding("utf8");
-      child.stdout.on("data", (chunk: string) => {
-        if (chunk.includes("ready")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`watcher process exited (${code}): ${stderr}`));
-      });
-    });
-    return stream;
-  } catch (error) {
-    stream.destroy();
-    throw error;
-  }
 }
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {

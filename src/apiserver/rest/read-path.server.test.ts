@@ -91,6 +91,14 @@ test("answers large enough to be written in slices arrive whole, characters outs
   const one = await raw(handle, { path: `${path}/big-3` });
   assert.equal(one.status, 200);
   assert.equal((one.json()["data"] as { v: string }).v, value(3));
+  // Sliced answers go out chunked, as kube-apiserver sends a body larger than its write buffer
+  // (no scan of every character for a Content-Length); small ones say their exact length.
+  for (const response of [spliced, decoded]) {
+    assert.equal(response.headers["transfer-encoding"], "chunked");
+    assert.equal(response.headers["content-length"], undefined);
+  }
+  assert.equal(one.headers["transfer-encoding"], undefined);
+  assert.equal(Number(one.headers["content-length"]), one.bytes.length);
 });
 
 test("a watch without selectors sends the stored texts: its events equal a selecting watch's, decoded", async (t) => {

@@ -170,8 +170,8 @@ export interface SendOptions {
   bytes?: Buffer;
 }
 
-/** Bodies from this size on are written a slice at a time, letting other requests run between slices. */
-const STREAM_FROM_BYTES = 256 * 1024;
+/** JSON bodies from this many characters on are written a slice at a time, letting other requests run between slices. */
+const STREAM_FROM_CHARS = 256 * 1024;
 /** About this many characters per slice: one socket write (and TLS encryption) each. */
 const SLICE_CHARS = 64 * 1024;
 
@@ -183,23 +183,32 @@ export function sendJson(
 ): void {
   const encoded = options.encoded ?? JSON.stringify(body);
   const pieces = typeof encoded === "string" ? [encoded] : encoded;
-  let length = 0;
-  for (const piece of pieces) length += Buffer.byteLength(piece);
+  // UTF-16 code units never outnumber UTF-8 bytes, so the cheap count decides which bodies are
+  // streamed; only the others pay for Buffer.byteLength (a scan of every character, 1.5 ms for
+  // a list of 5,000 ConfigMaps).
+  let chars = 0;
+  for (const piece of pieces) chars += piece.length;
+  const streamed = chars >= STREAM_FROM_CHARS;
   const headers: Record<string, string | number | string[]> = {
     "Content-Type": options.contentType ?? "application/json",
-    "Content-Length": length,
     "Cache-Control": "no-cache, private",
   };
+  if (!streamed) {
+    let length = 0;
+    for (const piece of pieces) length += Buffer.byteLength(piece);
+    headers["Content-Length"] = length;
+  }
   if (options.warnings && options.warnings.length > 0) {
     headers.Warning = options.warnings.map((w) => `299 - ${JSON.stringify(w)}`);
   }
   response.writeHead(code, headers);
-  if (length < STREAM_FROM_BYTES) {
+  if (!streamed) {
     response.end(pieces.length === 1 ? pieces[0] : pieces.join(""));
     return;
   }
   // A huge list or object written in one go would hold the event loop (encoding and TLS) for
-  // as long as it takes, and every other client with it.
+  // as long as it takes, and every other client with it. It goes out chunked, as kube-apiserver
+  // (Go's net/http) sends a body larger than its write buffer.
   writeSlices(response, pieces).catch(() => response.destroy());
 }
 
