@@ -44,13 +44,13 @@ test("each entry's summary is its command's own, and names are unique", async ()
   }
 });
 
-test("csikit --help loads no command; hostpath, sanity and the node sidecars never load the Kubernetes client; no component loads client-node", () => {
+test("csikit --help loads no command; hostpath, sanity and the node sidecars never load the Kubernetes client (hostpath and sanity not the YAML parser either); no component loads client-node", () => {
   const top = loadedBy(["--help"]);
   assert.ok(!top.includes("@grpc/grpc-js"), `--help loaded ${top.join(" ")}`);
   for (const name of ["hostpath", "sanity"]) {
     const loaded = loadedBy([name, "--help"]);
     assert.ok(loaded.includes("@grpc/grpc-js"), `${name} loads its own dependencies: ${loaded.join(" ")}`);
-    for (const heavy of ["@kubernetes/client-node", "src/apiserver", "src/kube"])
+    for (const heavy of ["@kubernetes/client-node", "src/apiserver", "src/kube", "yaml"])
       assert.ok(!loaded.includes(heavy), `csikit ${name} loaded ${heavy}`);
   }
   // Node sidecars that never talk to the API server stay off the Kubernetes client too.

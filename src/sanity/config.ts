@@ -6,7 +6,6 @@
 import { parseByteQuantity as parseByteQuantityBig } from "../base/index.ts";
 import type { PathCommands } from "./paths.ts";
 import { readFile } from "node:fs/promises";
-import { parse as parseYaml } from "yaml";
 import { ValidationError } from "../base/index.ts";
 import type { Logger } from "../base/index.ts";
 import type { TestResult } from "./report.ts";
@@ -112,6 +111,9 @@ async function readStructured(path: string, what: string): Promise<unknown> {
       `${what} ${path}: cannot read: ${error instanceof Error ? error.message : "error"}`,
     );
   }
+  // Loaded only for a run given such a file: the YAML parser is 1.4 MiB of peak RSS for a sanity process
+  // that has none to read (`npm run bench:rss`).
+  const { parse: parseYaml } = await import("yaml");
   try {
     return parseYaml(text);
   } catch {
