@@ -12,7 +12,7 @@ const main = join(root, "src", "cli", "main.ts");
 
 // Start-up settings for the processes that speak only CSI: the daemons a node DaemonSet runs
 // once per driver on every node, and `csikit sanity`. Each is memory a node pays per process
-// (`npm run bench:rss`; README "Memory"):
+// (`npm run bench:rss`; README, "Benchmarks"):
 // - A young generation capped at 1 MiB per semi-space (V8 grows it to 8 by default): hostpath
 //   1.5 MiB lower idle and 15 MiB lower after 1,000 volumes at no measurable throughput cost,
 //   sanity's peak 3.5 MiB lower.
@@ -23,7 +23,7 @@ const main = join(root, "src", "cli", "main.ts");
 //   72 MiB instead of 97 for 10% more CPU, and a whole sanity run peaks at 70 MiB instead of
 //   91–99 in the same 3 s. Not for hostpath: its volume traffic costs a third more CPU without.
 // - One malloc arena (MALLOC_ARENA_MAX=1): glibc gives every thread that allocates an arena of
-//   its own; Node's JS runs on one thread, and the others' arenas are 1 MiB of idle RSS.
+//   its own; Node's JS runs on one thread, and the others' arenas are 0.5–1 MiB of idle RSS.
 // Heap sizes and malloc's arenas are fixed when the process starts, so the launcher
 // re-executes itself in place (process.execve: same pid, same stdio, no second process) with
 // them; a flag or variable the user already gave (command line, NODE_OPTIONS, environment)
