@@ -1,6 +1,7 @@
 // A client process of the API server benchmark (probe-child.ts, watcher-child.ts): started with
-// one JSON line of configuration on stdin, it answers with lines on stdout. Every wait for a
-// line is bounded, and a child that exits first fails the wait with its stderr.
+// one JSON line of configuration on stdin, it prints "ready" once set up, then answers with
+// lines on stdout. Every wait for a line is bounded, and a child that exits first fails the
+// wait with its stderr.
 
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -16,7 +17,8 @@ export interface BenchChild {
 
 const BOUND_MS = 120_000;
 
-export function startBenchChild(script: string, config: object): BenchChild {
+/** Starts the child and resolves once it printed "ready" (its line 0). */
+export async function startBenchChild(script: string, config: object): Promise<BenchChild> {
   const child = spawn(process.execPath, [join(import.meta.dirname, script)], {
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -28,7 +30,7 @@ export function startBenchChild(script: string, config: object): BenchChild {
   child.stdout.on("data", (chunk: string) => void (stdout += chunk));
   child.stdin.on("error", () => {});
   child.stdin.write(JSON.stringify(config) + "\n");
-  return {
+  const handle: BenchChild = {
     pid: child.pid,
     line: (index, what) =>
       new Promise((resolve, reject) => {
@@ -62,4 +64,12 @@ export function startBenchChild(script: string, config: object): BenchChild {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     },
   };
+  try {
+    const ready = await handle.line(0, "ready");
+    if (ready !== "ready") throw new Error(`${script}: ${ready}`);
+  } catch (error) {
+    handle.destroy();
+    throw error;
+  }
+  return handle;
 }

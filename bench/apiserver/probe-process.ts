@@ -16,20 +16,13 @@ export async function startProbeProcess(
   path: string,
   count: number,
 ): Promise<ProbeProcess> {
-  const child = startBenchChild("probe-child.ts", {
+  const child = await startBenchChild("probe-child.ts", {
     url: server.url,
     token: server.token,
     ca: server.caCertPem,
     path,
     count,
   });
-  try {
-    const ready = await child.line(0, "ready");
-    if (ready !== "ready") throw new Error(`probe process: ${ready}`);
-  } catch (error) {
-    child.destroy();
-    throw error;
-  }
   return {
     async measure() {
       child.write("go\n");

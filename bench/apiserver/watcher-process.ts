@@ -20,7 +20,7 @@ export async function startWatcherProcess(
   format: "json" | "protobuf",
 ): Promise<WatcherProcess> {
   if (count === 0) return { destroy: () => {}, cpuSeconds: () => 0 };
-  const child = startBenchChild("watcher-child.ts", {
+  const child = await startBenchChild("watcher-child.ts", {
     url: server.url,
     path,
     token: server.token,
@@ -28,12 +28,5 @@ export async function startWatcherProcess(
     count,
     accept: format === "protobuf" ? `${PROTOBUF_MEDIA_TYPE}, application/json` : "application/json",
   });
-  try {
-    const ready = await child.line(0, "ready");
-    if (ready !== "ready") throw new Error(`watcher process: ${ready}`);
-  } catch (error) {
-    child.destroy();
-    throw error;
-  }
   return { destroy: () => child.destroy(), cpuSeconds: () => processCpuSeconds(child.pid) };
 }
