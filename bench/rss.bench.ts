@@ -307,8 +307,10 @@ async function main(): Promise<void> {
       for (const measure of MEASURES) rows.push(...(await measure(repDir)));
       runs.push(rows);
     }
+    const fsType =
+      spawnSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).stdout.trim() || "unknown";
     console.log(
-      `csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the end; started as bin/csikit.js with Node's compile cache warm unless said; median of ${reps} fresh starts per row)\n`,
+      `csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the end; state dirs under ${dir} (${fsType}); started as bin/csikit.js with Node's compile cache warm unless said; median of ${reps} fresh starts per row)\n`,
     );
     console.log("| command | when | RSS MiB (median) | lowest–highest | private MiB | target MiB |");
     console.log("|---|---|---|---|---|---|");
