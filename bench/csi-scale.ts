@@ -13,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { CsiClient } from "../src/csi/index.ts";
 import type { VolumeCapabilityInput } from "../src/csi/index.ts";
 
-const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+// Through the launcher, as users run it: it sets hostpath's V8 and malloc start-up settings.
+const CSIKIT = fileURLToPath(new URL("../bin/csikit.js", import.meta.url));
 const SCALE_VOLUMES = 10_000;
 const SCALE_SLICE = 1_000;
 const IN_FLIGHT = 32;
@@ -117,7 +118,7 @@ export async function scaleReport(): Promise<string> {
   const stateDir = join(dir, "state");
   const child = spawn(
     process.execPath,
-    [MAIN, "hostpath", "--nodeid=bench-node", `--endpoint=unix://${socket}`, `--state-dir=${stateDir}`],
+    [CSIKIT, "hostpath", "--nodeid=bench-node", `--endpoint=unix://${socket}`, `--state-dir=${stateDir}`],
     { stdio: ["ignore", "ignore", "inherit"] },
   );
   const client = CsiClient.connect(`unix://${socket}`, { timeoutMs: 120_000 });

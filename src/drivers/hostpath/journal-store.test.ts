@@ -88,6 +88,43 @@ test("journal store: a throwing mutator changes nothing; a read-only update wait
   assert.deepEqual(Object.keys(store.latest.items), ["a"]);
 });
 
+test("journal store: a draft copies what it reads; reading alone, or reordering keys, writes nothing", async (t) => {
+  const dir = await tempDir(t, "hostpath-journal-");
+  const store = open(dir, t);
+  await store.load();
+  // A key named __proto__ (volume parameters come from the request) is data, kept as such.
+  const withProto = JSON.parse('{"name":"p","n":1,"__proto__":{"polluted":true}}') as {
+    name: string;
+    n: number;
+  };
+  await store.update((draft) => void (draft.items.p = withProto));
+  await store.update((draft) => void (draft.items.p!.n = 2));
+  const stored = store.current.items.p as Record<string, unknown>;
+  assert.equal(Object.getPrototypeOf(stored), Object.prototype);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(stored, "__proto__")?.value, { polluted: true });
+  assert.equal(stored.n, 2);
+  const commits = store.commits;
+  await store.update((draft) => {
+    void draft.items.p!.name;
+    void draft.tags.length;
+    // The same record, its keys in another order.
+    draft.items.p = JSON.parse('{"n":2,"__proto__":{"polluted":true},"name":"p"}') as never;
+  });
+  assert.equal(store.commits, commits, "an update that changed nothing wrote a journal line");
+  // A collection changes record by record: replacing it whole is refused, not dropped.
+  await assert.rejects(
+    store.update((draft) => {
+      draft.items = {};
+    }),
+    TypeError,
+  );
+  await store.update((draft) => void draft.tags.push("x"));
+  assert.deepEqual(store.current.tags, ["x"]);
+  const { doc } = await readJournaled(options(dir));
+  assert.deepEqual(Object.getOwnPropertyDescriptor(doc.items.p, "__proto__")?.value, { polluted: true });
+  assert.deepEqual(doc.tags, ["x"]);
+});
+
 test("journal store: after kill -9 the journal is replayed, a torn tail ignored, a compaction half-done redone", async (t) => {
   const dir = await tempDir(t, "hostpath-journal-");
   const { file } = options(dir);
