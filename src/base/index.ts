@@ -9,3 +9,4 @@ export * from "./logger.ts";
 export * from "./flags.ts";
 export * from "./klog-flags.ts";
 export * from "./quantity.ts";
+export * from "./json-data.ts";

@@ -3,6 +3,7 @@
 // printer columns from additionalPrinterColumns (default Age), defaulting, pruning and
 // validation from the version's openAPIV3Schema.
 
+import { jsonEqual } from "../../base/index.ts";
 import {
   fieldInvalid,
   fieldRequired,
@@ -17,7 +18,6 @@ import {
   NAME_COLUMN,
   at,
   child,
-  deepEqual,
   defineResource,
   immutable,
   isRecord,
@@ -426,7 +426,7 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
         ];
       },
       specChanged(target, old) {
-        return !deepEqual(specPart(target, hasStatus), specPart(old, hasStatus));
+        return !jsonEqual(specPart(target, hasStatus), specPart(old, hasStatus));
       },
       fieldSelectors,
       columns: [NAME_COLUMN, ...columns.map((entry) => entry.column)],

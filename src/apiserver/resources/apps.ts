@@ -2,6 +2,7 @@
 // kube-apiserver does (defaults, selector rules, the pod template validated as a pod), so driver
 // manifests apply cleanly. Nothing runs them: no controller creates their pods.
 
+import { jsonEqual } from "../../base/index.ts";
 import { fieldInvalid, fieldRequired } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef } from "../rest/resource.ts";
 import {
@@ -11,7 +12,6 @@ import {
   at,
   child,
   column,
-  deepEqual,
   defineResource,
   isRecord,
   nameOf,
@@ -122,7 +122,7 @@ function validateWorkload(object: Obj, withReplicas: boolean): FieldCause[] {
 
 function selectorImmutable(object: Obj, old: Obj): FieldCause[] {
   const selector = at(object, "spec.selector");
-  return deepEqual(selector, at(old, "spec.selector"))
+  return jsonEqual(selector, at(old, "spec.selector"))
     ? []
     : [fieldInvalid("spec.selector", selector, "field is immutable")];
 }
@@ -265,7 +265,7 @@ export const statefulSets: ResourceDef = defineResource({
   validateUpdate(object, old) {
     const causes = selectorImmutable(object, old);
     for (const field of ["serviceName", "volumeClaimTemplates", "podManagementPolicy"]) {
-      if (!deepEqual(at(object, `spec.${field}`), at(old, `spec.${field}`))) {
+      if (!jsonEqual(at(object, `spec.${field}`), at(old, `spec.${field}`))) {
         causes.push({
           reason: "FieldValueForbidden",
           message:

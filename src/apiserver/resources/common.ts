@@ -20,7 +20,7 @@ import {
 import type { NameValidator } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef, StorageMapping, TableColumn } from "../rest/resource.ts";
 import { builtinModelOf, pruneBuiltinFields } from "./builtin-schema.ts";
-import { isRecord } from "../../base/index.ts";
+import { isRecord, jsonEqual } from "../../base/index.ts";
 
 export type Obj = Record<string, unknown>;
 
@@ -89,22 +89,9 @@ export function metaOf(object: KubeObject): Obj {
   return isRecord(object.metadata) ? object.metadata : {};
 }
 
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((item, i) => deepEqual(item, b[i]));
-  }
-  if (isRecord(a) && isRecord(b)) {
-    const keysA = Object.keys(a).filter((k) => a[k] !== undefined);
-    const keysB = Object.keys(b).filter((k) => b[k] !== undefined);
-    return keysA.length === keysB.length && keysA.every((k) => deepEqual(a[k], b[k]));
-  }
-  return false;
-}
-
 /** Immutability check of one field: FieldValueInvalid "field is immutable", as ValidateImmutableField. */
 export function immutable(field: string, value: unknown, old: unknown): FieldCause[] {
-  return deepEqual(value, old) ? [] : [fieldInvalid(field, value ?? null, FIELD_IMMUTABLE)];
+  return jsonEqual(value, old) ? [] : [fieldInvalid(field, value ?? null, FIELD_IMMUTABLE)];
 }
 
 export const NAME_COLUMN: TableColumn = Object.freeze({
@@ -315,7 +302,7 @@ export function defineResource(spec: KindSpec): ResourceDef {
       return [...metadataUpdateCauses(object, old), ...(spec.validateStatus?.(object, old) ?? [])];
     },
     specChanged(object, old) {
-      return spec.specChanged ? spec.specChanged(object, old) : !deepEqual(object.spec, old.spec);
+      return spec.specChanged ? spec.specChanged(object, old) : !jsonEqual(object.spec, old.spec);
     },
     fieldSelectors: Object.freeze({
       "metadata.name": (object: KubeObject) => str(metaOf(object).name),

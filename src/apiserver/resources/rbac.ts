@@ -3,19 +3,10 @@
 // cluster roles; a binding's roleRef is immutable and names a Role or ClusterRole; subjects
 // are users, groups or namespaced service accounts). The RBAC authorizer (authz.ts) reads them.
 
+import { jsonEqual } from "../../base/index.ts";
 import { fieldInvalid, fieldNotSupported, fieldRequired } from "../../api/index.ts";
 import type { FieldCause, ResourceDef } from "../rest/resource.ts";
-import {
-  AGE_COLUMN,
-  NAME_COLUMN,
-  age,
-  column,
-  deepEqual,
-  defineResource,
-  isRecord,
-  nameOf,
-  str,
-} from "./common.ts";
+import { AGE_COLUMN, NAME_COLUMN, age, column, defineResource, isRecord, nameOf, str } from "./common.ts";
 import type { Obj } from "./common.ts";
 
 export const RBAC_GROUP = "rbac.authorization.k8s.io";
@@ -102,7 +93,7 @@ function defaultSubjects(object: Obj): void {
 }
 
 const roleRefImmutable = (object: Obj, old: Obj): FieldCause[] =>
-  deepEqual(object.roleRef, old.roleRef)
+  jsonEqual(object.roleRef, old.roleRef)
     ? []
     : [fieldInvalid("roleRef", object.roleRef, "cannot change roleRef")];
 

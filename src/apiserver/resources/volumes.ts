@@ -2,6 +2,7 @@
 // upstream's immutability rules (PV source, PVC spec except requests.storage and
 // volumeAttributesClassName of bound claims), printer columns.
 
+import { jsonEqual } from "../../base/index.ts";
 import {
   canonicalQuantity,
   compareQuantities,
@@ -24,7 +25,6 @@ import {
   canonicalizeResourceList,
   child,
   column,
-  deepEqual,
   defineResource,
   immutable,
   isRecord,
@@ -235,7 +235,7 @@ export const persistentVolumes: ResourceDef = defineResource({
       delete csi.controllerExpandSecretRef;
       newSource.csi = csi;
     }
-    if (!deepEqual(newSource, oldSource)) {
+    if (!jsonEqual(newSource, oldSource)) {
       causes.push(
         fieldForbidden(
           "spec.persistentvolumesource",
@@ -521,7 +521,7 @@ function validateClaimSpecUpdate(object: Obj, old: Obj): FieldCause[] {
   // volumeAttributesClassName is compared on its own below.
   if (oldSpec.volumeAttributesClassName === undefined) delete newSpec.volumeAttributesClassName;
   else newSpec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
-  if (!deepEqual(normalizeClaimSpec(newSpec), normalizeClaimSpec(oldSpec))) {
+  if (!jsonEqual(normalizeClaimSpec(newSpec), normalizeClaimSpec(oldSpec))) {
     causes.push(fieldForbidden("spec", PVC_SPEC_IMMUTABLE));
   }
   const newSize = tryParseQuantity(requestedStorage(object));
@@ -536,7 +536,7 @@ function validateClaimSpecUpdate(object: Obj, old: Obj): FieldCause[] {
   }
   const newMode = at(object, "spec.volumeMode");
   const oldMode = at(old, "spec.volumeMode");
-  if (!deepEqual(newMode, oldMode)) causes.push(fieldInvalid("volumeMode", newMode ?? null, FIELD_IMMUTABLE));
+  if (!jsonEqual(newMode, oldMode)) causes.push(fieldInvalid("volumeMode", newMode ?? null, FIELD_IMMUTABLE));
   const oldClass = at(old, "spec.volumeAttributesClassName");
   const newClass = at(object, "spec.volumeAttributesClassName");
   if (typeof oldClass === "string" && newClass === undefined) {

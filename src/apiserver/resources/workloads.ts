@@ -2,6 +2,7 @@
 // the volume flow depends on, graceful pod deletion, field selectors and printer columns as
 // kube-apiserver has them.
 
+import { jsonEqual } from "../../base/index.ts";
 import {
   fieldDuplicate,
   fieldForbidden,
@@ -22,7 +23,6 @@ import {
   canonicalizeResourceList,
   child,
   column,
-  deepEqual,
   defineResource,
   isRecord,
   metaOf,
@@ -392,7 +392,7 @@ function toleratesOld(object: Obj, old: Obj): boolean {
   const before = at(old, "spec.tolerations");
   const newList = Array.isArray(now) ? now : [];
   const oldList = Array.isArray(before) ? before : [];
-  return oldList.every((toleration) => newList.some((candidate) => deepEqual(candidate, toleration)));
+  return oldList.every((toleration) => newList.some((candidate) => jsonEqual(candidate, toleration)));
 }
 
 function podStatusReason(object: Obj): string {
@@ -513,7 +513,7 @@ export const pods: ResourceDef = defineResource({
   validateUpdate(object, old) {
     const causes: FieldCause[] = [];
     if (
-      !deepEqual(podSpecSansMutable(object.spec), podSpecSansMutable(old.spec)) ||
+      !jsonEqual(podSpecSansMutable(object.spec), podSpecSansMutable(old.spec)) ||
       !toleratesOld(object, old)
     ) {
       causes.push(fieldForbidden("spec", POD_UPDATE_FORBIDDEN));

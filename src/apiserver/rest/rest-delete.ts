@@ -3,19 +3,12 @@
 // or while it is kept) or a Success Status, as upstream answers.
 
 import type { ListQuery, RestContext, RestResult, Target } from "./rest-types.ts";
+import { jsonEqual } from "../../base/index.ts";
 import { listObjects } from "./rest-read.ts";
 import { loadExisting } from "./rest-write.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { StoreError, type StoredObject } from "../storage/types.ts";
-import {
-  apiVersionOf,
-  finalizersOf,
-  forOutput,
-  jsonEqual,
-  metadataOf,
-  stringField,
-  timestamp,
-} from "./objects.ts";
+import { apiVersionOf, finalizersOf, forOutput, metadataOf, stringField, timestamp } from "./objects.ts";
 import {
   ApiError,
   badRequest,

@@ -5,6 +5,7 @@
 // nothing; removing the last finalizer of an object being deleted removes it. Every verb runs
 // synchronously against the store, so read-check-write is atomic in-process.
 
+import { jsonEqual } from "../../base/index.ts";
 import { randomUUID } from "node:crypto";
 import {
   NAMESPACE_KEY_PREFIX,
@@ -20,7 +21,6 @@ import {
   finalizersOf,
   forOutput,
   generatedName,
-  jsonEqual,
   metadataOf,
   objectKey,
   outputHead,

@@ -27,7 +27,7 @@
 import { open, readFile } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { CsikitError, errorMessage, isErrno, isRecord } from "../../base/index.ts";
+import { CsikitError, errorMessage, isErrno, isRecord, jsonEqual } from "../../base/index.ts";
 import { fsyncDir, readJsonFile, writeJsonFile } from "./json-file.ts";
 
 /** The snapshot's own fields, besides the document's. */
@@ -432,9 +432,8 @@ class DraftDoc {
   readonly view: Doc;
   readonly #latest: Doc;
   readonly #collections: ReadonlySet<string>;
-  /** Per touched collection, its records written, deleted (DELETED) or read (copied). */
-  readonly #overlays = new Map<string, Map<string, unknown>>();
-  readonly #views = new Map<string, Collection>();
+  /** Per touched collection, the mutator's view and its records written, deleted (DELETED) or read (copied). */
+  readonly #collectionDrafts = new Map<string, { view: Collection; overlay: Map<string, unknown> }>();
   /** Small fields read (copied) or assigned. */
   readonly #fields = new Map<string, unknown>();
 
@@ -464,30 +463,29 @@ class DraftDoc {
   /** The changes the mutator made, against the document it started from. */
   changes(): Change[] {
     const changes: Change[] = [];
-    for (const [field, overlay] of this.#overlays) {
+    for (const [field, { overlay }] of this.#collectionDrafts) {
       const base = this.#latest[field] as Collection;
       for (const [key, value] of overlay) {
         const had = Object.hasOwn(base, key);
         if (value === DELETED) {
           if (had) changes.push([field, key]);
-        } else if (!had || !sameData(value, base[key])) changes.push([field, key, value]);
+        } else if (!had || !jsonEqual(value, base[key])) changes.push([field, key, value]);
       }
     }
     for (const [field, value] of this.#fields)
-      if (!sameData(value, this.#latest[field])) changes.push([field, null, value]);
+      if (!jsonEqual(value, this.#latest[field])) changes.push([field, null, value]);
     return changes;
   }
 
   #get(field: string): unknown {
     if (this.#collections.has(field)) {
-      let view = this.#views.get(field);
-      if (view === undefined) {
+      let draft = this.#collectionDrafts.get(field);
+      if (draft === undefined) {
         const overlay = new Map<string, unknown>();
-        this.#overlays.set(field, overlay);
-        view = draftCollection(this.#latest[field] as Collection, overlay);
-        this.#views.set(field, view);
+        draft = { view: draftCollection(this.#latest[field] as Collection, overlay), overlay };
+        this.#collectionDrafts.set(field, draft);
       }
-      return view;
+      return draft.view;
     }
     if (this.#fields.has(field)) return this.#fields.get(field);
     if (!Object.hasOwn(this.#latest, field)) return undefined;
@@ -558,27 +556,6 @@ function copyData(value: unknown): unknown {
     else copy[key] = item;
   }
   return copy;
-}
-
-/** Whether two values of JSON data write the same JSON (key order aside; undefined is absent). */
-function sameData(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
-    return true;
-  }
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  let defined = 0;
-  for (const key of Object.keys(x)) {
-    if (x[key] === undefined) continue;
-    defined++;
-    if (!Object.hasOwn(y, key) || !sameData(x[key], y[key])) return false;
-  }
-  for (const key of Object.keys(y)) if (y[key] !== undefined) defined--;
-  return defined === 0;
 }
 
 function deepFreeze(value: unknown): void {
