@@ -21,7 +21,8 @@ import {
 import { Agent as UndiciAgent } from "undici";
 import { GVR } from "../src/api/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
-import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags } from "./cli.ts";
 import { RawClient } from "./apiserver/raw-client.ts";
 import { startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
 import {
@@ -32,7 +33,7 @@ import {
   summarize,
   type RunResult,
   type Summary,
-} from "./apiserver/stats.ts";
+} from "./stats.ts";
 import { runWatchFanout } from "./apiserver/watch-fanout.ts";
 import { runDiskSuite } from "./apiserver/disk-suite.ts";
 import { runPutFanout } from "./apiserver/put-fanout.ts";
@@ -103,23 +104,12 @@ const CLIENT_NOTE =
 const PAYLOAD = "x".repeat(256); // a ConfigMap of ordinary size, not an empty shell
 const NS = "bench-objects";
 
-async function main(argv: readonly string[]): Promise<number> {
-  const parsed = parseFlags(FLAGS, argv);
-  if (parsed.help) {
-    process.stdout.write(
-      formatHelp(
-        "npm run bench:apiserver -- [flags]",
-        FLAGS,
-        "Benchmarks the embedded API server (child process, HTTPS, SQLite) and prints Markdown tables.",
-      ),
-    );
-    return 0;
-  }
-  if (parsed.version) {
-    process.stdout.write(`bench:apiserver on node ${process.version}\n`);
-    return 0;
-  }
-  const flags = new Flags(parsed);
+async function main(): Promise<number> {
+  const flags = benchFlags(
+    "apiserver",
+    FLAGS,
+    "Benchmarks the embedded API server (child process, HTTPS, SQLite) and prints Markdown tables.",
+  );
   const quick = flags.bool("quick");
   const positive = (name: string): number => {
     const value = flags.number(name);
@@ -625,7 +615,7 @@ function rv(text: string): string {
 let stopping = false;
 
 try {
-  process.exitCode ??= await main(process.argv.slice(2));
+  process.exitCode ??= await main();
 } catch (error) {
   if (!stopping)
     process.stderr.write(

@@ -6,12 +6,14 @@
 // CSIKIT_BENCH_DIR to choose. Prints cores, load and the state dir's filesystem.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm, statfs } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CsiClient } from "../src/csi/index.ts";
 import type { VolumeCapabilityInput } from "../src/csi/index.ts";
+import { percentile } from "./stats.ts";
+import { filesystemOf } from "./where.ts";
 
 // Through the launcher, as users run it: it sets hostpath's V8 and malloc start-up settings.
 const CSIKIT = fileURLToPath(new URL("../bin/csikit.js", import.meta.url));
@@ -21,31 +23,11 @@ const IN_FLIGHT = 32;
 const SEQUENTIAL_PAIRS = 300;
 const CAPABILITY: VolumeCapabilityInput = { accessMode: { mode: "SINGLE_NODE_WRITER" }, mount: {} };
 
-/** statfs f_type magic numbers of the filesystems a bench is likely to meet. */
-const FILESYSTEMS = new Map<number, string>([
-  [0xef53, "ext2/3/4"],
-  [0x01021994, "tmpfs"],
-  [0x58465342, "xfs"],
-  [0x9123683e, "btrfs"],
-  [0x794c7630, "overlayfs"],
-  [0x2fc12fc1, "zfs"],
-]);
-
-export async function filesystemOf(path: string): Promise<string> {
-  const type = (await statfs(path)).type;
-  return FILESYSTEMS.get(type) ?? `0x${type.toString(16)}`;
-}
-
 /** A temp dir on a real disk: $CSIKIT_BENCH_DIR, else the OS temp dir unless tmpfs, else ./. */
 async function diskTempDir(): Promise<string> {
   const base =
-    process.env.CSIKIT_BENCH_DIR ?? ((await filesystemOf(tmpdir())) === "tmpfs" ? process.cwd() : tmpdir());
+    process.env.CSIKIT_BENCH_DIR ?? (filesystemOf(tmpdir()) === "tmpfs" ? process.cwd() : tmpdir());
   return mkdtemp(join(base, "csikit-bench-scale-"));
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, index)] ?? Number.NaN;
 }
 
 /** CPU seconds (user + system) a process used so far, from /proc (Linux; clock ticks of 1/100 s). */
@@ -128,7 +110,7 @@ export async function scaleReport(): Promise<string> {
       .map((l) => l.toFixed(2))
       .join(" ");
     const lines = [
-      `csikit hostpath as its own process, one grpc-js client; ${cpus().length} cores, load ${load} at start; state dir ${stateDir} on ${await filesystemOf(dir)}`,
+      `csikit hostpath as its own process, one grpc-js client; ${cpus().length} cores, load ${load} at start; state dir ${stateDir} on ${filesystemOf(dir)}`,
       "",
       "| operation | concurrency | result |",
       "|---|---|---|",

@@ -4,7 +4,6 @@
 // ends well within a minute; then the scale part (csi-scale.ts: 10,000 volumes, 32 in flight). As root it re-executes itself in a private mount namespace, so no
 // mount can outlive it. Nothing here asserts on timings.
 
-import { spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,8 +12,10 @@ import { CsiClient } from "../src/csi/index.ts";
 import type { VolumeCapabilityInput } from "../src/csi/index.ts";
 import { serveHostpathDriver } from "../src/drivers/index.ts";
 import { scaleReport } from "./csi-scale.ts";
+import { benchFlags, rerunInPrivateMountNamespace } from "./cli.ts";
+import { percentile } from "./stats.ts";
+import { filesystemOf, machine } from "./where.ts";
 
-const NAMESPACE_ENV = "CSIKIT_BENCH_IN_MOUNT_NS";
 const PROBES = 2000;
 const VOLUME_PAIRS = 200;
 const PUBLISH_PAIRS = 200;
@@ -25,12 +26,6 @@ interface Row {
   iterations: number;
   totalMs: number;
   samples: number[];
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, index)]!;
 }
 
 async function measure(
@@ -70,22 +65,15 @@ function table(rows: readonly Row[], notes: readonly string[]): string {
 }
 
 async function main(): Promise<number> {
-  if (
-    process.getuid?.() === 0 &&
-    process.env[NAMESPACE_ENV] !== "1" &&
-    spawnSync("unshare", ["--version"]).status === 0
-  ) {
-    const child = spawnSync(
-      "unshare",
-      ["-m", "--propagation", "private", process.execPath, fileURLToPath(import.meta.url)],
-      {
-        stdio: "inherit",
-        env: { ...process.env, [NAMESPACE_ENV]: "1" },
-      },
-    );
-    return child.status ?? 1;
-  }
+  benchFlags(
+    "csi",
+    {},
+    "CSI round trips against the hostpath driver over a Unix socket (Probe, CreateVolume+DeleteVolume, and NodePublish+NodeUnpublish when the process may mount, in a private mount namespace as root), then the scale part: csikit hostpath as its own process, 10,000 CreateVolume calls with 32 in flight (state dir on a real disk: $CSIKIT_BENCH_DIR, else the OS temp dir unless it is tmpfs, else ./).",
+  );
+  const rerun = rerunInPrivateMountNamespace(fileURLToPath(import.meta.url));
+  if (rerun !== undefined) return rerun;
   const dir = await mkdtemp(join(tmpdir(), "csikit-bench-csi-"));
+  const where = `${machine()}; state dir on ${filesystemOf(dir)}`;
   const driver = await serveHostpathDriver({
     endpoint: join(dir, "csi.sock"),
     nodeId: "bench-node",
@@ -173,7 +161,7 @@ async function main(): Promise<number> {
     await rm(dir, { recursive: true, force: true });
   }
   process.stdout.write(
-    `CSI round trips against hostpath over a Unix socket (sequential, after ${WARMUP} warm-up calls each)\n\n`,
+    `CSI round trips against hostpath over a Unix socket (sequential, after ${WARMUP} warm-up calls each; ${where})\n\n`,
   );
   process.stdout.write(table(rows, notes));
   process.stdout.write(`\nScale (issue 10 §4)\n\n${await scaleReport()}`);

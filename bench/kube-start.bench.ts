@@ -8,11 +8,14 @@
 
 import { spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags } from "./cli.ts";
 import { startServerProcess } from "./apiserver/server-process.ts";
+import { median } from "./stats.ts";
+import { filesystemOf, machine } from "./where.ts";
 
 interface Sample {
   cpuMs: number;
@@ -20,14 +23,18 @@ interface Sample {
   rssMiB: number;
 }
 
-const { values } = parseArgs({
-  options: {
-    tree: { type: "string", multiple: true },
-    runs: { type: "string", default: "7" },
+const FLAGS: FlagSpecs = {
+  tree: {
+    type: "strings",
+    help: "A checkout to measure (repeatable or comma-separated; default: this one), e.g. an older commit extracted with git archive, node_modules linked.",
   },
-});
-const trees = (values.tree ?? [join(import.meta.dirname, "..")]).map((tree) => resolve(tree));
-const runs = Number(values.runs);
+  runs: { type: "int", default: "7", help: "Fresh processes per tree; each cell is the median / max." },
+};
+
+const flags = benchFlags("kube-start", FLAGS);
+const given = flags.strings("tree");
+const trees = (given.length > 0 ? given : [join(import.meta.dirname, "..")]).map((tree) => resolve(tree));
+const runs = Math.max(1, flags.number("runs"));
 
 /** One fresh process: import the kube layer of `tree`, build the client from the kubeconfig, GET once. */
 function sample(tree: string, kubeconfig: string, compileCache: string): Sample {
@@ -53,11 +60,6 @@ process.exit(0);
   return JSON.parse(run.stdout) as Sample;
 }
 
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
-};
-
 const dir = await mkdtemp(join(tmpdir(), "csikit-bench-kube-start-"));
 const server = await startServerProcess({ stateDir: join(dir, "apiserver") });
 try {
@@ -71,7 +73,7 @@ try {
     rows.push(`| ${tree} | ${cell((s) => s.cpuMs)} | ${cell((s) => s.wallMs)} | ${cell((s) => s.rssMiB)} |`);
   }
   console.log(
-    `Process start to first API request (node ${process.version}, ${cpus().length} cores, ${runs} runs each, median / max)\n`,
+    `Process start to first API request (${machine()}; API server state dir on ${filesystemOf(dir)}; ${runs} runs each, median / max)\n`,
   );
   console.log("| tree | CPU ms | wall ms | peak RSS MiB |");
   console.log("|---|---|---|---|");

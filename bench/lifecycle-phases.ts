@@ -18,6 +18,7 @@ import {
   type VolumeAttachment,
 } from "../src/api/index.ts";
 import { InformerFactory, deletedObject, type KubeClient } from "../src/kube/index.ts";
+import { percentile } from "./stats.ts";
 
 /** Steps in order; each is measured from the step before it that was seen. */
 export const CREATE_STEPS = [
@@ -36,10 +37,6 @@ export const CREATE_STEPS = [
 export const DELETE_STEPS = ["pod delete", "pod gone", "VA deleting", "VA gone"] as const;
 export const RECLAIM_STEPS = ["claim delete", "PV released", "PV gone"] as const;
 type Step = (typeof CREATE_STEPS)[number] | (typeof DELETE_STEPS)[number] | (typeof RECLAIM_STEPS)[number];
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 export class PhaseRecorder {
   /** claim name → step → ms. Pods and claims share their name in the bench. */

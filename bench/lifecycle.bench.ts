@@ -14,9 +14,12 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../src/api/index.ts";
-import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags } from "./cli.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { PhaseRecorder } from "./lifecycle-phases.ts";
+import { percentile } from "./stats.ts";
+import { filesystemOf } from "./where.ts";
 
 const FLAGS: FlagSpecs = {
   pods: { type: "int", default: "100", help: "Pods (each with a new claim) of the at-once row." },
@@ -25,11 +28,6 @@ const FLAGS: FlagSpecs = {
 };
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const TIMEOUT_MS = 600_000;
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + TIMEOUT_MS;
@@ -205,12 +203,7 @@ async function lifecycle(
 }
 
 async function main(): Promise<void> {
-  const parsed = parseFlags(FLAGS, process.argv.slice(2));
-  if (parsed.help) {
-    process.stdout.write(formatHelp("npm run bench:lifecycle -- [flags]", FLAGS));
-    return;
-  }
-  const flags = new Flags(parsed);
+  const flags = benchFlags("lifecycle", FLAGS);
   const base = await mkdtemp(join(tmpdir(), "csikit-bl-"));
   const stateDir = join(base, "state");
   const isRoot = process.getuid?.() === 0;
@@ -261,7 +254,7 @@ async function main(): Promise<void> {
     rows.push(...(await lifecycle(client, phases, "many", flags.number("pods"))));
     stopPhases.abort();
     client.close();
-    const fsType = spawnSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).stdout.trim();
+    const fsType = filesystemOf(base);
     process.stdout.write(
       [
         "",

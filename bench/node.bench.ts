@@ -8,7 +8,7 @@
 // mount namespace and mounts for real; unprivileged, the proxy answers without mounting (and
 // says so). Nothing here asserts on timings.
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +20,8 @@ import {
   type PersistentVolumeClaim,
   type Pod,
 } from "../src/api/index.ts";
-import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags, rerunInPrivateMountNamespace } from "./cli.ts";
 import {
   CsiClient,
   serveCsi,
@@ -32,8 +33,9 @@ import { serveHostpathDriver } from "../src/drivers/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { attachmentName } from "../src/node/index.ts";
 import { startServerProcess } from "./apiserver/server-process.ts";
+import { percentile } from "./stats.ts";
+import { filesystemOf } from "./where.ts";
 
-const NAMESPACE_ENV = "CSIKIT_BENCH_NODE_IN_MOUNT_NS";
 const DRIVER = "hostpath.csi.k8s.io";
 const NODE = "bench-node";
 const NS = "default";
@@ -52,11 +54,6 @@ const FLAGS: FlagSpecs = {
 
 const isRoot = process.getuid?.() === 0;
 let mounting = isRoot;
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 function row(step: string, samples: number[]): string[] {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -384,7 +381,7 @@ async function run(pods: number): Promise<void> {
       steps["unpublished → unstaged"]!.push(at("NodeUnstageVolume", i) - at("NodeUnpublishVolume", i));
       steps["deleted → pod gone"]!.push(gone.get(name)! - d0);
     }
-    const fsType = spawnSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).stdout.trim();
+    const fsType = filesystemOf(base);
     const out = [
       `csikit node bench: ${pods} pods, one volume each, one node (${mounting ? "hostpath, real bind mounts in a private mount namespace" : isRoot ? "--no-mount: the proxy answers without mounting" : "NOT root: the proxy answers without mounting"})`,
       `cores: ${cpus().length} (${cpus()[0]?.model ?? "?"}), state dir filesystem: ${fsType}`,
@@ -408,31 +405,9 @@ async function run(pods: number): Promise<void> {
   }
 }
 
-const specs = FLAGS;
-const parsed = parseFlags(specs, process.argv.slice(2));
-if (parsed.help) {
-  process.stdout.write(formatHelp("npm run bench:node -- [--pods=N]", specs));
-  process.exit(0);
-}
-const flags = new Flags(parsed);
+const flags = benchFlags("node", FLAGS);
 const pods = flags.number("pods");
 if (flags.bool("no-mount")) mounting = false;
-if (isRoot && process.env[NAMESPACE_ENV] !== "1" && spawnSync("unshare", ["--version"]).status === 0) {
-  const child = spawnSync(
-    "unshare",
-    [
-      "-m",
-      "--propagation",
-      "private",
-      process.execPath,
-      fileURLToPath(import.meta.url),
-      ...process.argv.slice(2),
-    ],
-    {
-      env: { ...process.env, [NAMESPACE_ENV]: "1" },
-      stdio: "inherit",
-    },
-  );
-  process.exit(child.status ?? 1);
-}
+const rerun = rerunInPrivateMountNamespace(fileURLToPath(import.meta.url));
+if (rerun !== undefined) process.exit(rerun);
 await run(pods);

@@ -12,16 +12,19 @@
 // in KiB per volume. Prints Markdown tables, cores and the state dir's filesystem; asserts
 // nothing. The PV controller is not part of this branch, so claims are not bound here.
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim } from "../src/api/index.ts";
-import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags } from "./cli.ts";
 import { serveCsi, type CsiServer } from "../src/csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
+import { percentile } from "./stats.ts";
+import { filesystemOf } from "./where.ts";
 
 const FLAGS: FlagSpecs = {
   quick: { type: "bool", help: "Small counts for a smoke run." },
@@ -59,11 +62,6 @@ interface Row {
   p99: number;
   writesPerVolume: number;
   bound?: number;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 async function revision(client: KubeClient): Promise<number> {
@@ -429,13 +427,8 @@ function renderRows(rows: readonly Row[]): string {
   );
 }
 
-async function main(argv: readonly string[]): Promise<void> {
-  const parsed = parseFlags(FLAGS, argv);
-  if (parsed.help) {
-    process.stdout.write(formatHelp("npm run bench:provision -- [flags]", FLAGS));
-    return;
-  }
-  const flags = new Flags(parsed);
+async function main(): Promise<void> {
+  const flags = benchFlags("provision", FLAGS);
   const quick = flags.bool("quick");
   const claims = quick ? 100 : flags.number("claims");
   const defaultClaims = quick ? 20 : flags.number("default-qps-claims");
@@ -444,7 +437,7 @@ async function main(argv: readonly string[]): Promise<void> {
   const workers = flags.number("worker-threads");
   const skip = new Set(flags.strings("skip"));
   const dir = await mkdtemp(join(tmpdir(), "csikit-bench-provision-"));
-  const fs = spawnSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).stdout.trim();
+  const fs = filesystemOf(dir);
   process.stdout.write(
     `# bench:provision\n\ncores: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; node ${process.version}; state dir filesystem: ${fs}; worker-threads ${workers}\n\n`,
   );
@@ -517,4 +510,4 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 }
 
-await main(process.argv.slice(2));
+await main();

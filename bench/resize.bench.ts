@@ -9,16 +9,18 @@
 // Prints throughput (claims / time from the first grow to the last done), p50/p99 grow-to-done
 // latency, cores, load average and the state dir's filesystem. Asserts nothing.
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { GVR, type PersistentVolumeClaim } from "../src/api/index.ts";
-import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags } from "./cli.ts";
 import { CsiClient, serveCsi, type CsiServer } from "../src/csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
-import { percentile, runBounded } from "./apiserver/stats.ts";
+import { percentile, runBounded } from "./stats.ts";
+import { filesystemOf } from "./where.ts";
 
 const FLAGS: FlagSpecs = {
   quick: { type: "bool", help: "Small counts for a smoke run." },
@@ -249,19 +251,14 @@ async function runRow(
   }
 }
 
-async function main(argv: readonly string[]): Promise<void> {
-  const parsed = parseFlags(FLAGS, argv);
-  if (parsed.help) {
-    process.stdout.write(formatHelp("npm run bench:resize -- [flags]", FLAGS));
-    return;
-  }
-  const flags = new Flags(parsed);
+async function main(): Promise<void> {
+  const flags = benchFlags("resize", FLAGS);
   const quick = flags.bool("quick");
   const claims = quick ? 20 : flags.number("claims");
   const defaultClaims = quick ? 10 : flags.number("default-qps-claims");
   const workers = flags.number("workers");
   const dir = await mkdtemp(join(tmpdir(), "csikit-bench-resize-"));
-  const fs = spawnSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).stdout.trim();
+  const fs = filesystemOf(dir);
   const load = loadavg()
     .map((l) => l.toFixed(2))
     .join(" ");
@@ -324,4 +321,4 @@ async function main(argv: readonly string[]): Promise<void> {
   process.stdout.write(lines.join("\n"));
 }
 
-await main(process.argv.slice(2));
+await main();

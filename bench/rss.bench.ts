@@ -19,9 +19,11 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
+import type { FlagSpecs } from "../src/base/index.ts";
+import { benchFlags } from "./cli.ts";
 import { CsiClient } from "../src/csi/index.ts";
-import { median } from "./apiserver/stats.ts";
+import { median } from "./stats.ts";
+import { filesystemOf } from "./where.ts";
 
 const FLAGS: FlagSpecs = {
   reps: {
@@ -289,12 +291,7 @@ function combine(reps: readonly Row[][]): Array<Row & { lowMiB: number; highMiB:
 }
 
 async function main(): Promise<void> {
-  const parsed = parseFlags(FLAGS, process.argv.slice(2));
-  if (parsed.help) {
-    process.stdout.write(formatHelp("npm run bench:rss -- [flags]", FLAGS));
-    return;
-  }
-  const reps = Math.max(1, new Flags(parsed).number("reps"));
+  const reps = Math.max(1, benchFlags("rss", FLAGS).number("reps"));
   const dir = await mkdtemp(join(tmpdir(), "csikit-bench-rss-"));
   try {
     compileCache = join(dir, "compile-cache");
@@ -307,8 +304,7 @@ async function main(): Promise<void> {
       for (const measure of MEASURES) rows.push(...(await measure(repDir)));
       runs.push(rows);
     }
-    const fsType =
-      spawnSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).stdout.trim() || "unknown";
+    const fsType = filesystemOf(dir);
     console.log(
       `csikit RSS per subcommand (node ${process.version}, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the end; state dirs under ${dir} (${fsType}); started as bin/csikit.js with Node's compile cache warm unless said; median of ${reps} fresh starts per row)\n`,
     );

@@ -5,10 +5,9 @@
 // unpaged list of 5,000 objects, continue pages read at a past revision (from the revision log) while
 // 16 writers run, serial 1 KB PUTs with 0 / 10 / 100 / 500 watchers (in a process of their own), and GET
 // latency while other clients block the event loop with huge lists and huge bodies. Each state
-// directory's filesystem type (`stat -f -c %T`) and the core count are printed with the tables.
+// directory's filesystem type (statfs) and the core count are printed with the tables.
 // Nothing here asserts on a number; the targets are printed next to the figures.
 
-import { execFileSync } from "node:child_process";
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
@@ -16,8 +15,9 @@ import { join } from "node:path";
 import { startProbeProcess } from "./probe-process.ts";
 import { RawClient } from "./raw-client.ts";
 import { startServerProcess, type ServerProcess } from "./server-process.ts";
-import { percentile, runBounded, summarize, type Summary } from "./stats.ts";
+import { percentile, runBounded, summarize, type Summary } from "../stats.ts";
 import { startWatcherProcess } from "./watcher-process.ts";
+import { filesystemOf } from "../where.ts";
 
 export interface DiskSuiteOptions {
   /** Parent of the real-disk state directory. */
@@ -69,7 +69,7 @@ async function runOnFilesystem(options: DiskSuiteOptions, parent: string, label:
   let server: ServerProcess | undefined;
   let raw: RawClient | undefined;
   try {
-    const fsType = execFileSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).trim();
+    const fsType = filesystemOf(base);
     options.progress(`${label}: ${base} (${fsType}): fsync`);
     const fsyncMs = measureFsync(base, options.quick ? 50 : 200);
     server = await startServerProcess({
@@ -398,7 +398,7 @@ function renderDiskTables(real: FsFigures, tmpfs: FsFigures, options: DiskSuiteO
     `cores: ${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown"}; load average at the end: ${loadavg()
       .map((l) => l.toFixed(1))
       .join(" ")}; server: child process, HTTPS, SQLite WAL synchronous=FULL`,
-    `real disk state dir: ${real.dir} (stat -f -c %T: ${real.fsType}); tmpfs state dir: ${tmpfs.dir} (${tmpfs.fsType})`,
+    `real disk state dir: ${real.dir} (${real.fsType}); tmpfs state dir: ${tmpfs.dir} (${tmpfs.fsType})`,
     "",
     table(header, rows),
     "",

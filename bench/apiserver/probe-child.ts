@@ -6,7 +6,7 @@
 
 import { createInterface } from "node:readline";
 import { RawClient } from "./raw-client.ts";
-import { runBounded } from "./stats.ts";
+import { runBounded } from "../stats.ts";
 
 interface Config {
   url: string;

@@ -3,7 +3,7 @@
 
 import { startBenchChild } from "./bench-child.ts";
 import type { ServerProcess } from "./server-process.ts";
-import type { RunResult } from "./stats.ts";
+import type { RunResult } from "../stats.ts";
 
 export interface ProbeProcess {
   /** Runs the child's GETs now; resolves with their latencies. */

@@ -7,14 +7,14 @@
 // The watchers run in a child process of their own (watcher-child.ts), as
 // other components' informers would. (Delivery itself — every event once, in order — is counted by watch-fanout.ts and the tests.)
 
-import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { RawClient } from "./raw-client.ts";
 import { startServerProcess, type ServerProcess } from "./server-process.ts";
-import { runBounded } from "./stats.ts";
+import { runBounded } from "../stats.ts";
 import { startWatcherProcess } from "./watcher-process.ts";
+import { filesystemOf } from "../where.ts";
 
 export interface PutFanoutOptions {
   /** Parent of the state directory. */
@@ -35,7 +35,7 @@ export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
   let server: ServerProcess | undefined;
   let client: RawClient | undefined;
   try {
-    const fsType = execFileSync("stat", ["-f", "-c", "%T", base], { encoding: "utf8" }).trim();
+    const fsType = filesystemOf(base);
     server = await startServerProcess({
       stateDir: join(base, "state"),
       ...(options.cpuProfileDir ? { cpuProfileDir: options.cpuProfileDir } : {}),
@@ -109,7 +109,7 @@ export async function runPutFanout(options: PutFanoutOptions): Promise<void> {
         "",
         `cores: ${c0.length} × ${c0[0]?.model.trim() ?? "unknown"}; load average at the end: ${loadavg()
           .map((l) => l.toFixed(1))
-          .join(" ")}; state dir: ${base} (stat -f -c %T: ${fsType}); ${options.puts} PUTs per cell, ` +
+          .join(" ")}; state dir: ${base} (${fsType}); ${options.puts} PUTs per cell, ` +
           `median of ${options.rounds} round(s), counts interleaved`,
         "",
         table(

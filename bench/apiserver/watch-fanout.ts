@@ -11,7 +11,7 @@ import type { ClientRequest } from "node:http";
 import { request } from "node:https";
 import { decodeProtobufWatchEvent, PROTOBUF_MEDIA_TYPE } from "../../src/apiserver/encoding/protobuf.ts";
 import type { RawClient } from "./raw-client.ts";
-import { percentile, runBounded, type Summary } from "./stats.ts";
+import { percentile, runBounded, type Summary } from "../stats.ts";
 
 export const SENT_AT_ANNOTATION = "bench.csikit.io/sent-at";
 const EVENT_PREFIX = "ev-";

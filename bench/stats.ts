@@ -1,5 +1,5 @@
-// Latency bookkeeping and the printed tables of the API server benchmark: a bounded-concurrency
-// runner that times every operation, percentiles, medians over repetitions and a Markdown
+// Latency bookkeeping shared by the benchmarks: a bounded-concurrency runner that times every
+// operation, percentiles, medians over repetitions, and the API server benchmark's Markdown
 // table. Nothing here judges a number; it only measures and prints.
 
 export interface RunResult {
