@@ -1,34 +1,13 @@
-// The command line every benchmark shares: the same Go-style flags as csikit's commands,
-// `--help` printed from the flag specs, and a bad flag answered in one line with exit code 2,
-// as `csikit <command>` answers it, instead of a stack trace.
+// The command line every benchmark shares: csikit's flags and `--help` (parseProgramFlags), and
+// the private mount namespace the benchmarks that mount run in as root.
 
 import { spawnSync } from "node:child_process";
-import { FlagError, Flags, formatHelp, parseFlags, type FlagSpecs } from "../src/base/index.ts";
-import { csikitVersion } from "../src/cli/command.ts";
+import type { Flags, FlagSpecs } from "../src/base/index.ts";
+import { parseProgramFlags } from "../src/cli/command.ts";
 
-/**
- * Parses this process's arguments for `npm run bench:<name>`. Prints the help and exits 0 on
- * `--help`, prints csikit's version on `--version`, and exits 2 on a flag it cannot parse.
- */
+/** Parses this process's arguments for `npm run bench:<name>` (`parseProgramFlags`). */
 export function benchFlags(name: string, specs: FlagSpecs, description?: string): Flags {
-  const usage = `npm run bench:${name} -- [flags]`;
-  let flags: Flags;
-  try {
-    flags = new Flags(parseFlags(specs, process.argv.slice(2)));
-  } catch (error) {
-    if (!(error instanceof FlagError)) throw error;
-    process.stderr.write(`bench:${name}: ${error.message}\n`);
-    process.exit(2);
-  }
-  if (flags.parsed.help) {
-    process.stdout.write(formatHelp(usage, specs, description));
-    process.exit(0);
-  }
-  if (flags.parsed.version) {
-    process.stdout.write(`csikit ${csikitVersion()} (bench:${name}, node ${process.version})\n`);
-    process.exit(0);
-  }
-  return flags;
+  return parseProgramFlags(`bench:${name}`, `npm run bench:${name} -- [flags]`, specs, description);
 }
 
 /** Set in the re-run child, so it runs the benchmark instead of re-running again. */

@@ -9,6 +9,14 @@
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
+import { parseProgramFlags } from "../src/cli/command.ts";
+
+parseProgramFlags(
+  "check-imports",
+  "npm run check:imports",
+  {},
+  "Checks the import rules: layers point one way, folders are reached through their index.ts, npm packages per layer, no cycles, test fixtures in test/harness.",
+);
 
 const ROOT = resolve(import.meta.dirname, "..");
 const SRC = join(ROOT, "src");

@@ -32,6 +32,7 @@ import {
   CsiOperationMetrics,
   UNKNOWN_DRIVER_NAME,
 } from "../src/kube/index.ts";
+import { parseProgramFlags } from "../src/cli/command.ts";
 
 export const ROOT = resolve(import.meta.dirname, "..");
 const MAIN = join(ROOT, "src", "cli", "main.ts");
@@ -226,8 +227,20 @@ export async function staleDocs(): Promise<string[]> {
   return stale;
 }
 
-async function cli(argv: readonly string[]): Promise<number> {
-  if (argv.includes("--check")) {
+async function cli(): Promise<number> {
+  const flags = parseProgramFlags(
+    "gen-docs",
+    "npm run docs | npm run check:docs",
+    {
+      check: {
+        type: "bool",
+        default: "false",
+        help: "Fail (exit 1) when a generated doc is out of date instead of writing it.",
+      },
+    },
+    `Writes the generated docs (${GENERATED_DOCS.map((doc) => doc.path).join(", ")}) from the code.`,
+  );
+  if (flags.bool("check")) {
     const stale = await staleDocs();
     for (const path of stale) process.stderr.write(`${path} is out of date: run \`npm run docs\`\n`);
     if (stale.length === 0) process.stdout.write("gen-docs: docs are up to date\n");
@@ -240,4 +253,4 @@ async function cli(argv: readonly string[]): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) process.exitCode = await cli(process.argv.slice(2));
+if (import.meta.main) process.exitCode = await cli();

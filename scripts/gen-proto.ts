@@ -17,6 +17,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import protobuf from "protobufjs";
+import { parseProgramFlags } from "../src/cli/command.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const PROTO_DIR = join(ROOT, "src/csi/proto");
@@ -450,7 +451,18 @@ function generate(): Map<string, string> {
 }
 
 function main(): void {
-  const check = process.argv.includes("--check");
+  const check = parseProgramFlags(
+    "gen-proto",
+    "npm run gen:proto | npm run check:proto",
+    {
+      check: {
+        type: "bool",
+        default: "false",
+        help: "Fail when regenerating would change a committed file instead of writing it.",
+      },
+    },
+    "Generates src/csi/generated/ from src/csi/proto/*.proto and src/apiserver/encoding/generated/ from the Kubernetes protos (protobufjs, no protoc).",
+  ).bool("check");
   emit(generate(), OUT_DIR, "src/csi/generated/", check);
   emit(generateKube(), KUBE_OUT_DIR, "src/apiserver/encoding/generated/", check);
 }

@@ -12,6 +12,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { createRequire } from "node:module";
+import { parseProgramFlags } from "../src/cli/command.ts";
 
 const require = createRequire(import.meta.url);
 // protobufjs's descriptor extension has no type declarations of its own.
@@ -136,7 +137,13 @@ interface Located {
 }
 
 function main(): void {
-  const binary = process.argv[2] ?? "/usr/bin/kubectl";
+  const flags = parseProgramFlags(
+    "kube-proto-facts",
+    "node scripts/kube-proto-facts.ts [KUBECTL]",
+    {},
+    "Writes src/apiserver/encoding/proto/**/generated.proto, the Kubernetes API messages the embedded API server speaks, from the descriptors compiled into a kubectl binary (default /usr/bin/kubectl); then run npm run gen:proto.",
+  );
+  const binary = flags.parsed.positionals[0] ?? "/usr/bin/kubectl";
   const files = readDescriptors(binary);
   const byName = new Map<string, Located>();
   for (const file of files.values()) {

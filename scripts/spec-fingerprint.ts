@@ -9,7 +9,6 @@
 
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import * as prettier from "prettier";
 import {
   FINGERPRINT_PATH,
@@ -18,11 +17,29 @@ import {
   fingerprint,
   parseSpecRoot,
 } from "../src/csi/proto-fingerprint.ts";
+import { parseProgramFlags } from "../src/cli/command.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { spec: { type: "string" }, check: { type: "boolean" } } });
+  const flags = parseProgramFlags(
+    "spec-fingerprint",
+    "node scripts/spec-fingerprint.ts [--spec PATH] [--check]",
+    {
+      spec: {
+        type: "string",
+        default: "",
+        help: `The CSI spec text (default: ${SPEC_CANDIDATES.join(" or ")}).`,
+      },
+      check: {
+        type: "bool",
+        default: "false",
+        help: "Fail when the committed fingerprint differs instead of writing it.",
+      },
+    },
+    "Writes src/csi/proto/spec-descriptors.json, the fingerprint of the proto in the CSI spec text.",
+  );
+  const values = { spec: flags.string("spec") || undefined, check: flags.bool("check") };
   const spec = values.spec ?? SPEC_CANDIDATES.find((path) => existsSync(path));
   if (spec === undefined) {
     throw new Error(`spec-fingerprint: no spec text at ${SPEC_CANDIDATES.join(" or ")}; pass --spec PATH`);

@@ -42,6 +42,37 @@ export function csikitVersion(): string {
     : "unknown";
 }
 
+/**
+ * Flags of a repository program run through npm (a benchmark, a generator, a check), parsed as
+ * a subcommand's are: prints the help and exits 0 on `--help`, prints csikit's version on
+ * `--version`, and answers a flag it cannot parse in one line (`<name>: <what is wrong>`) with
+ * exit code 2, as `csikit <command>` does, instead of a stack trace.
+ */
+export function parseProgramFlags(
+  name: string,
+  usage: string,
+  specs: FlagSpecs,
+  description?: string,
+): Flags {
+  let flags: Flags;
+  try {
+    flags = new Flags(parseFlags(specs, process.argv.slice(2)));
+  } catch (error) {
+    if (!(error instanceof FlagError)) throw error;
+    process.stderr.write(`${name}: ${error.message}\n`);
+    process.exit(2);
+  }
+  if (flags.parsed.help) {
+    process.stdout.write(formatHelp(usage, specs, description));
+    process.exit(0);
+  }
+  if (flags.parsed.version) {
+    process.stdout.write(`csikit ${csikitVersion()} (${name}, node ${process.version})\n`);
+    process.exit(0);
+  }
+  return flags;
+}
+
 /** Runs a command with argv (after the subcommand name); returns the exit code. */
 export async function runCommand(command: Command, argv: readonly string[]): Promise<number> {
   const specs: FlagSpecs = { ...LOGGING_FLAGS, ...command.flags };
