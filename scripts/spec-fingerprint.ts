@@ -39,8 +39,7 @@ async function main(): Promise<void> {
     },
     "Writes src/csi/proto/spec-descriptors.json, the fingerprint of the proto in the CSI spec text.",
   );
-  const values = { spec: flags.string("spec") || undefined, check: flags.bool("check") };
-  const spec = values.spec ?? SPEC_CANDIDATES.find((path) => existsSync(path));
+  const spec = flags.string("spec") || SPEC_CANDIDATES.find((path) => existsSync(path));
   if (spec === undefined) {
     throw new Error(`spec-fingerprint: no spec text at ${SPEC_CANDIDATES.join(" or ")}; pass --spec PATH`);
   }
@@ -51,7 +50,7 @@ async function main(): Promise<void> {
   const options = (await prettier.resolveConfig(FINGERPRINT_PATH)) ?? {};
   const text = await prettier.format(JSON.stringify(file, null, 2), { ...options, parser: "json" });
   const target = relative(ROOT, FINGERPRINT_PATH);
-  if (!values.check) {
+  if (!flags.bool("check")) {
     writeFileSync(FINGERPRINT_PATH, text);
     console.log(`spec-fingerprint: wrote ${target} from ${spec}`);
     return;

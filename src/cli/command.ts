@@ -43,10 +43,41 @@ export function csikitVersion(): string {
 }
 
 /**
- * Flags of a repository program run through npm (a benchmark, a generator, a check), parsed as
- * a subcommand's are: prints the help and exits 0 on `--help`, prints csikit's version on
- * `--version`, and answers a flag it cannot parse in one line (`<name>: <what is wrong>`) with
- * exit code 2, as `csikit <command>` does, instead of a stack trace.
+ * Parses argv against `specs` and answers what needs no program: a flag it cannot parse (one
+ * line, `<name>: <what is wrong>`, exit code 2), `--help` and `--version` (printed, exit code 0).
+ * Returns the flags, or the exit code when it answered.
+ */
+function parseOrAnswer(
+  name: string,
+  usage: string,
+  specs: FlagSpecs,
+  argv: readonly string[],
+  description: string | undefined,
+  version: string,
+): Flags | number {
+  let flags: Flags;
+  try {
+    flags = new Flags(parseFlags(specs, argv));
+  } catch (error) {
+    if (!(error instanceof FlagError)) throw error;
+    process.stderr.write(`${name}: ${error.message}\n`);
+    return 2;
+  }
+  if (flags.parsed.help) {
+    process.stdout.write(formatHelp(usage, specs, description));
+    return 0;
+  }
+  if (flags.parsed.version) {
+    process.stdout.write(`${version}\n`);
+    return 0;
+  }
+  return flags;
+}
+
+/**
+ * Flags of a repository program run through npm (a benchmark, a generator, a check), parsed and
+ * answered as a subcommand's are (a bad flag in one line with exit code 2, `--help`,
+ * `--version`), exiting when answered instead of a stack trace.
  */
 export function parseProgramFlags(
   name: string,
@@ -54,46 +85,24 @@ export function parseProgramFlags(
   specs: FlagSpecs,
   description?: string,
 ): Flags {
-  let flags: Flags;
-  try {
-    flags = new Flags(parseFlags(specs, process.argv.slice(2)));
-  } catch (error) {
-    if (!(error instanceof FlagError)) throw error;
-    process.stderr.write(`${name}: ${error.message}\n`);
-    process.exit(2);
-  }
-  if (flags.parsed.help) {
-    process.stdout.write(formatHelp(usage, specs, description));
-    process.exit(0);
-  }
-  if (flags.parsed.version) {
-    process.stdout.write(`csikit ${csikitVersion()} (${name}, node ${process.version})\n`);
-    process.exit(0);
-  }
+  const version = `csikit ${csikitVersion()} (${name}, node ${process.version})`;
+  const flags = parseOrAnswer(name, usage, specs, process.argv.slice(2), description, version);
+  if (typeof flags === "number") process.exit(flags);
   return flags;
 }
 
 /** Runs a command with argv (after the subcommand name); returns the exit code. */
 export async function runCommand(command: Command, argv: readonly string[]): Promise<number> {
   const specs: FlagSpecs = { ...LOGGING_FLAGS, ...command.flags };
-  let flags: Flags;
-  try {
-    flags = new Flags(parseFlags(specs, argv));
-  } catch (error) {
-    if (error instanceof FlagError) {
-      process.stderr.write(`csikit ${command.name}: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
-  }
-  if (flags.parsed.help) {
-    process.stdout.write(formatHelp(command.usage, specs, command.description));
-    return 0;
-  }
-  if (flags.parsed.version) {
-    process.stdout.write(`csikit ${csikitVersion()}\n`);
-    return 0;
-  }
+  const flags = parseOrAnswer(
+    `csikit ${command.name}`,
+    command.usage,
+    specs,
+    argv,
+    command.description,
+    `csikit ${csikitVersion()}`,
+  );
+  if (typeof flags === "number") return flags;
   // Sidecars also take component-base's --logging-format (SIDECAR_LOGGING_FLAGS); it wins when given.
   const format =
     flags.parsed.values.has("logging-format") && flags.isSet("logging-format")
