@@ -68,7 +68,9 @@ const ALLOWED: Record<string, readonly string[]> = {
 const PACKAGES: Record<string, readonly string[]> = {
   csi: ["@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"],
   // Not @kubernetes/client-node: every component imports kube, and client-node costs ~0.65 s CPU.
-  kube: ["prom-client", "yaml"],
+  // @peculiar/x509 and reflect-metadata: loaded lazily by serving-cert.ts, only for a secure port
+  // started without a certificate of its own.
+  kube: ["prom-client", "yaml", "@peculiar/x509", "reflect-metadata"],
   apiserver: [
     "@kubernetes/client-node",
     "@marcbachmann/cel-js",

@@ -28,6 +28,7 @@ test("csikit controllers --controllers=*,-garbage-collector-controller runs the 
       "--leader-elect-retry-period=200ms",
       "--leader-elect-renew-deadline=2s",
       "--leader-elect-lease-duration=3s",
+      "--secure-port=0",
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

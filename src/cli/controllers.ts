@@ -3,8 +3,23 @@
 // kube-system/kube-controller-manager, --controllers to switch loops, client QPS 20 / burst 30).
 
 import { FlagError } from "../base/index.ts";
-import { CONTROLLER_LOOPS, runControllers, validateControllerNames } from "../controllers/index.ts";
-import { kubeClientFromOptions } from "../kube/index.ts";
+import {
+  CONTROLLER_LOOPS,
+  ControllerVolumeMetrics,
+  runControllers,
+  validateControllerNames,
+} from "../controllers/index.ts";
+import {
+  Registry,
+  TLS_SERVING_FLAGS,
+  WorkQueueMetrics,
+  alwaysAllowPaths,
+  collectDefaultMetrics,
+  kubeClientFromOptions,
+  nonResourceAttributes,
+  setWorkQueueMetricsProvider,
+  startSecureServing,
+} from "../kube/index.ts";
 import type { Command } from "./command.ts";
 import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 
@@ -95,6 +110,30 @@ export const controllersCommand: Command = {
       default: "15s",
       help: "The period for syncing persistent volumes and persistent volume claims.",
     },
+    "secure-port": {
+      type: "int",
+      default: "10257",
+      help: "The port on which to serve HTTPS with authentication and authorization (/metrics, /healthz). If 0, don't serve HTTPS at all.",
+    },
+    "bind-address": {
+      type: "string",
+      default: "127.0.0.1",
+      help: "The IP address on which to listen for the --secure-port port. kube-controller-manager's default is 0.0.0.0 (all interfaces); csikit listens on loopback unless told otherwise.",
+    },
+    ...TLS_SERVING_FLAGS,
+    "authorization-always-allow-paths": {
+      type: "strings",
+      default: "/healthz,/readyz,/livez",
+      help: "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server.",
+    },
+    "authentication-kubeconfig": {
+      type: "string",
+      help: "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. Empty: the --kubeconfig connection.",
+    },
+    "authorization-kubeconfig": {
+      type: "string",
+      help: "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. Empty: the --kubeconfig connection.",
+    },
     "pv-binder-workers": {
       type: "int",
       default: "1",
@@ -140,7 +179,44 @@ export const controllersCommand: Command = {
       kubeApiBurst: flags.number("kube-api-burst"),
       userAgent: "kube-controller-manager",
     });
+    // The reviews go through --authentication-kubeconfig when given (upstream splits TokenReview
+    // and SubjectAccessReview over two; one identity with both rights serves both here).
+    const reviewKubeconfig =
+      flags.string("authentication-kubeconfig") || flags.string("authorization-kubeconfig");
+    const reviewClient =
+      reviewKubeconfig === ""
+        ? client
+        : kubeClientFromOptions({
+            kubeconfig: reviewKubeconfig,
+            master: "",
+            kubeApiQps: 5,
+            kubeApiBurst: 10,
+          });
+    // Metrics first: the loops' work queues report to the provider from their creation on.
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    setWorkQueueMetricsProvider(new WorkQueueMetrics({ registry }));
+    const volumeMetrics = new ControllerVolumeMetrics(registry);
+    const serving = new AbortController();
+    const stopServing = (): void => serving.abort();
+    signal.addEventListener("abort", stopServing, { once: true });
     try {
+      const endpoint = await startSecureServing(
+        {
+          bindAddress: flags.string("bind-address"),
+          port: flags.number("secure-port"),
+          certFile: flags.string("tls-cert-file"),
+          keyFile: flags.string("tls-private-key-file"),
+          alwaysAllowPaths: alwaysAllowPaths(flags),
+          auth: { client: reviewClient, attributes: nonResourceAttributes },
+          registry,
+          healthChecks: { ping: () => undefined },
+          host: "kube-controller-manager",
+          logger,
+        },
+        serving.signal,
+      );
+      if (endpoint) logger.info(0, "serving securely", { url: `${endpoint.url}/metrics` });
       await runControllers(
         {
           client,
@@ -161,10 +237,14 @@ export const controllersCommand: Command = {
             featureGates: featureGates(flags),
           },
           onStart: (names) => logger.info(0, "controllers started", { controllers: names }),
+          volumeMetrics,
         },
         signal,
       );
     } finally {
+      serving.abort();
+      signal.removeEventListener("abort", stopServing);
+      if (reviewClient !== client) reviewClient.close();
       client.close();
     }
     return 0;

@@ -4,6 +4,7 @@
 // --volume-stats-agg-period); this file only turns them into options for startNode.
 
 import { FlagError, type Flags } from "../base/index.ts";
+import { TLS_SERVING_FLAGS } from "../kube/diagnostics.ts";
 import type { NodeOptions } from "../node/index.ts";
 import type { Command } from "./command.ts";
 import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
@@ -15,6 +16,24 @@ function positive(flags: Flags, name: string): number {
   const value = flags.number(name);
   if (!(value > 0)) throw new FlagError(`invalid value for flag -${name}: want a positive value`);
   return value;
+}
+
+function secureServingOf(flags: Flags): NonNullable<NodeOptions["secureServing"]> {
+  const mode = flags.string("authorization-mode");
+  if (mode !== "AlwaysAllow" && mode !== "Webhook")
+    throw new FlagError(
+      `invalid value ${JSON.stringify(mode)} for flag -authorization-mode: want AlwaysAllow or Webhook`,
+    );
+  const webhook = mode === "Webhook";
+  if (webhook && !flags.bool("authentication-token-webhook"))
+    throw new FlagError("--authorization-mode=Webhook needs --authentication-token-webhook to know who asks");
+  return {
+    address: flags.string("address"),
+    port: flags.number("port"),
+    certFile: flags.string("tls-cert-file"),
+    keyFile: flags.string("tls-private-key-file"),
+    webhookAuthorization: webhook,
+  };
 }
 
 export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
@@ -35,6 +54,7 @@ export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
     reconcileIntervalMs: positive(flags, "reconcile-interval"),
     pluginRescanIntervalMs: positive(flags, "plugin-rescan-interval"),
     ...(httpEndpoint !== "" ? { httpEndpoint } : {}),
+    secureServing: secureServingOf(flags),
     metricsPath: flags.string("metrics-path"),
     featureGates: featureGates(flags),
   };
@@ -131,6 +151,27 @@ export const nodeCommand: Command = {
       type: "string",
       default: "/metrics",
       help: "The HTTP path where prometheus metrics are exposed.",
+    },
+    port: {
+      type: "int",
+      default: "10250",
+      help: "The port for the kubelet's secure server (/metrics with kubelet_volume_stats_* and storage_operation_duration_seconds, /healthz). 0 disables it (csikit's; the kubelet always serves it).",
+    },
+    address: {
+      type: "string",
+      default: "127.0.0.1",
+      help: "The IP address for the kubelet to serve on. The kubelet's default is 0.0.0.0 (all interfaces); csikit serves loopback unless told otherwise.",
+    },
+    ...TLS_SERVING_FLAGS,
+    "authentication-token-webhook": {
+      type: "bool",
+      default: "true",
+      help: "Use the TokenReview API to determine authentication for bearer tokens. The kubelet's command-line default is false (kubeadm turns it on); csikit's is true, with --authorization-mode=Webhook.",
+    },
+    "authorization-mode": {
+      type: "string",
+      default: "Webhook",
+      help: "Authorization mode for the kubelet server: AlwaysAllow or Webhook (SubjectAccessReview for nodes/metrics, nodes/stats, nodes/proxy). The kubelet's command-line default is AlwaysAllow; csikit's is Webhook.",
     },
   },
   async run({ flags, logger, signal }) {

@@ -16,6 +16,8 @@ import { KubeClient, loadKubeConfig } from "../kube/index.ts";
 import {
   controllerSocket,
   hostpathWithoutTopology,
+  metricsEndpoints,
+  runsHostpath,
   nodeSocket,
   planComponents,
   socketDirs,
@@ -100,13 +102,16 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-function csiDriverManifest(name: string, attachRequired: boolean): Manifest {
+function csiDriverManifest(name: string, attachRequired: boolean, storageCapacity: boolean): Manifest {
   return {
     apiVersion: "storage.k8s.io/v1",
     kind: "CSIDriver",
     metadata: { name },
     spec: {
       attachRequired,
+      // The scheduler places WaitForFirstConsumer claims by CSIStorageCapacity only when the
+      // driver says it publishes them.
+      storageCapacity,
       podInfoOnMount: true,
       volumeLifecycleModes: ["Persistent", "Ephemeral"],
       fsGroupPolicy: "File",
@@ -152,6 +157,22 @@ async function resolveRecord(
   return { record, resumed: false };
 }
 
+/**
+ * Where each component's metrics are. The secure ports (controllers, kubelets) check a bearer
+ * token with the API server, as upstream's do: the admin token of the kubeconfig passes.
+ */
+function printMetricsEndpoints(
+  plan: ClusterPlan,
+  layout: ClusterLayout,
+  print: (line: string) => void,
+): void {
+  print("metrics (loopback):");
+  for (const endpoint of metricsEndpoints(plan)) print(`  ${endpoint.what}: ${endpoint.url}`);
+  print(
+    `  the https ones want a token: curl -sk -H "Authorization: Bearer $(cat ${layout.adminTokenFile})" <url>`,
+  );
+}
+
 export async function runCluster(options: UpOptions, signal: AbortSignal): Promise<number> {
   const started = performance.now();
   const elapsed = (): string => seconds(performance.now() - started);
@@ -178,8 +199,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   if (options.featureGates)
     print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
-  const probePorts = new Map<string, number>();
-  for (const node of record.nodes) probePorts.set(node.name, await freePort());
+  const ports = new Map<string, number>();
+  for (const name of ["controllers", "provisioner", "attacher", "resizer"]) ports.set(name, await freePort());
+  for (const node of record.nodes) {
+    ports.set(node.name, await freePort());
+    ports.set(`${node.name}-livenessprobe`, await freePort());
+  }
   const plan: ClusterPlan = {
     layout,
     nodes: record.nodes,
@@ -189,7 +214,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(options.driverCommand !== undefined ? { driverCommand: options.driverCommand } : {}),
     verbosity: options.verbosity,
     featureGates: options.featureGates ?? "",
-    probePorts,
+    ports,
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
   const longest = record.nodes.map(
@@ -232,6 +257,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       env: {
         POD_NAMESPACE: "default",
         ...(instance.node ? { NODE_NAME: instance.node } : {}),
+        ...instance.env,
         ...compileCacheEnv(),
       },
     });
@@ -290,7 +316,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     await applyManifests(client, manifests, signal);
     await applyManifests(
       client,
-      [csiDriverManifest(driverName, attachRequired), storageClassManifest(driverName)],
+      [csiDriverManifest(driverName, attachRequired, runsHostpath(plan)), storageClassManifest(driverName)],
       signal,
     );
     const cluster = await clusterOfAdminKubeconfig(layout);
@@ -333,6 +359,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     });
     const readyMs = performance.now() - started;
     print(`cluster ready in ${seconds(readyMs)} — controller socket ${controllerSocket(plan)}`);
+    printMetricsEndpoints(plan, layout, print);
     // Its own signal: with --exit the outer one never aborts, and a watch left running would
     // retry against the stopped API server and keep this process alive.
     await watchVolumeEvents(

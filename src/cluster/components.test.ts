@@ -16,7 +16,7 @@ function plan(featureGates: string): ClusterPlan {
     commands: new Set(["attacher", "registrar", "livenessprobe", "resizer"]),
     verbosity: 2,
     featureGates,
-    probePorts: new Map(nodes.map((n, i) => [n.name, 9800 + i])),
+    ports: new Map(nodes.map((n, i) => [`${n.name}-livenessprobe`, 9800 + i])),
   };
 }
 

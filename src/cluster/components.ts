@@ -41,8 +41,11 @@ export interface ClusterPlan {
    * migration gate (they follow the driver being a migration target), so they get none.
    */
   featureGates: string;
-  /** Free ports for the per-node livenessprobe endpoints, by node name. */
-  probePorts: ReadonlyMap<string, number>;
+  /**
+   * Free loopback ports of the diagnostics and metrics endpoints, by instance name (the
+   * per-node livenessprobe is <node>-livenessprobe, the node agent <node>); see METRICS_PORTS.
+   */
+  ports: ReadonlyMap<string, number>;
 }
 
 export interface ComponentInstance {
@@ -55,6 +58,8 @@ export interface ComponentInstance {
   identity?: Identity;
   /** Node it belongs to (node-level components). */
   node?: string;
+  /** Environment the component's upstream manifest gives it (the downward API's values). */
+  env?: Readonly<Record<string, string>>;
 }
 
 interface ComponentEntry {
@@ -68,6 +73,7 @@ interface ComponentEntry {
   optional?: boolean;
   identity?: (node: NodeSpec | undefined) => Identity;
   args: (plan: ClusterPlan, node: NodeSpec | undefined) => string[];
+  env?: Readonly<Record<string, string>>;
 }
 
 /** Where the controller-side sidecars reach the driver. */
@@ -85,6 +91,20 @@ function kubeconfig(plan: ClusterPlan, component: string): string {
 }
 
 const v = (plan: ClusterPlan): string => `--v=${plan.verbosity}`;
+
+/** The port `up` chose for an instance's endpoint (0 when the plan has none: the OS picks). */
+function portOf(plan: ClusterPlan, instance: string): number {
+  return plan.ports.get(instance) ?? 0;
+}
+
+/** A sidecar's diagnostics endpoint (/metrics, /healthz) on loopback, as upstream's --http-endpoint. */
+const httpEndpoint = (plan: ClusterPlan, instance: string): string =>
+  `--http-endpoint=127.0.0.1:${portOf(plan, instance)}`;
+
+/** Whether the driver is csikit's hostpath, whose capabilities `up` knows before it starts. */
+export function runsHostpath(plan: Pick<ClusterPlan, "driverSocket" | "driverCommand">): boolean {
+  return plan.driverSocket === undefined && plan.driverCommand === undefined;
+}
 
 const gates = (plan: ClusterPlan): string[] =>
   plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`];
@@ -118,6 +138,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       // csikit's own flag (KCM runs one binder worker per queue): a hundred claims arriving at
       // once are bound eight at a time instead of one, each bind being 3-4 sequential writes.
       `--pv-binder-workers=${PV_BINDER_WORKERS}`,
+      `--secure-port=${portOf(plan, "controllers")}`,
+      "--bind-address=127.0.0.1",
     ],
   },
   {
@@ -126,12 +148,20 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     subcommand: "provisioner",
     stage: "sidecar",
     identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-provisioner" }),
+    // NAMESPACE: where CSIStorageCapacity objects live (upstream's manifest sets it from the
+    // pod's namespace through the downward API).
+    env: { NAMESPACE: "default" },
     args: (plan) => [
       v(plan),
       `--csi-address=${controllerSocket(plan)}`,
       kubeconfig(plan, "provisioner"),
-      "--feature-gates=Topology=true",
+      // Kubernetes 1.34+ defaults: VolumeAttributesClass is GA and on.
+      "--feature-gates=Topology=true,VolumeAttributesClass=true",
       "--extra-create-metadata",
+      // Capacity tracking needs the driver's GET_CAPACITY: csikit's hostpath has it; a user's
+      // driver is not assumed to.
+      ...(runsHostpath(plan) ? ["--enable-capacity", "--capacity-ownerref-level=-1"] : []),
+      httpEndpoint(plan, "provisioner"),
       ...SIDECAR_QPS,
     ],
   },
@@ -146,6 +176,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       v(plan),
       `--csi-address=${controllerSocket(plan)}`,
       kubeconfig(plan, "attacher"),
+      httpEndpoint(plan, "attacher"),
       ...SIDECAR_QPS,
     ],
   },
@@ -160,6 +191,9 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       v(plan),
       `--csi-address=${controllerSocket(plan)}`,
       kubeconfig(plan, "resizer"),
+      // Kubernetes 1.34+ defaults: VolumeAttributesClass is GA and on (ControllerModifyVolume).
+      "--feature-gates=VolumeAttributesClass=true",
+      httpEndpoint(plan, "resizer"),
       ...SIDECAR_QPS,
     ],
   },
@@ -177,6 +211,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       kubeconfig(plan, node!.name),
       ...NODE_QPS,
       ...gates(plan),
+      `--port=${portOf(plan, node!.name)}`,
+      "--address=127.0.0.1",
     ],
   },
   {
@@ -201,7 +237,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     optional: true,
     args: (plan, node) => [
       `--csi-address=${nodeSocket(plan, node!.name)}`,
-      `--http-endpoint=127.0.0.1:${plan.probePorts.get(node!.name) ?? 0}`,
+      httpEndpoint(plan, `${node!.name}-livenessprobe`),
     ],
   },
 ];
@@ -234,6 +270,7 @@ function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: Node
       "--node-service=false",
       "--controller-service=true",
       `--enable-attach=${plan.commands.has("attacher")}`,
+      "--enable-controller-modify-volume=true",
       `--allowed-path-roots=${plan.layout.nodesDir}`,
     ];
   return [
@@ -304,10 +341,43 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
         args: entry.args(plan, node),
         ...(entry.identity ? { identity: entry.identity(node) } : {}),
         ...(node ? { node: node.name } : {}),
+        ...(entry.env ? { env: entry.env } : {}),
       });
     }
   }
   return { instances, skipped };
+}
+
+/**
+ * Instances that serve metrics, with what their endpoint is (the URL scheme and path), for the
+ * ports `up` allocates and the lines it prints.
+ */
+export function metricsEndpoints(
+  plan: Pick<ClusterPlan, "nodes" | "commands" | "ports">,
+): { instance: string; what: string; url: string }[] {
+  const http = (instance: string) => `http://127.0.0.1:${plan.ports.get(instance) ?? 0}/metrics`;
+  const https = (instance: string) => `https://127.0.0.1:${plan.ports.get(instance) ?? 0}/metrics`;
+  const endpoints = [
+    { instance: "controllers", what: "kube-controller-manager (secure port)", url: https("controllers") },
+    { instance: "provisioner", what: "external-provisioner", url: http("provisioner") },
+  ];
+  for (const sidecar of ["attacher", "resizer"])
+    if (plan.commands.has(sidecar))
+      endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
+  for (const node of plan.nodes) {
+    endpoints.push({
+      instance: node.name,
+      what: `kubelet ${node.name} (secure port)`,
+      url: https(node.name),
+    });
+    if (plan.commands.has("livenessprobe"))
+      endpoints.push({
+        instance: `${node.name}-livenessprobe`,
+        what: `livenessprobe ${node.name}`,
+        url: http(`${node.name}-livenessprobe`),
+      });
+  }
+  return endpoints;
 }
 
 /** The driver's socket dirs that must exist before the drivers start. */

@@ -43,6 +43,10 @@ export class ClusterLayout {
   get tokenAuthFile(): string {
     return join(this.identitiesDir, "tokens.csv");
   }
+  /** The API server's admin bearer token (its pki/, as `csikit apiserver` writes it). */
+  get adminTokenFile(): string {
+    return join(this.stateDir, "pki", "admin.token");
+  }
   get pidsFile(): string {
     return join(this.stateDir, "pids.json");
   }

@@ -33,6 +33,7 @@ const CLASS = "walkthrough";
 const CLAIM = "walkthrough-claim";
 const POD = "walkthrough-pod";
 const VOLUME = "data";
+const ATTRIBUTES_CLASS = "walkthrough-gold";
 
 /** `all`: the whole lifecycle with growth; `expand`: the lifecycle's mounts and the growth only. */
 export const WALKTHROUGHS = ["all", "expand"] as const;
@@ -223,6 +224,14 @@ export async function runWalkthrough(
     },
   );
 
+  // A user's driver may not offer ControllerModifyVolume: the class change is hostpath's step.
+  if (cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined)
+    await modifyClaim(
+      cluster,
+      { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
+      options.print,
+    );
+
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE });
   await timed("pod deleted: NodeUnpublishVolume by the node agent", async () => {
     await pollUntil("the pod to go", timeout, signal, () =>
@@ -248,6 +257,7 @@ export async function runWalkthrough(
     pollUntil("the PV to go", timeout, signal, () => gone(() => client.get(GVR.persistentVolumes, pvName))),
   );
   await client.delete(GVR.storageClasses, CLASS).catch(() => {});
+  await client.delete(GVR.volumeAttributesClasses, ATTRIBUTES_CLASS).catch(() => {});
   options.print("walkthrough done: every step passed");
   options.print("");
 }
@@ -332,5 +342,60 @@ async function growClaim(
   volume.print(
     `    statfs through the mount: ${fs.blocks * fs.bsize} bytes, ${fs.bavail * fs.bsize} available ` +
       "(a hostpath filesystem volume is a directory: statfs sees the filesystem that holds it)",
+  );
+}
+
+/**
+ * Moves the running claim to another VolumeAttributesClass (GA and on since Kubernetes 1.34):
+ * the resizer's ControllerModifyVolume shows as status.currentVolumeAttributesClassName and the
+ * claim's VolumeModifySuccessful event.
+ */
+async function modifyClaim(
+  cluster: RunningCluster,
+  steps: GrowSteps,
+  print: (line: string) => void,
+): Promise<void> {
+  const { admin: client } = cluster;
+  // A resumed cluster may have it from an interrupted walkthrough.
+  const missing = await gone(() => client.get(GVR.volumeAttributesClasses, ATTRIBUTES_CLASS));
+  if (missing)
+    await client.create(GVR.volumeAttributesClasses, {
+      apiVersion: `${GVR.volumeAttributesClasses.group}/${GVR.volumeAttributesClasses.version}`,
+      kind: "VolumeAttributesClass",
+      metadata: { name: ATTRIBUTES_CLASS },
+      driverName: cluster.driverName,
+      parameters: { tier: "gold" },
+    });
+  await client.patch<PersistentVolumeClaim>(
+    GVR.persistentVolumeClaims,
+    CLAIM,
+    { spec: { volumeAttributesClassName: ATTRIBUTES_CLASS } },
+    { namespace: NAMESPACE },
+  );
+  await steps.timed(
+    `claim moved to VolumeAttributesClass ${ATTRIBUTES_CLASS}: ControllerModifyVolume by the resizer`,
+    () =>
+      steps.until(
+        "the claim's status.currentVolumeAttributesClassName and VolumeModifySuccessful event",
+        async () => {
+          const claim = await client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, CLAIM, {
+            namespace: NAMESPACE,
+          });
+          if (claim.status?.currentVolumeAttributesClassName !== ATTRIBUTES_CLASS) return undefined;
+          const events = await client.list<CoreEvent>(GVR.events, { namespace: NAMESPACE });
+          const modified = events.items.some(
+            (event) =>
+              event.involvedObject?.kind === "PersistentVolumeClaim" &&
+              event.involvedObject.name === CLAIM &&
+              event.reason === EVENT_REASONS.volumeModifySuccessful.key,
+          );
+          return modified ? claim : undefined;
+        },
+      ),
+    (claim) =>
+      `status.currentVolumeAttributesClassName ${claim.status?.currentVolumeAttributesClassName}, event ${EVENT_REASONS.volumeModifySuccessful.key}`,
+  );
+  print(
+    `    kubectl get pvc ${CLAIM} -o jsonpath='{.status.currentVolumeAttributesClassName}' → ${ATTRIBUTES_CLASS}`,
   );
 }

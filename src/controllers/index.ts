@@ -7,3 +7,4 @@ export * from "./attachdetach/index.ts";
 export * from "./scheduler/index.ts";
 export * from "./rbac/index.ts";
 export * from "./run.ts";
+export * from "./metrics.ts";

@@ -24,6 +24,7 @@ import {
 } from "./pv/index.ts";
 import { startClusterRoleAggregationController } from "./rbac/index.ts";
 import { startScheduler } from "./scheduler/index.ts";
+import type { ControllerVolumeMetrics } from "./metrics.ts";
 
 /** What every loop's start function receives. */
 export interface ControllerContext {
@@ -196,6 +197,8 @@ export interface RunControllersOptions {
   freezeCache?: boolean;
   /** Called with the names of the loops about to start (for logs and tests). */
   onStart?: (names: readonly string[]) => void;
+  /** kube-controller-manager's volume metrics, fed from the loops' informers. Default none. */
+  volumeMetrics?: ControllerVolumeMetrics;
 }
 
 export async function runControllers(options: RunControllersOptions, signal: AbortSignal): Promise<void> {
@@ -219,6 +222,7 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
       logger,
       knobs: options.knobs ?? {},
     };
+    options.volumeMetrics?.attach(informers);
     logger.info(1, "starting controllers", { controllers: enabled.map((loop) => loop.name) });
     options.onStart?.(enabled.map((loop) => loop.name));
     let failure: unknown;

@@ -8,4 +8,7 @@ export * from "./flags.ts";
 export * from "./metrics.ts";
 export * from "./prom.ts";
 export * from "./http-endpoint.ts";
+export * from "./secure-serving.ts";
+export * from "./delegated-auth.ts";
+export * from "./serving-cert.ts";
 export * from "./pprof.ts";

@@ -23,6 +23,21 @@ import { FlagError, errorMessage, silentLogger, type Logger } from "../base/inde
 // Node's bundled undici (about 1.5 MiB of heap) into every sidecar (`npm run bench:rss`).
 const { createServer } = process.getBuiltinModule("node:http");
 
+/** TLS for a secure port (kube-controller-manager's --secure-port, the kubelet's --port). */
+export interface EndpointTls {
+  certPem: string;
+  keyPem: string;
+}
+
+/** A refusal of a request by the endpoint's authenticator or authorizer. */
+export interface EndpointRefusal {
+  status: 401 | 403 | 500;
+  message: string;
+}
+
+/** Decides whether a request may be served; undefined lets it through. */
+export type EndpointAuthorizer = (req: IncomingMessage, url: URL) => Promise<EndpointRefusal | undefined>;
+
 export type HealthCheck = () => Promise<void> | void;
 
 export interface HttpEndpointOptions {
@@ -40,6 +55,10 @@ export interface HttpEndpointOptions {
    */
   routes?: Record<string, RouteHandler>;
   logger?: Logger;
+  /** Serve HTTPS with this certificate instead of plain HTTP. */
+  tls?: EndpointTls;
+  /** Checks every request before it is served (delegated authentication and authorization). */
+  authorize?: EndpointAuthorizer;
 }
 
 /** An extra diagnostics route: answers with a status, a body and its content type. */
@@ -107,6 +126,11 @@ export async function startHttpEndpoint(
       send(res, 405, "method not allowed\n");
       return;
     }
+    const refusal = await options.authorize?.(req, url);
+    if (refusal) {
+      send(res, refusal.status, refusal.message + "\n");
+      return;
+    }
     if (options.registry && url.pathname === metricsPath) {
       send(res, 200, await options.registry.metrics(), options.registry.contentType);
       return;
@@ -154,13 +178,18 @@ export async function startHttpEndpoint(
     send(res, failed.length === 0 ? 200 : 500, lines.join("\n") + "\n");
   };
 
-  const server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((error: unknown) => {
       logger.error("diagnostics request failed", { path: req.url, err: errorMessage(error) });
       if (!res.headersSent) send(res, 500, "internal error\n");
       else res.destroy();
     });
-  });
+  };
+  const server = options.tls
+    ? process
+        .getBuiltinModule("node:https")
+        .createServer({ cert: options.tls.certPem, key: options.tls.keyPem, minVersion: "TLSv1.2" }, listener)
+    : createServer(listener);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     const onListening = (): void => {
@@ -184,7 +213,7 @@ export async function startHttpEndpoint(
   return {
     host,
     port: info.port,
-    url: `http://${urlHost.includes(":") ? `[${urlHost}]` : urlHost}:${info.port}`,
+    url: `${options.tls ? "https" : "http"}://${urlHost.includes(":") ? `[${urlHost}]` : urlHost}:${info.port}`,
     stopped,
   };
 }

@@ -72,6 +72,17 @@ interface Delayed {
   cancel: () => void;
 }
 
+let defaultMetrics: WorkQueueMetricsRecorder | undefined;
+
+/**
+ * Where queues created from now on report their workqueue_* metrics when not given their own
+ * recorder: one per process, as client-go's workqueue.SetProvider. A component that serves
+ * metrics sets it once at start-up, before its loops make their queues.
+ */
+export function setWorkQueueMetricsProvider(recorder: WorkQueueMetricsRecorder | undefined): void {
+  defaultMetrics = recorder;
+}
+
 export class WorkQueue<T> {
   readonly name: string;
   readonly #rateLimiter: RateLimiter<T>;
@@ -95,7 +106,7 @@ export class WorkQueue<T> {
     this.name = options.name ?? "queue";
     this.#clock = options.clock ?? realClock;
     this.#rateLimiter = options.rateLimiter ?? controllerRateLimiter<T>({ clock: this.#clock });
-    this.#metrics = options.metrics;
+    this.#metrics = options.metrics ?? defaultMetrics;
     this.#metrics?.watch(this.name, () => {
       const now = this.#clock.now();
       return {

@@ -5,7 +5,15 @@
 // has stopped (operations drained, watchers closed, driver connections closed).
 
 import { realClock, silentLogger } from "../base/index.ts";
-import { EventRecorder, InformerFactory, Registry, startHttpEndpoint } from "../kube/index.ts";
+import {
+  EventRecorder,
+  InformerFactory,
+  Registry,
+  kubeletAttributes,
+  startHttpEndpoint,
+  startSecureServing,
+} from "../kube/index.ts";
+import { instrumentVolumeOperations } from "./operation-metrics.ts";
 import {
   GVR,
   type CSIDriver,
@@ -123,6 +131,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
 
     const registry = new Registry();
     const stats = new VolumeStatsCollector(actual, drivers, registry);
+    instrumentVolumeOperations(plugin, registry);
     let metricsUrl: string | undefined;
     if (options.httpEndpoint) {
       const endpoint = await startHttpEndpoint(
@@ -131,6 +140,30 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       );
       running.push(endpoint.stopped);
       metricsUrl = `${endpoint.url}${options.metricsPath ?? "/metrics"}`;
+    }
+    if (options.secureServing) {
+      const secure = options.secureServing;
+      const endpoint = await startSecureServing(
+        {
+          bindAddress: secure.address,
+          port: secure.port,
+          certFile: secure.certFile,
+          keyFile: secure.keyFile,
+          alwaysAllowPaths: ["/healthz"],
+          ...(secure.webhookAuthorization
+            ? { auth: { client, attributes: kubeletAttributes(options.nodeName) } }
+            : {}),
+          registry,
+          healthChecks: { ping: () => undefined },
+          host: options.hostname ?? options.nodeName,
+          logger,
+        },
+        inner.signal,
+      );
+      if (endpoint) {
+        running.push(endpoint.stopped);
+        metricsUrl ??= `${endpoint.url}/metrics`;
+      }
     }
 
     await reconstruct(paths, actual, logger);

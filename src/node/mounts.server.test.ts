@@ -171,6 +171,7 @@ function startNodeProcess(t: TestContext, s: Setup): ChildProcess {
       `--root-dir=${s.root}`,
       `--kubeconfig=${s.kubeconfig}`,
       "--plugin-rescan-interval=500ms",
+      "--port=0",
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );

@@ -44,6 +44,18 @@ export interface NodeOptions {
   csiTimeoutMs?: number;
   /** --http-endpoint for /metrics ("" = off). Default "". */
   httpEndpoint?: string;
+  /**
+   * The kubelet's secure port (--port, --address, --tls-*): /metrics and /healthz over HTTPS;
+   * with webhook authorization, every request is checked by TokenReview and SubjectAccessReview
+   * (nodes/metrics, nodes/stats, nodes/proxy, as the kubelet). Default none.
+   */
+  secureServing?: {
+    address: string;
+    port: number;
+    certFile: string;
+    keyFile: string;
+    webhookAuthorization: boolean;
+  };
   /** Default "/metrics". */
   metricsPath?: string;
   /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */

@@ -15,6 +15,7 @@ import {
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Pod,
+  type StorageClass,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
 import { KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
@@ -36,6 +37,29 @@ import {
 } from "../harness/up.ts";
 import { until } from "../harness/until.ts";
 import { kubectl } from "../harness/kubectl.ts";
+import { request as httpsRequest } from "node:https";
+import { request as httpRequest } from "node:http";
+
+/** GET a metrics URL (the secure ports have self-signed certificates: not verified here). */
+function scrape(url: string, token: string | undefined): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const secure = url.startsWith("https:");
+    const options = {
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      timeout: 30_000,
+      ...(secure ? { rejectUnauthorized: false } : {}),
+    };
+    const req = (secure ? httpsRequest : httpRequest)(url, options, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 
@@ -277,7 +301,8 @@ describe("csikit up", { skip: SKIP }, () => {
       const kubeconfig = join(stateDir, "kubeconfig");
       const files: [string, string[]][] = [
         ["dynamic-provisioning.yaml", ["dynamic-app"]],
-        ["statefulset-claims.yaml", ["web-0", "web-1", "web-2"]],
+        ["per-replica-claims.yaml", ["web-0", "web-1", "web-2"]],
+        ["storage.yaml", ["my-csi-app"]],
         ["inline-ephemeral.yaml", ["inline-app"]],
         ["secrets.yaml", ["secret-app"]],
         ...(isRoot ? ([["raw-block.yaml", ["block-app"]]] as [string, string[]][]) : []),
@@ -288,6 +313,15 @@ describe("csikit up", { skip: SKIP }, () => {
       }
       for (const [, pods] of files)
         for (const pod of pods) await until(podRunning(pod), `${pod} to run`, { timeoutMs: STEP_MS });
+      // Every example applied, still one default class: claims without a class keep going to up's.
+      const classes = await client.list<StorageClass>(GVR.storageClasses);
+      const defaults = classes.items.filter(
+        (c) => c.metadata?.annotations?.["storageclass.kubernetes.io/is-default-class"] === "true",
+      );
+      assert.deepEqual(
+        defaults.map((c) => c.metadata?.name),
+        ["csi-hostpath"],
+      );
       // The Secret must outlive the volume (ControllerUnpublish and DeleteVolume read it), so the
       // secrets example's pod and claim go first and its Secret once the volume is gone.
       const secretsFirst = await kubectl(["delete", "pod/secret-app", "pvc/secret-claim", "--wait=false"], {
@@ -455,6 +489,67 @@ describe("csikit up", { skip: SKIP }, () => {
     } finally {
       await cleanup();
     }
+  });
+
+  test("today's defaults: a VolumeAttributesClass change, CSIStorageCapacity per node, every metrics endpoint on loopback", async () => {
+    const text = up!.output();
+    assert.match(
+      text,
+      /claim moved to VolumeAttributesClass walkthrough-gold: ControllerModifyVolume by the resizer — status\.currentVolumeAttributesClassName walkthrough-gold, event VolumeModifySuccessful/,
+    );
+    const driver = await client.get<{ spec?: { storageCapacity?: boolean } }>(
+      GVR.csiDrivers,
+      "hostpath.csi.k8s.io",
+    );
+    assert.equal(driver.spec?.storageCapacity, true);
+    // One CSIStorageCapacity per node segment of the default (WaitForFirstConsumer) class.
+    const capacities = await until(
+      async () => {
+        const list = await client.list<{ storageClassName?: string }>(GVR.csiStorageCapacities, {
+          namespace: "default",
+        });
+        const ours = list.items.filter((c) => c.storageClassName === "csi-hostpath");
+        return ours.length >= 3 ? ours : undefined;
+      },
+      "a CSIStorageCapacity per node",
+      { timeoutMs: STEP_MS },
+    );
+    assert.equal(capacities.length, 3);
+
+    const endpoints = new Map<string, string>();
+    for (const match of text.matchAll(/^ {2}(.+): (https?:\/\/127\.0\.0\.1:\d+\/metrics)$/gm))
+      endpoints.set(match[1]!, match[2]!);
+    const token = (await readFile(join(stateDir, "pki", "admin.token"), "utf8")).trim();
+    const controllers = endpoints.get("kube-controller-manager (secure port)")!;
+    assert.ok(controllers, text);
+    const scraped = await scrape(controllers, token);
+    assert.equal(scraped.status, 200);
+    assert.match(scraped.body, /^workqueue_depth\{name="claims"\} \d+$/m);
+    assert.match(scraped.body, /^pv_collector_bound_pv_count\{storage_class="[^"]*"\} \d+$/m);
+    // Delegated authentication and authorization, as kube-controller-manager's secure port.
+    assert.equal((await scrape(controllers, undefined)).status, 403);
+    assert.equal((await scrape(controllers, "not-a-token")).status, 401);
+    assert.equal((await scrape(controllers.replace("/metrics", "/healthz"), undefined)).status, 200);
+    // The walkthrough's pod ran on one node: its kubelet timed the mount.
+    const mounts = await Promise.all(
+      [...endpoints].filter(([what]) => what.startsWith("kubelet ")).map(([, url]) => scrape(url, token)),
+    );
+    assert.equal(mounts.length, 3);
+    assert.ok(mounts.every((m) => m.status === 200));
+    assert.ok(
+      mounts.some((m) =>
+        /^storage_operation_duration_seconds_count\{volume_plugin="kubernetes\.io\/csi:hostpath\.csi\.k8s\.io",operation_name="volume_mount",(?:migrated="false",)?status="success"(?:,migrated="false")?\} [1-9]/m.test(
+          m.body,
+        ),
+      ),
+      mounts.map((m) => m.body).join("\n"),
+    );
+    const provisioner = await scrape(endpoints.get("external-provisioner")!, undefined);
+    assert.equal(provisioner.status, 200);
+    assert.match(
+      provisioner.body,
+      /^csi_sidecar_operations_seconds_count\{.*method_name="\/csi\.v1\.Controller\/CreateVolume"/m,
+    );
   });
 
   test("SIGINT tears volumes down before the processes and exits 0; a second up resumes the cluster", async () => {

@@ -322,6 +322,7 @@ function startAgentProcess(
       `--kubeconfig=${options.kubeconfig}`,
       `--node-labels=${ZONE_KEY}=${options.zone}`,
       "--plugin-rescan-interval=500ms",
+      "--port=0",
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );

@@ -1,8 +1,10 @@
 // Answers to the review kinds, computed and never stored, as kube-apiserver's: SelfSubjectReview
-// (who am I: `kubectl auth whoami`), SelfSubjectAccessReview (may I: `kubectl auth can-i`) and
-// SubjectAccessReview (may this user). Each answer echoes the request with its status.
+// (who am I: `kubectl auth whoami`), SelfSubjectAccessReview (may I: `kubectl auth can-i`),
+// SubjectAccessReview (may this user) and TokenReview (whose token is this: what a component's
+// delegated authentication asks before it serves /metrics). Each answer echoes the request with
+// its status.
 
-import type { UserInfo } from "./authn.ts";
+import type { Authenticator, UserInfo } from "./authn.ts";
 import type { Authorizer, RequestAttributes } from "./authz.ts";
 import type { RestResult } from "../rest/rest.ts";
 import { fieldInvalid, fieldRequired } from "../../api/index.ts";
@@ -127,4 +129,24 @@ export function subjectAccessReview(body: unknown, authorizer: Authorizer): Rest
     code: 201,
     body: { ...review, status: accessStatus(authorizer, attributesOf(spec, subject, "SubjectAccessReview")) },
   };
+}
+
+/**
+ * TokenReview: who the token in spec.token is. An unknown token is not an error, as upstream: the
+ * answer says authenticated false. The token itself is never echoed back (the status names the
+ * user only), so an answer logged by a client leaks nothing.
+ */
+export function tokenReview(body: unknown, authenticator: Authenticator): RestResult {
+  const review = reviewBody(body, "TokenReview", "authentication.k8s.io/v1");
+  const spec = record(review.spec);
+  const token = str(spec.token);
+  if (token === "")
+    throw invalid("authentication.k8s.io", "TokenReview", "", [fieldRequired("spec.token", "")]);
+  const user = authenticator.authenticate(`Bearer ${token}`);
+  const audiences = Array.isArray(spec.audiences) ? spec.audiences.map(String) : [];
+  const status: Obj = user
+    ? { authenticated: true, user: userInfoOf(user), ...(audiences.length > 0 ? { audiences } : {}) }
+    : { authenticated: false, user: {}, error: "invalid bearer token" };
+  const { token: _withheld, ...specWithoutToken } = spec;
+  return { code: 201, body: { ...review, spec: specWithoutToken, status } };
 }

@@ -1,4 +1,5 @@
 // The review kinds: authentication.k8s.io/v1 selfsubjectreviews (`kubectl auth whoami`) and
+// tokenreviews (delegated authentication of components' metrics endpoints), and
 // authorization.k8s.io/v1 selfsubjectaccessreviews and subjectaccessreviews (`kubectl auth
 // can-i`). Create-only and never stored: the handler answers them from the request's identity
 // and the authorizer (reviews.ts beside the handler).
@@ -20,6 +21,7 @@ function review(group: string, resource: string, kind: string): ResourceDef {
 }
 
 export const selfSubjectReviews = review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview");
+export const tokenReviews = review("authentication.k8s.io", "tokenreviews", "TokenReview");
 export const selfSubjectAccessReviews = review(
   "authorization.k8s.io",
   "selfsubjectaccessreviews",
@@ -33,6 +35,7 @@ export const subjectAccessReviews = review(
 
 export const reviewResources: readonly ResourceDef[] = Object.freeze([
   selfSubjectReviews,
+  tokenReviews,
   selfSubjectAccessReviews,
   subjectAccessReviews,
 ]);

@@ -23,7 +23,12 @@ import { toPartialMetadata } from "../encoding/partial-metadata.ts";
 import { protobufType } from "../encoding/protobuf.ts";
 import type { Authenticator, UserInfo } from "../auth/authn.ts";
 import { forbiddenError, type Authorizer, type RequestAttributes } from "../auth/authz.ts";
-import { selfSubjectAccessReview, selfSubjectReview, subjectAccessReview } from "../auth/review-handlers.ts";
+import {
+  selfSubjectAccessReview,
+  selfSubjectReview,
+  subjectAccessReview,
+  tokenReview,
+} from "../auth/review-handlers.ts";
 import type { ServiceAccountTokens } from "../auth/sa-tokens.ts";
 import type { NamespaceReaper } from "../admission/namespaces.ts";
 import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
@@ -394,6 +399,7 @@ async function specialCreate(
   if (
     !token &&
     !isReview("authentication.k8s.io", "selfsubjectreviews") &&
+    !isReview("authentication.k8s.io", "tokenreviews") &&
     !isReview("authorization.k8s.io", "selfsubjectaccessreviews") &&
     !isReview("authorization.k8s.io", "subjectaccessreviews")
   )
@@ -401,6 +407,7 @@ async function specialCreate(
   const body = await objectBody(call, { dryRun: false, warnings: call.warnings });
   if (token) return options.serviceAccounts.request(request.namespace, request.name, body);
   if (def.resource === "selfsubjectreviews") return selfSubjectReview(user, body);
+  if (def.resource === "tokenreviews") return tokenReview(body, options.authenticator);
   if (def.resource === "selfsubjectaccessreviews")
     return selfSubjectAccessReview(user, body, options.authorizer);
   return subjectAccessReview(body, options.authorizer);
