@@ -525,7 +525,15 @@ describe("csikit up", { skip: SKIP }, () => {
     const scraped = await scrape(controllers, token);
     assert.equal(scraped.status, 200);
     assert.match(scraped.body, /^workqueue_depth\{name="claims"\} \d+$/m);
-    assert.match(scraped.body, /^pv_collector_bound_pv_count\{storage_class="[^"]*"\} \d+$/m);
+    // The PV controller's collector (series appear per class once volumes exist).
+    for (const metric of [
+      "pv_collector_bound_pv_count",
+      "pv_collector_unbound_pv_count",
+      "pv_collector_bound_pvc_count",
+      "pv_collector_unbound_pvc_count",
+      "attachdetach_controller_total_volumes",
+    ])
+      assert.match(scraped.body, new RegExp(`^# TYPE ${metric} gauge$`, "m"));
     // Delegated authentication and authorization, as kube-controller-manager's secure port.
     assert.equal((await scrape(controllers, undefined)).status, 403);
     assert.equal((await scrape(controllers, "not-a-token")).status, 401);

@@ -265,6 +265,22 @@ test("topology: requirements place the volume; unknown nodes are NOT_FOUND for p
   );
 });
 
+test("GetCapacity: a controller-only instance answers for any node segment, a node instance for nodes it knows", async (t) => {
+  const seg = (node: string) => ({ segments: { [TOPOLOGY_KEY_NODE]: node } });
+  const controllerOnly = await startTestDriver(t, { nodeService: false, capacity: { "": 10 * MIB } });
+  // No volume placed on node-7 yet: CreateVolume would place one there, so capacity says so.
+  assert.equal(
+    (await controllerOnly.client.controller.getCapacity({ accessibleTopology: seg("node-7") }))
+      .availableCapacity,
+    String(10 * MIB),
+  );
+  const combined = await startTestDriver(t, { capacity: { "": 10 * MIB } });
+  assert.equal(
+    (await combined.client.controller.getCapacity({ accessibleTopology: seg("node-7") })).availableCapacity,
+    "0",
+  );
+});
+
 test("publish bookkeeping, delete while published, limits, list pagination, get, validate", async (t) => {
   const { client } = await startTestDriver(t, { maxVolumesPerNode: 2 });
   const ids: string[] = [];

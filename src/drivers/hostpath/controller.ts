@@ -586,8 +586,12 @@ async function getCapacity(
   const segments = request.accessibleTopology?.segments ?? {};
   if (config.enableTopology && Object.keys(segments).length > 0) {
     const named = segments[TOPOLOGY_KEY_NODE];
-    node =
-      named !== undefined && Object.keys(segments).length === 1 && knownNode(context, named) ? named : "";
+    // A controller-only instance serves every node (CreateVolume places a volume on any node its
+    // requirements name), so it answers for any node segment, including one it has not placed a
+    // volume on yet: otherwise a new cluster's CSIStorageCapacity would say 0 everywhere and the
+    // scheduler would never place the first WaitForFirstConsumer claim.
+    const servable = named !== undefined && (!config.nodeService || knownNode(context, named));
+    node = servable && Object.keys(segments).length === 1 ? named : "";
   }
   let available: number;
   if (node === "") available = 0;
