@@ -77,9 +77,28 @@ async function cliOutput(args: readonly string[]): Promise<string> {
   return stdout;
 }
 
+/**
+ * Runs `tasks` two at a time, in order: sixteen Node start-ups at once on a loaded 2-core
+ * machine each took past the 60 s bound (a 1 s start-up became 18 s), two keep each one short.
+ */
+async function twoAtATime<T>(tasks: readonly (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = new Array<T>(tasks.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < tasks.length) {
+      const index = next++;
+      results[index] = await tasks[index]!();
+    }
+  };
+  await Promise.all([worker(), worker()]);
+  return results;
+}
+
 export async function renderCliDoc(): Promise<string> {
-  const top = cliOutput(["--help"]);
-  const helps = commands.map((c) => cliOutput([c.name, "--help"]));
+  const [top, ...helps] = await twoAtATime([
+    () => cliOutput(["--help"]),
+    ...commands.map((c) => () => cliOutput([c.name, "--help"])),
+  ]);
   const out = [
     GENERATED,
     "",
@@ -91,10 +110,10 @@ export async function renderCliDoc(): Promise<string> {
     "",
     "## csikit --help",
     "",
-    fence(await top),
+    fence(top!),
   ];
   for (const [i, command] of commands.entries()) {
-    out.push("", `## csikit ${command.name}`, "", `${command.summary}.`, "", fence(await helps[i]!));
+    out.push("", `## csikit ${command.name}`, "", `${command.summary}.`, "", fence(helps[i]!));
   }
   return out.join("\n") + "\n";
 }
