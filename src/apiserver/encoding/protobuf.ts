@@ -3,8 +3,8 @@
 // contentEncoding, contentType} whose `raw` is the object in its k8s.io/api message. The
 // messages come from the generated descriptor (scripts/gen-proto.ts over src/apiserver/encoding/proto),
 // the JSON ⇄ protobuf shape mapping from protobuf-shapes.ts. Watch events are framed as
-// upstream frames them: a 4-byte big-endian length, then the envelope of a meta/v1 WatchEvent
-// whose object is a RawExtension holding the object's own envelope.
+// upstream frames them: a 4-byte big-endian length, then the bare meta/v1 WatchEvent (no
+// magic, no envelope) whose object is a RawExtension holding the object's own envelope.
 //
 // A body that is not a well-formed envelope of a served kind is a 400 (or 415 for a kind that
 // has no protobuf form, as custom resources), never a 500: truncation, a wrong magic, a type the
@@ -158,17 +158,17 @@ export function encodeProtobufList(
   ]);
 }
 
-/** One watch frame: big-endian length, then the envelope of WatchEvent{type, object: raw}. */
+/**
+ * One watch frame as kube-apiserver's protobuf stream serializer writes it (apimachinery's
+ * RawSerializer behind the LengthDelimitedFramer): a 4-byte big-endian length, then the bare
+ * meta/v1 WatchEvent message — no "k8s\0" magic and no runtime.Unknown around the event; only
+ * the object inside (`object.raw`) is a full envelope. client-go reads exactly this.
+ */
 export function encodeProtobufWatchEvent(type: string, object: Record<string, unknown>): Buffer {
   const event = WATCH_EVENT.encode({ type, object: { raw: encodeProtobufObject(object) } }).finish();
-  const envelope = UNKNOWN.encode({
-    typeMeta: { apiVersion: "v1", kind: "WatchEvent" },
-    raw: event,
-  }).finish();
-  const frame = Buffer.allocUnsafe(4 + MAGIC.length + envelope.length);
-  frame.writeUInt32BE(MAGIC.length + envelope.length, 0);
-  MAGIC.copy(frame, 4);
-  frame.set(envelope, 4 + MAGIC.length);
+  const frame = Buffer.allocUnsafe(4 + event.length);
+  frame.writeUInt32BE(event.length, 0);
+  frame.set(event, 4);
   return frame;
 }
 
@@ -292,14 +292,17 @@ function scanUnknown(
   }
 }
 
-/** The type and object of one watch frame's envelope (the bytes after the length prefix). */
-export function decodeProtobufWatchEvent(envelopeBytes: Buffer): {
+/** The type and object of one watch frame (the bare WatchEvent after the length prefix). */
+export function decodeProtobufWatchEvent(frame: Buffer): {
   type: string;
   object: Record<string, unknown>;
 } {
-  const envelope = decodeEnvelope(envelopeBytes);
-  if (envelope.kind !== "WatchEvent") throw malformed(`expected a WatchEvent, got ${envelope.kind}`);
-  const event = WATCH_EVENT.decode(envelope.raw);
+  let event: object;
+  try {
+    event = WATCH_EVENT.decode(frame);
+  } catch (error) {
+    throw malformed("the WatchEvent is truncated or malformed", error);
+  }
   const type = String(Reflect.get(event, "type") ?? "");
   const raw: unknown = Reflect.get(Reflect.get(event, "object") ?? {}, "raw");
   const object = raw instanceof Uint8Array ? decodeProtobufObject(Buffer.from(raw)) : undefined;
