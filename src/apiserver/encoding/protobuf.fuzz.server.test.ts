@@ -345,7 +345,7 @@ let server: TestServer;
 async function send(request: RawRequest, what: string): Promise<Awaited<ReturnType<typeof raw>>> {
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within 5 s`)), 5000);
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within 10 s`)), 10_000);
   });
   try {
     return await Promise.race([raw(server.handle, request), bound]);
