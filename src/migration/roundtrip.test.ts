@@ -28,18 +28,7 @@ import {
   translateInTreePVToCSI,
   translateInTreeStorageClassToCSI,
 } from "./index.ts";
-
-/** mulberry32: small, seedable, good enough to spread test inputs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from "../../test/harness/random.ts";
 
 type Rand = () => number;
 const pick = <T>(r: Rand, items: readonly T[]): T => items[Math.floor(r() * items.length)]!;
@@ -179,7 +168,7 @@ for (const [field, generate] of Object.entries(GENERATORS)) {
   test(`round trip in-tree → CSI → in-tree is the identity: ${field} (300 generated PVs)`, () => {
     const plugin = IN_TREE_PLUGINS.find((p) => p.sourceField === field)!;
     for (let seed = 1; seed <= 300; seed++) {
-      const pv = generate(prng(seed * 7919));
+      const pv = generate(seededRandom(seed * 7919));
       const before = structuredClone(pv);
       const csi = translateInTreePVToCSI(pv);
       assert.deepEqual(pv, before, `seed ${seed}: input modified`);

@@ -21,8 +21,8 @@
 // except metadata.generation, which every Go client writes as 0 and no JSON carries.
 
 import protobuf from "protobufjs";
-import { badRequest } from "../transport/status.ts";
-import { isRecord } from "../../base/index.ts";
+import { ApiError, badRequest } from "../transport/status.ts";
+import { errorMessage, isRecord } from "../../base/index.ts";
 
 const META = "k8s.io.apimachinery.pkg.apis.meta.v1";
 const TIME = `${META}.Time`;
@@ -196,39 +196,63 @@ function toSpecial(special: string, value: unknown, at: string): unknown {
 }
 
 // ---- protobuf message object (Type.decode's result) → JSON -------------------------------------
+// Bodies come from clients: every value that cannot become JSON is a 400 naming its field,
+// never an exception of its own (a 500).
 
-/** The JSON object of a decoded message of `type`. */
-export function fromMessage(type: protobuf.Type, message: object): Json {
+/** The JSON object of a decoded message of `type`; `path` names its fields in errors. */
+export function fromMessage(type: protobuf.Type, message: object, path = ""): Json {
   const out: Json = {};
   for (const plan of planOf(type)) {
     // Fields absent from the wire are only on the message prototype (their defaults).
     if (!Object.hasOwn(message, plan.name)) continue;
     const value: unknown = Reflect.get(message, plan.name);
     if (value === undefined || value === null) continue;
-    if (plan.shape === "inline") {
-      Object.assign(out, fromMessage(plan.type!, value));
-    } else if (plan.shape === "map") {
-      const entries = Object.entries(value);
-      if (entries.length === 0) continue;
-      const map: Json = {};
-      for (const [key, entry] of entries) map[key] = fromValue(plan, entry, true);
-      out[plan.name] = map;
-    } else if (plan.shape === "repeated") {
-      const list = value as unknown[];
-      if (list.length === 0) continue;
-      out[plan.name] = list.map((entry) => fromValue(plan, entry, true));
-    } else {
-      const converted = fromValue(plan, value, plan.keepEmpty);
-      if (converted === undefined || (converted === 0 && plan.dropZero)) continue;
-      out[plan.name] = converted;
+    const at = path ? `${path}.${plan.name}` : plan.name;
+    try {
+      if (plan.shape === "inline") {
+        Object.assign(out, fromMessage(plan.type!, value, path));
+      } else if (plan.shape === "map") {
+        const entries = Object.entries(value);
+        if (entries.length === 0) continue;
+        const map: Json = {};
+        for (const [key, entry] of entries)
+          map[key] = fromEntry(plan, entry, `${at}[${JSON.stringify(key)}]`);
+        out[plan.name] = map;
+      } else if (plan.shape === "repeated") {
+        const list = value as unknown[];
+        if (list.length === 0) continue;
+        out[plan.name] = list.map((entry, i) => fromValue(plan, entry, true, `${at}[${i}]`));
+      } else {
+        const converted = fromValue(plan, value, plan.keepEmpty, at);
+        if (converted === undefined || (converted === 0 && plan.dropZero)) continue;
+        out[plan.name] = converted;
+      }
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw badRequest(`${at}: ${errorMessage(error)}`);
     }
   }
   return out;
 }
 
-function fromValue(plan: FieldPlan, value: unknown, keepEmpty: boolean): unknown {
+/**
+ * A map entry's value. An entry without one (only its key on the wire) holds the value type's
+ * zero value, as Go's generated Unmarshal gives it: "" for strings and bytes, an empty message
+ * (a zero Quantity is "0").
+ */
+function fromEntry(plan: FieldPlan, value: unknown, at: string): unknown {
+  if (value === null || value === undefined) {
+    if (!plan.type) return plan.scalar === "string" || plan.scalar === "bytes" ? "" : 0;
+    return fromValue(plan, {}, true, at);
+  }
+  return fromValue(plan, value, true, at);
+}
+
+function fromValue(plan: FieldPlan, value: unknown, keepEmpty: boolean, at: string): unknown {
   if (plan.type)
-    return plan.special ? fromSpecial(plan.special, value as Json) : fromMessage(plan.type, value as Json);
+    return plan.special
+      ? fromSpecial(plan.special, value as Json, at)
+      : fromMessage(plan.type, value as Json, at);
   switch (plan.scalar) {
     case "string":
       return value === "" && !keepEmpty ? undefined : value;
@@ -247,17 +271,25 @@ function toNumber(value: unknown): number {
   return Number(value);
 }
 
-function fromSpecial(special: string, message: Json): unknown {
+/** Seconds of 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the years JSON (RFC 3339) can spell. */
+const MIN_SECONDS = -62167219200;
+const MAX_SECONDS = 253402300799;
+
+function fromSpecial(special: string, message: Json, at: string): unknown {
   switch (special) {
     case TIME:
     case MICRO_TIME: {
       if (!Object.hasOwn(message, "seconds") && !Object.hasOwn(message, "nanos")) return undefined;
-      const seconds = toNumber(message.seconds ?? 0);
       const nanos = toNumber(message.nanos ?? 0);
+      // Go's time.Unix normalizes nanoseconds outside [0, 1e9) into the seconds.
+      const seconds = toNumber(message.seconds ?? 0) + Math.floor(nanos / 1e9);
+      const micros = Math.floor((((nanos % 1e9) + 1e9) % 1e9) / 1000);
+      if (!(seconds >= MIN_SECONDS && seconds <= MAX_SECONDS))
+        throw badRequest(`${at}: the time (${seconds} seconds) is outside the years 0000 to 9999`);
       const base = new Date(seconds * 1000).toISOString().slice(0, 19);
       // Time keeps whole seconds (upstream's Time drops nanos on decode as JSON has none).
       if (special === TIME) return `${base}Z`;
-      return `${base}.${String(Math.floor(nanos / 1000)).padStart(6, "0")}Z`;
+      return `${base}.${String(micros).padStart(6, "0")}Z`;
     }
     case QUANTITY:
       return typeof message.string === "string" && message.string !== "" ? message.string : "0";
@@ -267,17 +299,17 @@ function fromSpecial(special: string, message: Json): unknown {
     case FIELDS_V1: {
       const raw = (special === RAW_EXTENSION ? message.raw : message.Raw) as Uint8Array | undefined;
       if (!raw || raw.length === 0) return undefined;
-      return parseRaw(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
+      return parseRaw(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), at);
     }
     default:
       return [...((message.items as string[] | undefined) ?? [])];
   }
 }
 
-function parseRaw(raw: Buffer): unknown {
+function parseRaw(raw: Buffer, at: string): unknown {
   try {
     return JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw badRequest("a raw extension in the protobuf body does not hold JSON");
+  } catch (error) {
+    throw badRequest(`${at}: the raw extension does not hold JSON: ${errorMessage(error)}`);
   }
 }

@@ -2,10 +2,12 @@
 // kubectl (client-go inside): kubectl's typed clients send protobuf bodies for the kinds it
 // creates and accept protobuf answers. A recording HTTP proxy in front of the server captures
 // the bodies both ways; each captured request must decode to the object the server stored and
-// re-encode byte for byte, and kubectl must succeed on our protobuf answers.
+// re-encode byte for byte, and kubectl must succeed on our protobuf answers. `kubectl events
+// --watch` reads a protobuf watch stream with client-go's own framer and decoder.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -14,6 +16,7 @@ import { join } from "node:path";
 import { raw, startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
 import { decodeEnvelope, decodeProtobufObject, protobufType } from "./protobuf.ts";
 import { kubectl } from "../../../test/harness/kubectl.ts";
+import { until } from "../../../test/harness/until.ts";
 
 const PB = "application/vnd.kubernetes.protobuf";
 
@@ -178,4 +181,58 @@ test("kubectl delete and get -o yaml through protobuf-speaking paths", async () 
   const yaml = await kubectl(["-n", "kp", "get", "secret", "s", "-o", "yaml"], { kubeconfig });
   assert.equal(yaml.code, 0, yaml.stderr);
   assert.match(yaml.stdout, /kind: Secret/);
+});
+
+test("kubectl events --watch prints events from a protobuf watch stream (client-go's decoder)", async (t) => {
+  const post = async (path: string, object: Record<string, unknown>): Promise<void> => {
+    const created = await raw(server.handle, { method: "POST", path, body: JSON.stringify(object) });
+    assert.equal(created.status, 201, created.text);
+  };
+  const event = (name: string, message: string): Record<string, unknown> => ({
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { name, namespace: "kw" },
+    involvedObject: { kind: "Pod", name: "p1", namespace: "kw" },
+    reason: "Testing",
+    message,
+    type: "Normal",
+    firstTimestamp: "2026-11-27T15:00:00Z",
+    lastTimestamp: "2026-11-27T15:00:00Z",
+  });
+  await post("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "kw" } });
+  await post("/api/v1/namespaces/kw/events", event("e1", "present-before-the-watch"));
+  // The server's own kubeconfig: the recording proxy above buffers whole answers, not streams.
+  const child = spawn(
+    "kubectl",
+    [
+      "--kubeconfig",
+      server.handle.kubeconfigPath,
+      "--cache-dir",
+      join(dir, "events-cache"),
+      "-n",
+      "kw",
+      "events",
+      "--watch",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  t.after(() => child.kill("SIGKILL"));
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const printed = (text: string) => () =>
+    stdout.includes(text) || (child.exitCode !== null && `exited: ${stderr}`);
+  assert.equal(
+    await until(printed("present-before-the-watch"), "the initial event", { timeoutMs: 20_000 }),
+    true,
+    stderr,
+  );
+  await post("/api/v1/namespaces/kw/events", event("e2", "written-during-the-watch"));
+  assert.equal(
+    await until(printed("written-during-the-watch"), "the live event", { timeoutMs: 20_000 }),
+    true,
+    stderr,
+  );
+  assert.doesNotMatch(stderr, /unable to decode|illegal wireType/);
 });

@@ -8,7 +8,13 @@ import { request as httpsRequest } from "node:https";
 import type { IncomingMessage } from "node:http";
 import protobuf from "protobufjs";
 import { raw, startTestServer, type RawRequest, type TestServer } from "../../../test/harness/apiserver.ts";
-import { decodeEnvelope, decodeProtobufObject, encodeProtobufObject, protobufType } from "./protobuf.ts";
+import {
+  decodeEnvelope,
+  decodeProtobufObject,
+  decodeProtobufWatchEvent,
+  encodeProtobufObject,
+  protobufType,
+} from "./protobuf.ts";
 import { CORPUS, REVIEWS } from "../testdata/protobuf-corpus.ts";
 import { until } from "../../../test/harness/until.ts";
 
@@ -186,14 +192,8 @@ function openWatch(path: string, accept: string): Promise<Frames> {
               if (pending.length < 4) break;
               const length = pending.readUInt32BE(0);
               if (pending.length < 4 + length) break;
-              const envelope = decodeEnvelope(pending.subarray(4, 4 + length));
-              assert.deepEqual([envelope.apiVersion, envelope.kind], ["v1", "WatchEvent"]);
-              const event = protobufType("v1", "WatchEvent")!.decode(envelope.raw).toJSON() as {
-                type: string;
-                object: { raw: string };
-              };
-              const object = decodeProtobufObject(Buffer.from(event.object.raw, "base64"))!;
-              frames.events.push({ type: event.type, object });
+              const event = decodeProtobufWatchEvent(pending.subarray(4, 4 + length));
+              frames.events.push(event);
               pending = pending.subarray(4 + length);
             } else {
               const newline = pending.indexOf(0x0a);

@@ -3,8 +3,8 @@
 // contentEncoding, contentType} whose `raw` is the object in its k8s.io/api message. The
 // messages come from the generated descriptor (scripts/gen-proto.ts over src/apiserver/encoding/proto),
 // the JSON ⇄ protobuf shape mapping from protobuf-shapes.ts. Watch events are framed as
-// upstream frames them: a 4-byte big-endian length, then the envelope of a meta/v1 WatchEvent
-// whose object is a RawExtension holding the object's own envelope.
+// upstream frames them: a 4-byte big-endian length, then the bare meta/v1 WatchEvent (no
+// magic, no envelope) whose object is a RawExtension holding the object's own envelope.
 //
 // A body that is not a well-formed envelope of a served kind is a 400 (or 415 for a kind that
 // has no protobuf form, as custom resources), never a 500: truncation, a wrong magic, a type the
@@ -16,7 +16,7 @@ import { kubeDescriptor } from "./generated/kube-descriptor.ts";
 import { fromMessage, toMessage } from "./protobuf-shapes.ts";
 export { PROTOBUF_MEDIA_TYPE, PROTOBUF_WATCH_MEDIA_TYPE } from "./negotiation.ts";
 import { ApiError, badRequest } from "../transport/status.ts";
-import { CsikitError } from "../../base/index.ts";
+import { CsikitError, errorMessage } from "../../base/index.ts";
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
@@ -158,17 +158,17 @@ export function encodeProtobufList(
   ]);
 }
 
-/** One watch frame: big-endian length, then the envelope of WatchEvent{type, object: raw}. */
+/**
+ * One watch frame as kube-apiserver's protobuf stream serializer writes it (apimachinery's
+ * RawSerializer behind the LengthDelimitedFramer): a 4-byte big-endian length, then the bare
+ * meta/v1 WatchEvent message — no "k8s\0" magic and no runtime.Unknown around the event; only
+ * the object inside (`object.raw`) is a full envelope. client-go reads exactly this.
+ */
 export function encodeProtobufWatchEvent(type: string, object: Record<string, unknown>): Buffer {
   const event = WATCH_EVENT.encode({ type, object: { raw: encodeProtobufObject(object) } }).finish();
-  const envelope = UNKNOWN.encode({
-    typeMeta: { apiVersion: "v1", kind: "WatchEvent" },
-    raw: event,
-  }).finish();
-  const frame = Buffer.allocUnsafe(4 + MAGIC.length + envelope.length);
-  frame.writeUInt32BE(MAGIC.length + envelope.length, 0);
-  MAGIC.copy(frame, 4);
-  frame.set(envelope, 4 + MAGIC.length);
+  const frame = Buffer.allocUnsafe(4 + event.length);
+  frame.writeUInt32BE(event.length, 0);
+  frame.set(event, 4);
   return frame;
 }
 
@@ -192,8 +192,10 @@ export function decodeEnvelope(body: Buffer): DecodedEnvelope {
   }
   let unknown: Record<string, unknown>;
   try {
+    scanFields(UNKNOWN, body.subarray(MAGIC.length), "", [], 0);
     unknown = { ...UNKNOWN.decode(body.subarray(MAGIC.length)) };
   } catch (error) {
+    if (error instanceof ApiError) throw error;
     throw malformed("the runtime.Unknown envelope is truncated or malformed", error);
   }
   const typeMeta = (unknown.typeMeta ?? {}) as { apiVersion?: string; kind?: string };
@@ -226,33 +228,52 @@ export function decodeProtobufObject(
   if (!type) return undefined;
   let message: object;
   try {
-    scanUnknown(type, envelope.raw, "", options.unknownFields ?? [], 0);
+    scanFields(type, envelope.raw, "", options.unknownFields ?? [], 0);
     message = type.decode(envelope.raw);
   } catch (error) {
     if (error instanceof ApiError) throw error;
     throw malformed(`the ${envelope.apiVersion} ${envelope.kind} is truncated or malformed`, error);
   }
   // The caller bounds the nesting of JSON carried in raw extensions (http.ts checkDecodedDepth).
-  return { apiVersion: envelope.apiVersion, kind: envelope.kind, ...fromMessage(type, message) };
+  let object: Record<string, unknown>;
+  try {
+    object = fromMessage(type, message);
+  } catch (error) {
+    // protobuf-shapes names the field; anything it did not foresee is still the body's fault.
+    throw malformed(`the ${envelope.apiVersion} ${envelope.kind}'s field ${errorMessage(error)}`);
+  }
+  return { apiVersion: envelope.apiVersion, kind: envelope.kind, ...object };
 }
 
 /** The wire type a field's values use (2 for messages, maps, strings and bytes). */
 function expectedWireType(field: protobuf.Field): number {
-  if (field.map || field.resolvedType instanceof protobuf.Type) return 2;
+  if (field.map) return 2;
+  return valueWireType(field);
+}
+
+/** The wire type of one value of a field (of a map's values, for a map). */
+function valueWireType(field: protobuf.Field): number {
+  if (field.resolvedType instanceof protobuf.Type) return 2;
   if (field.resolvedType instanceof protobuf.Enum) return 0;
-  const basic = (protobuf.types.basic as Record<string, number | undefined>)[field.type];
-  return basic ?? 2;
+  return basicWireType(field.type);
+}
+
+function basicWireType(type: string): number {
+  return (protobuf.types.basic as Record<string, number | undefined>)[type] ?? 2;
 }
 
 /** Protobuf nesting csikit follows before refusing a body (upstream's decoder stops at 100 too). */
 export const MAX_PROTOBUF_DEPTH = 100;
 
 /**
- * Walks the wire form beside protobufjs's decode (which skips unknown fields silently) to
- * name the fields the message does not define, as `spec.<field number>`; also bounds nesting,
- * including unknown groups that the skipping reader would recurse into.
+ * Walks the wire form before protobufjs decodes it, so that every fault is a 400 naming the
+ * field where it is: wire types that do not fit the field (protobufjs would misread them),
+ * invalid wire types, groups, tags and lengths cut short, map entries whose key or value does
+ * not fit. It also names the fields the message does not define, as `spec.<field N>`
+ * (protobufjs skips them silently), and bounds nesting, including unknown groups that a
+ * skipping reader would recurse into.
  */
-function scanUnknown(
+function scanFields(
   type: protobuf.Type,
   bytes: Uint8Array,
   path: string,
@@ -263,43 +284,89 @@ function scanUnknown(
     throw malformed(`exceeded max depth (${MAX_PROTOBUF_DEPTH} levels of nested messages)`);
   const reader = protobuf.Reader.create(bytes);
   while (reader.pos < reader.len) {
-    const tag = reader.uint32();
+    let tag: number;
+    try {
+      tag = reader.uint32();
+    } catch (error) {
+      throw malformed(`a field tag of ${path || type.name} is truncated or malformed`, error);
+    }
     const id = tag >>> 3;
     const wireType = tag & 7;
-    const field = type.fieldsById[id];
-    if (!field) {
-      out.push(`${path}${path ? "." : ""}<field ${id}>`);
-      if (wireType === 3 || wireType === 4)
-        throw malformed(`field ${id} of ${type.name} uses protobuf groups`);
-      reader.skipType(wireType);
-      continue;
-    }
-    const at = `${path}${path ? "." : ""}${field.name}`;
-    const resolved = field.resolvedType;
-    const expected = expectedWireType(field);
-    if (wireType !== expected && !(wireType === 2 && field.repeated && expected !== 2)) {
-      throw malformed(
-        `field ${at} (number ${id}) of ${type.name} has wire type ${wireType}, expected ${expected}`,
-      );
-    }
-    if (wireType === 2 && resolved instanceof protobuf.Type && !field.map) {
-      scanUnknown(resolved, reader.bytes(), at, out, depth + 1);
-    } else if (wireType === 3 || wireType === 4) {
-      throw malformed(`field ${at} of ${type.name} uses protobuf groups`);
-    } else {
-      reader.skipType(wireType);
+    const field = id === 0 ? undefined : type.fieldsById[id];
+    const at = `${path}${path ? "." : ""}${field ? field.name : `<field ${id}>`}`;
+    const where = `field ${at} (number ${id}) of ${type.name}`;
+    if (id === 0) throw malformed(`${where}: 0 is not a field number`);
+    if (wireType === 3 || wireType === 4) throw malformed(`${where} uses protobuf groups`);
+    if (wireType > 5) throw malformed(`${where} has the invalid wire type ${wireType}`);
+    const expected = field ? expectedWireType(field) : wireType;
+    const packed = field?.repeated === true && expected !== 2 && wireType === 2;
+    if (wireType !== expected && !packed)
+      throw malformed(`${where} has wire type ${wireType}, expected ${expected}`);
+    if (!field) out.push(at);
+    try {
+      const resolved = field?.resolvedType;
+      if (field?.map) scanMapEntry(field, reader.bytes(), at, out, depth + 1);
+      else if (resolved instanceof protobuf.Type) scanFields(resolved, reader.bytes(), at, out, depth + 1);
+      else if (packed) scanPacked(reader.bytes(), expected);
+      else skipValue(reader, wireType);
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw malformed(`${where} is truncated or malformed`, error);
     }
   }
 }
 
-/** The type and object of one watch frame's envelope (the bytes after the length prefix). */
-export function decodeProtobufWatchEvent(envelopeBytes: Buffer): {
+/** One map entry: key 1 and value 2 of the map's types (other fields are skipped, as Go does). */
+function scanMapEntry(
+  field: protobuf.Field,
+  bytes: Uint8Array,
+  at: string,
+  out: string[],
+  depth: number,
+): void {
+  const keyType = field instanceof protobuf.MapField ? field.keyType : "string";
+  const reader = protobuf.Reader.create(bytes);
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    const id = tag >>> 3;
+    const wireType = tag & 7;
+    const expected = id === 1 ? basicWireType(keyType) : id === 2 ? valueWireType(field) : wireType;
+    if (wireType !== expected || wireType > 5 || wireType === 3 || wireType === 4)
+      throw malformed(
+        `the ${id === 1 ? "key" : id === 2 ? "value" : `field ${id}`} of a ${at} entry has wire type ${wireType}, expected ${expected}`,
+      );
+    const resolved = field.resolvedType;
+    if (id === 2 && resolved instanceof protobuf.Type)
+      scanFields(resolved, reader.bytes(), `${at}[value]`, out, depth);
+    else skipValue(reader, wireType);
+  }
+}
+
+/** A packed repeated scalar: whole values up to the end of its bytes. */
+function scanPacked(bytes: Uint8Array, wireType: number): void {
+  const reader = protobuf.Reader.create(bytes);
+  while (reader.pos < reader.len) skipValue(reader, wireType);
+}
+
+/** Skips one value; a varint is read whole, so that one longer than 10 bytes is refused here. */
+function skipValue(reader: protobuf.Reader, wireType: number): void {
+  if (wireType === 0) reader.int64();
+  else reader.skipType(wireType);
+}
+
+/** The type and object of one watch frame (the bare WatchEvent after the length prefix). */
+export function decodeProtobufWatchEvent(frame: Buffer): {
   type: string;
   object: Record<string, unknown>;
 } {
-  const envelope = decodeEnvelope(envelopeBytes);
-  if (envelope.kind !== "WatchEvent") throw malformed(`expected a WatchEvent, got ${envelope.kind}`);
-  const event = WATCH_EVENT.decode(envelope.raw);
+  let event: object;
+  try {
+    scanFields(WATCH_EVENT, frame, "", [], 0);
+    event = WATCH_EVENT.decode(frame);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw malformed("the WatchEvent is truncated or malformed", error);
+  }
   const type = String(Reflect.get(event, "type") ?? "");
   const raw: unknown = Reflect.get(Reflect.get(event, "object") ?? {}, "raw");
   const object = raw instanceof Uint8Array ? decodeProtobufObject(Buffer.from(raw)) : undefined;

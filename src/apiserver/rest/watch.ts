@@ -7,7 +7,8 @@
 // and ends the stream. Bookmarks (allowWatchBookmarks) carry the store's progress revision.
 //
 // With a protobuf Accept the stream is `application/vnd.kubernetes.protobuf;stream=watch`:
-// each event is a 4-byte big-endian length and a WatchEvent envelope (protobuf.ts).
+// each event is a 4-byte big-endian length and the bare WatchEvent message, whose object is a
+// full "k8s\0" envelope (protobuf.ts).
 //
 // Fan-out cost and memory: a live change is encoded once per form (JSON object or Table, event
 // type, resource) and the same bytes are queued to every watcher that wants that form; the
