@@ -29,7 +29,13 @@ import {
 } from "./objects.ts";
 import { MAX_NESTING_DEPTH, nestedTooDeep } from "../transport/http.ts";
 import { decodeError, unknownFields } from "../discovery/openapi.ts";
-import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
+import {
+  applyJsonPatch,
+  applyMergePatch,
+  applyStrategicMergePatch,
+  checkPatchedSize,
+  PATCH_TYPES,
+} from "./patch.ts";
 import {
   alreadyExists,
   ApiError,
@@ -529,6 +535,7 @@ export function patchObject(
       `the patched object nests deeper than ${MAX_NESTING_DEPTH} levels, which the server does not store`,
     );
   }
+  checkPatchedSize(patched);
   const incoming = checkBodyType(def, patched);
   checkBodyVersion(ctx, def, incoming);
   checkUnknownFields(def, incoming, options);
