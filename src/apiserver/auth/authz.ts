@@ -234,6 +234,40 @@ export class Authorizer {
     }
     return rules;
   }
+
+  /**
+   * Every rule bound to `user` in `namespace` ("": cluster bindings only), as upstream's rule
+   * resolver (RulesFor) gathers them for RBAC escalation checks (escalation.ts), with the errors
+   * of bindings whose role is missing.
+   */
+  rulesFor(user: UserInfo, namespace: string): { rules: Obj[]; errors: string[] } {
+    const errors: string[] = [];
+    const rules: Obj[] = user.groups.includes(AUTHENTICATED_GROUP) ? [...BOOTSTRAP_RULES] : [];
+    for (const item of this.#store.list({ prefix: `${RBAC}/clusterrolebindings//` }).items) {
+      if (!this.#bindingApplies(item.object, user, "")) continue;
+      rules.push(...(this.#clusterRoleRules(text(record(item.object.roleRef).name), errors) ?? []));
+    }
+    if (namespace === "") return { rules, errors };
+    for (const item of this.#store.list({ prefix: `${RBAC}/rolebindings/${namespace}/` }).items) {
+      if (!this.#bindingApplies(item.object, user, namespace)) continue;
+      const roleRef = record(item.object.roleRef);
+      const found = this.roleRefRules(text(roleRef.kind), text(roleRef.name), namespace);
+      if (found) rules.push(...found);
+      else
+        errors.push(
+          `${text(roleRef.kind).toLowerCase()}.rbac.authorization.k8s.io ${JSON.stringify(text(roleRef.name))} not found`,
+        );
+    }
+    return { rules, errors };
+  }
+
+  /** The rules a binding's roleRef grants (a Role in `namespace`, or a ClusterRole); undefined when missing. */
+  roleRefRules(kind: string, name: string, namespace: string): Obj[] | undefined {
+    if (kind !== "Role") return this.#clusterRoleRules(name, []);
+    const role = this.#store.get(`${RBAC}/roles/${namespace}/${name}`);
+    if (!role) return undefined;
+    return Array.isArray(role.object.rules) ? role.object.rules.map(record) : [];
+  }
 }
 
 /** upstream's forbiddenMessage. */

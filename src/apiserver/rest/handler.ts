@@ -23,6 +23,8 @@ import { toPartialMetadata } from "../encoding/partial-metadata.ts";
 import { protobufType } from "../encoding/protobuf.ts";
 import type { Authenticator, UserInfo } from "../auth/authn.ts";
 import { forbiddenError, type Authorizer, type RequestAttributes } from "../auth/authz.ts";
+import { checkRbacEscalation } from "../auth/escalation.ts";
+import { RBAC_GROUP } from "../resources/rbac.ts";
 import {
   selfSubjectAccessReview,
   selfSubjectReview,
@@ -240,7 +242,12 @@ async function handleResource(
     throw injected;
   }
   // Every verb and watch of this request sees the store through the resource (storage-view.ts).
-  const ctx = restContextFor(options.ctx, def);
+  // Roles and bindings are written only within what the requester holds (escalation.ts).
+  const viewed = restContextFor(options.ctx, def);
+  const ctx: RestContext =
+    def.group === RBAC_GROUP
+      ? { ...viewed, checkWrite: (write) => checkRbacEscalation(options.authorizer, user, write) }
+      : viewed;
   // Custom resources and kinds without a message (CRDs) speak JSON and YAML only, as upstream.
   const protobuf = def.custom !== true && protobufType(apiVersionOf(def), def.kind) !== undefined;
   const negotiated = negotiateResponse(req.headers.accept, protobuf);

@@ -110,3 +110,83 @@ test('"__proto__" is a plain key: reachable only when present, never the prototy
   assert.equal(doc.data.k, "v", "input untouched");
   assert.ok(!Object.hasOwn(doc.data, "__proto__"));
 });
+
+// ---- limits: a patch's growth and work are bounded while it applies ----
+
+const limits = { maxCopyBytes: 30, maxShiftedElements: 10, maxDepth: 8 };
+
+test("copies count the compact JSON size of each copied value; past the limit the copy fails with the library's text", () => {
+  const base = { list: [{ name: "x" }] }; // {"name":"x"} is 12 bytes
+  const copy = { op: "copy", from: "/list/0", path: "/list/-" };
+  const out = applyJsonPatchV4(base, [copy, copy], limits) as typeof base;
+  assert.equal(out.list.length, 3);
+  assert.throws(
+    () => applyJsonPatchV4(base, [copy, copy, copy], limits),
+    (e: unknown) =>
+      e instanceof JsonPatchError &&
+      e.message ===
+        "Unable to complete the copy, the accumulated size increase of copy is 36, exceeding the limit 30",
+  );
+  // A copy from a missing member adds nothing to the count (it copies null).
+  applyJsonPatchV4(base, [{ op: "copy", from: "/missing", path: "/n" }, copy, copy], limits);
+});
+
+test("40 self-doubling copies stop at kube-apiserver's 3 MiB copy limit, quickly and without growing further", () => {
+  const base = { data: { a: "x".repeat(1000) } };
+  const operations = Array.from({ length: 40 }, (_, i) => ({
+    op: "copy",
+    from: "/data",
+    path: `/data/c${i}`,
+  }));
+  const started = Date.now();
+  assert.throws(
+    () => applyJsonPatchV4(base, operations),
+    (e: unknown) =>
+      e instanceof JsonPatchError &&
+      /^Unable to complete the copy, the accumulated size increase of copy is \d+, exceeding the limit 3145728$/.test(
+        e.message,
+      ),
+  );
+  // Unbounded, the 40th copy alone would be 2^39 KB; stopped, it is a few megabytes of work.
+  assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
+});
+
+test("insertions and removals before an array's end share a budget of shifted elements; appends are free", () => {
+  const base = { list: [1, 2, 3, 4, 5] };
+  const front = { op: "add", path: "/list/0", value: 0 }; // shifts every element: 5, 6, …
+  applyJsonPatchV4(base, [front], limits);
+  assert.throws(
+    () => applyJsonPatchV4(base, [front, front], limits),
+    (e: unknown) =>
+      e instanceof JsonPatchError &&
+      e.message ===
+        "error in add for path: '/list/0': the patch shifts more than 10 array elements (an insertion or removal before the end of an array moves every later element)",
+  );
+  const removeFirst = { op: "remove", path: "/list/0" }; // shifts 7, then 6
+  assert.throws(
+    () => applyJsonPatchV4({ list: [1, 2, 3, 4, 5, 6, 7, 8] }, [removeFirst, removeFirst], limits),
+    (e: unknown) => e instanceof JsonPatchError && /shifts more than 10 array elements/.test(e.message),
+  );
+  const append = { op: "add", path: "/list/-", value: 9 };
+  const removeLast = { op: "remove", path: "/list/-1" };
+  const out = applyJsonPatchV4(base, Array(20).fill(append).concat(Array(20).fill(removeLast)), limits);
+  assert.deepEqual(out, base);
+});
+
+test("a copy never nests the document deeper than the server stores", () => {
+  const base = { a: { b: { c: { d: {} } } } }; // /a holds 4 levels
+  applyJsonPatchV4(base, [{ op: "copy", from: "/a", path: "/x" }], limits);
+  assert.throws(
+    () => applyJsonPatchV4(base, [{ op: "copy", from: "/a", path: "/a/b/c/d/e" }], limits),
+    (e: unknown) =>
+      e instanceof JsonPatchError &&
+      e.message === "Unable to complete the copy, the copy would nest the document deeper than 8 levels",
+  );
+});
+
+test("test compares a large string of the document without encoding it", () => {
+  const base = { s: "x".repeat(1_000_000) };
+  const operations = Array.from({ length: 10_000 }, () => ({ op: "test", path: "/s", value: "y" }));
+  assert.throws(() => applyJsonPatchV4(base, operations), JsonPatchError);
+  applyJsonPatchV4(base, [{ op: "test", path: "/s", value: "x".repeat(1_000_000) }]);
+});

@@ -14,9 +14,38 @@
 //   strconv.Atoi (a sign and leading zeros are accepted).
 // Error texts are the library's (its wrapped errors joined with ": "). The document is a deep
 // copy; keys are read and written as own properties only, so "__proto__" is a plain key.
+//
+// A patch's work and growth are bounded while it applies, not after: kube-apiserver arms the
+// library's AccumulatedCopySizeLimit with JSONPatchMaxCopyBytes (3 MiB), so 40 `copy`
+// operations that each double the document stop after a few megabytes instead of allocating
+// gigabytes. Every other operation grows the document by no more than its own value (bounded
+// by the body limit). What upstream leaves unbounded but a single-threaded server cannot
+// afford is bounded too: inserting into or removing from the front of a large array shifts
+// every later element (10,000 of those on a million-element array block for seconds), so the
+// elements all operations shift have a budget; a `copy` never nests the document deeper than
+// the server stores (the clone and every later step recurse).
 
 type JsonMap = Record<string, unknown>;
 type Container = JsonMap | unknown[];
+
+export interface JsonPatchLimits {
+  /** Bytes all `copy` operations may add (upstream's AccumulatedCopySizeLimit). */
+  maxCopyBytes: number;
+  /** Array elements all operations may shift by inserting or removing before an array's end. */
+  maxShiftedElements: number;
+  /** Levels of nesting a `copy` may build (the server's decoding limit). */
+  maxDepth: number;
+}
+
+/**
+ * kube-apiserver's JSONPatchMaxCopyBytes (3 MiB); 32 Mi shifted elements (~0.3 s of moving
+ * memory, far beyond any patch a client writes); the API server's MAX_NESTING_DEPTH.
+ */
+export const DEFAULT_JSON_PATCH_LIMITS: JsonPatchLimits = {
+  maxCopyBytes: 3 * 1024 * 1024,
+  maxShiftedElements: 32 * 1024 * 1024,
+  maxDepth: 1_000,
+};
 
 /** An operation that does not apply, with the library's error text. */
 export class JsonPatchError extends Error {}
@@ -71,7 +100,69 @@ function get(container: Container, key: string): unknown {
   return Object.hasOwn(container, key) ? container[key] : undefined;
 }
 
-function add(container: Container, key: string, value: unknown): void {
+/** What one patch has spent of its limits so far. */
+class Work {
+  readonly #limits: JsonPatchLimits;
+  #copied = 0;
+  #shifted = 0;
+
+  constructor(limits: JsonPatchLimits) {
+    this.#limits = limits;
+  }
+
+  /** Counts the elements an insertion or removal at `index` moves. */
+  shift(list: unknown[], index: number): void {
+    this.#shifted += list.length - index;
+    if (this.#shifted > this.#limits.maxShiftedElements)
+      throw new JsonPatchError(
+        `the patch shifts more than ${this.#limits.maxShiftedElements} array elements (an insertion or removal before the end of an array moves every later element)`,
+      );
+  }
+
+  /** Counts a copied value before it is cloned; `depth` is where it goes. */
+  copy(value: unknown, depth: number): void {
+    const measured = measure(value);
+    if (depth + measured.depth > this.#limits.maxDepth)
+      throw new JsonPatchError(
+        `Unable to complete the copy, the copy would nest the document deeper than ${this.#limits.maxDepth} levels`,
+      );
+    this.#copied += measured.bytes;
+    if (this.#copied > this.#limits.maxCopyBytes)
+      throw new JsonPatchError(
+        `Unable to complete the copy, the accumulated size increase of copy is ${this.#copied}, exceeding the limit ${this.#limits.maxCopyBytes}`,
+      );
+  }
+}
+
+/**
+ * The compact JSON size in bytes (as the library counts a copy: the length of its encoding)
+ * and the nesting depth of `value`, walked without recursion so that no depth overflows the stack.
+ */
+function measure(value: unknown): { bytes: number; depth: number } {
+  if (value === undefined) return { bytes: 0, depth: 0 };
+  let bytes = 0;
+  let maxDepth = 0;
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!;
+    if (typeof current === "string") bytes += Buffer.byteLength(JSON.stringify(current));
+    else if (typeof current !== "object" || current === null) bytes += String(current).length;
+    else {
+      maxDepth = Math.max(maxDepth, depth + 1);
+      const entries = Array.isArray(current)
+        ? current.map((item) => ["", item] as const)
+        : Object.entries(current);
+      bytes += 2 + Math.max(0, entries.length - 1);
+      for (const [key, child] of entries) {
+        if (!Array.isArray(current)) bytes += Buffer.byteLength(JSON.stringify(key)) + 1;
+        stack.push({ value: child, depth: depth + 1 });
+      }
+    }
+  }
+  return { bytes, depth: maxDepth };
+}
+
+function add(container: Container, key: string, value: unknown, work: Work): void {
   if (!Array.isArray(container)) {
     setOwn(container, key, value);
     return;
@@ -92,12 +183,15 @@ function add(container: Container, key: string, value: unknown): void {
     if (index < -size) throw invalidIndex(index);
     index += size;
   }
+  work.shift(container, index);
   container.splice(index, 0, value);
 }
 
-function remove(container: Container, key: string): void {
+function remove(container: Container, key: string, work: Work): void {
   if (Array.isArray(container)) {
-    container.splice(elementIndex(container, key), 1);
+    const index = elementIndex(container, key);
+    work.shift(container, index + 1);
+    container.splice(index, 1);
     return;
   }
   if (!Object.hasOwn(container, key))
@@ -148,7 +242,9 @@ function equal(documentValue: unknown, patchValue: unknown): boolean {
     }
     return true;
   }
-  return JSON.stringify(documentValue) === JSON.stringify(patchValue);
+  // Scalars directly: encoding a large string of the document for each `test` would cost its
+  // length every time.
+  return documentValue === patchValue;
 }
 
 function stringField(operation: JsonMap, field: string): string | undefined {
@@ -162,8 +258,13 @@ function valueOf(operation: JsonMap): unknown {
   return value === undefined ? null : structuredClone(value);
 }
 
-/** Applies `operations` (already checked to be objects) to a copy of `document`. */
-export function applyJsonPatchV4(document: unknown, operations: readonly JsonMap[]): unknown {
+/** Applies `operations` (already checked to be objects) to a copy of `document`, within `limits`. */
+export function applyJsonPatchV4(
+  document: unknown,
+  operations: readonly JsonMap[],
+  limits: JsonPatchLimits = DEFAULT_JSON_PATCH_LIMITS,
+): unknown {
+  const work = new Work(limits);
   let doc: Container = structuredClone(isContainer(document) ? document : {});
   for (const operation of operations) {
     const op = stringField(operation, "op") ?? "unknown";
@@ -178,8 +279,8 @@ export function applyJsonPatchV4(document: unknown, operations: readonly JsonMap
             `${op} operation does not apply: doc is missing path: "${path}": ${MISSING}`,
           );
         try {
-          if (op === "add") add(target.container, target.key, valueOf(operation));
-          else remove(target.container, target.key);
+          if (op === "add") add(target.container, target.key, valueOf(operation), work);
+          else remove(target.container, target.key, work);
         } catch (error) {
           throw new JsonPatchError(`error in ${op} for path: '${path}': ${(error as Error).message}`);
         }
@@ -228,7 +329,7 @@ export function applyJsonPatchV4(document: unknown, operations: readonly JsonMap
         let value: unknown;
         try {
           value = get(source.container, source.key);
-          if (op === "move") remove(source.container, source.key);
+          if (op === "move") remove(source.container, source.key, work);
         } catch (error) {
           const where =
             op === "move" ? `error in move for path: '${source.key}'` : `error in copy for from: '${from}'`;
@@ -241,8 +342,15 @@ export function applyJsonPatchV4(document: unknown, operations: readonly JsonMap
           throw new JsonPatchError(
             `${op} operation does not apply: doc is missing destination path: ${path}: ${MISSING}`,
           );
+        // Upstream counts a copy (and fails on its limit) after finding the destination.
+        if (op === "copy") work.copy(value, path.split("/").length - 1);
         try {
-          add(target.container, target.key, op === "copy" ? structuredClone(value ?? null) : (value ?? null));
+          add(
+            target.container,
+            target.key,
+            op === "copy" ? structuredClone(value ?? null) : (value ?? null),
+            work,
+          );
         } catch (error) {
           const where =
             op === "move" ? `error in move for path: '${path}'` : "error while adding value during copy";

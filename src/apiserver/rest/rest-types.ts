@@ -15,6 +15,11 @@ export interface RestContext {
   gcFinalizers: boolean;
   /** Mutating admission run on create, after defaulting and before validation. */
   admission: readonly AdmissionPlugin[];
+  /**
+   * The requester's check of a create or update about to be stored, after validation (RBAC
+   * escalation prevention, auth/escalation.ts); absent for the server's own writes.
+   */
+  checkWrite?: (write: { def: ResourceDef; namespace: string; object: KubeObject; old?: KubeObject }) => void;
 }
 
 export interface Target {

@@ -29,7 +29,13 @@ import {
 } from "./objects.ts";
 import { MAX_NESTING_DEPTH, nestedTooDeep } from "../transport/http.ts";
 import { decodeError, unknownFields } from "../discovery/openapi.ts";
-import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
+import {
+  applyJsonPatch,
+  applyMergePatch,
+  applyStrategicMergePatch,
+  checkPatchedSize,
+  PATCH_TYPES,
+} from "./patch.ts";
 import {
   alreadyExists,
   ApiError,
@@ -258,6 +264,7 @@ export function createObject(
   for (const plugin of ctx.admission) plugin.admitCreate(ctx, def, object);
   const causes = def.validateCreate(object);
   if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
+  ctx.checkWrite?.({ def, namespace, object });
   if (options.dryRun) return { code: 201, body: forOutput(def, object) };
   // The storage layer refuses a set resourceVersion after validation, with a plain error that
   // upstream answers as a 500 without a reason; "0" and unparsable values pass, as there.
@@ -374,6 +381,7 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
   ];
   if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
   for (const plugin of ctx.admission) plugin.validateUpdate?.(ctx, def, target.subresource, next, old);
+  if (target.subresource === "") ctx.checkWrite?.({ def, namespace: target.namespace, object: next, old });
   if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
   }
@@ -529,6 +537,7 @@ export function patchObject(
       `the patched object nests deeper than ${MAX_NESTING_DEPTH} levels, which the server does not store`,
     );
   }
+  checkPatchedSize(patched);
   const incoming = checkBodyType(def, patched);
   checkBodyVersion(ctx, def, incoming);
   checkUnknownFields(def, incoming, options);
