@@ -26,7 +26,13 @@ import { forbiddenError, type Authorizer, type RequestAttributes } from "../auth
 import { selfSubjectAccessReview, selfSubjectReview, subjectAccessReview } from "../auth/review-handlers.ts";
 import type { ServiceAccountTokens } from "../auth/sa-tokens.ts";
 import type { NamespaceReaper } from "../admission/namespaces.ts";
-import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
+import {
+  deleteObject,
+  parseDeleteOptions,
+  validateAdmission,
+  type RestContext,
+  type RestResult,
+} from "./rest.ts";
 import { openApiDocument } from "../discovery/openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "../transport/routing.ts";
 import {
@@ -146,7 +152,7 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     }
     const attributes =
       route.kind === "resource"
-        ? resourceAttributes(user, route.request)
+        ? resourceAttributes(user, route.request, query.get("fieldSelector"))
         : nonResourceAttributes(user, req, url.pathname);
     const decision = options.authorizer.authorize(attributes);
     if (!decision.allowed) {
@@ -235,7 +241,7 @@ async function handleResource(
     throw injected;
   }
   // Every verb and watch of this request sees the store through the resource (storage-view.ts).
-  const ctx = restContextFor(options.ctx, def);
+  const ctx: RestContext = { ...restContextFor(options.ctx, def), user };
   // Custom resources and kinds without a message (CRDs) speak JSON and YAML only, as upstream.
   const protobuf = def.custom !== true && protobufType(apiVersionOf(def), def.kind) !== undefined;
   const negotiated = negotiateResponse(req.headers.accept, protobuf);
@@ -347,8 +353,21 @@ function shownRevision(ctx: RestContext, verb: string, result: RestResult): numb
   return ctx.store.currentRevision();
 }
 
-/** The request attributes the authorizer sees for a resource request. */
-function resourceAttributes(user: UserInfo, request: ResourceRequest): RequestAttributes {
+/**
+ * The request attributes the authorizer sees for a resource request. A list or watch that
+ * selects one name (fieldSelector metadata.name=<name>) is for that name, as upstream's
+ * RequestInfoFactory reads it (a node may watch the one Secret its pod uses).
+ */
+function resourceAttributes(
+  user: UserInfo,
+  request: ResourceRequest,
+  fieldSelector: string | null,
+): RequestAttributes {
+  let name = request.name;
+  if (name === "" && (request.verb === "list" || request.verb === "watch") && fieldSelector) {
+    const terms = fieldSelector.split(",").map((term) => /^\s*metadata\.name\s*==?\s*(.*?)\s*$/.exec(term));
+    name = terms.find((match) => match !== null)?.[1] ?? "";
+  }
   return {
     user,
     verb: request.verb,
@@ -358,7 +377,8 @@ function resourceAttributes(user: UserInfo, request: ResourceRequest): RequestAt
     resource: request.resource,
     subresource: request.subresource,
     namespace: request.namespace,
-    name: request.name,
+    name,
+    ...(fieldSelector !== null ? { fieldSelector } : {}),
   };
 }
 
@@ -399,7 +419,17 @@ async function specialCreate(
   )
     return undefined;
   const body = await objectBody(call, { dryRun: false, warnings: call.warnings });
-  if (token) return options.serviceAccounts.request(request.namespace, request.name, body);
+  if (token) {
+    validateAdmission(call.ctx, {
+      operation: "CREATE",
+      def,
+      subresource: "token",
+      namespace: request.namespace,
+      name: request.name,
+      object: typeof body === "object" && body !== null ? (body as KubeObject) : {},
+    });
+    return options.serviceAccounts.request(request.namespace, request.name, body);
+  }
   if (def.resource === "selfsubjectreviews") return selfSubjectReview(user, body);
   if (def.resource === "selfsubjectaccessreviews")
     return selfSubjectAccessReview(user, body, options.authorizer);
