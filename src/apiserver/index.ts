@@ -13,5 +13,5 @@ export type { MutableResourceRegistry } from "./registry.ts";
 export { KUBECONFIG_CONTEXT } from "./transport/kubeconfig.ts";
 export { admissionChain, ADMISSION_PLUGINS, DEFAULT_ADMISSION_PLUGINS } from "./admission/admission.ts";
 export type { AdmissionPlugin } from "./admission/admission.ts";
-export { AUTHORIZATION_MODES } from "./auth/authz.ts";
+export { AUTHORIZATION_MODES, parseAuthorizationModes } from "./auth/authz.ts";
 export type { AuthorizationMode } from "./auth/authz.ts";

@@ -75,8 +75,11 @@ export interface ApiServerOptions {
   gcFinalizers?: boolean;
   /** Mutating admission on create. Default: admissionChain() (kube-apiserver's default storage plugins). */
   admission?: readonly AdmissionPlugin[];
-  /** kube-apiserver's --authorization-mode: "RBAC" or "AlwaysAllow" (default). */
-  authorizationMode?: AuthorizationMode;
+  /**
+   * kube-apiserver's --authorization-mode: a comma list of Node, RBAC, AlwaysAllow, AlwaysDeny
+   * ("Node,RBAC"), or the parsed modes. Default "AlwaysAllow".
+   */
+  authorizationMode?: string | readonly AuthorizationMode[];
   /** Static tokens in kube-apiserver's --token-auth-file CSV format (token,user,uid,"groups"). */
   tokenAuthFile?: string;
   /** The `iss` of ServiceAccount tokens (--service-account-issuer). Default https://kubernetes.default.svc.cluster.local. */

@@ -64,3 +64,17 @@ test("csikit apiserver rejects a bad --port", async () => {
   assert.equal(code, 2);
   assert.match(stderr, /-port/);
 });
+
+test("csikit apiserver names a bad --authorization-mode as kube-apiserver does", async () => {
+  const child = spawn(
+    process.execPath,
+    [MAIN, "apiserver", "--state-dir", "/nonexistent-never-created", "--authorization-mode=Node,Bogus"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (stderr += chunk));
+  const [code] = (await once(child, "exit")) as [number | null];
+  assert.equal(code, 2);
+  assert.match(stderr, /authorization-mode "Bogus" is not a valid mode/);
+});

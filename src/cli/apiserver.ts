@@ -5,10 +5,9 @@
 import { FlagError } from "../base/index.ts";
 import {
   admissionChain,
-  AUTHORIZATION_MODES,
   DEFAULT_ADMISSION_PLUGINS,
+  parseAuthorizationModes,
   startApiServer,
-  type AuthorizationMode,
 } from "../apiserver/index.ts";
 import type { Command } from "./command.ts";
 
@@ -70,9 +69,10 @@ export const apiserverCommand: Command = {
       type: "string",
       default: "AlwaysAllow",
       help:
-        "How requests are authorized, as kube-apiserver's flag: RBAC (Roles, ClusterRoles and their bindings; " +
-        "the admin kubeconfig's user is in system:masters and may do anything) or AlwaysAllow (any " +
-        "authenticated user may do anything).",
+        "How requests are authorized, as kube-apiserver's flag: a comma list asked in order, e.g. Node,RBAC. " +
+        "Node (node identities system:node:<name> reach only what their pods use), RBAC (Roles, ClusterRoles " +
+        "and their bindings; the admin kubeconfig's user is in system:masters and may do anything), " +
+        "AlwaysAllow (any authenticated user may do anything), AlwaysDeny.",
     },
     "token-auth-file": {
       type: "string",
@@ -103,10 +103,12 @@ export const apiserverCommand: Command = {
       );
     }
     const kubeconfigOut = flags.string("kubeconfig-out");
-    const authorizationMode = flags.string("authorization-mode");
-    if (!(AUTHORIZATION_MODES as readonly string[]).includes(authorizationMode)) {
+    let authorizationModes;
+    try {
+      authorizationModes = parseAuthorizationModes(flags.string("authorization-mode"));
+    } catch (error) {
       throw new FlagError(
-        `invalid value ${JSON.stringify(authorizationMode)} for flag -authorization-mode: want one of ${AUTHORIZATION_MODES.join(", ")}`,
+        `invalid value for flag -authorization-mode: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
     const tokenAuthFile = flags.string("token-auth-file");
@@ -130,7 +132,7 @@ export const apiserverCommand: Command = {
         watchMaxPendingBytes: maxPending,
         admission,
         gcFinalizers: flags.bool("gc-finalizers"),
-        authorizationMode: authorizationMode as AuthorizationMode,
+        authorizationMode: authorizationModes,
         ...(tokenAuthFile !== "" ? { tokenAuthFile } : {}),
         serviceAccountIssuer: flags.string("service-account-issuer"),
         logger,

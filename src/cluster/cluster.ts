@@ -277,7 +277,9 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       args: [
         `--state-dir=${layout.stateDir}`,
         `--port=${record.port}`,
-        "--authorization-mode=RBAC",
+        // As a kubeadm cluster: node agents confined by the Node authorizer and NodeRestriction.
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
         `--token-auth-file=${layout.tokenAuthFile}`,
       ],
     });

@@ -3,8 +3,11 @@
 // the controllers as the user system:kube-controller-manager and each node agent as
 // system:node:<name> in the group system:nodes (static tokens from --token-auth-file, the way
 // kube-controller-manager and kubelets authenticate with certificates). Each gets its own
-// kubeconfig (0600) under <state-dir>/identities/; what each may do is decided by the RBAC
-// objects of deploy/rbac/, enforced by the API server with --authorization-mode=RBAC.
+// kubeconfig (0600) under <state-dir>/identities/; what each may do is decided by the API
+// server with --authorization-mode=Node,RBAC: a node agent by the Node authorizer (only what its
+// own pods use) and the NodeRestriction admission plugin (only its own Node, Lease, CSINode and
+// pods), every other identity by the RBAC objects of deploy/rbac/. Components that never talk to
+// the API server (drivers, registrars, probes) get no credentials at all.
 
 import { randomBytes } from "node:crypto";
 import { readFile, rename, writeFile } from "node:fs/promises";

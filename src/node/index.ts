@@ -32,6 +32,7 @@ import { OperationExecutor } from "./operation-executor.ts";
 import type { NodeContext, NodeOptions } from "./options.ts";
 import { KubeletPaths } from "./paths.ts";
 import { PluginWatcher } from "./plugin-watcher.ts";
+import { PolledObjects } from "./polled-objects.ts";
 import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
@@ -81,27 +82,39 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     running.push(nodeStatus.runLease(options.leaseRenewIntervalMs ?? 10_000, inner.signal));
     running.push(nodeStatus.runHeartbeat(options.nodeStatusReportFrequencyMs ?? 300_000, inner.signal));
 
-    const factory = new InformerFactory({ client, clock, logger });
-    const informers = {
-      pods: factory.informer<Pod>(GVR.pods, { fieldSelector: `spec.nodeName=${options.nodeName}` }),
-      claims: factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims),
-      volumes: factory.informer<PersistentVolume>(GVR.persistentVolumes),
-      csiDrivers: factory.informer<CSIDriver>(GVR.csiDrivers),
-      attachments: factory.informer<VolumeAttachment>(GVR.volumeAttachments),
-    };
     let wake: (() => void) | undefined;
     let pending = false;
     const trigger = (): void => {
       pending = true;
       wake?.();
     };
+    // Pods (of this node, by field selector) and CSIDrivers are watched; claims, volumes and
+    // attachments are fetched one by one, as the Node authorizer allows a node (polled-objects.ts).
+    const factory = new InformerFactory({ client, clock, logger });
+    const polled = <T extends PersistentVolumeClaim | PersistentVolume | VolumeAttachment>(
+      gvr: (typeof GVR)[keyof typeof GVR],
+    ) =>
+      new PolledObjects<T>({
+        client,
+        gvr,
+        clock,
+        logger,
+        refreshMs: options.objectRefreshMs ?? 1000,
+        onChange: trigger,
+      });
+    const informers = {
+      pods: factory.informer<Pod>(GVR.pods, { fieldSelector: `spec.nodeName=${options.nodeName}` }),
+      claims: polled<PersistentVolumeClaim>(GVR.persistentVolumeClaims),
+      volumes: polled<PersistentVolume>(GVR.persistentVolumes),
+      csiDrivers: factory.informer<CSIDriver>(GVR.csiDrivers),
+      attachments: polled<VolumeAttachment>(GVR.volumeAttachments),
+    };
     const handlers = { onAdd: trigger, onUpdate: trigger, onDelete: trigger };
     informers.pods.addEventHandler(handlers);
-    informers.claims.addEventHandler(handlers);
-    informers.volumes.addEventHandler(handlers);
     informers.csiDrivers.addEventHandler(handlers);
-    informers.attachments.addEventHandler(handlers);
     running.push(factory.start(inner.signal));
+    for (const objects of [informers.claims, informers.volumes, informers.attachments])
+      running.push(objects.run(inner.signal));
 
     const actual = new ActualState();
     executor = new OperationExecutor({

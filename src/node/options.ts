@@ -25,6 +25,11 @@ export interface NodeOptions {
   nodeStatusReportFrequencyMs?: number;
   /** The reconciler's fallback tick in ms (it also reacts to events). Default 100. */
   reconcileIntervalMs?: number;
+  /**
+   * How often a PVC, PV or VolumeAttachment the node's pods use is fetched again, in ms. The
+   * Node authorizer lets a node get those one by one, never list or watch them. Default 1000.
+   */
+  objectRefreshMs?: number;
   /** How often plugins_registry/ is rescanned besides fs.watch, in ms. Default 5000. */
   pluginRescanIntervalMs?: number;
   /**

@@ -45,12 +45,19 @@ import type { NodeContext } from "./options.ts";
 import { attachmentName } from "./paths.ts";
 import { finishPodDeletion, podIsRunning, setPodRunning } from "./pod-status.ts";
 
+/** A cache read by key: an informer's store, or objects fetched one by one (polled-objects.ts). */
+export interface KeyedObjects<T> {
+  store: { get(key: string): T | undefined };
+  /** Whether some asked-for key is not fetched yet (its absence is not yet known). */
+  pending?(): boolean;
+}
+
 export interface Informers {
   pods: SharedInformer<Pod>;
-  claims: SharedInformer<PersistentVolumeClaim>;
-  volumes: SharedInformer<PersistentVolume>;
+  claims: KeyedObjects<PersistentVolumeClaim>;
+  volumes: KeyedObjects<PersistentVolume>;
   csiDrivers: SharedInformer<CSIDriver>;
-  attachments: SharedInformer<VolumeAttachment>;
+  attachments: KeyedObjects<VolumeAttachment>;
 }
 
 export interface ReconcilerOptions {
@@ -92,6 +99,11 @@ export class Reconciler {
       csiDriver: (name) => informers.csiDrivers.store.get(name),
       ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
     };
+  }
+
+  #fetching(): boolean {
+    const { claims, volumes } = this.#o.informers;
+    return (claims.pending?.() ?? false) || (volumes.pending?.() ?? false);
   }
 
   get caches(): Caches {
@@ -337,6 +349,8 @@ export class Reconciler {
     }
     for (const [uid, pod] of desired.pods) {
       const problems = desired.problems.get(uid);
+      // A claim or volume asked for the first time reads as absent until fetched: not a problem yet.
+      if (problems && this.#fetching()) continue;
       if (problems) {
         const message = `Unable to attach or mount volumes: ${problems.join("; ")}`;
         if (this.#podProblems.get(uid) !== message) {

@@ -153,6 +153,53 @@ describe("csikit up", { skip: SKIP }, () => {
     }
   });
 
+  test("node agents are confined as kube-apiserver confines kubelets: Node authorizer and NodeRestriction", async () => {
+    const nodeAs = (name: string) =>
+      new KubeClient({
+        kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "identities", `${name}.kubeconfig`) }),
+      });
+    const node1 = nodeAs("node-1");
+    const node2 = nodeAs("node-2");
+    try {
+      await client.create(GVR.secrets, {
+        metadata: { name: "node-1-only", namespace: "default" },
+        stringData: { key: "value" },
+      });
+      await client.create<Pod>(GVR.pods, {
+        metadata: { name: "secret-user", namespace: "default" },
+        spec: {
+          nodeName: "node-1",
+          containers: [{ name: "app", image: "busybox" }],
+          volumes: [{ name: "s", secret: { secretName: "node-1-only" } }],
+        },
+      });
+      await node1.get(GVR.secrets, "node-1-only", { namespace: "default" });
+      await assert.rejects(
+        node2.get(GVR.secrets, "node-1-only", { namespace: "default" }),
+        /no relationship found between node 'node-2' and this object/,
+      );
+      await assert.rejects(
+        node2.patch(GVR.nodes, "node-1", { metadata: { labels: { stolen: "yes" } } }),
+        /node "node-2" is not allowed to modify node "node-1"/,
+      );
+      await assert.rejects(
+        node1.patch(GVR.nodes, "node-1", {
+          metadata: { labels: { "node-restriction.kubernetes.io/trusted": "yes" } },
+        }),
+        /is not allowed to modify labels: node-restriction\.kubernetes\.io\/trusted/,
+      );
+      await assert.rejects(
+        node1.list(GVR.persistentVolumes),
+        /can only get individual resources of this type/,
+      );
+    } finally {
+      await client.delete(GVR.pods, "secret-user", { namespace: "default" }).catch(() => undefined);
+      await client.delete(GVR.secrets, "node-1-only", { namespace: "default" }).catch(() => undefined);
+      node1.close();
+      node2.close();
+    }
+  });
+
   test(
     "a bound, published claim grown with kubectl patch: PV capacity, claim status.capacity, conditions cleared, size through the mount",
     { skip: hasKubectl ? false : "kubectl is not installed" },

@@ -3,12 +3,17 @@
 // The server serves its built-in kinds (configmaps, events, leases, ...), with their real
 // defaults and validation.
 
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before } from "node:test";
 import { silentLogger } from "../../src/base/index.ts";
-import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
+import {
+  admissionChain,
+  FaultInjector,
+  startApiServer,
+  type ApiServerHandle,
+} from "../../src/apiserver/index.ts";
 import { KubeClient, loadKubeConfig, type KubeClientOptions } from "../../src/kube/index.ts";
 import type { GroupVersionResource } from "../../src/kube/index.ts";
 
@@ -28,20 +33,71 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/** The test token of node `name` (system:node:<name> in system:nodes) on a server started with `nodes`. */
+export function nodeToken(name: string): string {
+  return `node-token-${name}`;
+}
+
+/** Admin clients of servers that confine nodes (started with `nodes`). */
+const confiningClients = new WeakSet<KubeClient>();
+
+/**
+ * The client node `nodeName` runs with: its own token (system:node:<name>) when `admin` is of a
+ * server started with `nodes` (Node,RBAC and NodeRestriction on, as `csikit up` runs them),
+ * else `admin` itself.
+ */
+export function nodeClient(admin: KubeClient, nodeName: string): KubeClient {
+  if (!confiningClients.has(admin)) return admin;
+  const token = nodeToken(nodeName);
+  return new KubeClient({
+    kubeConfig: {
+      ...admin.kubeConfig,
+      auth: {
+        credentials: () => Promise.resolve({ headers: { Authorization: `Bearer ${token}` } }),
+        unauthorized: () => {},
+      },
+      source: `test token of system:node:${nodeName}`,
+    },
+    qps: 1000,
+    burst: 1000,
+  });
+}
+
 export async function startTestServer(
-  options: { compactionWindow?: number; bookmarkIntervalMs?: number } = {},
+  options: {
+    compactionWindow?: number;
+    bookmarkIntervalMs?: number;
+    /**
+     * Node names with a static token each (nodeToken), and the server confining them as
+     * `csikit up` does: --authorization-mode=Node,RBAC, NodeRestriction admission.
+     */
+    nodes?: readonly string[];
+  } = {},
 ): Promise<TestServer> {
   const stateDir = await mkdtemp(join(tmpdir(), "csikit-kube-"));
   const controller = new AbortController();
   const faults = new FaultInjector();
   let server: ApiServerHandle;
+  const nodes = options.nodes ?? [];
   try {
+    const tokenAuthFile = join(stateDir, "node-tokens.csv");
+    if (nodes.length > 0) {
+      const lines = nodes.map((n) => `${nodeToken(n)},system:node:${n},system:node:${n},"system:nodes"`);
+      await writeFile(tokenAuthFile, lines.join("\n") + "\n", { mode: 0o600 });
+    }
     server = await startApiServer(
       {
         stateDir,
         port: 0,
         faults,
         logger: silentLogger,
+        ...(nodes.length > 0
+          ? {
+              tokenAuthFile,
+              authorizationMode: "Node,RBAC",
+              admission: admissionChain({ enable: ["NodeRestriction"] }),
+            }
+          : {}),
         ...(options.compactionWindow !== undefined ? { compactionWindow: options.compactionWindow } : {}),
         ...(options.bookmarkIntervalMs !== undefined
           ? { bookmarkIntervalMs: options.bookmarkIntervalMs }
@@ -57,13 +113,16 @@ export async function startTestServer(
     server,
     faults,
     kubeconfigPath: server.kubeconfigPath,
-    client: (clientOptions = {}) =>
-      new KubeClient({
+    client: (clientOptions = {}) => {
+      const client = new KubeClient({
         kubeConfig: loadKubeConfig({ kubeconfig: server.kubeconfigPath }),
         qps: 1000,
         burst: 1000,
         ...clientOptions,
-      }),
+      });
+      if (nodes.length > 0) confiningClients.add(client);
+      return client;
+    },
     async stop() {
       controller.abort();
       await server.stopped;

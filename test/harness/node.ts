@@ -28,14 +28,18 @@ import {
   type RegistrationStatus,
 } from "../../src/csi/index.ts";
 import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
-import { startTestServer, type TestServer } from "./kube-server.ts";
+import { nodeClient, startTestServer, type TestServer } from "./kube-server.ts";
 import { startRegistrar } from "../../src/sidecars/registrar/index.ts";
 import { startNode, type NodeOptions } from "../../src/node/index.ts";
 import { until } from "./until.ts";
 import { defer } from "./cleanup.ts";
 
+/** The node names the node tests use: each runs under its own identity (nodeClient). */
+const TEST_NODES = ["node-a", "node-b", "node-g", "node-m", "node-r"];
+
+/** An API server confining nodes as `csikit up` runs it (Node,RBAC, NodeRestriction). */
 export async function testServer(t: TestContext): Promise<TestServer> {
-  const server = await startTestServer();
+  const server = await startTestServer({ nodes: TEST_NODES });
   defer(t, () => server.stop());
   return server;
 }
@@ -45,7 +49,10 @@ export interface RunningNode {
   done: Promise<void>;
 }
 
-/** startNode in-process; stopped (and awaited) when the test ends. */
+/**
+ * startNode in-process, as system:node:<nodeName> when `client` is of a testServer (else as
+ * `client`); stopped (and awaited) when the test ends.
+ */
 export async function runNode(
   t: TestContext,
   client: KubeClient,
@@ -62,7 +69,7 @@ export async function runNode(
       retryMaxMs: 1000,
       logger: silentLogger,
       ...options,
-      client,
+      client: nodeClient(client, options.nodeName),
       onReady: (info) => {
         options.onReady?.(info);
         ready();

@@ -16,29 +16,14 @@
 
 import type { KubeObject, ResourceDef } from "../rest/resource.ts";
 import type { Store } from "../storage/types.ts";
+import type { AdmissionPlugin } from "./types.ts";
+import { nodeRestriction } from "./node-restriction.ts";
 import { finalizersOf, metadataOf, stringField } from "../rest/objects.ts";
 import { forbidden } from "../transport/status.ts";
 import { parseQuantity } from "../../api/index.ts";
 import { FlagError } from "../../base/index.ts";
 
-export interface AdmissionContext {
-  store: Store;
-}
-
-export interface AdmissionPlugin {
-  /** kube-apiserver's plugin name, as --enable-admission-plugins takes it. */
-  readonly name: string;
-  /** Mutates `object` (already defaulted) before validation. */
-  admitCreate(context: AdmissionContext, def: ResourceDef, object: KubeObject): void;
-  /** Validates an update (after the kind's validation); throws the ApiError to answer. */
-  validateUpdate?(
-    context: AdmissionContext,
-    def: ResourceDef,
-    subresource: string,
-    object: KubeObject,
-    old: KubeObject,
-  ): void;
-}
+export type { AdmissionContext, AdmissionPlugin, AdmissionRequest } from "./types.ts";
 
 const DEFAULT_CLASS_ANNOTATIONS = [
   "storageclass.kubernetes.io/is-default-class",
@@ -154,10 +139,15 @@ export const ADMISSION_PLUGINS: readonly AdmissionPlugin[] = [
   defaultStorageClass,
   storageObjectInUseProtection,
   persistentVolumeClaimResize,
+  nodeRestriction,
 ];
 
-/** The plugins kube-apiserver enables by default, among those csikit implements. */
-export const DEFAULT_ADMISSION_PLUGINS: readonly string[] = ADMISSION_PLUGINS.map((p) => p.name);
+/** The plugins kube-apiserver enables by default, among those csikit implements (not NodeRestriction). */
+export const DEFAULT_ADMISSION_PLUGINS: readonly string[] = [
+  defaultStorageClass.name,
+  storageObjectInUseProtection.name,
+  persistentVolumeClaimResize.name,
+];
 
 /**
  * The plugin chain from kube-apiserver's --enable-admission-plugins / --disable-admission-plugins

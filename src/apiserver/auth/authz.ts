@@ -1,5 +1,7 @@
-// Authorization of API requests: --authorization-mode=AlwaysAllow, or RBAC as kube-apiserver's
-// RBAC authorizer decides from the stored Roles, ClusterRoles, RoleBindings and
+// Authorization of API requests as kube-apiserver's --authorization-mode chain: a comma list
+// of Node (node-authz.ts), RBAC, AlwaysAllow and AlwaysDeny, asked in order; the first that
+// allows (or, AlwaysDeny, denies) decides, and a refusal carries every reason given, one per
+// line, as upstream's union authorizer. RBAC decides as kube-apiserver's RBAC authorizer does from the stored Roles, ClusterRoles, RoleBindings and
 // ClusterRoleBindings (rule matching with `*`, `*/subresource`, resourceNames and
 // nonResourceURLs; ServiceAccount, User and Group subjects; ClusterRoles with an aggregationRule
 // carry the rules of the ClusterRoles their selectors match, as the aggregation controller
@@ -14,9 +16,28 @@ import type { KubeObject } from "../rest/resource.ts";
 import type { Store } from "../storage/index.ts";
 import { createObject, type RestContext } from "../rest/rest.ts";
 import { ApiError, qualifiedResource } from "../transport/status.ts";
+import { NodeAuthorizer } from "./node-authz.ts";
 
-export const AUTHORIZATION_MODES = ["RBAC", "AlwaysAllow"] as const;
+export const AUTHORIZATION_MODES = ["Node", "RBAC", "AlwaysAllow", "AlwaysDeny"] as const;
 export type AuthorizationMode = (typeof AUTHORIZATION_MODES)[number];
+
+/**
+ * The modes of an --authorization-mode value ("Node,RBAC"), in order; an Error with
+ * kube-apiserver's message for an unknown or repeated mode.
+ */
+export function parseAuthorizationModes(value: string): AuthorizationMode[] {
+  const modes: AuthorizationMode[] = [];
+  for (const mode of value.split(",").map((m) => m.trim())) {
+    if (!(AUTHORIZATION_MODES as readonly string[]).includes(mode))
+      throw new Error(
+        `authorization-mode ${JSON.stringify(mode)} is not a valid mode (valid modes: ${AUTHORIZATION_MODES.join(", ")})`,
+      );
+    if (modes.includes(mode as AuthorizationMode))
+      throw new Error(`authorization-mode ${JSON.stringify(mode)} has mode specified more than once`);
+    modes.push(mode as AuthorizationMode);
+  }
+  return modes;
+}
 
 export interface RequestAttributes {
   user: UserInfo;
@@ -29,6 +50,8 @@ export interface RequestAttributes {
   subresource: string;
   namespace: string;
   name: string;
+  /** The fieldSelector query parameter of a list/watch (the Node authorizer reads spec.nodeName). */
+  fieldSelector?: string;
 }
 
 export interface Decision {
@@ -145,24 +168,46 @@ function aggregate(errors: string[]): string {
 }
 
 export class Authorizer {
-  readonly mode: AuthorizationMode;
+  readonly modes: readonly AuthorizationMode[];
   readonly #store: Store;
+  readonly #node: NodeAuthorizer;
 
-  constructor(options: { mode: AuthorizationMode; store: Store }) {
-    this.mode = options.mode;
+  /** `mode`: the --authorization-mode value ("Node,RBAC") or its parsed modes. */
+  constructor(options: { mode: string | readonly AuthorizationMode[]; store: Store }) {
+    this.modes = typeof options.mode === "string" ? parseAuthorizationModes(options.mode) : options.mode;
     this.#store = options.store;
+    this.#node = new NodeAuthorizer(options.store);
   }
 
   authorize(attributes: RequestAttributes): Decision {
-    if (this.mode === "AlwaysAllow") return { allowed: true, reason: "" };
+    if (this.modes[0] === "AlwaysAllow") return { allowed: true, reason: "" };
     const { user } = attributes;
     if (user.groups.includes(MASTERS_GROUP)) return { allowed: true, reason: "" };
-    if (
-      user.groups.includes(AUTHENTICATED_GROUP) &&
-      BOOTSTRAP_RULES.some((rule) => ruleAllows(attributes, rule))
-    )
-      return { allowed: true, reason: "" };
-    return this.#rbac(attributes);
+    const reasons: string[] = [];
+    for (const mode of this.modes) {
+      let decision: Decision | undefined;
+      switch (mode) {
+        case "AlwaysAllow":
+          return { allowed: true, reason: "" };
+        case "AlwaysDeny":
+          // upstream's alwaysDenyAuthorizer: no opinion, with its reason.
+          decision = { allowed: false, reason: "Everything is forbidden." };
+          break;
+        case "Node":
+          decision = this.#node.authorize(attributes);
+          break;
+        case "RBAC":
+          decision =
+            user.groups.includes(AUTHENTICATED_GROUP) &&
+            BOOTSTRAP_RULES.some((rule) => ruleAllows(attributes, rule))
+              ? { allowed: true, reason: "" }
+              : this.#rbac(attributes);
+          break;
+      }
+      if (decision?.allowed) return decision;
+      if (decision && decision.reason !== "") reasons.push(decision.reason);
+    }
+    return { allowed: false, reason: reasons.join("\n") };
   }
 
   #rbac(attributes: RequestAttributes): Decision {

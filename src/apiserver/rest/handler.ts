@@ -33,7 +33,13 @@ import {
 } from "../auth/review-handlers.ts";
 import type { ServiceAccountTokens } from "../auth/sa-tokens.ts";
 import type { NamespaceReaper } from "../admission/namespaces.ts";
-import { deleteObject, parseDeleteOptions, type RestContext, type RestResult } from "./rest.ts";
+import {
+  deleteObject,
+  parseDeleteOptions,
+  validateAdmission,
+  type RestContext,
+  type RestResult,
+} from "./rest.ts";
 import { openApiDocument } from "../discovery/openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "../transport/routing.ts";
 import {
@@ -153,7 +159,7 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     }
     const attributes =
       route.kind === "resource"
-        ? resourceAttributes(user, route.request)
+        ? resourceAttributes(user, route.request, query.get("fieldSelector"))
         : nonResourceAttributes(user, req, url.pathname);
     const decision = options.authorizer.authorize(attributes);
     if (!decision.allowed) {
@@ -243,7 +249,7 @@ async function handleResource(
   }
   // Every verb and watch of this request sees the store through the resource (storage-view.ts).
   // Roles and bindings are written only within what the requester holds (escalation.ts).
-  const viewed = restContextFor(options.ctx, def);
+  const viewed: RestContext = { ...restContextFor(options.ctx, def), user };
   const ctx: RestContext =
     def.group === RBAC_GROUP
       ? { ...viewed, checkWrite: (write) => checkRbacEscalation(options.authorizer, user, write) }
@@ -359,8 +365,21 @@ function shownRevision(ctx: RestContext, verb: string, result: RestResult): numb
   return ctx.store.currentRevision();
 }
 
-/** The request attributes the authorizer sees for a resource request. */
-function resourceAttributes(user: UserInfo, request: ResourceRequest): RequestAttributes {
+/**
+ * The request attributes the authorizer sees for a resource request. A list or watch that
+ * selects one name (fieldSelector metadata.name=<name>) is for that name, as upstream's
+ * RequestInfoFactory reads it (a node may watch the one Secret its pod uses).
+ */
+function resourceAttributes(
+  user: UserInfo,
+  request: ResourceRequest,
+  fieldSelector: string | null,
+): RequestAttributes {
+  let name = request.name;
+  if (name === "" && (request.verb === "list" || request.verb === "watch") && fieldSelector) {
+    const terms = fieldSelector.split(",").map((term) => /^\s*metadata\.name\s*==?\s*(.*?)\s*$/.exec(term));
+    name = terms.find((match) => match !== null)?.[1] ?? "";
+  }
   return {
     user,
     verb: request.verb,
@@ -370,7 +389,8 @@ function resourceAttributes(user: UserInfo, request: ResourceRequest): RequestAt
     resource: request.resource,
     subresource: request.subresource,
     namespace: request.namespace,
-    name: request.name,
+    name,
+    ...(fieldSelector !== null ? { fieldSelector } : {}),
   };
 }
 
@@ -412,7 +432,17 @@ async function specialCreate(
   )
     return undefined;
   const body = await objectBody(call, { dryRun: false, warnings: call.warnings });
-  if (token) return options.serviceAccounts.request(request.namespace, request.name, body);
+  if (token) {
+    validateAdmission(call.ctx, {
+      operation: "CREATE",
+      def,
+      subresource: "token",
+      namespace: request.namespace,
+      name: request.name,
+      object: typeof body === "object" && body !== null ? (body as KubeObject) : {},
+    });
+    return options.serviceAccounts.request(request.namespace, request.name, body);
+  }
   if (def.resource === "selfsubjectreviews") return selfSubjectReview(user, body);
   if (def.resource === "tokenreviews") return tokenReview(body, options.authenticator);
   if (def.resource === "selfsubjectaccessreviews")

@@ -2,7 +2,13 @@
 // and keep) and deletecollection. The response is the object (ResourceDef.returnDeletedObject
 // or while it is kept) or a Success Status, as upstream answers.
 
-import type { ListQuery, RestContext, RestResult, Target } from "./rest-types.ts";
+import {
+  validateAdmission,
+  type ListQuery,
+  type RestContext,
+  type RestResult,
+  type Target,
+} from "./rest-types.ts";
 import { jsonEqual } from "../../base/index.ts";
 import { listObjects } from "./rest-read.ts";
 import { loadExisting } from "./rest-write.ts";
@@ -128,6 +134,14 @@ export function deleteObject(ctx: RestContext, target: Target, options: DeleteOp
     throw notFound(target.def.group, `${target.def.resource}/${target.subresource}`, target.name);
   const old = loadExisting(ctx, target);
   checkDeletePreconditions(target, old, options);
+  validateAdmission(ctx, {
+    operation: "DELETE",
+    def: target.def,
+    subresource: "",
+    namespace: target.namespace,
+    name: target.name,
+    old: old.object,
+  });
   const next = structuredClone(old.object);
   const meta = metadataOf(next);
   const finalizers = ctx.gcFinalizers

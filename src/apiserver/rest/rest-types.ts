@@ -5,7 +5,8 @@ import type { Clock } from "../../base/index.ts";
 import type { KubeObject, ResourceDef, ResourceRegistry } from "./resource.ts";
 import type { Store } from "../storage/types.ts";
 import { badRequest, type Status } from "../transport/status.ts";
-import type { AdmissionPlugin } from "../admission/admission.ts";
+import type { AdmissionPlugin, AdmissionRequest } from "../admission/admission.ts";
+import type { UserInfo } from "../auth/authn.ts";
 
 export interface RestContext {
   store: Store;
@@ -20,6 +21,14 @@ export interface RestContext {
    * escalation prevention, auth/escalation.ts); absent for the server's own writes.
    */
   checkWrite?: (write: { def: ResourceDef; namespace: string; object: KubeObject; old?: KubeObject }) => void;
+  /** The requesting user (for plugins that restrict by identity); absent for the server's own writes. */
+  user?: UserInfo;
+}
+
+/** Runs every plugin's user-aware validation of one write (admission.ts, node-restriction.ts). */
+export function validateAdmission(ctx: RestContext, request: Omit<AdmissionRequest, "user">): void {
+  for (const plugin of ctx.admission)
+    plugin.validate?.(ctx, ctx.user !== undefined ? { ...request, user: ctx.user } : request);
 }
 
 export interface Target {

@@ -9,6 +9,7 @@ import { jsonEqual } from "../../base/index.ts";
 import { randomUUID } from "node:crypto";
 import {
   NAMESPACE_KEY_PREFIX,
+  validateAdmission,
   type RestContext,
   type RestResult,
   type Target,
@@ -264,6 +265,7 @@ export function createObject(
   for (const plugin of ctx.admission) plugin.admitCreate(ctx, def, object);
   const causes = def.validateCreate(object);
   if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
+  validateAdmission(ctx, { operation: "CREATE", def, subresource: "", namespace, name: "", object });
   ctx.checkWrite?.({ def, namespace, object });
   if (options.dryRun) return { code: 201, body: forOutput(def, object) };
   // The storage layer refuses a set resourceVersion after validation, with a plain error that
@@ -381,6 +383,15 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
   ];
   if (causes.length > 0) throw invalid(def.group, def.kind, target.name, causes);
   for (const plugin of ctx.admission) plugin.validateUpdate?.(ctx, def, target.subresource, next, old);
+  validateAdmission(ctx, {
+    operation: "UPDATE",
+    def,
+    subresource: target.subresource,
+    namespace: target.namespace,
+    name: target.name,
+    object: next,
+    old,
+  });
   if (target.subresource === "") ctx.checkWrite?.({ def, namespace: target.namespace, object: next, old });
   if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
@@ -604,6 +615,15 @@ export function bindPod(ctx: RestContext, target: Target, body: unknown, options
     ]);
   }
   const old = loadExisting(ctx, { ...target, subresource: "" });
+  validateAdmission(ctx, {
+    operation: "CREATE",
+    def: target.def,
+    subresource: "binding",
+    namespace: target.namespace,
+    name: target.name,
+    object: binding,
+    old: old.object,
+  });
   const next = structuredClone(old.object);
   const meta = metadataOf(next);
   if (meta.deletionTimestamp) {
