@@ -162,7 +162,7 @@ export const hostpathCommand: Command = {
     "attach-limit": {
       type: "int",
       default: "0",
-      help: "Volumes ControllerPublishVolume attaches to one node before answering RESOURCE_EXHAUSTED, also reported as NodeGetInfo max_volumes_per_node (the tighter of this and --maxvolumespernode); 0 = no limit. -1, as upstream: no attach limit, and each NodeGetInfo reports a random limit (1-100) to exercise a CO's changing attach limits.",
+      help: "Volumes ControllerPublishVolume attaches to one node before answering RESOURCE_EXHAUSTED, also NodeGetInfo's max_volumes_per_node (in place of --maxvolumespernode, as upstream); 0 = no limit. -1, as upstream: no attach limit, and each NodeGetInfo reports a random limit (1-100) to exercise a CO's changing attach limits.",
     },
     "check-volume-lifecycle": {
       type: "bool",

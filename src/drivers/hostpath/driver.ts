@@ -219,14 +219,13 @@ export class HostpathConfig {
   }
 
   /**
-   * NodeGetInfo's max_volumes_per_node: the tighter of --attach-limit and --maxvolumespernode
-   * (both enforced by ControllerPublishVolume), 0 when neither is set, and with --attach-limit=-1
-   * a random 1..RANDOM_ATTACH_LIMIT_MAX drawn on each call (`random` returns [0, 1)).
+   * NodeGetInfo's max_volumes_per_node, as upstream computes it: --attach-limit when positive,
+   * else --maxvolumespernode (0 = no limit), and with --attach-limit=-1 a random
+   * 1..RANDOM_ATTACH_LIMIT_MAX drawn on each call (`random` returns [0, 1)).
    */
   reportedVolumeLimit(random: () => number = Math.random): number {
     if (this.attachLimit === RANDOM_ATTACH_LIMIT) return 1 + Math.floor(random() * RANDOM_ATTACH_LIMIT_MAX);
-    const limits = [this.attachLimit, this.maxVolumesPerNode].filter((limit) => limit > 0);
-    return limits.length > 0 ? Math.min(...limits) : 0;
+    return this.attachLimit > 0 ? this.attachLimit : this.maxVolumesPerNode;
   }
 
   /** The topology segments of a volume living on `nodeId` (none when topology is off). */
