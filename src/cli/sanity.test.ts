@@ -46,6 +46,23 @@ function csikit(
   });
 }
 
+/** A hostpath driver on a socket in a fresh temp dir (both removed after the test). */
+async function hostpathInTemp(
+  t: Parameters<typeof tempDir>[0],
+  extra: { enableControllerModifyVolume?: boolean } = {},
+): Promise<{ dir: string; driver: Awaited<ReturnType<typeof serveHostpathDriver>> }> {
+  const dir = await tempDir(t, "csikit-cli-sanity-");
+  const driver = await serveHostpathDriver({
+    endpoint: join(dir, "csi.sock"),
+    nodeId: "cli-node",
+    stateDir: join(dir, "state"),
+    allowedPathRoots: [dir],
+    ...extra,
+  });
+  defer(t, () => driver.close());
+  return { dir, driver };
+}
+
 test("csikit sanity rejects bad flags naming the flag", async () => {
   const cases: [string[], RegExp][] = [
     [[], /flag -endpoint is required/],
@@ -68,15 +85,7 @@ test("csikit sanity rejects bad flags naming the flag", async () => {
 });
 
 test("--mutable-parameters feeds the ControllerModifyVolume tests, which are skipped without it", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-    enableControllerModifyVolume: true,
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t, { enableControllerModifyVolume: true });
   const file = join(dir, "mutable.yaml");
   await writeFile(file, "iops: '3000'\n");
   const focus = "--focus=ControllerModifyVolume";
@@ -99,14 +108,7 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
 });
 
 test("csikit sanity runs focused tests against a driver, prints the summary and writes JUnit", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t);
   const junit = join(dir, "report.xml");
   const run = await csikit([
     "sanity",
@@ -157,14 +159,7 @@ test("csikit sanity reports an unreachable endpoint as a failure", async (t) => 
 });
 
 test("a csi-sanity command line runs unchanged, path commands included", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t);
   // Path commands as a remote node's would be: each logs its call, then acts on the path.
   const log = join(dir, "commands.log");
   const script = async (name: string, body: string): Promise<string> => {
@@ -214,14 +209,7 @@ test("a csi-sanity command line runs unchanged, path commands included", async (
 });
 
 test("a csi-sanity CI command line with Ginkgo's flags runs unchanged, each flag with its meaning", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t);
   const topology = join(dir, "topology.yaml");
   await writeFile(topology, "requisite:\n  - segments:\n      topology.hostpath.csi/node: cli-node\n");
   const junit = join(dir, "junit.xml");
