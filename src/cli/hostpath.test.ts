@@ -87,6 +87,12 @@ test("hostpath accepts every upstream hostpathplugin v1.16.1 flag and klog's, wi
   assert.equal(got.stateDir, "/csi-data-dir");
   // Everything above is honoured or has no effect under -logtostderr=true, as in klog.
   assert.deepEqual([...ignoredFlagWarnings(parsed), ...klogFlagWarnings(parsed)], []);
+  // Upstream's -1 (a random limit per NodeGetInfo) is accepted in both flag forms.
+  assert.equal(options(["-nodeid=n", "-attach-limit=-1"]).attachLimit, -1);
+  assert.equal(options(["-nodeid=n", "-attach-limit", "-1"]).attachLimit, -1);
+  // Alpha capabilities newer than upstream v1.16 are off unless asked for.
+  assert.equal(options(["-nodeid=n"]).enableAlphaCapabilities, false);
+  assert.equal(options(["-nodeid=n", "-enable-alpha-capabilities"]).enableAlphaCapabilities, true);
   // -node-expand-required is the deprecated name of -enable-volume-expansion.
   assert.equal(options(["-nodeid=n", "-node-expand-required=false"]).enableVolumeExpansion, false);
   assert.throws(

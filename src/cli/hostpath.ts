@@ -97,6 +97,7 @@ export function hostpathOptions(flags: Flags): HostpathServerOptions {
     enableControllerModifyVolume: flags.bool("enable-controller-modify-volume"),
     acceptedMutableParameterNames: flags.strings("accepted-mutable-parameter-names"),
     enableSnapshotMetadata: flags.bool("enable-snapshot-metadata"),
+    enableAlphaCapabilities: flags.bool("enable-alpha-capabilities"),
     snapshotMetadataBlockType: blockType(flags.string("snapshot-metadata-block-type")),
     allowedPathRoots: flags.strings("allowed-path-roots"),
   };
@@ -161,7 +162,7 @@ export const hostpathCommand: Command = {
     "attach-limit": {
       type: "int",
       default: "0",
-      help: "Volumes ControllerPublishVolume attaches to one node before answering RESOURCE_EXHAUSTED; 0 = no limit.",
+      help: "Volumes ControllerPublishVolume attaches to one node before answering RESOURCE_EXHAUSTED, also NodeGetInfo's max_volumes_per_node (in place of --maxvolumespernode, as upstream); 0 = no limit. -1, as upstream: no attach limit, and each NodeGetInfo reports a random limit (1-100) to exercise a CO's changing attach limits.",
     },
     "check-volume-lifecycle": {
       type: "bool",
@@ -194,6 +195,11 @@ export const hostpathCommand: Command = {
       type: "bool",
       default: "false",
       help: "Offer MODIFY_VOLUME (ControllerModifyVolume).",
+    },
+    "enable-alpha-capabilities": {
+      type: "bool",
+      default: "false",
+      help: 'csikit\'s own: also advertise and serve the CSI alpha capabilities newer than upstream hostpath v1.16 (controller GET_SNAPSHOT). Off, as upstream v1.16: sidecars built on csi-lib-utils < 0.21 panic on a capability they do not know, and csi-sanity v5.4 fails "Unknown capability". The older alpha ones upstream advertises (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are always on.',
     },
     "enable-snapshot-metadata": {
       type: "bool",

@@ -46,6 +46,23 @@ function csikit(
   });
 }
 
+/** A hostpath driver on a socket in a fresh temp dir (both removed after the test). */
+async function hostpathInTemp(
+  t: Parameters<typeof tempDir>[0],
+  extra: { enableControllerModifyVolume?: boolean } = {},
+): Promise<{ dir: string; driver: Awaited<ReturnType<typeof serveHostpathDriver>> }> {
+  const dir = await tempDir(t, "csikit-cli-sanity-");
+  const driver = await serveHostpathDriver({
+    endpoint: join(dir, "csi.sock"),
+    nodeId: "cli-node",
+    stateDir: join(dir, "state"),
+    allowedPathRoots: [dir],
+    ...extra,
+  });
+  defer(t, () => driver.close());
+  return { dir, driver };
+}
+
 test("csikit sanity rejects bad flags naming the flag", async () => {
   const cases: [string[], RegExp][] = [
     [[], /flag -endpoint is required/],
@@ -68,15 +85,7 @@ test("csikit sanity rejects bad flags naming the flag", async () => {
 });
 
 test("--mutable-parameters feeds the ControllerModifyVolume tests, which are skipped without it", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-    enableControllerModifyVolume: true,
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t, { enableControllerModifyVolume: true });
   const file = join(dir, "mutable.yaml");
   await writeFile(file, "iops: '3000'\n");
   const focus = "--focus=ControllerModifyVolume";
@@ -99,14 +108,7 @@ test("--mutable-parameters feeds the ControllerModifyVolume tests, which are ski
 });
 
 test("csikit sanity runs focused tests against a driver, prints the summary and writes JUnit", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t);
   const junit = join(dir, "report.xml");
   const run = await csikit([
     "sanity",
@@ -157,14 +159,7 @@ test("csikit sanity reports an unreachable endpoint as a failure", async (t) => 
 });
 
 test("a csi-sanity command line runs unchanged, path commands included", async (t) => {
-  const dir = await tempDir(t, "csikit-cli-sanity-");
-  const driver = await serveHostpathDriver({
-    endpoint: join(dir, "csi.sock"),
-    nodeId: "cli-node",
-    stateDir: join(dir, "state"),
-    allowedPathRoots: [dir],
-  });
-  defer(t, () => driver.close());
+  const { dir, driver } = await hostpathInTemp(t);
   // Path commands as a remote node's would be: each logs its call, then acts on the path.
   const log = join(dir, "commands.log");
   const script = async (name: string, body: string): Promise<string> => {
@@ -211,4 +206,109 @@ test("a csi-sanity command line runs unchanged, path commands included", async (
   ]);
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /-csi.testvolumeaccesstype: want mount or block/);
+});
+
+test("a csi-sanity CI command line with Ginkgo's flags runs unchanged, each flag with its meaning", async (t) => {
+  const { dir, driver } = await hostpathInTemp(t);
+  const topology = join(dir, "topology.yaml");
+  await writeFile(topology, "requisite:\n  - segments:\n      topology.hostpath.csi/node: cli-node\n");
+  const junit = join(dir, "junit.xml");
+  const json = join(dir, "report.json");
+  const teamcity = join(dir, "teamcity.txt");
+  // As CI scripts call csi-sanity v5: single-dash Go flags, bare booleans, Go durations.
+  const run = await csikit([
+    "sanity",
+    `-csi.endpoint=unix://${driver.path}`,
+    `-csi.mountdir=${join(dir, "mnt")}`,
+    `-csi.stagingdir=${join(dir, "stg")}`,
+    "-csi.testvolumesize=4194304",
+    "-csi.timeout=30s",
+    `-csi.testtopologyrequirements=${topology}`,
+    "-ginkgo.v",
+    "-ginkgo.fail-fast",
+    "-ginkgo.no-color",
+    "-ginkgo.focus=^(Identity|Controller CreateVolume) ",
+    "-ginkgo.skip=maximum length",
+    "-ginkgo.label-filter=!Probe",
+    "-ginkgo.timeout=10m",
+    "-ginkgo.seed=42",
+    "-ginkgo.flake-attempts=2",
+    "-ginkgo.poll-progress-after=5m",
+    "-ginkgo.silence-skips",
+    `-ginkgo.junit-report=${junit}`,
+    `-ginkgo.json-report=${json}`,
+    `-ginkgo.teamcity-report=${teamcity}`,
+  ]);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /^random seed: 42$/m);
+  assert.doesNotMatch(run.stdout, /Probe:/, "label-filter !Probe");
+  assert.doesNotMatch(run.stdout, /maximum length/, "skip");
+  assert.doesNotMatch(run.stdout, /skipped:/, "silence-skips");
+  assert.match(run.stdout, /✔ CreateVolume: /);
+  const [, passed] = SUMMARY.exec(run.stdout) ?? [];
+  assert.ok(Number(passed) > 5, run.stdout);
+  assert.match(
+    await readFile(junit, "utf8"),
+    new RegExp(`<testsuites name="csikit sanity" tests="\\d+" failures="0"`),
+  );
+  const suites = JSON.parse(await readFile(json, "utf8")) as Array<{
+    SuiteSucceeded: boolean;
+    SpecReports: unknown[];
+  }>;
+  assert.equal(suites[0]?.SuiteSucceeded, true);
+  assert.ok((suites[0]?.SpecReports.length ?? 0) >= Number(passed));
+  assert.match(await readFile(teamcity, "utf8"), /^##teamcity\[testStarted name='Identity GetPluginInfo /m);
+
+  // -ginkgo.fail-fast stops at the first failure; -ginkgo.dry-run only lists; -ginkgo.succinct
+  // prints failures only. A driver whose plugin name breaks the spec fails GetPluginInfo.
+  const bad = await serveCsi({
+    endpoint: join(dir, "bad.sock"),
+    identity: {
+      getPluginInfo: async () => ({ name: "-not-a-domain-name-", vendorVersion: "1" }),
+      getPluginCapabilities: async () => ({ capabilities: [] }),
+      probe: async () => ({}),
+    },
+    node: { nodeGetCapabilities: async () => ({ capabilities: [] }) },
+  });
+  defer(t, () => bad.close());
+  const fast = await csikit([
+    "sanity",
+    `-csi.endpoint=${bad.path}`,
+    "-ginkgo.focus=^Identity ",
+    "-ginkgo.fail-fast",
+    "-ginkgo.succinct",
+  ]);
+  assert.equal(fast.status, 1, fast.stdout + fast.stderr);
+  assert.doesNotMatch(fast.stdout, /✔/, "succinct: no passed lines");
+  assert.match(fast.stdout, /fail-fast: stopped after the first failure; \d+ tests not run/);
+  const dry = await csikit([
+    "sanity",
+    `-csi.endpoint=${join(dir, "nothing.sock")}`,
+    "-ginkgo.dry-run",
+    "-ginkgo.focus=^Identity ",
+  ]);
+  assert.equal(dry.status, 0, dry.stdout + dry.stderr);
+  assert.match(dry.stdout, /^0 passed, 0 failed, \d+ skipped$/m);
+  const empty = await csikit([
+    "sanity",
+    `-csi.endpoint=${bad.path}`,
+    "-ginkgo.focus=^Nothing",
+    "-ginkgo.fail-on-empty",
+  ]);
+  assert.equal(empty.status, 1, empty.stdout);
+
+  // Ginkgo refuses conflicting verbosities; csikit refuses what it cannot honour, saying why.
+  for (const [args, message] of [
+    [["-ginkgo.v", "-ginkgo.succinct"], /-ginkgo.succinct and -ginkgo.v conflict/],
+    [
+      ["-ginkgo.focus-file=controller.go"],
+      /-ginkgo.focus-file cannot be honoured: csikit's tests are not Go source files/,
+    ],
+    [["-ginkgo.parallel.total=2"], /runs its tests serially/],
+    [["-ginkgo.label-filter=Node &&"], /-ginkgo.label-filter: label filter "Node &&": ends early/],
+  ] as const) {
+    const refused = await csikit(["sanity", `-csi.endpoint=${bad.path}`, ...args]);
+    assert.equal(refused.status, 2, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, message);
+  }
 });

@@ -1,21 +1,28 @@
 // `csikit sanity`: the CSI conformance suite against any driver endpoint. Flags follow csi-test's
 // csi-sanity in meaning (endpoint, controller endpoint, staging/target dirs, test volume sizes,
-// secrets and parameters files, focus/skip); this file only turns them into SanityOptions,
-// streams the text report to stdout and writes JUnit XML when asked.
+// secrets and parameters files, focus/skip), and csi-sanity's whole command line is accepted:
+// every `-csi.*` flag and Ginkgo v2's `-ginkgo.*` test-process flags, each honoured or refused
+// with the reason. This file only turns them into SanityOptions, streams the text report to
+// stdout and writes the JUnit / JSON / TeamCity reports asked for.
 
 import { writeFile } from "node:fs/promises";
 import { FlagError, ValidationError, parseDuration, type FlagSpecs, type Flags } from "../base/index.ts";
 import {
   DEFAULT_TEST_VOLUME_SIZE,
+  formatGinkgoJSON,
   formatJUnit,
+  formatTeamCity,
+  parseLabelFilter,
   loadParametersFile,
   loadSecretsFile,
+  loadTopologyFile,
   parseByteQuantity,
   runSanity,
   textReporter,
   textSummary,
   type SanityOptions,
   type SanityReport,
+  type TextReportOptions,
 } from "../sanity/index.ts";
 import type { Command, CommandContext } from "./command.ts";
 
@@ -35,10 +42,219 @@ export const CSI_SANITY_ALIASES: Readonly<Record<string, string>> = {
   "csi.testvolumemutableparameters": "mutable-parameters",
   "csi.secrets": "secrets",
   "csi.junitfile": "junit",
+  "csi.timeout": "timeout",
   "ginkgo.focus": "focus",
   "ginkgo.skip": "skip",
   "ginkgo.junit-report": "junit",
+  "ginkgo.reportFile": "junit",
 };
+
+/**
+ * Ginkgo v2's test-process flags as csi-sanity v5 accepts them (`-ginkgo.<name>`, from Ginkgo's
+ * types/config.go SuiteConfigFlags, ParallelConfigFlags and ReporterConfigFlags), with the
+ * camelCase names Ginkgo still accepts as deprecated. Each is honoured or, where csikit's suite
+ * has nothing it could act on, accepted with its help saying why (docs/sanity.md maps them).
+ */
+const GINKGO_FLAGS: FlagSpecs = {
+  "ginkgo.v": {
+    type: "bool",
+    help: "Ginkgo: verbose. csikit prints every test's line anyway; this keeps that.",
+  },
+  "ginkgo.vv": { type: "bool", help: "Ginkgo: very verbose. Every test's line with its duration." },
+  "ginkgo.succinct": { type: "bool", help: "Ginkgo: succinct. Only failed tests, then the summary." },
+  "ginkgo.silence-skips": { type: "bool", help: "Ginkgo: leave skipped tests out of the text report." },
+  "ginkgo.trace": {
+    type: "bool",
+    help: "Ginkgo: full failure detail. Failure reasons over several lines as given.",
+  },
+  "ginkgo.github-output": {
+    type: "bool",
+    help: "Ginkgo: output for GitHub Actions. Also an ::error annotation line per failed test.",
+  },
+  "ginkgo.no-color": { type: "bool", help: "Ginkgo: no colour. csikit's report is never coloured." },
+  "ginkgo.noColor": { type: "bool", help: "Ginkgo's deprecated name of -ginkgo.no-color." },
+  "ginkgo.force-newlines": {
+    type: "bool",
+    help: "Ginkgo: a newline after each test. Every csikit line ends with one.",
+  },
+  "ginkgo.show-node-events": {
+    type: "bool",
+    help: "Ginkgo: node enter/exit events of failed specs. csikit tests have no setup nodes; a failure names the call that failed.",
+  },
+  "ginkgo.always-emit-ginkgo-writer": {
+    type: "bool",
+    help: "Ginkgo (deprecated): emit GinkgoWriter output. csikit writes none; accepted.",
+  },
+  "ginkgo.json-report": {
+    type: "string",
+    help: "Ginkgo: write a JSON report in Ginkgo's shape to this file.",
+  },
+  "ginkgo.teamcity-report": { type: "string", help: "Ginkgo: write TeamCity service messages to this file." },
+  "ginkgo.label-filter": {
+    type: "string",
+    help: "Ginkgo: run tests whose labels match (&&, ||, ',', !, (), /regexp/). csikit's tests are labelled with their service and RPC group, e.g. 'Node && !NodeExpandVolume'.",
+  },
+  "ginkgo.sem-ver-filter": {
+    type: "string",
+    help: "Ginkgo: run specs whose version constraints the version satisfies. csikit's tests have none, so all match, as in Ginkgo.",
+  },
+  "ginkgo.focus-file": {
+    type: "string",
+    help: "Ginkgo: select specs by Go source file. Refused: csikit's tests are not Go files (use -ginkgo.focus).",
+  },
+  "ginkgo.skip-file": {
+    type: "string",
+    help: "Ginkgo: skip specs by Go source file. Refused: csikit's tests are not Go files (use -ginkgo.skip).",
+  },
+  "ginkgo.fail-fast": {
+    type: "bool",
+    help: "Ginkgo: stop after the first failed test; the rest are not run.",
+  },
+  "ginkgo.failFast": { type: "bool", help: "Ginkgo's deprecated name of -ginkgo.fail-fast." },
+  "ginkgo.flake-attempts": {
+    type: "int",
+    default: "0",
+    help: "Ginkgo: attempts per failing test; it passes if any attempt passes (flaky passes are reported as warnings). 0 = 1.",
+  },
+  "ginkgo.flakeAttempts": {
+    type: "int",
+    default: "0",
+    help: "Ginkgo's deprecated name of -ginkgo.flake-attempts.",
+  },
+  "ginkgo.fail-on-pending": {
+    type: "bool",
+    help: "Ginkgo: fail if specs are pending. csikit has no pending tests.",
+  },
+  "ginkgo.failOnPending": { type: "bool", help: "Ginkgo's deprecated name of -ginkgo.fail-on-pending." },
+  "ginkgo.fail-on-empty": { type: "bool", help: "Ginkgo: fail (exit 1) when no test is selected." },
+  "ginkgo.dry-run": {
+    type: "bool",
+    help: "Ginkgo: walk the tests without running them. Lists the selected tests as skipped; the driver is not contacted.",
+  },
+  "ginkgo.dryRun": { type: "bool", help: "Ginkgo's deprecated name of -ginkgo.dry-run." },
+  "ginkgo.seed": {
+    type: "int",
+    default: "0",
+    help: "Ginkgo: the seed of the run order. Given, csikit shuffles the RPC groups with it (tests within a group keep their order), as Ginkgo shuffles top-level containers; unset, the catalogue's order.",
+  },
+  "ginkgo.randomize-all": {
+    type: "bool",
+    help: "Ginkgo: shuffle every test, with -ginkgo.seed or a random seed (printed first).",
+  },
+  "ginkgo.randomizeAllSpecs": { type: "bool", help: "Ginkgo's deprecated name of -ginkgo.randomize-all." },
+  "ginkgo.timeout": {
+    type: "duration",
+    default: "1h",
+    help: "Ginkgo: deadline of the whole run. Past it the running test is stopped, the rest are not run, and the run fails.",
+  },
+  "ginkgo.grace-period": {
+    type: "duration",
+    help: "Ginkgo: how long a stopped test (interrupt, timeout) may take to return before its cleanup runs (default: --timeout).",
+  },
+  "ginkgo.poll-progress-after": {
+    type: "duration",
+    default: "0",
+    help: "Ginkgo: report a test still running after this long (0 = never), then every -ginkgo.poll-progress-interval.",
+  },
+  "ginkgo.poll-progress-interval": {
+    type: "duration",
+    default: "10s",
+    help: "Ginkgo: the interval of the progress reports after -ginkgo.poll-progress-after.",
+  },
+  "ginkgo.progress": {
+    type: "bool",
+    help: "Ginkgo (deprecated): emit spec progress. Accepted; use -ginkgo.poll-progress-after.",
+  },
+  "ginkgo.output-interceptor-mode": {
+    type: "string",
+    help: "Ginkgo: output interception in parallel runs (dup, swap, none). csikit runs serially and intercepts nothing.",
+  },
+  "ginkgo.source-root": {
+    type: "strings",
+    help: "Ginkgo: where to find sources for progress reports. csikit's reports name the test; accepted.",
+  },
+  "ginkgo.parallel.process": {
+    type: "int",
+    default: "1",
+    help: "Ginkgo: this worker's number in a parallel run. csikit runs serially: must be 1.",
+  },
+  "ginkgo.parallel.total": {
+    type: "int",
+    default: "1",
+    help: "Ginkgo: workers in a parallel run. csikit runs serially: must be 1.",
+  },
+  "ginkgo.parallel.host": {
+    type: "string",
+    help: "Ginkgo: the parallel run's server. Unused: csikit runs serially.",
+  },
+};
+
+/** A bool flag given under its name or its deprecated Ginkgo alias. */
+function either(flags: Flags, name: string, alias: string): boolean {
+  return flags.bool(name) || flags.bool(alias);
+}
+
+/** The text report's options from Ginkgo's reporter flags; conflicting verbosities are refused as Ginkgo does. */
+export function reportOptions(flags: Flags): TextReportOptions {
+  const verbosities = ["ginkgo.succinct", "ginkgo.v", "ginkgo.vv"].filter((name) => flags.bool(name));
+  if (verbosities.length > 1)
+    throw new FlagError(`flags ${verbosities.map((n) => `-${n}`).join(" and ")} conflict: give at most one`);
+  return {
+    verbosity: flags.bool("ginkgo.succinct") ? "succinct" : flags.bool("ginkgo.vv") ? "verbose" : "normal",
+    silenceSkips: flags.bool("ginkgo.silence-skips"),
+    fullReasons: flags.bool("ginkgo.trace"),
+    githubOutput: flags.bool("ginkgo.github-output"),
+  };
+}
+
+/** The run options that come from Ginkgo's suite flags. */
+function ginkgoRunOptions(flags: Flags): Partial<SanityOptions> {
+  for (const name of ["ginkgo.focus-file", "ginkgo.skip-file"])
+    if (flags.string(name) !== "")
+      throw new FlagError(
+        `flag -${name} cannot be honoured: csikit's tests are not Go source files; select them with -ginkgo.focus / -ginkgo.skip (regular expressions over "Service Group test name") or -ginkgo.label-filter`,
+      );
+  if (flags.number("ginkgo.parallel.total") !== 1 || flags.number("ginkgo.parallel.process") !== 1)
+    throw new FlagError(
+      "flags -ginkgo.parallel.*: csikit sanity runs its tests serially (total and process must be 1)",
+    );
+  const mode = flags.string("ginkgo.output-interceptor-mode").toLowerCase();
+  if (!["", "dup", "swap", "none"].includes(mode))
+    throw new FlagError(
+      `invalid value ${JSON.stringify(mode)} for flag -ginkgo.output-interceptor-mode: want dup, swap or none`,
+    );
+  const options: Partial<SanityOptions> = {};
+  const labels = flags.string("ginkgo.label-filter");
+  if (labels !== "") {
+    try {
+      options.labelFilter = parseLabelFilter(labels);
+    } catch (error) {
+      throw new FlagError(
+        `invalid value for flag -ginkgo.label-filter: ${error instanceof Error ? error.message : ""}`,
+      );
+    }
+  }
+  if (either(flags, "ginkgo.fail-fast", "ginkgo.failFast")) options.failFast = true;
+  const attempts = Math.max(flags.number("ginkgo.flake-attempts"), flags.number("ginkgo.flakeAttempts"));
+  if (attempts < 0) throw new FlagError("flag -ginkgo.flake-attempts must not be negative");
+  if (attempts > 1) options.flakeAttempts = attempts;
+  if (either(flags, "ginkgo.dry-run", "ginkgo.dryRun")) options.dryRun = true;
+  const timeout = flags.number("ginkgo.timeout");
+  if (timeout <= 0) throw new FlagError("flag -ginkgo.timeout must be positive");
+  options.runTimeoutMs = timeout;
+  if (flags.isSet("ginkgo.grace-period")) {
+    const grace = flags.number("ginkgo.grace-period");
+    if (grace <= 0) throw new FlagError("flag -ginkgo.grace-period must be positive");
+    options.graceMs = grace;
+  }
+  const all = either(flags, "ginkgo.randomize-all", "ginkgo.randomizeAllSpecs");
+  if (all || flags.isSet("ginkgo.seed"))
+    options.order = {
+      seed: flags.isSet("ginkgo.seed") ? flags.number("ginkgo.seed") : Math.floor(Math.random() * 2 ** 31),
+      shuffle: all ? "tests" : "groups",
+    };
+  return options;
+}
 
 /** csi-sanity flags with no csikit twin: the path commands, snapshot parameters and the rest. */
 const CSI_SANITY_ONLY: FlagSpecs = {
@@ -55,6 +271,10 @@ const CSI_SANITY_ONLY: FlagSpecs = {
     type: "bool",
     default: "false",
     help: "csi-sanity: also test the node's max_volumes_per_node. csikit's suite always checks NodeGetInfo's limit; accepted for compatibility.",
+  },
+  "csi.testtopologyrequirements": {
+    type: "string",
+    help: "csi-sanity: YAML/JSON file of a TopologyRequirement (requisite/preferred lists of segments) sent as accessibility_requirements with every CreateVolume.",
   },
   "csi.createmountpathcmd": {
     type: "string",
@@ -144,7 +364,10 @@ export async function sanityOptions(flags: Flags): Promise<SanityOptions> {
   const options: SanityOptions = {
     endpoint,
     testVolumeSize: bytes(flags, "test-volume-size") ?? DEFAULT_TEST_VOLUME_SIZE,
-    callTimeoutMs: flags.number("timeout"),
+    callTimeoutMs:
+      flags.isSet("timeout") || !flags.isSet("csi.timeout")
+        ? flags.number("timeout")
+        : flags.number("csi.timeout"),
     testTimeoutMs: flags.number("test-timeout"),
   };
   const controllerEndpoint = given(flags, "controller-endpoint");
@@ -187,10 +410,13 @@ export async function sanityOptions(flags: Flags): Promise<SanityOptions> {
     if (mutable !== "") options.mutableParameters = await loadParametersFile(mutable);
     const snapshot = flags.string("csi.testsnapshotparameters");
     if (snapshot !== "") options.snapshotParameters = await loadParametersFile(snapshot);
+    const topology = flags.string("csi.testtopologyrequirements");
+    if (topology !== "") options.topologyRequirements = await loadTopologyFile(topology);
   } catch (error) {
     if (error instanceof ValidationError) throw new FlagError(error.message);
     throw error;
   }
+  Object.assign(options, ginkgoRunOptions(flags));
   if (options.callTimeoutMs !== undefined && options.callTimeoutMs <= 0)
     throw new FlagError("flag -timeout must be positive");
   if (options.testTimeoutMs !== undefined && options.testTimeoutMs <= 0)
@@ -198,19 +424,44 @@ export async function sanityOptions(flags: Flags): Promise<SanityOptions> {
   return options;
 }
 
-/** Runs the suite with the text report streamed to `context.stdout`; writes JUnit to `junit` if set. */
+/** Report files to write after the run; "" = none. */
+export interface ReportFiles {
+  junit: string;
+  json?: string;
+  teamcity?: string;
+}
+
+/** Runs the suite with the text report streamed to `context.stdout`; writes the report files asked for. */
 export async function runAndReport(
   options: SanityOptions,
   context: Pick<CommandContext, "stdout" | "signal" | "logger">,
-  junit: string,
+  files: ReportFiles,
+  text: TextReportOptions = {},
 ): Promise<SanityReport> {
-  const write = (text: string): void => void context.stdout.write(text);
+  const write = (line: string): void => void context.stdout.write(line);
+  if (options.order) write(`random seed: ${options.order.seed}\n`);
+  const progress = options.progress;
+  const startedAt = new Date();
   const report = await runSanity(
-    { ...options, onResult: textReporter(write), logger: context.logger },
+    {
+      ...options,
+      ...(progress
+        ? {
+            progress: {
+              ...progress,
+              report: (test, ms) => write(`  … ${test}: still running after ${(ms / 1000).toFixed(1)}s\n`),
+            },
+          }
+        : {}),
+      onResult: textReporter(write, text),
+      logger: context.logger,
+    },
     context.signal,
   );
   write(textSummary(report));
-  if (junit !== "") await writeFile(junit, formatJUnit(report));
+  if (files.junit !== "") await writeFile(files.junit, formatJUnit(report));
+  if (files.json) await writeFile(files.json, formatGinkgoJSON(report, startedAt));
+  if (files.teamcity) await writeFile(files.teamcity, formatTeamCity(report));
   return report;
 }
 
@@ -270,10 +521,32 @@ export const sanityCommand: Command = {
     timeout: { type: "duration", default: "30s", help: "Deadline of each CSI call." },
     "test-timeout": { type: "duration", default: "2m", help: "Deadline of each test, cleanup excluded." },
     ...CSI_SANITY_ONLY,
+    ...GINKGO_FLAGS,
   },
   async run(context) {
-    const options = await sanityOptions(context.flags);
-    const report = await runAndReport(options, context, given(context.flags, "junit"));
+    const { flags } = context;
+    const options = await sanityOptions(flags);
+    const after = flags.number("ginkgo.poll-progress-after");
+    if (after > 0)
+      options.progress = {
+        afterMs: after,
+        intervalMs: flags.number("ginkgo.poll-progress-interval"),
+        report: () => {},
+      };
+    const report = await runAndReport(
+      options,
+      context,
+      {
+        junit: given(flags, "junit"),
+        json: flags.string("ginkgo.json-report"),
+        teamcity: flags.string("ginkgo.teamcity-report"),
+      },
+      reportOptions(flags),
+    );
+    if (flags.bool("ginkgo.fail-on-empty") && report.results.length === 0) {
+      context.stdout.write("no test was selected (-ginkgo.fail-on-empty)\n");
+      return 1;
+    }
     return report.failed > 0 ? 1 : 0;
   },
 };

@@ -101,6 +101,7 @@ const GROUPS =
 async function runScripted(
   t: TestContext,
   options: Omit<TestDriverOptions, "endpoint">,
+  focus: RegExp = GROUPS,
 ): Promise<{ report: SanityReport; failed: Record<string, string> }> {
   const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-scripted-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -110,7 +111,7 @@ async function runScripted(
     endpoint: server.path,
     stagingDir: join(dir, "staging"),
     targetDir: join(dir, "target"),
-    focus: GROUPS,
+    focus,
   });
   const failed = Object.fromEntries(
     report.results.filter((r) => r.outcome === "failed").map((r) => [fullName(r), r.reason ?? ""]),
@@ -128,6 +129,38 @@ for (const expansion of ["ONLINE", "OFFLINE"] as const) {
     assert.equal(offline?.outcome, expansion === "OFFLINE" ? "passed" : "skipped");
   });
 }
+
+// Each case has exactly one fault: a driver that checks the volume before the other fields
+// (upstream hostpath's order) passes the missing-field cases, and a condition is only required
+// to be present, not normal (CSI v1.12: VolumeCondition "MUST be specified if the
+// VOLUME_CONDITION ... capability is supported", nothing about its value).
+test("a driver making the spec's open choices (volume checked first, abnormal volumes) passes", async (t) => {
+  const { report, failed } = await runScripted(
+    t,
+    { choices: ["volume-checked-first", "abnormal-volumes"] },
+    new RegExp(`${GROUPS.source}|^Node NodeUnpublishVolume `),
+  );
+  assert.deepEqual(failed, {});
+  assert.ok(report.passed >= 30, `${report.passed} passed`);
+  const ran = (name: string): string | undefined => report.results.find((r) => fullName(r) === name)?.outcome;
+  assert.equal(
+    ran("Node NodeExpandVolume fails with INVALID_ARGUMENT when the volume path is missing"),
+    "passed",
+  );
+  assert.equal(
+    ran("Node NodeGetVolumeStats fails with INVALID_ARGUMENT when the volume path is missing"),
+    "passed",
+  );
+  assert.equal(
+    ran("Node NodeUnpublishVolume fails with INVALID_ARGUMENT when the target path is missing"),
+    "passed",
+  );
+  assert.equal(ran("Controller ListVolumes reports a volume condition"), "passed");
+  assert.equal(
+    ran("Node NodeGetVolumeStats reports byte usage with total > 0 and used + available within total"),
+    "passed",
+  );
+});
 
 const BUGS: { bug: DriverBug; expansion?: "OFFLINE"; fails: Record<string, RegExp> }[] = [
   {

@@ -9,6 +9,8 @@ import { readFile } from "node:fs/promises";
 import { ValidationError } from "../base/index.ts";
 import type { Logger } from "../base/index.ts";
 import type { TestResult } from "./report.ts";
+import type { LabelPredicate } from "./label-filter.ts";
+import type { TopologyRequirement } from "./types.ts";
 
 /** Secrets for each RPC, keyed as csi-test's secrets file keys them. All optional. */
 export interface SanitySecrets {
@@ -75,12 +77,37 @@ export interface SanityOptions {
   mutableParameters?: Record<string, string>;
   /** Parameters for every CreateSnapshot (csi-sanity's -csi.testsnapshotparameters). Default none. */
   snapshotParameters?: Record<string, string>;
+  /** accessibility_requirements of every CreateVolume (csi-sanity's -csi.testtopologyrequirements). Default none. */
+  topologyRequirements?: TopologyRequirement;
   /** csi-sanity's path commands (a node that runs elsewhere); unset steps run locally. */
   pathCommands?: PathCommands;
   /** Run only tests whose full name (`Service Group name`) matches. */
   focus?: RegExp;
   /** Skip tests whose full name matches. */
   skip?: RegExp;
+  /** Keep only tests whose labels (label-filter.ts testLabels) satisfy this; Ginkgo's -label-filter. */
+  labelFilter?: LabelPredicate;
+  /** Stop after the first failed test; the rest are not run (Ginkgo's -fail-fast). Default false. */
+  failFast?: boolean;
+  /** Runs of a failing test before it counts as failed; any pass passes (Ginkgo's -flake-attempts). Default 1. */
+  flakeAttempts?: number;
+  /**
+   * Deadline of the whole run in ms (Ginkgo's -timeout): past it the running test is stopped,
+   * the rest are not run, and the run fails. Default none.
+   */
+  runTimeoutMs?: number;
+  /** Report the selected tests as skipped without contacting the driver (Ginkgo's -dry-run). */
+  dryRun?: boolean;
+  /**
+   * Run order. Default the catalogue's. `groups`: RPC groups shuffled with the seed, tests in a
+   * group in order (Ginkgo's top-level shuffle, -ginkgo.seed); `tests`: every test shuffled
+   * (-ginkgo.randomize-all).
+   */
+  order?: { seed: number; shuffle: "groups" | "tests" };
+  /** Reports a test still running after `afterMs`, then every `intervalMs` (Ginkgo's -poll-progress-after). */
+  progress?: { afterMs: number; intervalMs: number; report: (test: string, elapsedMs: number) => void };
+  /** How long a stopped test may take to return before its cleanup runs, in ms. Default the call deadline. */
+  graceMs?: number;
   /** Deadline of each CSI call in ms. Default 30000. */
   callTimeoutMs?: number;
   /** Deadline of each test (calls and checks) in ms. Default 120000. */
@@ -159,4 +186,33 @@ export async function loadSecretsFile(path: string): Promise<SanitySecrets> {
 /** Reads a CreateVolume parameters file: a flat map (YAML or JSON); scalars become strings. */
 export async function loadParametersFile(path: string): Promise<Record<string, string>> {
   return stringMap(await readStructured(path, "parameters file"), `parameters file ${path}`);
+}
+
+function topologies(value: unknown, where: string): Array<{ segments: Record<string, string> }> {
+  if (value === null || value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError(`${where}: want a list of {segments: {key: value}}`);
+  return value.map((item: unknown, i) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item) || !("segments" in item))
+      throw new ValidationError(`${where}[${i}]: want {segments: {key: value}}`);
+    return { segments: stringMap(item.segments, `${where}[${i}].segments`) };
+  });
+}
+
+/**
+ * Reads a topology requirement as csi-sanity's -csi.testtopologyrequirements file holds one
+ * (YAML/JSON of csi.TopologyRequirement: `requisite:` and `preferred:` lists of `segments:` maps).
+ */
+export async function loadTopologyFile(path: string): Promise<TopologyRequirement> {
+  const data = await readStructured(path, "topology requirements file");
+  const where = `topology requirements file ${path}`;
+  if (typeof data !== "object" || data === null || Array.isArray(data))
+    throw new ValidationError(`${where}: want a map with requisite and/or preferred`);
+  const unknown = Object.keys(data).filter((key) => key !== "requisite" && key !== "preferred");
+  if (unknown.length > 0)
+    throw new ValidationError(`${where}: unknown keys ${unknown.join(", ")} (known: requisite, preferred)`);
+  const record = data as Record<string, unknown>;
+  return {
+    requisite: topologies(record.requisite, `${where}: requisite`),
+    preferred: topologies(record.preferred, `${where}: preferred`),
+  };
 }

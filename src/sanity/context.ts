@@ -23,6 +23,7 @@ import type {
   NodePublishRequest,
   NodeStageRequest,
   Snapshot,
+  TopologyRequirement,
   Volume,
   VolumeCapability,
 } from "./types.ts";
@@ -39,6 +40,8 @@ export interface SanitySettings {
   mutableParameters: Record<string, string>;
   /** Parameters for every CreateSnapshot; empty when none were given. */
   snapshotParameters: Record<string, string>;
+  /** accessibility_requirements of every CreateVolume; unset when none were given. */
+  topologyRequirements?: TopologyRequirement;
   /** How staging and target paths are made, removed and inspected (paths.ts). */
   paths: PathOps;
 }
@@ -141,6 +144,9 @@ export class TestContext {
       capacityRange: { requiredBytes: String(this.settings.testVolumeSize) },
       parameters: { ...this.settings.parameters },
       secrets: this.secrets.CreateVolumeSecret ?? {},
+      ...(this.settings.topologyRequirements
+        ? { accessibilityRequirements: this.settings.topologyRequirements }
+        : {}),
       ...overrides,
     };
   }

@@ -14,7 +14,9 @@ import { capabilityGate, describe, selectTests } from "./framework.ts";
 import type { SanityTest } from "./framework.ts";
 import { formatJUnit, formatText, summaryLine } from "./report.ts";
 import type { SanityReport } from "./report.ts";
-import { runSanity } from "./runner.ts";
+import { ordered, runSanity } from "./runner.ts";
+import { parseLabelFilter } from "./label-filter.ts";
+import type { SanityOptions } from "./config.ts";
 
 interface FakeDriver {
   endpoint: string;
@@ -77,7 +79,7 @@ async function run(
   t: NodeTestContext,
   driver: FakeDriver,
   tests: SanityTest[],
-  extra: { focus?: RegExp; skip?: RegExp; testTimeoutMs?: number } = {},
+  extra: Partial<SanityOptions> = {},
 ): Promise<SanityReport> {
   const dir = await mkdtemp(join(tmpdir(), "csikit-sanity-fw-dirs-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -361,4 +363,112 @@ test("a driver whose Probe fails is reported at once with the Probe's error, not
   const report = await runSanity({ endpoint: server.path, callTimeoutMs: 60_000, tests: [] });
   assert.equal(report.failed, 1);
   assert.match(report.results[0]?.reason ?? "", /failed its readiness Probe: .*backend not configured/);
+});
+
+test("Ginkgo's run flags: fail-fast stops, flake-attempts retries, dry-run contacts nothing, the run deadline fails the run", async (t) => {
+  const driver = await fakeDriver(t, []);
+  let flaky = 0;
+  const ran: string[] = [];
+  const tests = describe("Identity", "Demo", {}, ({ it }) => {
+    it("flaky", async () => {
+      ran.push("flaky");
+      check(++flaky >= 2, "fails the first time");
+    });
+    it("broken", async () => {
+      ran.push("broken");
+      check(false, "always fails");
+    });
+    it("after", async () => void ran.push("after"));
+  });
+
+  const fast = await run(t, driver, tests, { failFast: true });
+  assert.deepEqual(ran, ["flaky"], "fail-fast: nothing after the first failure runs");
+  assert.deepEqual(
+    fast.results.map((r) => r.outcome),
+    ["failed"],
+  );
+  assert.match(fast.warnings.join("\n"), /fail-fast: stopped after the first failure; 2 tests not run/);
+
+  ran.length = 0;
+  flaky = 0;
+  const retried = await run(t, driver, tests, { flakeAttempts: 3 });
+  assert.deepEqual(ran, ["flaky", "flaky", "broken", "broken", "broken", "after"]);
+  assert.deepEqual(
+    retried.results.map((r) => `${r.name} ${r.outcome}`),
+    ["flaky passed", "broken failed", "after passed"],
+  );
+  assert.match(retried.warnings.join("\n"), /Demo: flaky: flaky, passed on attempt 2 of 3/);
+
+  ran.length = 0;
+  const dry = await runSanity({ endpoint: "/nonexistent/csi.sock", tests, dryRun: true });
+  assert.equal(ran.length, 0, "dry run runs nothing");
+  assert.equal(summaryLine(dry), "0 passed, 0 failed, 3 skipped");
+  assert.match(dry.results[0]?.reason ?? "", /dry run/);
+
+  // A test that never returns by itself: the run's deadline stops it and fails the run.
+  const hanging = describe("Identity", "Hang", {}, ({ it }) => {
+    it("waits for its signal", (t) =>
+      new Promise((resolve) => t.signal.addEventListener("abort", () => resolve())));
+    it("never starts", async () => void ran.push("never"));
+  });
+  const timedOut = await run(t, driver, hanging, { runTimeoutMs: 200, graceMs: 1000 });
+  assert.deepEqual(
+    timedOut.results.map((r) => `${r.name} ${r.outcome}`),
+    ["waits for its signal failed", "the run completes within -ginkgo.timeout failed"],
+  );
+  assert.match(timedOut.results[0]?.reason ?? "", /the run timed out after 200ms/);
+  assert.ok(!ran.includes("never"));
+});
+
+test("run order: the catalogue's by default; a seed shuffles groups (or every test) the same way each time", () => {
+  const tests = [
+    ...describe("Identity", "A", {}, ({ it }) => ["a1", "a2", "a3"].forEach((n) => it(n, async () => {}))),
+    ...describe("Controller", "B", {}, ({ it }) => ["b1", "b2"].forEach((n) => it(n, async () => {}))),
+    ...describe("Node", "C", {}, ({ it }) => ["c1", "c2"].forEach((n) => it(n, async () => {}))),
+  ];
+  const names = (list: SanityTest[]) => list.map((x) => x.name).join(" ");
+  assert.equal(names(ordered(tests, undefined)), "a1 a2 a3 b1 b2 c1 c2");
+  const seeds = Array.from({ length: 20 }, (_, seed) => names(ordered(tests, { seed, shuffle: "groups" })));
+  for (const order of seeds)
+    assert.match(order, /^(?=.*a1 a2 a3)(?=.*b1 b2)(?=.*c1 c2)/, "groups stay whole");
+  assert.ok(new Set(seeds).size > 1, "different seeds give different orders");
+  assert.equal(
+    names(ordered(tests, { seed: 7, shuffle: "tests" })),
+    names(ordered(tests, { seed: 7, shuffle: "tests" })),
+  );
+  assert.notEqual(
+    Array.from({ length: 10 }, (_, seed) => names(ordered(tests, { seed, shuffle: "tests" }))).find(
+      (order) => !/a1 a2 a3/.test(order),
+    ),
+    undefined,
+    "randomize-all splits groups",
+  );
+});
+
+test("label filters use Ginkgo's language over each test's service and group", () => {
+  const labels = ["Node", "NodeExpandVolume"];
+  const cases: Array<[string, boolean]> = [
+    ["Node", true],
+    ["node", true],
+    ["Controller", false],
+    ["!Controller", true],
+    ["Node && !NodeExpandVolume", false],
+    ["Controller || NodeExpandVolume", true],
+    ["Controller, NodeExpandVolume", true],
+    ["(Controller || Node) && /expand/", true],
+    ["!(Node)", false],
+    ["/^Ctrl/", false],
+    ["", true],
+  ];
+  for (const [filter, want] of cases) assert.equal(parseLabelFilter(filter)(labels), want, filter);
+  for (const bad of ["Node &&", "(Node", "Node)", "/unterminated", "os: containsAny {linux}"])
+    assert.throws(() => parseLabelFilter(bad), /label filter/, bad);
+  const tests = [
+    ...describe("Node", "NodeExpandVolume", {}, ({ it }) => it("x", async () => {})),
+    ...describe("Node", "NodeGetInfo", {}, ({ it }) => it("y", async () => {})),
+  ];
+  assert.deepEqual(
+    selectTests(tests, { labels: parseLabelFilter("Node && !NodeExpandVolume") }).map((x) => x.name),
+    ["y"],
+  );
 });

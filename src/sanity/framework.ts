@@ -9,6 +9,7 @@
 import { CsikitError } from "../base/index.ts";
 import type { TestContext } from "./context.ts";
 import type { Requirement, ServiceName } from "./gates.ts";
+import { testLabels, type LabelPredicate } from "./label-filter.ts";
 
 export { capabilityGate, MountPrivilegeMissing, SkipTest } from "./gates.ts";
 export type { Capabilities, CapabilityScope, Requirement, ServiceName } from "./gates.ts";
@@ -78,15 +79,19 @@ export function fullName(test: Pick<SanityTest, "service" | "group" | "name">): 
   return `${test.service} ${test.group} ${test.name}`;
 }
 
-/** Keeps the tests whose full name matches `focus` (when set) and not `skip` (when set). */
+/**
+ * Keeps the tests whose full name matches `focus` (when set) and not `skip` (when set), and
+ * whose labels (service and group) satisfy `labels` (when set).
+ */
 export function selectTests(
   tests: readonly SanityTest[],
-  filters: { focus?: RegExp | undefined; skip?: RegExp | undefined },
+  filters: { focus?: RegExp | undefined; skip?: RegExp | undefined; labels?: LabelPredicate | undefined },
 ): SanityTest[] {
   return tests.filter((test) => {
     const name = fullName(test);
     if (filters.focus && !filters.focus.test(name)) return false;
     if (filters.skip?.test(name)) return false;
+    if (filters.labels && !filters.labels(testLabels(test))) return false;
     return true;
   });
 }

@@ -9,11 +9,23 @@ export {
   SECRET_KEYS,
   loadParametersFile,
   loadSecretsFile,
+  loadTopologyFile,
   parseByteQuantity,
 } from "./config.ts";
 export type { SanityOptions, SanitySecrets } from "./config.ts";
-export { formatJUnit, formatText, resultLine, summaryLine, textReporter, textSummary } from "./report.ts";
-export type { Outcome, SanityReport, TestResult } from "./report.ts";
+export {
+  formatGinkgoJSON,
+  formatJUnit,
+  formatTeamCity,
+  formatText,
+  resultLine,
+  summaryLine,
+  textReporter,
+  textSummary,
+} from "./report.ts";
+export type { Outcome, SanityReport, TestResult, TextReportOptions } from "./report.ts";
+export { parseLabelFilter, testLabels } from "./label-filter.ts";
+export type { LabelPredicate } from "./label-filter.ts";
 export { catalogue } from "./tests/index.ts";
 export { describe, fullName } from "./framework.ts";
 export type { Requirement, SanityTest, ServiceName } from "./framework.ts";

@@ -60,19 +60,54 @@ export function resultLine(result: TestResult): string {
   }
 }
 
+/** How much the text report shows; each field maps a Ginkgo reporter flag (docs/sanity.md). */
+export interface TextReportOptions {
+  /** `succinct`: failed tests only (-ginkgo.succinct); `verbose`: also each test's duration (-ginkgo.vv). Default every test. */
+  verbosity?: "succinct" | "normal" | "verbose";
+  /** Leave skipped tests out (-ginkgo.silence-skips). Default false. */
+  silenceSkips?: boolean;
+  /** Failure reasons as the test gave them, over several lines (-ginkgo.trace). Default one line. */
+  fullReasons?: boolean;
+  /** Also a `::error title=…::…` line per failure for GitHub Actions (-ginkgo.github-output). Default false. */
+  githubOutput?: boolean;
+}
+
 /**
  * Streams the text report: a service header when the service changes, then the result lines.
  * Returns a function to call per result, in run order.
  */
-export function textReporter(write: (text: string) => void): (result: TestResult) => void {
+export function textReporter(
+  write: (text: string) => void,
+  options: TextReportOptions = {},
+): (result: TestResult) => void {
   let service: ServiceName | undefined;
   return (result) => {
+    if (options.verbosity === "succinct" && result.outcome !== "failed") return;
+    if (options.silenceSkips && result.outcome === "skipped") return;
     if (result.service !== service) {
       service = result.service;
       write(`${service}\n`);
     }
-    write(`  ${resultLine(result)}\n`);
+    let line = resultLine(result);
+    if (options.fullReasons && result.outcome === "failed")
+      line = `✖ ${result.group}: ${result.name}:\n${(result.reason ?? "failed").replace(/^/gm, "      ")}`;
+    if (options.verbosity === "verbose") line += ` [${(result.durationMs / 1000).toFixed(3)}s]`;
+    write(`  ${line}\n`);
+    if (options.githubOutput && result.outcome === "failed")
+      write(
+        `::error title=${gitHubEscape(`${result.group}: ${result.name}`)}::${gitHubEscape(result.reason ?? "failed")}\n`,
+      );
   };
+}
+
+/** GitHub Actions workflow-command escaping of a property or message. */
+function gitHubEscape(text: string): string {
+  return text
+    .replace(/%/g, "%25")
+    .replace(/\r/g, "%0D")
+    .replace(/\n/g, "%0A")
+    .replace(/:/g, "%3A")
+    .replace(/,/g, "%2C");
 }
 
 /** The text printed after the results: warnings, then the summary line. */
@@ -147,4 +182,66 @@ export function xml(text: string): string {
 
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, " ").trim();
+}
+
+/**
+ * Ginkgo's JSON report shape (-ginkgo.json-report), the fields a reader of it uses: one suite
+ * with a SpecReport per test (container texts `[service, group]`, leaf text the test name,
+ * State passed/failed/skipped, RunTime in nanoseconds as Go encodes a time.Duration).
+ */
+export function formatGinkgoJSON(report: SanityReport, startedAt: Date): string {
+  const ns = (ms: number): number => Math.round(ms * 1e6);
+  const end = new Date(startedAt.getTime() + report.durationMs);
+  return (
+    JSON.stringify(
+      [
+        {
+          SuitePath: "csikit sanity",
+          SuiteDescription: "csikit sanity",
+          SuiteSucceeded: report.failed === 0,
+          StartTime: startedAt.toISOString(),
+          EndTime: end.toISOString(),
+          RunTime: ns(report.durationMs),
+          PreRunStats: { TotalSpecs: report.results.length, SpecsThatWillRun: report.results.length },
+          SpecReports: report.results.map((r) => ({
+            ContainerHierarchyTexts: [r.service, r.group],
+            LeafNodeType: "It",
+            LeafNodeText: r.name,
+            State: r.outcome,
+            RunTime: ns(r.durationMs),
+            ...(r.outcome === "failed" ? { Failure: { Message: r.reason ?? "failed" } } : {}),
+            ...(r.outcome === "skipped" ? { Failure: { Message: r.reason ?? "" } } : {}),
+          })),
+        },
+      ],
+      null,
+      2,
+    ) + "\n"
+  );
+}
+
+/** TeamCity service messages (-ginkgo.teamcity-report): one suite, a start/finish per test. */
+export function formatTeamCity(report: SanityReport): string {
+  const esc = (text: string): string =>
+    text
+      .replace(/\|/g, "||")
+      .replace(/'/g, "|'")
+      .replace(/\n/g, "|n")
+      .replace(/\r/g, "|r")
+      .replace(/\[/g, "|[")
+      .replace(/]/g, "|]");
+  const lines = [`##teamcity[testSuiteStarted name='csikit sanity']`];
+  for (const r of report.results) {
+    const name = esc(`${r.service} ${r.group} ${r.name}`);
+    lines.push(`##teamcity[testStarted name='${name}']`);
+    if (r.outcome === "failed")
+      lines.push(
+        `##teamcity[testFailed name='${name}' message='${esc(oneLine(r.reason ?? "failed"))}' details='${esc(r.reason ?? "")}']`,
+      );
+    if (r.outcome === "skipped")
+      lines.push(`##teamcity[testIgnored name='${name}' message='${esc(r.reason ?? "")}']`);
+    lines.push(`##teamcity[testFinished name='${name}' duration='${Math.round(r.durationMs)}']`);
+  }
+  lines.push(`##teamcity[testSuiteFinished name='csikit sanity']`);
+  return lines.join("\n") + "\n";
 }

@@ -34,9 +34,42 @@ export interface RunOptions extends SanityOptions {
 }
 
 /** Runs the suite; resolves with the report (it rejects only for bad options or I/O on temp dirs). */
-export async function runSanity(options: RunOptions, signal?: AbortSignal): Promise<SanityReport> {
+export async function runSanity(options: RunOptions, outer?: AbortSignal): Promise<SanityReport> {
   const started = performance.now();
   const warnings: string[] = [];
+  const tests = ordered(
+    selectTests(options.tests ?? catalogue(), {
+      focus: options.focus,
+      skip: options.skip,
+      labels: options.labelFilter,
+    }),
+    options.order,
+  );
+  if (options.dryRun) {
+    const results = tests.map((test): TestResult => ({
+      service: test.service,
+      group: test.group,
+      name: test.name,
+      outcome: "skipped",
+      reason: "dry run (-ginkgo.dry-run): not run",
+      durationMs: 0,
+    }));
+    for (const result of results) options.onResult?.(result);
+    return summarize(results, performance.now() - started, warnings);
+  }
+  // The run's own deadline (-ginkgo.timeout) stops the running test as an interrupt would.
+  const { controller: run, dispose: disposeRun } = childController(outer);
+  const runTimeout =
+    options.runTimeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () =>
+            run.abort(
+              new SanityAssertion(`the run timed out after ${options.runTimeoutMs}ms (-ginkgo.timeout)`),
+            ),
+          options.runTimeoutMs,
+        );
+  const signal = run.signal;
   const made: string[] = [];
   const stagingDir = options.stagingDir ?? (await makeTemp("csikit-sanity-staging-", made));
   const targetDir = options.targetDir ?? (await makeTemp("csikit-sanity-target-", made));
@@ -57,7 +90,6 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
     options.onResult?.(result);
   };
   try {
-    const tests = selectTests(options.tests ?? catalogue(), { focus: options.focus, skip: options.skip });
     const discovered = await discover({ node, controller, callTimeoutMs, signal });
     if (typeof discovered === "string") {
       record({
@@ -80,6 +112,7 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
         mutableParameters: options.mutableParameters ?? {},
         snapshotParameters: options.snapshotParameters ?? {},
         paths: pathOps(options.pathCommands),
+        ...(options.topologyRequirements ? { topologyRequirements: options.topologyRequirements } : {}),
       };
       const env: SanityEnvironment = {
         node,
@@ -88,27 +121,59 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
         settings,
         ...(discovered.nodeUnavailable ? { nodeUnavailable: discovered.nodeUnavailable } : {}),
       };
+      const attempts = Math.max(1, options.flakeAttempts ?? 1);
       for (const test of tests) {
-        if (signal?.aborted) {
-          warnings.push(`run interrupted: ${tests.length - results.length} tests not run`);
+        if (signal.aborted) {
+          warnings.push(`run ${stopReason(signal)}: ${tests.length - results.length} tests not run`);
           break;
         }
-        const result = await runOne({
-          settleMs: callTimeoutMs,
-          test,
-          env,
-          testTimeoutMs: options.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
-          signal,
-          warnings,
-        });
+        const once = (): Promise<TestResult> =>
+          runOne({
+            settleMs: options.graceMs ?? callTimeoutMs,
+            test,
+            env,
+            testTimeoutMs: options.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
+            signal,
+            warnings,
+            progress: options.progress,
+          });
+        let result = await once();
+        for (
+          let attempt = 2;
+          result.outcome === "failed" && attempt <= attempts && !signal.aborted;
+          attempt++
+        ) {
+          result = await once();
+          if (result.outcome !== "failed")
+            warnings.push(
+              `${test.group}: ${test.name}: flaky, ${result.outcome} on attempt ${attempt} of ${attempts}`,
+            );
+        }
         options.logger?.info(2, "sanity test done", {
           test: `${test.group}: ${test.name}`,
           outcome: result.outcome,
         });
         record(result);
+        if (options.failFast && result.outcome === "failed" && results.length < tests.length) {
+          warnings.push(
+            `fail-fast: stopped after the first failure; ${tests.length - results.length} tests not run`,
+          );
+          break;
+        }
       }
     }
+    if (runTimeout !== undefined && signal.aborted && !outer?.aborted)
+      record({
+        service: "Identity",
+        group: "setup",
+        name: "the run completes within -ginkgo.timeout",
+        outcome: "failed",
+        reason: stopReason(signal),
+        durationMs: performance.now() - started,
+      });
   } finally {
+    clearTimeout(runTimeout);
+    disposeRun();
     node.close();
     if (controller !== node) controller.close();
     for (const dir of made) {
@@ -120,6 +185,42 @@ export async function runSanity(options: RunOptions, signal?: AbortSignal): Prom
     }
   }
   return summarize(results, performance.now() - started, warnings);
+}
+
+function stopReason(signal: AbortSignal): string {
+  return signal.reason instanceof SanityAssertion ? signal.reason.message : "interrupted";
+}
+
+/** A small seeded PRNG (mulberry32): the same seed gives the same order on every run. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(state ^ (state >>> 15), 1 | state);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffle<T>(items: T[], next: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+/** The tests in run order: the catalogue's, or shuffled by seed (whole groups, or every test). */
+export function ordered(tests: readonly SanityTest[], order: RunOptions["order"]): SanityTest[] {
+  if (!order) return [...tests];
+  const next = random(order.seed);
+  if (order.shuffle === "tests") return shuffle([...tests], next);
+  const groups = new Map<string, SanityTest[]>();
+  for (const test of tests) {
+    const key = `${test.service} ${test.group}`;
+    groups.set(key, [...(groups.get(key) ?? []), test]);
+  }
+  return shuffle([...groups.values()], next).flat();
 }
 
 async function makeTemp(prefix: string, made: string[]): Promise<string> {
@@ -198,6 +299,7 @@ async function runOne(options: {
   settleMs: number;
   signal: AbortSignal | undefined;
   warnings: string[];
+  progress: RunOptions["progress"];
 }): Promise<TestResult> {
   const { test, env, testTimeoutMs } = options;
   const base = { service: test.service, group: test.group, name: test.name };
@@ -229,7 +331,11 @@ async function runOne(options: {
     (error: unknown) => error ?? new Error("test threw nothing"),
   );
   const stopped = whenAborted(abort.signal).then((): unknown => abort.signal.reason ?? new Error("aborted"));
-  const error = await Promise.race([running, stopped]);
+  const stopProgress = watchProgress(options.progress, `${test.group}: ${test.name}`, started);
+  // A body that returns only because it was stopped has not passed: the stop is its error.
+  const raced = await Promise.race([running, stopped]);
+  const error: unknown = raced ?? (abort.signal.aborted ? (abort.signal.reason as unknown) : undefined);
+  stopProgress();
   clearTimeout(timer);
   dispose();
   if (abort.signal.aborted) {
@@ -250,6 +356,21 @@ async function runOne(options: {
   const reasons = error === undefined ? [] : [describeError(error)];
   if (problems.length > 0) reasons.push(`cleanup failed: ${problems.join("; ")}`);
   return { ...base, outcome: "failed", reason: reasons.join("; "), durationMs };
+}
+
+/** Reports a long-running test after `afterMs`, then every `intervalMs`; returns the stop function. */
+function watchProgress(progress: RunOptions["progress"], name: string, started: number): () => void {
+  if (!progress || progress.afterMs <= 0) return () => {};
+  let interval: NodeJS.Timeout | undefined;
+  const tell = (): void => progress.report(name, performance.now() - started);
+  const first = setTimeout(() => {
+    tell();
+    if (progress.intervalMs > 0) interval = setInterval(tell, progress.intervalMs);
+  }, progress.afterMs);
+  return () => {
+    clearTimeout(first);
+    clearInterval(interval);
+  };
 }
 
 /** Waits for `running` at most `ms`, without leaving a timer behind. */

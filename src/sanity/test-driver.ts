@@ -4,6 +4,9 @@
 // correct for the test groups it serves unless a deliberate bug is switched on, so a test of the
 // suite can show that exactly the sanity tests for that bug fail.
 //
+// Choices the spec leaves open (DriverChoice) can be switched on too, to show the suite accepts
+// them.
+//
 // Invariants: state lives in memory only; node publish creates and removes just the target
 // directory (no mounts); block capabilities are refused with INVALID_ARGUMENT.
 
@@ -28,12 +31,27 @@ export type DriverBug =
   /** NodeGetVolumeStats/NodeExpandVolume answer NOT_FOUND only for a missing path. */
   | "node-checks-path-only";
 
+/**
+ * Choices the spec leaves to the driver, which the suite must accept: each differs from the
+ * driver's default behaviour, and a run with it switched on must still pass.
+ */
+export type DriverChoice =
+  /**
+   * Node RPCs look the volume up before checking any other field, so an unknown volume is
+   * NOT_FOUND even when a path is missing too (upstream hostpath's order; the spec orders none).
+   */
+  | "volume-checked-first"
+  /** VOLUME_CONDITION (controller and node) offered, and every volume reported abnormal. */
+  | "abnormal-volumes";
+
 export interface TestDriverOptions {
   endpoint: string;
   /** The plugin's VolumeExpansion type. Default ONLINE. */
   expansion?: "ONLINE" | "OFFLINE";
   /** Default none. */
   bugs?: readonly DriverBug[];
+  /** Default none. */
+  choices?: readonly DriverChoice[];
 }
 
 interface FakeVolume {
@@ -90,6 +108,13 @@ function page<T>(
 /** Serves the driver on `options.endpoint`; close the returned server to stop it. */
 export async function serveTestDriver(options: TestDriverOptions): Promise<CsiServer> {
   const bugs = new Set(options.bugs ?? []);
+  const choices = new Set(options.choices ?? []);
+  const abnormal = choices.has("abnormal-volumes");
+  const condition = { abnormal: true, message: "every volume of this driver is degraded" };
+  /** With volume-checked-first, an unknown (non-empty) id is NOT_FOUND before other fields. */
+  const volumeFirst = (volumeId: string): void => {
+    if (choices.has("volume-checked-first") && volumeId !== "") volume(volumeId);
+  };
   const volumes = new Map<string, FakeVolume>();
   const snapshots = new Map<string, FakeSnapshot>();
   let next = 0;
@@ -128,6 +153,7 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
             "LIST_SNAPSHOTS",
             "PUBLISH_UNPUBLISH_VOLUME",
             "EXPAND_VOLUME",
+            ...(abnormal ? (["VOLUME_CONDITION"] as const) : []),
           ] as const
         ).map((type) => ({ rpc: { type } })),
       }),
@@ -157,6 +183,7 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
       listVolumes: async (request) => {
         const all = [...volumes].map(([volumeId, v]) => ({
           volume: { volumeId, capacityBytes: String(v.capacity) },
+          ...(abnormal ? { status: { publishedNodeIds: [...v.nodes], volumeCondition: condition } } : {}),
         }));
         return page(all, {
           token: request.startingToken,
@@ -233,7 +260,11 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
     },
     node: {
       nodeGetCapabilities: async () => ({
-        capabilities: [{ rpc: { type: "GET_VOLUME_STATS" } }, { rpc: { type: "EXPAND_VOLUME" } }],
+        capabilities: [
+          { rpc: { type: "GET_VOLUME_STATS" } },
+          { rpc: { type: "EXPAND_VOLUME" } },
+          ...(abnormal ? [{ rpc: { type: "VOLUME_CONDITION" as const } }] : []),
+        ],
       }),
       nodeGetInfo: async () => ({ nodeId: NODE_ID }),
       nodePublishVolume: async (request) => {
@@ -253,6 +284,7 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
         return {};
       },
       nodeUnpublishVolume: async (request) => {
+        volumeFirst(request.volumeId);
         require(request.volumeId, "volume_id");
         require(request.targetPath, "target_path");
         volumes.get(request.volumeId)?.targets.delete(request.targetPath);
@@ -260,6 +292,7 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
         return {};
       },
       nodeGetVolumeStats: async (request) => {
+        volumeFirst(request.volumeId);
         require(request.volumeId, "volume_id");
         require(request.volumePath, "volume_path");
         const total = (await publishedAt(request.volumeId, request.volumePath))?.capacity ?? 1024 * 1024;
@@ -273,9 +306,11 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
               available: String(Math.max(0, total - used)),
             },
           ],
+          ...(abnormal ? { volumeCondition: condition } : {}),
         };
       },
       nodeExpandVolume: async (request) => {
+        volumeFirst(request.volumeId);
         require(request.volumeId, "volume_id");
         require(request.volumePath, "volume_path");
         const found = await publishedAt(request.volumeId, request.volumePath);

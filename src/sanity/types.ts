@@ -7,6 +7,7 @@ export type {
   NodePublishVolumeRequestInput as NodePublishRequest,
   NodeStageVolumeRequestInput as NodeStageRequest,
   Snapshot,
+  TopologyRequirementInput as TopologyRequirement,
   Volume,
   VolumeCapabilityInput as VolumeCapability,
   VolumeCapability_AccessMode_Mode as AccessModeName,

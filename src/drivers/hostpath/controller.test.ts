@@ -4,7 +4,7 @@ import { readFile, rm, writeFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus, grpcCode, type CsiClient } from "../../csi/index.ts";
 import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
-import { TOPOLOGY_KEY_NODE } from "./driver.ts";
+import { HostpathConfig, RANDOM_ATTACH_LIMIT_MAX, TOPOLOGY_KEY_NODE } from "./driver.ts";
 import type { HostpathServerOptions } from "./server.ts";
 
 /** Everything a CO can learn about what is served: sorted capability lists or UNIMPLEMENTED. */
@@ -43,7 +43,6 @@ const CONTROLLER_BASE = [
   "CREATE_DELETE_VOLUME",
   "EXPAND_VOLUME",
   "GET_CAPACITY",
-  "GET_SNAPSHOT",
   "GET_VOLUME",
   "LIST_SNAPSHOTS",
   "LIST_VOLUMES",
@@ -132,6 +131,130 @@ test("each service flag changes exactly the capabilities and services it names",
   );
   const topologyOff = await startTestDriver(t, { enableTopology: false });
   assert.equal((await topologyOff.client.node.nodeGetInfo({})).accessibleTopology, null);
+});
+
+/** The alpha values of ControllerServiceCapability.RPC.Type, read from the CSI v1.12 proto we serve. */
+async function alphaControllerCapabilities(): Promise<string[]> {
+  const proto = await readFile(join(import.meta.dirname, "../../csi/proto/csi.proto"), "utf8");
+  const start = proto.indexOf("message ControllerServiceCapability {");
+  const body = proto.slice(start, proto.indexOf("Type type = 1;", start));
+  return [...body.matchAll(/^\s*([A-Z_]+) = \d+ \[\(alpha_enum_value\) = true\];/gm)]
+    .map((m) => m[1]!)
+    .sort();
+}
+
+// Upstream hostpath v1.16.1 (the release csikit matches) advertises these alpha controller
+// capabilities, all known to csi-lib-utils long before 0.21; GET_SNAPSHOT arrived in v1.18.0.
+const UPSTREAM_V1_16_ALPHA = ["GET_VOLUME", "SINGLE_NODE_MULTI_WRITER", "VOLUME_CONDITION"];
+
+test("alpha capabilities: by default only those upstream v1.16 advertises; --enable-alpha-capabilities adds GET_SNAPSHOT", async (t) => {
+  const alpha = await alphaControllerCapabilities();
+  assert.ok(alpha.includes("GET_SNAPSHOT"), `proto alpha values: ${alpha.join(", ")}`);
+  const plain = await startTestDriver(t);
+  const advertised = (await served(plain.client)).controller;
+  assert.ok(Array.isArray(advertised));
+  assert.deepEqual(
+    advertised.filter((c) => alpha.includes(c)),
+    UPSTREAM_V1_16_ALPHA,
+    "no alpha capability newer than upstream v1.16 by default",
+  );
+  // Not advertised means not served either.
+  await rejectsWith(
+    plain.client.controller.getSnapshot({ snapshotId: "snap-00000000000000000000000000000000" }),
+    GrpcStatus.UNIMPLEMENTED,
+  );
+
+  const enabled = await startTestDriver(t, { enableAlphaCapabilities: true });
+  const all = (await served(enabled.client)).controller;
+  assert.ok(Array.isArray(all));
+  assert.deepEqual(
+    all.filter((c) => alpha.includes(c)),
+    alpha,
+    "every alpha controller capability with the flag",
+  );
+  await rejectsWith(
+    enabled.client.controller.getSnapshot({ snapshotId: "snap-00000000000000000000000000000000" }),
+    GrpcStatus.NOT_FOUND,
+  );
+});
+
+test("--attach-limit is NodeGetInfo's max_volumes_per_node; -1 reports a random limit and enforces none", async (t) => {
+  const limited = await startTestDriver(t, { attachLimit: 2 });
+  assert.equal((await limited.client.node.nodeGetInfo({})).maxVolumesPerNode, "2");
+  const both = await startTestDriver(t, { attachLimit: 5, maxVolumesPerNode: 3 });
+  assert.equal(
+    (await both.client.node.nodeGetInfo({})).maxVolumesPerNode,
+    "5",
+    "--attach-limit wins, as upstream",
+  );
+  const none = await startTestDriver(t);
+  assert.equal((await none.client.node.nodeGetInfo({})).maxVolumesPerNode, "0");
+
+  // The limit reported is the one ControllerPublishVolume enforces (csi-sanity's attach-limit test).
+  const volumes = [];
+  for (const name of ["a", "b", "c"])
+    volumes.push(
+      (await limited.client.controller.createVolume({ name, volumeCapabilities: [MOUNT_RW] })).volume!,
+    );
+  for (const volume of volumes.slice(0, 2))
+    await limited.client.controller.controllerPublishVolume({
+      volumeId: volume.volumeId,
+      nodeId: "node-1",
+      volumeCapability: MOUNT_RW,
+    });
+  await rejectsWith(
+    limited.client.controller.controllerPublishVolume({
+      volumeId: volumes[2]!.volumeId,
+      nodeId: "node-1",
+      volumeCapability: MOUNT_RW,
+    }),
+    GrpcStatus.RESOURCE_EXHAUSTED,
+  );
+
+  const random = await startTestDriver(t, { attachLimit: -1 });
+  const seen = new Set<number>();
+  for (let i = 0; i < 20; i++) {
+    const limit = Number((await random.client.node.nodeGetInfo({})).maxVolumesPerNode);
+    assert.ok(Number.isInteger(limit) && limit >= 1 && limit <= RANDOM_ATTACH_LIMIT_MAX, `limit ${limit}`);
+    seen.add(limit);
+  }
+  assert.ok(seen.size > 1, "a fresh limit per call");
+  const volume = (await random.client.controller.createVolume({ name: "r", volumeCapabilities: [MOUNT_RW] }))
+    .volume!;
+  await random.client.controller.controllerPublishVolume({
+    volumeId: volume.volumeId,
+    nodeId: "node-1",
+    volumeCapability: MOUNT_RW,
+  });
+  assert.throws(
+    () => new HostpathConfig({ nodeId: "n", stateDir: "/x", attachLimit: -2 }),
+    /attach limit must be -1/,
+  );
+});
+
+test("NodeGetVolumeStats/NodeExpandVolume: a path no volume can be at is NOT_FOUND, known volume or not", async (t) => {
+  const { client } = await startTestDriver(t);
+  const known = (await client.controller.createVolume({ name: "k", volumeCapabilities: [MOUNT_RW] })).volume!
+    .volumeId;
+  for (const volumeId of [known, "fake-vol-id-0123456789", "vol-0123456789abcdef0123456789abcdef"])
+    for (const volumePath of ["some/path", "/path/does/not/exist"]) {
+      const what = `${volumeId} at ${volumePath}`;
+      assert.match(
+        await rejectsWith(client.node.nodeGetVolumeStats({ volumeId, volumePath }), GrpcStatus.NOT_FOUND),
+        /not at volume_path|does not exist/,
+        what,
+      );
+      await rejectsWith(client.node.nodeExpandVolume({ volumeId, volumePath }), GrpcStatus.NOT_FOUND);
+    }
+  // A missing field is still INVALID_ARGUMENT.
+  await rejectsWith(
+    client.node.nodeGetVolumeStats({ volumeId: known, volumePath: "" }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
+  await rejectsWith(
+    client.node.nodeExpandVolume({ volumeId: known, volumePath: "" }),
+    GrpcStatus.INVALID_ARGUMENT,
+  );
 });
 
 test("CreateVolume: idempotent by name, conflicts, ranges, capacity, validation", async (t) => {
@@ -353,7 +476,7 @@ test("publish bookkeeping, delete while published, limits, list pagination, get,
 });
 
 test("snapshots copy data; restore and clone carry it; pagination and filters; expand; modify", async (t) => {
-  const driver = await startTestDriver(t);
+  const driver = await startTestDriver(t, { enableAlphaCapabilities: true });
   const { client } = driver;
   const source = (
     await client.controller.createVolume({
@@ -507,7 +630,7 @@ test("snapshots copy data; restore and clone carry it; pagination and filters; e
 });
 
 test("group snapshots: create idempotently, get, members protected, delete", async (t) => {
-  const { client } = await startTestDriver(t);
+  const { client } = await startTestDriver(t, { enableAlphaCapabilities: true });
   const v1 = (await client.controller.createVolume({ name: "g1", volumeCapabilities: [MOUNT_RW] })).volume!
     .volumeId;
   const v2 = (await client.controller.createVolume({ name: "g2", volumeCapabilities: [BLOCK_RW] })).volume!
@@ -660,7 +783,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 test("crash during CreateSnapshot (intent recorded, data missing or partial): the retry finishes it", async (t) => {
-  const driver = await startTestDriver(t);
+  const driver = await startTestDriver(t, { enableAlphaCapabilities: true });
   const { client } = driver;
   const source = (await client.controller.createVolume({ name: "src", volumeCapabilities: [MOUNT_RW] }))
     .volume!;

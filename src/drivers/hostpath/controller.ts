@@ -45,6 +45,7 @@ import {
   STORAGE_KIND_PARAMETER,
   TOPOLOGY_KEY_NODE,
   type HostpathConfig,
+  NEWER_ALPHA_CONTROLLER_CAPABILITIES,
 } from "./driver.ts";
 import { dirname } from "node:path";
 import { createVolumeData, dataProblem, growFile, removeData, type VolumeContent } from "./data.ts";
@@ -82,7 +83,6 @@ export function controllerCapabilities(config: HostpathConfig): ControllerServic
     "GET_CAPACITY",
     "CREATE_DELETE_SNAPSHOT",
     "LIST_SNAPSHOTS",
-    "GET_SNAPSHOT",
     "CLONE_VOLUME",
     "VOLUME_CONDITION",
     "GET_VOLUME",
@@ -91,6 +91,7 @@ export function controllerCapabilities(config: HostpathConfig): ControllerServic
   if (config.controllerExpansion) list.push("EXPAND_VOLUME");
   if (config.enableControllerModifyVolume) list.push("MODIFY_VOLUME");
   if (config.enableAttach) list.push("PUBLISH_UNPUBLISH_VOLUME", "PUBLISH_READONLY");
+  if (config.enableAlphaCapabilities) list.push(...NEWER_ALPHA_CONTROLLER_CAPABILITIES);
   return list;
 }
 

@@ -20,6 +20,19 @@ export const DEFAULT_MAX_VOLUME_SIZE = 1024 ** 4;
 export const DEFAULT_VOLUME_SIZE = 1024 * 1024;
 /** Example mutable parameter keys (tests and `csikit start` use them; the driver accepts any by default). */
 export const DEFAULT_MUTABLE_PARAMETERS: readonly string[] = ["iops", "throughput"];
+/**
+ * Alpha controller capabilities of CSI v1.12 that upstream hostpath v1.16.1 does not advertise
+ * (GetSnapshot arrived in upstream v1.18.0). Offered only with --enable-alpha-capabilities: the
+ * protosanitizer of csi-lib-utils < 0.21 dereferences nil on a capability value its vendored
+ * spec lacks (external-provisioner v5.2.0 panics in ControllerGetCapabilities), and csi-sanity
+ * v5.4 fails "Unknown capability". The older alpha values upstream v1.16 advertises
+ * (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are known to every such release.
+ */
+export const NEWER_ALPHA_CONTROLLER_CAPABILITIES = ["GET_SNAPSHOT"] as const;
+/** --attach-limit's value for "report a random limit on every NodeGetInfo" (upstream's -1). */
+export const RANDOM_ATTACH_LIMIT = -1;
+/** The largest limit a random --attach-limit=-1 NodeGetInfo reports (csikit's choice). */
+export const RANDOM_ATTACH_LIMIT_MAX = 100;
 /** Where staging and target paths live on a real node: the kubelet's root directory. */
 export const DEFAULT_ALLOWED_PATH_ROOTS: readonly string[] = ["/var/lib/kubelet"];
 
@@ -71,12 +84,23 @@ export interface HostpathOptions {
   disableNodeExpansion?: boolean;
   /** Largest size NodeExpandVolume accepts in bytes; 0 = maxVolumeSize (upstream's default). */
   maxVolumeSizeNode?: number;
-  /** Volumes ControllerPublishVolume attaches to one node before RESOURCE_EXHAUSTED; 0 = no limit. */
+  /**
+   * Volumes ControllerPublishVolume attaches to one node before RESOURCE_EXHAUSTED, also
+   * reported as NodeGetInfo max_volumes_per_node; 0 = no limit. -1 (upstream's value since
+   * v1.16.1) = no attach limit, and NodeGetInfo reports a fresh random limit on every call, so
+   * a CO's mutable attach-limit handling (KEP-4876) can be tested. Default 0.
+   */
   attachLimit?: number;
   /** Serve the SnapshotMetadata service (GetMetadataAllocated/Delta). Default false, as upstream. */
   enableSnapshotMetadata?: boolean;
   /** Block metadata type the SnapshotMetadata service answers with. Default FIXED_LENGTH. */
   snapshotMetadataBlockType?: "FIXED_LENGTH" | "VARIABLE_LENGTH";
+  /**
+   * Also advertise (and serve) the alpha capabilities newer than upstream hostpath v1.16, the
+   * release csikit matches: NEWER_ALPHA_CONTROLLER_CAPABILITIES. Default false, as upstream
+   * v1.16: sidecars built on csi-lib-utils < 0.21 panic on an enum value they do not know.
+   */
+  enableAlphaCapabilities?: boolean;
   /** Default silent. */
   logger?: Logger;
   /** Wall clock in ms, for snapshot creation times. Default Date.now. */
@@ -132,6 +156,7 @@ export class HostpathConfig {
   readonly attachLimit: number;
   readonly enableSnapshotMetadata: boolean;
   readonly snapshotMetadataBlockType: "FIXED_LENGTH" | "VARIABLE_LENGTH";
+  readonly enableAlphaCapabilities: boolean;
   /** Normalized, absolute; not yet symlink-resolved (that is I/O, done by the server). */
   readonly allowedPathRoots: readonly string[];
   readonly logger: Logger;
@@ -173,7 +198,11 @@ export class HostpathConfig {
     this.nodeExpansion = expansion && !(options.disableNodeExpansion ?? false);
     this.maxVolumeSizeNode =
       nonNegativeInteger(options.maxVolumeSizeNode ?? 0, "max volume size on the node") || this.maxVolumeSize;
-    this.attachLimit = nonNegativeInteger(options.attachLimit ?? 0, "attach limit");
+    this.attachLimit = options.attachLimit ?? 0;
+    if (!Number.isSafeInteger(this.attachLimit) || this.attachLimit < RANDOM_ATTACH_LIMIT)
+      throw new ValidationError(
+        `attach limit must be -1 (random) or a non-negative integer, got ${this.attachLimit} (flag --attach-limit)`,
+      );
     this.enableSnapshotMetadata = options.enableSnapshotMetadata ?? false;
     this.snapshotMetadataBlockType = options.snapshotMetadataBlockType ?? "FIXED_LENGTH";
     if (
@@ -183,9 +212,20 @@ export class HostpathConfig {
       throw new ValidationError(
         `snapshot metadata block type ${JSON.stringify(this.snapshotMetadataBlockType)} is invalid (flag --snapshot-metadata-block-type): want FIXED_LENGTH or VARIABLE_LENGTH`,
       );
+    this.enableAlphaCapabilities = options.enableAlphaCapabilities ?? false;
     this.allowedPathRoots = allowedRoots(options.allowedPathRoots ?? DEFAULT_ALLOWED_PATH_ROOTS);
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * NodeGetInfo's max_volumes_per_node, as upstream computes it: --attach-limit when positive,
+   * else --maxvolumespernode (0 = no limit), and with --attach-limit=-1 a random
+   * 1..RANDOM_ATTACH_LIMIT_MAX drawn on each call (`random` returns [0, 1)).
+   */
+  reportedVolumeLimit(random: () => number = Math.random): number {
+    if (this.attachLimit === RANDOM_ATTACH_LIMIT) return 1 + Math.floor(random() * RANDOM_ATTACH_LIMIT_MAX);
+    return this.attachLimit > 0 ? this.attachLimit : this.maxVolumesPerNode;
   }
 
   /** The topology segments of a volume living on `nodeId` (none when topology is off). */

@@ -40,7 +40,7 @@ import { dataProblem, type DataLayout } from "./data.ts";
 import { ephemeralDirName, isVolumeId } from "./ids.ts";
 
 import { isLoopBind, mountAtPath, mountStateOf, type MountState } from "./node-mounts.ts";
-import { pathProblem } from "./paths.ts";
+import { pathProblem, type PathRules } from "./paths.ts";
 import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
 import type { AccessType, NodeStore, VolumeSource } from "./state.ts";
 import { attachLoop, bindMountOnto, detachLoops, loopDevicesOf, refreshLoops, unmount } from "./system.ts";
@@ -78,13 +78,30 @@ interface NodeVolume {
   ephemeral: boolean;
 }
 
+function pathRules(context: NodeContext): PathRules {
+  return { stateDir: context.config.stateDir, allowedRoots: context.allowedRoots };
+}
+
 function checkPath(context: NodeContext, value: string, field: string): string {
   required(value, field);
-  const problem = pathProblem(value, {
-    stateDir: context.config.stateDir,
-    allowedRoots: context.allowedRoots,
-  });
+  const problem = pathProblem(value, pathRules(context));
   if (problem) throw invalid(`${field} ${JSON.stringify(value)} ${problem}`);
+  return value;
+}
+
+/**
+ * A path the CO names to ask about a volume it says is there (NodeGetVolumeStats,
+ * NodeExpandVolume): nothing is created or mounted at it, so a path no volume can be at —
+ * relative, outside the allowed roots — means "the volume is not there": NOT_FOUND, as the
+ * spec's table says and csi-sanity asks (`some/path`, `/path/does/not/exist`).
+ */
+function pathOfVolume(context: NodeContext, volume: NodeVolume, value: string, field: string): string {
+  const problem = pathProblem(value, pathRules(context));
+  if (problem)
+    throw new CsiError(
+      GrpcStatus.NOT_FOUND,
+      `volume ${volume.id} is not at ${field} ${JSON.stringify(value)}: no volume can be, the path ${problem}`,
+    );
   return value;
 }
 
@@ -600,7 +617,7 @@ async function nodeGetVolumeStats(
   // The volume first: an unknown id is NOT_FOUND whatever the path (csi-sanity asks with
   // volume_path "some/path" and expects NOT_FOUND).
   const volume = await findVolume(context, id);
-  const path = checkPath(context, request.volumePath, "volume_path");
+  const path = pathOfVolume(context, volume, request.volumePath, "volume_path");
   await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
   const problem = await dataProblem(volume.dataPath, volume.accessType);
   const usage =
@@ -627,13 +644,14 @@ async function nodeExpandVolume(
   required(request.volumePath, "volume_path");
   // Unknown id before the path checks, as NodeGetVolumeStats.
   const volume = await findVolume(context, id);
-  const path = checkPath(context, request.volumePath, "volume_path");
+  const path = pathOfVolume(context, volume, request.volumePath, "volume_path");
   const candidates = [{ path, field: "volume_path" }];
-  if (request.stagingTargetPath !== "")
-    candidates.push({
-      path: checkPath(context, request.stagingTargetPath, "staging_target_path"),
-      field: "staging_target_path",
-    });
+  // The staging path is only a second place to find the volume: one no volume can be at adds none.
+  if (
+    request.stagingTargetPath !== "" &&
+    pathProblem(request.stagingTargetPath, pathRules(context)) === undefined
+  )
+    candidates.push({ path: request.stagingTargetPath, field: "staging_target_path" });
   const range = sizeRange(request.capacityRange);
   if (request.volumeCapability) capabilityAccessType(request.volumeCapability, "volume_capability");
   await requireVolumeAt(volume, candidates);
@@ -663,7 +681,7 @@ export function nodeHandlers(context: NodeContext): Partial<NodeService> {
     nodeGetInfo: () =>
       Promise.resolve({
         nodeId: config.nodeId,
-        maxVolumesPerNode: String(config.maxVolumesPerNode),
+        maxVolumesPerNode: String(config.reportedVolumeLimit()),
         accessibleTopology: config.topologyOf(config.nodeId)[0] ?? null,
       }),
     nodeStageVolume: (request) => nodeStageVolume(context, request),

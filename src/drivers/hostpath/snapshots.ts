@@ -173,6 +173,11 @@ async function getSnapshot(
   context: ControllerContext,
   request: GetSnapshotRequest,
 ): Promise<GetSnapshotResponseInput> {
+  if (!context.config.enableAlphaCapabilities)
+    throw new CsiError(
+      GrpcStatus.UNIMPLEMENTED,
+      "GetSnapshot is not offered: GET_SNAPSHOT is an alpha capability newer than upstream hostpath v1.16 (flag --enable-alpha-capabilities)",
+    );
   const id = required(request.snapshotId, "snapshot_id");
   if (!isSnapshotId(id))
     throw new CsiError(GrpcStatus.NOT_FOUND, `snapshot ${JSON.stringify(id)} does not exist`);

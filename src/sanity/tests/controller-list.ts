@@ -153,8 +153,9 @@ export function controllerListTests(): SanityTest[] {
         async (t) => {
           const volume = await t.createVolume();
           const entry = (await listAllVolumes(t)).find((e) => e.volume?.volumeId === volume.volumeId);
+          // The spec requires the field with the capability, not any particular condition: a
+          // fresh volume may well be abnormal (a degraded backend), so `abnormal` is not judged.
           check(entry?.status?.volumeCondition, `ListVolumes: no volume_condition for ${volume.volumeId}`);
-          check(!entry.status.volumeCondition.abnormal, "ListVolumes: a fresh volume is reported abnormal");
         },
       );
     }),

@@ -141,9 +141,10 @@ export function nodeTests(): SanityTest[] {
           "NodeUnstageVolume without volume_id",
         );
       });
-      it("fails with INVALID_ARGUMENT when the staging path is missing", async (t) => {
+      it("fails with INVALID_ARGUMENT when the staging path is missing", VOLUMES, async (t) => {
+        const volume = await t.createVolume();
         await expectCode(
-          t.node.nodeUnstageVolume({ volumeId: "sanity-some-volume", stagingTargetPath: "" }),
+          t.node.nodeUnstageVolume({ volumeId: volume.volumeId, stagingTargetPath: "" }),
           INVALID_ARGUMENT,
           "NodeUnstageVolume without staging_target_path",
         );
@@ -299,9 +300,10 @@ export function nodeTests(): SanityTest[] {
           "NodeUnpublishVolume without volume_id",
         );
       });
-      it("fails with INVALID_ARGUMENT when the target path is missing", async (t) => {
+      it("fails with INVALID_ARGUMENT when the target path is missing", VOLUMES, async (t) => {
+        const volume = await t.createVolume();
         await expectCode(
-          t.node.nodeUnpublishVolume({ volumeId: "sanity-some-volume", targetPath: "" }),
+          t.node.nodeUnpublishVolume({ volumeId: volume.volumeId, targetPath: "" }),
           INVALID_ARGUMENT,
           "NodeUnpublishVolume without target_path",
         );
