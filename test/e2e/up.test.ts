@@ -15,6 +15,8 @@ import {
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Pod,
+  type CSIDriver,
+  type CSIStorageCapacity,
   type StorageClass,
   type VolumeAttachment,
 } from "../../src/api/index.ts";
@@ -552,7 +554,7 @@ describe("csikit up", { skip: SKIP }, () => {
     // One CSIStorageCapacity per node segment of the default (WaitForFirstConsumer) class.
     const capacities = await until(
       async () => {
-        const list = await client.list<{ storageClassName?: string }>(GVR.csiStorageCapacities, {
+        const list = await client.list<CSIStorageCapacity>(GVR.csiStorageCapacities, {
           namespace: "default",
         });
         const ours = list.items.filter((c) => c.storageClassName === "csi-hostpath");
