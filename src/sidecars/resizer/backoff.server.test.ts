@@ -46,7 +46,10 @@ test("a ControllerExpandVolume that fails for good is retried with backoff; a ne
     `${count} ControllerExpandVolume calls in ${WINDOW_MS} ms; backoff allows ${ALLOWED}`,
   );
   assert.ok(count >= 2, `still retried: ${count} calls`);
-  // The next retry is 4s or more away; the user's smaller request does not wait for it.
+  // Right after a failure the next retry is 2^(failures-1) s (8s or more) away; the user's
+  // smaller request does not wait for it.
+  const failures = calls.length;
+  await until(() => calls.length > failures, "the next retry", { timeoutMs: 30_000 });
   const nextRetryAt = calls.at(-1)! + 2 ** (calls.length - 1) * 1000;
   await setRequest(cluster, "f", "5Mi");
   await until(async () => (await claimStatus(cluster, "f")).capacity?.storage === "5Mi", "capacity 5Mi");
