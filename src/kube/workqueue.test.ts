@@ -388,3 +388,18 @@ test("expedite gets past the backoff once and keeps the failure count", async ()
   await clock.advance(1);
   assert.equal(q.len(), 1);
 });
+
+test("expedited while its failing run is in progress: runs again right after, not after the new backoff", async () => {
+  const { q } = queue();
+  q.add("a");
+  await take(q);
+  q.expedite("a"); // e.g. the object's deletion starts while a failing reconcile runs
+  q.addRateLimited("a"); // that run fails
+  q.done("a");
+  assert.equal(q.len(), 1);
+  await take(q);
+  q.addRateLimited("a");
+  q.add("a");
+  q.done("a");
+  assert.equal(q.len(), 0, "an ordinary re-add is held again");
+});

@@ -91,6 +91,8 @@ export class WorkQueue<T> {
   readonly #waiting = new Map<T, Delayed>();
   /** Items in backoff: the deadline of the retry `addRateLimited` scheduled. */
   readonly #backoffUntil = new Map<T, number>();
+  /** Items expedited while being processed: they run again after `done` even if that run failed. */
+  readonly #expedited = new Set<T>();
   #getters: ((result: GetResult<T>) => void)[] = [];
   #drainers: (() => void)[] = [];
   #idlers: (() => void)[] = [];
@@ -133,6 +135,7 @@ export class WorkQueue<T> {
       this.#waiting.get(item)?.cancel();
       this.#waiting.delete(item);
     }
+    if (this.#processing.has(item)) this.#expedited.add(item);
     this.#addNow(item);
   }
 
@@ -220,8 +223,9 @@ export class WorkQueue<T> {
       this.#takenAt.delete(item);
     }
     this.#processing.delete(item);
+    const expedited = this.#expedited.delete(item);
     if (this.#dirty.has(item)) {
-      if (this.#heldByBackoff(item)) {
+      if (!expedited && this.#heldByBackoff(item)) {
         // Re-added while it ran and failed: the scheduled retry takes its place.
         this.#dirty.delete(item);
         this.#addedAt.delete(item);
