@@ -265,9 +265,3 @@ export class Flags {
     return this.parsed.set.has(name);
   }
 }
-
-/** Flags every subcommand accepts: klog verbosity and log format. */
-export const LOGGING_FLAGS: FlagSpecs = {
-  v: { type: "int", default: "0", help: "Log verbosity: 0 normal, 4 debug, 5 per-request traces." },
-  "log-format": { type: "string", default: "text", help: "Log line format: text or json." },
-};

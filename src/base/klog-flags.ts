@@ -2,7 +2,8 @@
 // starts a csikit process instead of failing with "flag provided but not defined". Types and
 // defaults are klog v2's. csikit always logs to stderr through its own Logger: a flag whose
 // effect csikit cannot honour is accepted, and klogFlagWarnings says what is ignored and why.
-// `-v` is in LOGGING_FLAGS (csikit honours it); this set holds the others.
+// `-v` (csikit honours it) and the others together make LOGGING_FLAGS, which every csikit
+// command accepts (runCommand adds them), as every upstream Go component calls klog.InitFlags.
 
 import type { FlagSpecs } from "./flags.ts";
 
@@ -60,6 +61,13 @@ export const KLOG_FLAGS: FlagSpecs = {
     default: ":0",
     help: "klog: when logging hits line file:N, emit a stack trace.",
   },
+};
+
+/** Flags every subcommand accepts: klog's whole flag list (-v honoured) and the log format. */
+export const LOGGING_FLAGS: FlagSpecs = {
+  v: { type: "int", default: "0", help: "Log verbosity: 0 normal, 4 debug, 5 per-request traces." },
+  "log-format": { type: "string", default: "text", help: "Log line format: text or json." },
+  ...KLOG_FLAGS,
 };
 
 const SEVERITIES = new Set(["0", "1", "2", "3", "INFO", "WARNING", "ERROR", "FATAL"]);

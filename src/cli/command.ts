@@ -91,9 +91,14 @@ export function parseProgramFlags(
   return flags;
 }
 
+/** Every flag a command accepts: its own over LOGGING_FLAGS (-v, --log-format, klog's list). */
+export function commandFlagSpecs(command: Pick<Command, "flags">): FlagSpecs {
+  return { ...LOGGING_FLAGS, ...command.flags };
+}
+
 /** Runs a command with argv (after the subcommand name); returns the exit code. */
 export async function runCommand(command: Command, argv: readonly string[]): Promise<number> {
-  const specs: FlagSpecs = { ...LOGGING_FLAGS, ...command.flags };
+  const specs = commandFlagSpecs(command);
   const flags = parseOrAnswer(
     `csikit ${command.name}`,
     command.usage,
@@ -116,8 +121,8 @@ export async function runCommand(command: Command, argv: readonly string[]): Pro
   }
   const logFormat: LogFormat = format;
   const logger = new Logger({ verbosity: flags.number("v"), format: logFormat });
-  // Commands that take klog's flags (upstream twins do) say which of them csikit ignores.
-  if ("logtostderr" in specs) for (const warning of klogFlagWarnings(flags)) logger.warn(warning);
+  // Every command takes klog's flags (as every upstream Go component); say which are ignored.
+  for (const warning of klogFlagWarnings(flags)) logger.warn(warning);
   try {
     return await command.run({ flags, logger, signal: processSignal(), stdout: process.stdout });
   } catch (error) {

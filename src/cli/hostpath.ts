@@ -5,7 +5,7 @@
 // differ from upstream (--endpoint, --enable-attach) are listed in docs/hostpath.md.
 // This file only turns flags into options for startHostpathDriver.
 
-import { FlagError, KLOG_FLAGS, parseByteQuantity, type Flags } from "../base/index.ts";
+import { FlagError, parseByteQuantity, type Flags } from "../base/index.ts";
 import {
   DEFAULT_ALLOWED_PATH_ROOTS,
   DEFAULT_DRIVER_NAME,
@@ -245,7 +245,6 @@ export const hostpathCommand: Command = {
       default: DEFAULT_ALLOWED_PATH_ROOTS.join(","),
       help: "csikit's own: absolute directories that target, staging and volume paths must lie strictly inside (no symlink may lead out); others are INVALID_ARGUMENT naming this flag. Default the kubelet's root; add the dirs a test suite uses (e.g. csikit sanity's --mount-dir parent). Comma list or repeatable. Upstream has no such check (docs/hostpath.md).",
     },
-    ...KLOG_FLAGS,
   },
   async run({ flags, logger, signal }) {
     for (const warning of ignoredFlagWarnings(flags)) logger.warn(warning);

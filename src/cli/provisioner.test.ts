@@ -53,7 +53,7 @@ const UPSTREAM_V520: Record<string, string | undefined> = {
   "retry-interval-max": "10m",
   "retry-interval-start": "2s",
   "strict-topology": "true",
-  timeout: "15s",
+  timeout: "30s",
   v: "5",
   vmodule: "controller=4",
   "volume-name-prefix": "vol",
@@ -105,7 +105,7 @@ test("defaults are upstream's; values parse into options", () => {
     {},
   );
   assert.equal(defaults.csiAddress, "/run/csi/socket");
-  assert.equal(defaults.timeoutMs, 10_000);
+  assert.equal(defaults.timeoutMs, 15_000, "seed 003: --timeout is 15 seconds by default");
   assert.equal(defaults.retryIntervalStartMs, 1000);
   assert.equal(defaults.retryIntervalMaxMs, 300_000);
   assert.equal(defaults.workerThreads, 100);
@@ -152,7 +152,7 @@ test("defaults are upstream's; values parse into options", () => {
     ),
     { NODE_NAME: "n1", NAMESPACE: "kube-system", POD_NAME: "p" },
   );
-  assert.equal(set.timeoutMs, 15_000);
+  assert.equal(set.timeoutMs, 30_000);
   assert.equal(set.volumeNameUuidLength, 16);
   assert.equal(set.features.honorPVReclaimPolicy, false);
   assert.equal(set.capacity.enabled, true);

@@ -12,7 +12,9 @@
 // - Resolves when the signal aborted and every in-flight reconcile has returned. Informers are
 //   not started here: the factory's `start` owns them, so several controllers share them.
 // `enqueueHandlers` builds the standard handlers: key of the object (or of a tombstone's last
-// state) into the queue, after an optional filter.
+// state) into the queue, after an optional filter. An update never gets a key past its
+// backoff (the queue holds it); the start of a deletion does (`expedite`): it begins a
+// different operation (cleanup), once per object, so it cannot become a retry storm.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
@@ -103,12 +105,19 @@ export function enqueueHandlers<T extends KubeObject>(
     onAdd: (object) => {
       if (filter(object)) queue.add(key(object));
     },
-    onUpdate: (_old, object) => {
-      if (filter(object)) queue.add(key(object));
+    onUpdate: (old, object) => {
+      if (!filter(object)) return;
+      if (startsDeletion(old, object)) queue.expedite(key(object));
+      else queue.add(key(object));
     },
     onDelete: (object: T | Tombstone<T>) => {
       const last = deletedObject(object);
-      if (filter(last)) queue.add(key(last));
+      if (filter(last)) queue.expedite(key(last));
     },
   };
+}
+
+/** Whether this update is the one that marked the object for deletion. */
+export function startsDeletion(old: KubeObject, object: KubeObject): boolean {
+  return !old.metadata?.deletionTimestamp && !!object.metadata?.deletionTimestamp;
 }

@@ -313,3 +313,93 @@ test("waitIdle resolves once nothing is queued or processing; delayed items do n
   await waiting;
   assert.equal(q.delayedCount(), 1);
 });
+
+test("backoff holds: an add (a watch event) while an item backs off waits for its retry; forget ends it", async () => {
+  const { q, clock } = queue();
+  q.add("a");
+  await take(q);
+  q.addRateLimited("a"); // failed: retry in 1s
+  q.done("a");
+  assert.equal(q.inBackoff("a"), true);
+  q.add("a");
+  q.addAfter("a", 10); // an earlier deadline does not get past the backoff either
+  await clock.advance(999);
+  assert.equal(q.len(), 0, "held until the retry deadline");
+  await clock.advance(1);
+  assert.equal(q.len(), 1, "the retry comes at its deadline");
+  await take(q);
+  q.forget("a"); // success
+  q.done("a");
+  assert.equal(q.inBackoff("a"), false);
+  q.add("a");
+  assert.equal(q.len(), 1, "after success an add is immediate again");
+});
+
+test("backoff holds: a failing worker that writes its own object (re-add while processing) runs once per backoff interval", async () => {
+  const { q, clock } = queue();
+  const controller = new AbortController();
+  let runs = 0;
+  const run = q.runWorkers(
+    {
+      workers: 1,
+      process(item) {
+        runs++;
+        // The watch event of the worker's own write, arriving while it runs (bounded, so that
+        // without the hold the storm this test catches still ends).
+        if (runs < 100) q.add(item);
+        return Promise.reject(new Error("final error from the driver"));
+      },
+    },
+    controller.signal,
+  );
+  q.add("claim");
+  await settle();
+  assert.equal(runs, 1);
+  q.add("claim"); // the event of its write arriving after it finished
+  await clock.advance(999);
+  assert.equal(runs, 1, "neither re-add bypassed the 1s backoff");
+  await clock.advance(1);
+  assert.equal(runs, 2);
+  await clock.advance(1999);
+  assert.equal(runs, 2, "2s after the second failure, not before");
+  await clock.advance(1);
+  assert.equal(runs, 3);
+  // 8s cap: over the next 60s, one run per 8s at most.
+  await clock.advance(60_000);
+  const total: number = runs;
+  assert.ok(total <= 3 + 1 + Math.ceil(60_000 / 8000), `${total} runs in 60s`);
+  controller.abort();
+  await run;
+});
+
+test("expedite gets past the backoff once and keeps the failure count", async () => {
+  const { q, clock } = queue();
+  q.addRateLimited("a");
+  q.addRateLimited("a");
+  assert.equal(q.numRequeues("a"), 2);
+  q.expedite("a");
+  assert.equal(q.len(), 1);
+  await take(q);
+  q.addRateLimited("a"); // third failure: 4s
+  q.done("a");
+  q.add("a");
+  await clock.advance(3999);
+  assert.equal(q.len(), 0);
+  await clock.advance(1);
+  assert.equal(q.len(), 1);
+});
+
+test("expedited while its failing run is in progress: runs again right after, not after the new backoff", async () => {
+  const { q } = queue();
+  q.add("a");
+  await take(q);
+  q.expedite("a"); // e.g. the object's deletion starts while a failing reconcile runs
+  q.addRateLimited("a"); // that run fails
+  q.done("a");
+  assert.equal(q.len(), 1);
+  await take(q);
+  q.addRateLimited("a");
+  q.add("a");
+  q.done("a");
+  assert.equal(q.len(), 0, "an ordinary re-add is held again");
+});

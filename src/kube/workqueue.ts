@@ -11,6 +11,14 @@
 //   the earlier of the two deadlines wins. `ms <= 0` adds at once.
 // - `addRateLimited(item)`: addAfter with the rate limiter's `when(item)` (one failure
 //   recorded); `forget(item)` clears that history; `numRequeues(item)` reads it.
+// - Backoff holds (csikit's rule, stricter than client-go): from `addRateLimited(item)` until
+//   that retry's deadline the item is in backoff, and `add(item)` — a watch event, including
+//   one caused by the worker's own write — does not make it ready earlier; nor does a re-add
+//   that arrived while it was processing. The retry at the deadline re-reads the cache, so the
+//   held event loses nothing. Only `forget` (success) ends the backoff early; `expedite(item)`
+//   is the one deliberate way past it (it keeps the failure count). Without this, a reconcile
+//   that writes its object on every failure retries as fast as its own watch events arrive,
+//   whatever the retry interval (issue 24: 40-65 CreateVolume calls a second).
 // - `shutDown()`: further adds are ignored, pending delays are dropped, waiting `get`s return
 //   `shutdown`; `get` still hands out items already queued (as client-go), so callers that
 //   want to stop at once check their own signal. `shutDownWithDrain()` also resolves only
@@ -92,6 +100,10 @@ export class WorkQueue<T> {
   readonly #dirty = new Set<T>();
   readonly #processing = new Set<T>();
   readonly #waiting = new Map<T, Delayed>();
+  /** Items in backoff: the deadline of the retry `addRateLimited` scheduled. */
+  readonly #backoffUntil = new Map<T, number>();
+  /** Items expedited while being processed: they run again after `done` even if that run failed. */
+  readonly #expedited = new Set<T>();
   #getters: ((result: GetResult<T>) => void)[] = [];
   #drainers: (() => void)[] = [];
   #idlers: (() => void)[] = [];
@@ -118,6 +130,40 @@ export class WorkQueue<T> {
 
   add(item: T): void {
     if (this.#shuttingDown) return;
+    if (this.#heldByBackoff(item)) return;
+    this.#addNow(item);
+  }
+
+  /**
+   * Adds `item` now even while it is in backoff, keeping its failure count (so a further
+   * failure backs off longer still). For a change that starts a different operation — an
+   * object now being deleted — never for an ordinary update.
+   */
+  expedite(item: T): void {
+    if (this.#shuttingDown) return;
+    if (this.#backoffUntil.delete(item)) {
+      // The pending retry is this run: a second one at the old deadline would be one too many.
+      this.#waiting.get(item)?.cancel();
+      this.#waiting.delete(item);
+    }
+    if (this.#processing.has(item)) this.#expedited.add(item);
+    this.#addNow(item);
+  }
+
+  /** Whether `item` is in backoff; if so its retry stays scheduled (an earlier addAfter may have replaced it). */
+  #heldByBackoff(item: T): boolean {
+    const until = this.#backoffUntil.get(item);
+    if (until === undefined) return false;
+    const left = until - this.#clock.now();
+    if (left <= 0) {
+      this.#backoffUntil.delete(item);
+      return false;
+    }
+    if (!this.#waiting.has(item)) this.addAfter(item, left);
+    return true;
+  }
+
+  #addNow(item: T): void {
     if (this.#dirty.has(item)) return;
     this.#dirty.add(item);
     if (this.#metrics) {
@@ -149,12 +195,24 @@ export class WorkQueue<T> {
   }
 
   addRateLimited(item: T): void {
+    if (this.#shuttingDown) return;
     this.#metrics?.retried(this.name);
-    this.addAfter(item, this.#rateLimiter.when(item));
+    const delay = this.#rateLimiter.when(item);
+    this.addAfter(item, delay);
+    const retryAt = this.#waiting.get(item)?.at;
+    if (retryAt !== undefined) this.#backoffUntil.set(item, retryAt);
   }
 
+  /** Clears the item's failure history and ends its backoff (the worker calls it on success). */
   forget(item: T): void {
     this.#rateLimiter.forget(item);
+    this.#backoffUntil.delete(item);
+  }
+
+  /** Whether `item` is in backoff now (a failure's retry is pending): for tests and views. */
+  inBackoff(item: T): boolean {
+    const until = this.#backoffUntil.get(item);
+    return until !== undefined && until > this.#clock.now();
   }
 
   numRequeues(item: T): number {
@@ -176,9 +234,16 @@ export class WorkQueue<T> {
       this.#takenAt.delete(item);
     }
     this.#processing.delete(item);
+    const expedited = this.#expedited.delete(item);
     if (this.#dirty.has(item)) {
-      this.#queue.push(item);
-      this.#dispatch();
+      if (!expedited && this.#heldByBackoff(item)) {
+        // Re-added while it ran and failed: the scheduled retry takes its place.
+        this.#dirty.delete(item);
+        this.#addedAt.delete(item);
+      } else {
+        this.#queue.push(item);
+        this.#dispatch();
+      }
     }
     if (this.#processing.size === 0) {
       const drainers = this.#drainers;
@@ -227,6 +292,7 @@ export class WorkQueue<T> {
     this.#shuttingDown = true;
     for (const delayed of this.#waiting.values()) delayed.cancel();
     this.#waiting.clear();
+    this.#backoffUntil.clear();
     this.#checkIdle();
     if (this.len() === 0) {
       const getters = this.#getters;

@@ -46,6 +46,8 @@ async function setup(
     driverSpec?: CSIDriver["spec"];
     httpEndpoint?: string;
     syncFrequencyMs?: number;
+    /** The kubelet's own retry intervals instead of the harness's fast ones. */
+    kubeletRetries?: boolean;
   },
 ) {
   const api = await testServer(t);
@@ -66,6 +68,7 @@ async function setup(
     volumeStatsAggPeriodMs: 100,
     ...(options.syncFrequencyMs !== undefined ? { syncFrequencyMs: options.syncFrequencyMs } : {}),
     ...(options.httpEndpoint ? { httpEndpoint: options.httpEndpoint } : {}),
+    ...(options.kubeletRetries ? { retryInitialMs: 500, retryMaxMs: 122_000 } : {}),
     onReady: (info) => (metricsUrl = info.metricsUrl),
   });
   await runRealRegistrar(t, client, { rootDir: root, nodeName: NODE, csiAddress: endpoint });
@@ -455,6 +458,56 @@ test("failures: FailedMount event in the kubelet's words, retried with backoff; 
     timeoutMs: 30_000,
   });
   assert.ok(back.callsOf("NodePublishVolume").length > 0);
+});
+
+test("NodeStageVolume or NodePublishVolume failing for good: retried with the kubelet's backoff (500ms doubling), not on every event the node's own writes cause", async (t) => {
+  const { client, scripted } = await setup(t, {
+    capabilities: ["STAGE_UNSTAGE_VOLUME"],
+    driverSpec: { attachRequired: false },
+    kubeletRetries: true,
+  });
+  await boundClaim(client, NS, "s", persistentVolume("pv-s", { driver: DRIVER, handle: "vol-s" }));
+  await boundClaim(client, NS, "p", persistentVolume("pv-p", { driver: DRIVER, handle: "vol-p" }));
+  const windowMs = 4000;
+  // log2(4s / 500ms) + 2
+  const allowed = 5;
+  const countInWindow = async (method: string, handle: string): Promise<number> => {
+    const ofVolume = () => scripted.callsOf(method).filter((c) => c.request.volumeId === handle);
+    await until(() => ofVolume().length > 0, `the first ${method}`);
+    const firstAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    assert.ok(Date.now() - firstAt >= windowMs);
+    return ofVolume().length;
+  };
+  scripted.failWith("NodeStageVolume", GrpcStatus.INTERNAL);
+  await client.create(
+    GVR.pods,
+    pod(NS, "stage-fails", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "s" } }],
+    }),
+  );
+  const stages = await countInWindow("NodeStageVolume", "vol-s");
+  assert.ok(
+    stages <= allowed,
+    `${stages} NodeStageVolume calls in ${windowMs} ms; backoff allows ${allowed}`,
+  );
+  assert.ok(stages >= 2, `still retried: ${stages}`);
+  scripted.failWith("NodeStageVolume", undefined);
+  scripted.failWith("NodePublishVolume", GrpcStatus.INTERNAL);
+  await client.create(
+    GVR.pods,
+    pod(NS, "publish-fails", {
+      nodeName: NODE,
+      volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "p" } }],
+    }),
+  );
+  const publishes = await countInWindow("NodePublishVolume", "vol-p");
+  assert.ok(
+    publishes <= allowed,
+    `${publishes} NodePublishVolume calls in ${windowMs} ms; backoff allows ${allowed}`,
+  );
+  assert.ok(publishes >= 2, `still retried: ${publishes}`);
 });
 
 test("a pod whose claim is not bound gets FailedMount and runs once the claim binds", async (t) => {

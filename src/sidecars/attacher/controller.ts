@@ -28,6 +28,7 @@ import {
   deletedObject,
   runController,
   runSidecar,
+  startsDeletion,
   type SidecarParts,
 } from "../../kube/index.ts";
 import { isMigratedCSIDriverByName } from "../../migration/index.ts";
@@ -106,7 +107,10 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   attachments.addEventHandler({
     onAdd: (va) => vaQueue.add(va.metadata.name!),
     onUpdate: (old, va) => {
-      if (attachmentChangeMatters(old, va)) vaQueue.add(va.metadata.name!);
+      // A failing attachment keeps its backoff (the queue's hold) until it is deleted: detach
+      // is another operation, started at once.
+      if (startsDeletion(old, va)) vaQueue.expedite(va.metadata.name!);
+      else if (attachmentChangeMatters(old, va)) vaQueue.add(va.metadata.name!);
     },
     onDelete: (object) => {
       const gone = deletedObject(object);

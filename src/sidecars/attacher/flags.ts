@@ -1,9 +1,9 @@
 // The attacher's flags: upstream external-attacher v4.8.1's own flags (names, types, defaults
 // and help as its --help gives them) on top of the common sidecar flags, component-base's
-// logging flags and klog's (so older manifests passing --logtostderr still start).
+// logging flags (klog's come with every csikit command: LOGGING_FLAGS).
 // `attacherOptionsFromFlags` validates ranges and names the bad flag.
 
-import { KLOG_FLAGS, type FlagSpecs, type Flags } from "../../base/index.ts";
+import type { FlagSpecs, Flags } from "../../base/index.ts";
 import {
   COMMON_SIDECAR_FLAGS,
   SIDECAR_LOGGING_FLAGS,
@@ -14,7 +14,6 @@ import {
 import { ATTACHER_FEATURE_GATE_DEFAULTS, type AttacherOptions } from "./options.ts";
 
 export const ATTACHER_FLAGS: FlagSpecs = {
-  ...KLOG_FLAGS,
   ...COMMON_SIDECAR_FLAGS,
   ...SIDECAR_LOGGING_FLAGS,
   resync: {

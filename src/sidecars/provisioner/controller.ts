@@ -33,6 +33,7 @@ import {
   pprofRoute,
   runController,
   runSidecar,
+  startsDeletion,
   type SidecarParts,
   type KubeClient,
 } from "../../kube/index.ts";
@@ -196,7 +197,11 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   };
   claims.addEventHandler({
     onAdd: enqueueClaim,
-    onUpdate: (_old, claim) => enqueueClaim(claim),
+    onUpdate: (old, claim) => {
+      // Held by the claim's backoff (the queue's rule), except when its deletion starts.
+      if (startsDeletion(old, claim)) claimQueue.expedite(objectKey(claim));
+      enqueueClaim(claim);
+    },
     onDelete: (object) => {
       const claim = deletedObject(object);
       for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
@@ -210,7 +215,13 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
       if (claim) for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
     }
   };
-  volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
+  volumes.addEventHandler({
+    onAdd: onVolume,
+    onUpdate: (old, pv) => {
+      if (startsDeletion(old, pv)) volumeQueue.expedite(objectKey(pv));
+      onVolume(pv);
+    },
+  });
   // A detach finishing is what a delete held by an attachment waits for.
   attachments.addEventHandler({
     onDelete: (object) => {

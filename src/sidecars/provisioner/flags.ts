@@ -1,5 +1,6 @@
 // The provisioner's flags: upstream external-provisioner v5.2's own flags (names, types,
-// defaults and meaning as its --help and README give them; --timeout is 10s as in its code),
+// defaults and meaning as its --help and README give them; --timeout is 15s as seed 003 and
+// upstream's README say, where upstream's code has 10s),
 // on top of the common sidecar flags and component-base's logging flags. Capacity flags are
 // parsed here too and handed on as `options.capacity`. `provisionerOptionsFromFlags` validates
 // ranges and names the bad flag.
@@ -29,8 +30,8 @@ export const PROVISIONER_FLAGS: FlagSpecs = {
   },
   timeout: {
     type: "duration",
-    default: "10s",
-    help: "Timeout for waiting for creation or deletion of a volume (every CSI call).",
+    default: "15s",
+    help: "Timeout of every call to the CSI driver (CreateVolume, DeleteVolume and the rest); 15 seconds by default. A CreateVolume or DeleteVolume that times out is retried with exponential backoff.",
   },
   "worker-threads": {
     type: "int",

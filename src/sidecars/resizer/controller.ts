@@ -32,6 +32,7 @@ import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { newResizerState, type ResizerContext } from "./context.ts";
 import { discoverResizerDriver, type ResizerDriverInfo } from "./driver.ts";
 import { syncExpansion } from "./expand.ts";
+import { requestedSize } from "./conditions.ts";
 import { claimKeysOfPod } from "./in-use.ts";
 import { syncModify } from "./modify.ts";
 import type { ResizerOptions } from "./options.ts";
@@ -103,7 +104,18 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     resizeQueue.add(key);
     if (modify) modifyQueue.add(key);
   };
-  claims.addEventHandler({ onAdd: enqueueClaim, onUpdate: (_old, claim) => enqueueClaim(claim) });
+  claims.addEventHandler({
+    onAdd: enqueueClaim,
+    onUpdate: (old, claim) => {
+      // A failing claim keeps its backoff whatever the resizer's own status writes cause (the
+      // queue's hold); a new request from the user is a new operation and goes at once.
+      const key = objectKey(claim);
+      if (requestedSize(old) !== requestedSize(claim)) resizeQueue.expedite(key);
+      if (modify && old.spec?.volumeAttributesClassName !== claim.spec?.volumeAttributesClassName)
+        modifyQueue.expedite(key);
+      enqueueClaim(claim);
+    },
+  });
   // A PV changing (capacity written, class recorded) re-checks its claim.
   const onVolume = (pv: PersistentVolume): void => {
     const ref = pv.spec?.claimRef;
