@@ -546,10 +546,7 @@ describe("csikit up", { skip: SKIP }, () => {
       text,
       /claim moved to VolumeAttributesClass walkthrough-gold: ControllerModifyVolume by the resizer — status\.currentVolumeAttributesClassName walkthrough-gold, event VolumeModifySuccessful/,
     );
-    const driver = await client.get<{ spec?: { storageCapacity?: boolean } }>(
-      GVR.csiDrivers,
-      "hostpath.csi.k8s.io",
-    );
+    const driver = await client.get<CSIDriver>(GVR.csiDrivers, "hostpath.csi.k8s.io");
     assert.equal(driver.spec?.storageCapacity, true);
     // One CSIStorageCapacity per node segment of the default (WaitForFirstConsumer) class.
     const capacities = await until(
