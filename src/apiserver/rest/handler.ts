@@ -23,6 +23,7 @@ import { toPartialMetadata } from "../encoding/partial-metadata.ts";
 import { protobufType } from "../encoding/protobuf.ts";
 import type { Authenticator, UserInfo } from "../auth/authn.ts";
 import { forbiddenError, type Authorizer, type RequestAttributes } from "../auth/authz.ts";
+import { auditEvent, type AuditBackend } from "../auth/audit.ts";
 import { selfSubjectAccessReview, selfSubjectReview, subjectAccessReview } from "../auth/review-handlers.ts";
 import type { ServiceAccountTokens } from "../auth/sa-tokens.ts";
 import type { NamespaceReaper } from "../admission/namespaces.ts";
@@ -69,6 +70,8 @@ export interface HandlerOptions {
   logger: Logger;
   reaper: NamespaceReaper;
   faults?: FaultInjector;
+  /** Receives one audit event per authenticated request (none: no auditing). */
+  audit?: AuditBackend;
   openapi?: OpenApiProvider;
   bookmarkIntervalMs: number;
   /** Unsent bytes one watch may hold before it is ended as unresponsive. */
@@ -149,6 +152,14 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
         ? resourceAttributes(user, route.request)
         : nonResourceAttributes(user, req, url.pathname);
     const decision = options.authorizer.authorize(attributes);
+    const audit = options.audit;
+    if (audit) {
+      const uri = req.url ?? "/";
+      const userAgent = req.headers["user-agent"];
+      res.once("finish", () =>
+        audit(auditEvent(attributes, { uri, userAgent, code: res.statusCode, allowed: decision.allowed })),
+      );
+    }
     if (!decision.allowed) {
       req.resume();
       throw forbiddenError(attributes, decision.reason);
