@@ -4,7 +4,9 @@
 // static user's token), and the server's audit events (one per request: who, verb, object,
 // code) collected for assertions. Torn down through `defer`, also on failure.
 
+import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { TestContext } from "node:test";
 import { silentLogger } from "../../src/base/index.ts";
 import {
@@ -28,6 +30,8 @@ import {
 import { KubeClient, loadKubeConfig } from "../../src/kube/index.ts";
 import { defer, tempDir } from "./cleanup.ts";
 
+const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+
 export interface StaticIdentity {
   /** Name of its kubeconfig (the component). */
   component: string;
@@ -50,6 +54,8 @@ export interface RbacCluster {
   staticKubeconfig(component: string): Promise<string>;
   /** Kubeconfig of ServiceAccount namespace/name (its token through TokenRequest). */
   serviceAccountKubeconfig(namespace: string, name: string): Promise<string>;
+  /** <identities>/<component>.kubeconfig for `identity`, where `up`'s command lines expect it. */
+  componentKubeconfig(component: string, identity: ComponentIdentity): Promise<string>;
 }
 
 export async function startRbacCluster(
@@ -95,6 +101,10 @@ export async function startRbacCluster(
   });
   await applyManifests(admin, options.manifests ?? (await readManifests(RBAC_DIR)));
   const cluster = await clusterOfAdminKubeconfig(layout);
+  const staticToken = (user: string): string | undefined => {
+    const entry = options.staticIdentities?.find((s) => s.user === user);
+    return entry && tokens.get(entry.component);
+  };
   return {
     server,
     faults,
@@ -111,6 +121,14 @@ export async function startRbacCluster(
     serviceAccountKubeconfig: async (namespace, name) => {
       const token = await requestServiceAccountToken(admin, namespace, name);
       return writeComponentKubeconfig(layout, `${namespace}-${name}`, cluster, token);
+    },
+    componentKubeconfig: async (component, identity) => {
+      const token =
+        identity.kind === "serviceAccount"
+          ? await requestServiceAccountToken(admin, identity.namespace, identity.name)
+          : staticToken(identity.user);
+      if (!token) throw new Error(`no token for ${component}: give its user in staticIdentities`);
+      return writeComponentKubeconfig(layout, component, cluster, token);
     },
   };
 }
@@ -129,4 +147,52 @@ export function describeEvent(event: AuditEvent): string {
     ? `${ref.apiGroup ?? ""}/${ref.resource}${ref.subresource ? `/${ref.subresource}` : ""} ${ref.namespace ?? ""}/${ref.name ?? ""}`
     : event.requestURI;
   return `${event.user.username} ${event.verb} ${what} -> ${event.responseStatus.code}`;
+}
+
+/** A component's identity, as src/cluster/components.ts gives it. */
+export type ComponentIdentity =
+  | { kind: "serviceAccount"; namespace: string; name: string }
+  | { kind: "user"; user: string; groups: string[] };
+
+/** The API server's name for an identity (audit user.username). */
+export function usernameOf(identity: ComponentIdentity): string {
+  return identity.kind === "user"
+    ? identity.user
+    : `system:serviceaccount:${identity.namespace}:${identity.name}`;
+}
+
+export interface RunningComponent {
+  name: string;
+  child: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
+  /** SIGTERM, then SIGKILL after 10 s; resolves once it exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `node src/cli/main.ts <subcommand> <args>` as `csikit up` runs each component (its own
+ * process, POD_NAMESPACE=default); stopped with SIGTERM, then SIGKILL after 10 s, at cleanup.
+ */
+export function spawnComponent(
+  t: TestContext,
+  instance: { name: string; subcommand?: string; args: readonly string[] },
+): RunningComponent {
+  const child = spawn(process.execPath, [MAIN, instance.subcommand ?? "", ...instance.args], {
+    env: { ...process.env, POD_NAMESPACE: "default" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let text = "";
+  child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  defer(t, stop);
+  return { name: instance.name, child, output: () => text, stop };
 }

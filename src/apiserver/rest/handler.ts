@@ -156,9 +156,16 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     if (audit) {
       const uri = req.url ?? "/";
       const userAgent = req.headers["user-agent"];
-      res.once("finish", () =>
-        audit(auditEvent(attributes, { uri, userAgent, code: res.statusCode, allowed: decision.allowed })),
-      );
+      // "finish" when the response was sent; "close" alone when it never ends on its own (a
+      // watch, until the client or the server goes): one event either way.
+      let recorded = false;
+      const record = (): void => {
+        if (recorded) return;
+        recorded = true;
+        audit(auditEvent(attributes, { uri, userAgent, code: res.statusCode, allowed: decision.allowed }));
+      };
+      res.once("finish", record);
+      res.once("close", record);
     }
     if (!decision.allowed) {
       req.resume();
