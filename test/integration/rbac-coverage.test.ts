@@ -41,6 +41,7 @@ import {
   type RunningComponent,
 } from "../harness/rbac.ts";
 import { installSnapshotCrds, writeReadySnapshot } from "../harness/snapshots.ts";
+import { persistentVolume, pod as nodePod } from "../harness/node.ts";
 import { until } from "../harness/until.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";
@@ -392,25 +393,21 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
   });
 
   // An attach error: a volume the driver does not have.
-  await admin.create(GVR.persistentVolumes, {
-    apiVersion: "v1",
-    kind: "PersistentVolume",
-    metadata: { name: "ghost" },
-    spec: {
-      capacity: { storage: "1Mi" },
-      accessModes: ["ReadWriteOnce"],
-      persistentVolumeReclaimPolicy: "Retain",
-      storageClassName: "",
-      claimRef: { namespace: NS, name: "ghost" },
-      csi: { driver: DRIVER, volumeHandle: "no-such-volume" },
-    },
-  });
+  await admin.create(
+    GVR.persistentVolumes,
+    persistentVolume("ghost", { driver: DRIVER, handle: "no-such-volume" }),
+  );
   await admin.create(
     GVR.persistentVolumeClaims,
     claim("ghost", { storageClassName: "", volumeName: "ghost" }),
   );
-  const ghostApp = pod("ghost-app", "ghost");
-  await admin.create(GVR.pods, { ...ghostApp, spec: { ...ghostApp.spec, nodeName: nodes[0]!.name } });
+  await admin.create(
+    GVR.pods,
+    nodePod(NS, "ghost-app", {
+      nodeName: nodes[0]!.name,
+      volumes: [{ name: "data", persistentVolumeClaim: { claimName: "ghost" } }],
+    }),
+  );
   await step("attach error on the ghost's VolumeAttachment", async () => {
     const list = await admin.list<VolumeAttachment>(GVR.volumeAttachments);
     return (
