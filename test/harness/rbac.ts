@@ -172,14 +172,15 @@ export interface RunningComponent {
 
 /**
  * Runs `node src/cli/main.ts <subcommand> <args>` as `csikit up` runs each component (its own
- * process, POD_NAMESPACE=default); stopped with SIGTERM, then SIGKILL after 10 s, at cleanup.
+ * process, POD_NAMESPACE=default, plus `env`); stopped with SIGTERM, then SIGKILL after 10 s, at cleanup.
  */
 export function spawnComponent(
   t: TestContext,
   instance: { name: string; subcommand?: string; args: readonly string[] },
+  env: Readonly<Record<string, string>> = {},
 ): RunningComponent {
   const child = spawn(process.execPath, [MAIN, instance.subcommand ?? "", ...instance.args], {
-    env: { ...process.env, POD_NAMESPACE: "default" },
+    env: { ...process.env, POD_NAMESPACE: "default", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let text = "";

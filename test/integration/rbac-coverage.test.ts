@@ -3,14 +3,16 @@
 // deploy/rbac/) while a scenario suite drives its API paths: provisioning (immediate and
 // WaitForFirstConsumer, the scheduler's pick), clone, restore from a VolumeSnapshot, resize,
 // VolumeAttributesClass modify, attach and an attach error, detach, delete, leader election
-// (on, as deploy/ runs the sidecars) and events. The API server's audit events say what each
+// (on, as deploy/ runs the sidecars), capacity tracking (on, as a deployment may run it) and
+// events. The API server's audit events say what each
 // identity asked for:
 //   1. no request of any component is answered 403 (a missing permission fails here, not on a
 //      user's cluster);
 //   2. least privilege: every (verb, group, resource) a component's Roles grant is used by it
 //      during the suite, or listed in UNEXERCISED with the reason it is granted anyway.
-// Node agents are not run here (they need a mount namespace; their confinement is tested with
-// the Node authorizer); this test plays their part (Node, CSINode) as the admin.
+// Not run here: the node agents (they need a mount namespace; their RBAC is the Node
+// authorizer's, tested with it), node-deployment and migration (a second provisioner setup
+// each); this test plays the node agents' part (Node, CSINode) as the admin.
 
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
@@ -48,6 +50,13 @@ const DRIVER = "hostpath.csi.k8s.io";
 const TOPOLOGY_KEY = "topology.hostpath.csi/node";
 const NS = "default";
 const STEP = { timeoutMs: 90_000 };
+/**
+ * Paths `up` does not turn on yet, on as a deployment may run them: capacity tracking (owned by
+ * no pod here: ownerref level -1). A flag `up` already passes is not given twice.
+ */
+const EXTRA_ARGS: Readonly<Record<string, readonly string[]>> = {
+  provisioner: ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"],
+};
 /** Components the suite runs (drivers and node-level components aside). */
 const RUN = new Set(["controllers", "provisioner", "attacher", "resizer"]);
 
@@ -61,7 +70,8 @@ const INFORMER_GET = "upstream's rule (its listers may fall back to a get); csik
 const EVENT_REPEAT = "event recorder: patches the count of a repeated event (none repeats in this suite)";
 const EVENT_UPSTREAM =
   "upstream's events rule, kept so its image runs under the same Role; csikit's recorder creates and patches";
-const CAPACITY = "capacity tracking (--enable-capacity), not on in `up`'s command line yet";
+const CAPACITY =
+  "capacity tracking (on here through EXTRA_ARGS): the verbs a short run does not reach (an object patched, updated or deleted when capacity, a class or a segment changes)";
 const VAC_GATE = "VolumeAttributesClass: read when its feature gate is on, off in `up`'s command line yet";
 const KCM_PARITY =
   "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
@@ -96,8 +106,10 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
     "update storage.k8s.io/csistoragecapacities": CAPACITY,
     "patch storage.k8s.io/csistoragecapacities": CAPACITY,
     "delete storage.k8s.io/csistoragecapacities": CAPACITY,
-    "get /pods": `${CAPACITY}: the owner walk of a CSIStorageCapacity`,
-    "get apps/replicasets": `${CAPACITY}: the owner walk of a CSIStorageCapacity`,
+    "get /pods":
+      "capacity tracking's owner walk (--capacity-ownerref-level >= 0: the Pod, then its ReplicaSet); off here (-1)",
+    "get apps/replicasets":
+      "capacity tracking's owner walk (--capacity-ownerref-level >= 0: the Pod, then its ReplicaSet); off here (-1)",
   },
   attacher: {
     "get /persistentvolumes": INFORMER_GET,
@@ -225,7 +237,12 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     apiVersion: "storage.k8s.io/v1",
     kind: "CSIDriver",
     metadata: { name: DRIVER },
-    spec: { attachRequired: true, podInfoOnMount: true, volumeLifecycleModes: ["Persistent", "Ephemeral"] },
+    spec: {
+      attachRequired: true,
+      podInfoOnMount: true,
+      storageCapacity: true,
+      volumeLifecycleModes: ["Persistent", "Ephemeral"],
+    },
   });
   for (const [name, mode] of [
     ["csi-hostpath", "WaitForFirstConsumer"],
@@ -288,8 +305,16 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     const args =
       instance.name === "controllers"
         ? instance.args.map((a) => (a === "--leader-elect=false" ? "--leader-elect=true" : a))
-        : [...instance.args, "--leader-election"];
-    running.push(spawnComponent(t, { ...instance, args }));
+        : [
+            ...instance.args,
+            "--leader-election",
+            "--leader-election-retry-period=1s",
+            ...(EXTRA_ARGS[instance.name] ?? []).filter(
+              (extra) => !instance.args.some((arg) => arg.split("=")[0] === extra.split("=")[0]),
+            ),
+          ];
+    // NAMESPACE: where capacity objects go, as upstream's manifests set it (downward API).
+    running.push(spawnComponent(t, { ...instance, args }, { NAMESPACE: NS }));
   }
   const logs = (): string => running.map((c) => `--- ${c.name}\n${c.output().slice(-3000)}`).join("\n");
   const step = async <T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> => {
@@ -392,6 +417,12 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     return list.items.some((va) => va.status?.attached) || undefined;
   });
 
+  // Capacity tracking: one CSIStorageCapacity per class and topology segment.
+  await step("CSIStorageCapacity published", async () => {
+    const list = await admin.list(GVR.csiStorageCapacities, { namespace: NS });
+    return list.items.length > 0 || undefined;
+  });
+
   // An attach error: a volume the driver does not have.
   await admin.create(
     GVR.persistentVolumes,
@@ -429,7 +460,17 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     return pvs.items.every((pv) => pv.metadata?.name === "ghost") || undefined;
   });
 
-  // Stopped first: a watch is audited when it ends, and their leases are released on the way.
+  // Leader election renews (an update of its Lease) every retry period: wait for one each.
+  await step("every sidecar's lease renewed", async () => {
+    const leases = await admin.list<KubeObject & { spec?: { acquireTime?: string; renewTime?: string } }>(
+      GVR.leases,
+      { namespace: NS },
+    );
+    const renewed = leases.items.filter((l) => l.spec?.renewTime !== l.spec?.acquireTime);
+    return renewed.length >= 3 || undefined;
+  });
+
+  // Stopped first: a watch is audited when it ends.
   await Promise.all(running.map((component) => component.stop()));
 
   // 1. Nothing any component asked for was refused.
