@@ -15,3 +15,4 @@ export { admissionChain, ADMISSION_PLUGINS, DEFAULT_ADMISSION_PLUGINS } from "./
 export type { AdmissionPlugin } from "./admission/admission.ts";
 export { AUTHORIZATION_MODES, parseAuthorizationModes } from "./auth/authz.ts";
 export type { AuthorizationMode } from "./auth/authz.ts";
+export type { AuditBackend, AuditEvent } from "./auth/audit.ts";

@@ -14,6 +14,7 @@ import type { ResourceRegistry } from "./rest/resource.ts";
 import { DEFAULT_COMPACTION_INTERVAL_MS, openSqliteStore, type SqliteStore } from "./storage/index.ts";
 import { CustomResourceSync, isCustomResourceRegistry } from "./admission/crds.ts";
 import type { FaultInjector } from "./transport/faults.ts";
+import type { AuditBackend } from "./auth/audit.ts";
 import { createBuiltinRegistry } from "./registry.ts";
 import { createRequestHandler, type OpenApiProvider } from "./rest/handler.ts";
 import { DEFAULT_WATCH_MAX_PENDING_BYTES } from "./rest/watch.ts";
@@ -60,6 +61,8 @@ export interface ApiServerOptions {
   openapi?: OpenApiProvider;
   /** Tests only: inject failures (CONVENTIONS.md §20). Never set by the CLI. */
   faults?: FaultInjector;
+  /** Audit backend: one audit.k8s.io/v1 Event (level Metadata) per authenticated request. */
+  audit?: AuditBackend;
   /** Interval of BOOKMARK events on watches that allow them. Default 10s. */
   bookmarkIntervalMs?: number;
   /**
@@ -192,6 +195,7 @@ export async function startApiServer(
         reaper,
         ...(crds ? { crds } : {}),
         ...(options.faults ? { faults: options.faults } : {}),
+        ...(options.audit ? { audit: options.audit } : {}),
         ...(options.openapi ? { openapi: options.openapi } : {}),
         bookmarkIntervalMs: options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS,
         watchMaxPendingBytes: options.watchMaxPendingBytes ?? DEFAULT_WATCH_MAX_PENDING_BYTES,

@@ -37,6 +37,7 @@ import {
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { serveRegistration } from "./registration-fallback.ts";
+import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
 import { pollUntil } from "./poll.ts";
 import { watchVolumeEvents } from "./volume-events.ts";
@@ -242,6 +243,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   let admin: KubeClient | undefined;
   let exitCode = 0;
   const volumeEvents = new AbortController();
+  let secretAccess: Promise<void> | undefined;
   const stages = new Map<string, Stage>();
   const spawnComponent = (instance: ComponentInstance): void => {
     stages.set(instance.name, instance.stage);
@@ -321,6 +323,11 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       [csiDriverManifest(driverName, attachRequired, runsHostpath(plan)), storageClassManifest(driverName)],
       signal,
     );
+    // Secrets: only those the driver's StorageClasses name, for as long as they name them.
+    secretAccess = runSecretAccess(
+      { client, driverName, logger },
+      AbortSignal.any([signal, volumeEvents.signal]),
+    ).catch((error: unknown) => print(`✗ secret access: ${errorMessage(error)}`));
     const cluster = await clusterOfAdminKubeconfig(layout);
     await Promise.all(
       apiClients.map(async (instance) => {
@@ -416,6 +423,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       exitCode = 1;
     });
     volumeEvents.abort();
+    await secretAccess;
     admin?.close();
   }
   return exitCode;

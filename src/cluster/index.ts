@@ -5,6 +5,13 @@ export { COMPONENTS, STOP_ORDER, planComponents } from "./components.ts";
 export { ClusterLayout, ZONE_LABEL, nodeSpecs } from "./layout.ts";
 export { mountsUnder } from "./drain.ts";
 export { readManifests, applyManifests, RBAC_DIR } from "./manifests.ts";
+export type { Manifest } from "./manifests.ts";
+export {
+  clusterOfAdminKubeconfig,
+  requestServiceAccountToken,
+  writeComponentKubeconfig,
+  writeTokenAuthFile,
+} from "./identities.ts";
 export { runWalkthrough, WALKTHROUGHS } from "./walkthrough.ts";
 export type { Walkthrough } from "./walkthrough.ts";
 export { inUserMountNamespace, mountProblem, reexecInUserMountNamespace } from "./namespace.ts";

@@ -31,6 +31,7 @@ import {
   subjectAccessReview,
   tokenReview,
 } from "../auth/review-handlers.ts";
+import { auditEvent, type AuditBackend } from "../auth/audit.ts";
 import type { ServiceAccountTokens } from "../auth/sa-tokens.ts";
 import type { NamespaceReaper } from "../admission/namespaces.ts";
 import {
@@ -82,6 +83,8 @@ export interface HandlerOptions {
   logger: Logger;
   reaper: NamespaceReaper;
   faults?: FaultInjector;
+  /** Receives one audit event per authenticated request (none: no auditing). */
+  audit?: AuditBackend;
   openapi?: OpenApiProvider;
   bookmarkIntervalMs: number;
   /** Unsent bytes one watch may hold before it is ended as unresponsive. */
@@ -162,6 +165,21 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
         ? resourceAttributes(user, route.request, query.get("fieldSelector"))
         : nonResourceAttributes(user, req, url.pathname);
     const decision = options.authorizer.authorize(attributes);
+    const audit = options.audit;
+    if (audit) {
+      const uri = req.url ?? "/";
+      const userAgent = req.headers["user-agent"];
+      // "finish" when the response was sent; "close" alone when it never ends on its own (a
+      // watch, until the client or the server goes): one event either way.
+      let recorded = false;
+      const record = (): void => {
+        if (recorded) return;
+        recorded = true;
+        audit(auditEvent(attributes, { uri, userAgent, code: res.statusCode, allowed: decision.allowed }));
+      };
+      res.once("finish", record);
+      res.once("close", record);
+    }
     if (!decision.allowed) {
       req.resume();
       throw forbiddenError(attributes, decision.reason);

@@ -30,6 +30,7 @@ import {
 } from "../../api/index.ts";
 import { errorMessage } from "../../base/index.ts";
 import {
+  apiStatusCode,
   isAlreadyExists,
   isNotFound,
   objectReference,
@@ -181,7 +182,7 @@ async function provisionClaim(
         `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${error.message}`,
       );
       ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
-    }
+    } else apiFailureEvent(ctx, claim, className, error);
     throw error;
   }
   event(
@@ -191,28 +192,13 @@ async function provisionClaim(
     "Provisioning",
     `External provisioner is provisioning volume for claim ${JSON.stringify(claimKey(claim))}`,
   );
-  let current = claim;
-  const source = cloneSourceKey(claim);
-  if (source && prepared.dataSource?.kind === "PersistentVolumeClaim") {
-    const sourceClaim = ctx.view.claim(prepared.dataSource.namespace, prepared.dataSource.name);
-    if (sourceClaim)
-      await addFinalizer(
-        ctx.client,
-        GVR.persistentVolumeClaims,
-        sourceClaim,
-        FINALIZERS.cloningProtection.key,
-        rc.signal,
-      );
+  let current: PersistentVolumeClaim;
+  try {
+    current = await markSourcesAndClaim(ctx, claim, prepared, rc);
+  } catch (error) {
+    apiFailureEvent(ctx, claim, className, error);
+    throw error;
   }
-  await protectSnapshotSource(ctx, prepared.dataSource, rc);
-  // The durable in-flight mark: written before the driver is asked for anything.
-  current = await addFinalizer(
-    ctx.client,
-    GVR.persistentVolumeClaims,
-    current,
-    IN_FLIGHT_FINALIZER,
-    rc.signal,
-  );
   let response;
   try {
     response = await ctx.csi.controller.createVolume(prepared.request, {
@@ -268,6 +254,57 @@ async function provisionClaim(
     (ctx.clock.now() - started) / 1000,
   );
   return result;
+}
+
+/**
+ * The writes before CreateVolume: the clone source's and snapshot source's protection, then the
+ * durable in-flight mark on the claim. Returns the marked claim.
+ */
+async function markSourcesAndClaim(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  prepared: PreparedProvision,
+  rc: ReconcileContext,
+): Promise<PersistentVolumeClaim> {
+  const source = cloneSourceKey(claim);
+  if (source && prepared.dataSource?.kind === "PersistentVolumeClaim") {
+    const sourceClaim = ctx.view.claim(prepared.dataSource.namespace, prepared.dataSource.name);
+    if (sourceClaim)
+      await addFinalizer(
+        ctx.client,
+        GVR.persistentVolumeClaims,
+        sourceClaim,
+        FINALIZERS.cloningProtection.key,
+        rc.signal,
+      );
+  }
+  await protectSnapshotSource(ctx, prepared.dataSource, rc);
+  // The durable in-flight mark: written before the driver is asked for anything.
+  return addFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+}
+
+/**
+ * A failed Kubernetes API call stops this attempt (the queue retries it): the claim gets a
+ * ProvisioningFailed event carrying the API server's answer (which names the verb, resource and
+ * identity of a 403), so `kubectl describe` says why the claim stays Pending. Non-API errors
+ * are left to their own handling.
+ */
+function apiFailureEvent(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  className: string,
+  error: unknown,
+): void {
+  const code = apiStatusCode(error);
+  // No answer at all (0): the API server is unreachable, so an event could not be written either.
+  if (code === undefined || code === 0) return;
+  event(
+    ctx,
+    claim,
+    "Warning",
+    "ProvisioningFailed",
+    `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${errorMessage(error)}`,
+  );
 }
 
 function sourceKind(claim: PersistentVolumeClaim): string {

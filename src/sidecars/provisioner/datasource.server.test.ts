@@ -5,10 +5,7 @@
 // --prevent-volume-mode-conversion, the cross-namespace gate, and clone-rule errors.
 
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { parse } from "yaml";
 import { GVR, type PersistentVolumeClaim } from "../../api/index.ts";
 import { CsiClient } from "../../csi/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
@@ -29,10 +26,10 @@ import {
   type Cluster,
 } from "../../../test/harness/provisioner.ts";
 import { until } from "../../../test/harness/until.ts";
+import { installSnapshotCrds, writeReadySnapshot } from "../../../test/harness/snapshots.ts";
 
 const CLONING = "provisioner.storage.kubernetes.io/cloning-protection";
 const SNAPSHOT_SOURCE = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";
-const TESTDATA = join(import.meta.dirname, "..", "..", "apiserver", "resources", "testdata");
 
 async function provisionAndBind(
   cluster: Cluster,
@@ -118,79 +115,6 @@ test("cloning protection holds the source while the clone is in flight", async (
   );
 });
 
-async function installSnapshotCrds(cluster: Cluster): Promise<void> {
-  for (const file of ["volumesnapshotclasses", "volumesnapshotcontents", "volumesnapshots"]) {
-    const crd = parse(
-      await readFile(join(TESTDATA, `snapshot.storage.k8s.io_${file}.yaml`), "utf8"),
-    ) as KubeObject;
-    await cluster.client.create(GVR.customResourceDefinitions, crd);
-  }
-  await until(async () => {
-    await cluster.client.list(GVR.volumeSnapshots, { namespace: "default" });
-    await cluster.client.list(GVR.volumeSnapshotContents);
-    return true;
-  }, "snapshot CRDs served");
-}
-
-interface SnapshotObjects {
-  name: string;
-  driver: string;
-  handle: string;
-  sizeBytes: number;
-  sourceVolumeMode?: "Filesystem" | "Block";
-  allowModeChange?: boolean;
-  finalizers?: string[];
-}
-
-/** Writes a VolumeSnapshot and its content as the snapshot controller leaves them: bound, ready. */
-async function writeReadySnapshot(cluster: Cluster, options: SnapshotObjects): Promise<void> {
-  const vs = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
-    GVR.volumeSnapshots,
-    {
-      apiVersion: "snapshot.storage.k8s.io/v1",
-      kind: "VolumeSnapshot",
-      metadata: {
-        name: options.name,
-        namespace: "default",
-        ...(options.finalizers ? { finalizers: options.finalizers } : {}),
-      },
-      spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
-    },
-  );
-  const content = await cluster.client.create<KubeObject & { spec?: unknown; status?: unknown }>(
-    GVR.volumeSnapshotContents,
-    {
-      apiVersion: "snapshot.storage.k8s.io/v1",
-      kind: "VolumeSnapshotContent",
-      metadata: {
-        name: `content-${options.name}`,
-        ...(options.allowModeChange
-          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
-          : {}),
-      },
-      spec: {
-        driver: options.driver,
-        deletionPolicy: "Delete",
-        source: { snapshotHandle: options.handle },
-        volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
-        sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
-      },
-    },
-  );
-  await cluster.client.updateStatus(GVR.volumeSnapshotContents, {
-    ...content,
-    status: { snapshotHandle: options.handle, readyToUse: true, restoreSize: options.sizeBytes },
-  });
-  await cluster.client.updateStatus(GVR.volumeSnapshots, {
-    ...vs,
-    status: {
-      boundVolumeSnapshotContentName: `content-${options.name}`,
-      readyToUse: true,
-      restoreSize: "1Mi",
-    },
-  });
-}
-
 /** Takes a snapshot of `volumeId` in the driver, then writes its API objects. */
 async function readySnapshot(
   t: TestContext,
@@ -205,7 +129,7 @@ async function readySnapshot(
     sourceVolumeId: volumeId,
     name: `snapshot-${options.name}`,
   });
-  await writeReadySnapshot(cluster, {
+  await writeReadySnapshot(cluster.client, {
     ...options,
     driver: HOSTPATH,
     handle: snapshot!.snapshotId,
@@ -221,7 +145,7 @@ async function snapshotFinalizers(cluster: Cluster, name: string): Promise<strin
 test("restore from a VolumeSnapshot with hostpath; volume-mode conversion refused unless allowed", async (t) => {
   const cluster = await startCluster(t);
   const driver = await startHostpath(t, cluster.dir);
-  await installSnapshotCrds(cluster);
+  await installSnapshotCrds(cluster.client);
   await createClass(cluster, "sc", HOSTPATH);
   runProvisioner(t, cluster, driver.path, ["--feature-gates=Topology=false"]);
   const source = await provisionAndBind(cluster, "src", HOSTPATH);
@@ -262,20 +186,20 @@ test("cross-namespace data source needs its gate", async (t) => {
 test("restore holds the provisioner's finalizer on the snapshot while CreateVolume runs; the sweep clears orphans", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startStub(t, cluster.dir);
-  await installSnapshotCrds(cluster);
+  await installSnapshotCrds(cluster.client);
   await createClass(cluster, "sc", STUB);
   await createClass(cluster, "other", "someone-else.example.com");
   const snapshot = { driver: STUB, sizeBytes: 1 << 20 };
-  await writeReadySnapshot(cluster, { ...snapshot, name: "snap", handle: "h-snap" });
+  await writeReadySnapshot(cluster.client, { ...snapshot, name: "snap", handle: "h-snap" });
   // Left behind by a crashed provisioner: no claim restores from it any more.
-  await writeReadySnapshot(cluster, {
+  await writeReadySnapshot(cluster.client, {
     ...snapshot,
     name: "orphan",
     handle: "h-orphan",
     finalizers: [SNAPSHOT_SOURCE],
   });
   // Still the source of a Pending claim (of another provisioner): kept.
-  await writeReadySnapshot(cluster, {
+  await writeReadySnapshot(cluster.client, {
     ...snapshot,
     name: "held",
     handle: "h-held",

@@ -10,5 +10,7 @@ export type {
 } from "./options.ts";
 export { PROVISIONER_FLAGS, provisionerOptionsFromFlags } from "./flags.ts";
 export { IN_FLIGHT_FINALIZER } from "./finalizers.ts";
+// Which secrets a StorageClass names (`csikit up` grants its sidecars exactly those).
+export { secretTemplates, type SecretKind } from "./parameters.ts";
 // The capacity controller on its own, for its tests (test/harness/capacity.ts) and embedders.
 export { startCapacityController, type CapacityControllerOptions } from "./capacity/index.ts";

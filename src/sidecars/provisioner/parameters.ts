@@ -129,7 +129,11 @@ export function classFsType(parameters: Readonly<Record<string, string>> = {}, d
   return found === 1 ? fsType : defaultFsType;
 }
 
-function templates(
+/**
+ * The unresolved name and namespace templates a class gives for one kind of secret (its own
+ * pair, else the default pair), or undefined when it names none; throws on a half pair.
+ */
+export function secretTemplates(
   kind: SecretKind,
   parameters: Readonly<Record<string, string>>,
 ): { name: string; namespace: string } | undefined {
@@ -200,7 +204,7 @@ export function secretReference(
   pvName: string,
   claim?: PersistentVolumeClaim,
 ): SecretRef | undefined {
-  const found = templates(kind, parameters);
+  const found = secretTemplates(kind, parameters);
   if (!found) return undefined;
   const namespaceValues: Record<string, string> = { "pv.name": pvName };
   if (claim) namespaceValues["pvc.namespace"] = claim.metadata?.namespace ?? "";

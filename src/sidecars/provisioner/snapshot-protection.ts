@@ -36,7 +36,12 @@ export function snapshotSourceKey(claim: PersistentVolumeClaim): string | undefi
   return `${ref.namespace || claim.metadata?.namespace || ""}/${ref.name}`;
 }
 
-/** Before CreateVolume: mark the source snapshot. A failure fails this attempt (it is retried). */
+/**
+ * Before CreateVolume: mark the source snapshot. A failure fails this attempt (it is retried),
+ * except a 403: upstream (v6.2) made the RBAC for this finalizer optional and provisions without
+ * it, so a Role that does not grant it (e.g. upstream's v5 rules) restores unprotected, warned
+ * about in the log, instead of leaving every restore Pending.
+ */
 export async function protectSnapshotSource(
   ctx: ProvisionerContext,
   source: ResolvedDataSource | undefined,
@@ -45,7 +50,20 @@ export async function protectSnapshotSource(
   if (source?.kind !== "VolumeSnapshot") return;
   const snapshot = await ctx.view.snapshot(source.namespace, source.name, rc.signal);
   if (!snapshot || hasFinalizer(snapshot, SNAPSHOT_SOURCE_FINALIZER)) return;
-  await addFinalizer(ctx.client, GVR.volumeSnapshots, snapshot, SNAPSHOT_SOURCE_FINALIZER, rc.signal);
+  try {
+    await addFinalizer(ctx.client, GVR.volumeSnapshots, snapshot, SNAPSHOT_SOURCE_FINALIZER, rc.signal);
+  } catch (error) {
+    if (apiStatusCode(error) !== 403) throw error;
+    rc.logger.warn(
+      "cannot protect the source snapshot (RBAC: patch volumesnapshots); provisioning without it",
+      {
+        finalizer: SNAPSHOT_SOURCE_FINALIZER,
+        snapshot: `${source.namespace}/${source.name}`,
+        err: errorMessage(error),
+      },
+    );
+    return;
+  }
   rc.logger.info(3, "added finalizer to snapshot", {
     finalizer: SNAPSHOT_SOURCE_FINALIZER,
     snapshot: `${source.namespace}/${source.name}`,

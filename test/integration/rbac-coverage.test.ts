@@ -1,0 +1,498 @@
+// RBAC proves the manifests: every controller-side component runs as `csikit up` runs it (its
+// own process, `up`'s command line from src/cluster/components.ts, its identity, the Roles of
+// deploy/rbac/) while a scenario suite drives its API paths: provisioning (immediate and
+// WaitForFirstConsumer, the scheduler's pick), clone, restore from a VolumeSnapshot, resize,
+// VolumeAttributesClass modify, attach and an attach error, detach, delete, leader election
+// (on, as deploy/ runs the sidecars), capacity tracking (on, as a deployment may run it) and
+// events. The API server's audit events say what each
+// identity asked for:
+//   1. no request of any component is answered 403 (a missing permission fails here, not on a
+//      user's cluster);
+//   2. least privilege: every (verb, group, resource) a component's Roles grant is used by it
+//      during the suite, or listed in UNEXERCISED with the reason it is granted anyway.
+// Not run here: the node agents (they need a mount namespace; their RBAC is the Node
+// authorizer's, tested with it), node-deployment and migration (a second provisioner setup
+// each); this test plays the node agents' part (Node, CSINode) as the admin.
+
+import assert from "node:assert/strict";
+import { mkdir } from "node:fs/promises";
+import { test } from "node:test";
+import {
+  GVR,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type VolumeAttachment,
+} from "../../src/api/index.ts";
+import { CsiClient } from "../../src/csi/index.ts";
+import {
+  ClusterLayout,
+  RBAC_DIR,
+  nodeSpecs,
+  planComponents,
+  readManifests,
+  type Manifest,
+} from "../../src/cluster/index.ts";
+import type { KubeClient, KubeObject } from "../../src/kube/index.ts";
+import {
+  describeEvent,
+  forbidden,
+  spawnComponent,
+  startRbacCluster,
+  usernameOf,
+  type ComponentIdentity,
+  type RunningComponent,
+} from "../harness/rbac.ts";
+import { installSnapshotCrds, writeReadySnapshot } from "../harness/snapshots.ts";
+import { persistentVolume, pod as nodePod } from "../harness/node.ts";
+import { until } from "../harness/until.ts";
+
+const DRIVER = "hostpath.csi.k8s.io";
+const TOPOLOGY_KEY = "topology.hostpath.csi/node";
+const NS = "default";
+const STEP = { timeoutMs: 90_000 };
+/**
+ * Paths `up` does not turn on yet, on as a deployment may run them: capacity tracking (owned by
+ * no pod here: ownerref level -1). A flag `up` already passes is not given twice.
+ */
+const EXTRA_ARGS: Readonly<Record<string, readonly string[]>> = {
+  provisioner: ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"],
+};
+/** Components the suite runs (drivers and node-level components aside). */
+const RUN = new Set(["controllers", "provisioner", "attacher", "resizer"]);
+
+/**
+ * Rules granted but not exercised by the suite, each with why it stays. A rule listed here that
+ * the suite does exercise is fine; a granted rule neither exercised nor listed fails the test.
+ */
+const LEASES_UPSTREAM =
+  "upstream's leader-election Role (client-go's lease lock); csikit's elector only gets, creates and updates";
+const INFORMER_GET = "upstream's rule (its listers may fall back to a get); csikit reads it from an informer";
+const EVENT_REPEAT = "event recorder: patches the count of a repeated event (none repeats in this suite)";
+const EVENT_UPSTREAM =
+  "upstream's events rule, kept so its image runs under the same Role; csikit's recorder creates and patches";
+const CAPACITY =
+  "capacity tracking (on here through EXTRA_ARGS): the verbs a short run does not reach (an object patched, updated or deleted when capacity, a class or a segment changes)";
+const VAC_GATE = "VolumeAttributesClass: read when its feature gate is on, off in `up`'s command line yet";
+const KCM_PARITY =
+  "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
+const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  provisioner: {
+    "update /persistentvolumeclaims":
+      "upstream updates claims; csikit patches them (csi-provisioner-csikit.yaml)",
+    "update snapshot.storage.k8s.io/volumesnapshots":
+      "upstream v6.2 edits the source-protection finalizer with update; csikit patches",
+    "watch snapshot.storage.k8s.io/volumesnapshots":
+      "upstream v6.2's snapshot informer (orphan sweep); csikit lists",
+    "list snapshot.storage.k8s.io/volumesnapshotcontents":
+      "upstream's rule; csikit gets the one content a snapshot names",
+    "get /nodes": INFORMER_GET,
+    "get storage.k8s.io/csinodes": INFORMER_GET,
+    "get storage.k8s.io/storageclasses": INFORMER_GET,
+    "get storage.k8s.io/volumeattachments": INFORMER_GET,
+    "list /events": EVENT_UPSTREAM,
+    "watch /events": EVENT_UPSTREAM,
+    "update /events": EVENT_UPSTREAM,
+    "patch /events": EVENT_REPEAT,
+    "list coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "get storage.k8s.io/volumeattributesclasses": VAC_GATE,
+    "list storage.k8s.io/volumeattributesclasses": VAC_GATE,
+    "watch storage.k8s.io/volumeattributesclasses": VAC_GATE,
+    "get storage.k8s.io/csistoragecapacities": CAPACITY,
+    "list storage.k8s.io/csistoragecapacities": CAPACITY,
+    "watch storage.k8s.io/csistoragecapacities": CAPACITY,
+    "create storage.k8s.io/csistoragecapacities": CAPACITY,
+    "update storage.k8s.io/csistoragecapacities": CAPACITY,
+    "patch storage.k8s.io/csistoragecapacities": CAPACITY,
+    "delete storage.k8s.io/csistoragecapacities": CAPACITY,
+    "get /pods":
+      "capacity tracking's owner walk (--capacity-ownerref-level >= 0: the Pod, then its ReplicaSet); off here (-1)",
+    "get apps/replicasets":
+      "capacity tracking's owner walk (--capacity-ownerref-level >= 0: the Pod, then its ReplicaSet); off here (-1)",
+  },
+  attacher: {
+    "get /persistentvolumes": INFORMER_GET,
+    "get storage.k8s.io/csinodes": INFORMER_GET,
+    "get storage.k8s.io/volumeattachments": INFORMER_GET,
+    "list coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
+  },
+  resizer: {
+    "list /events": EVENT_UPSTREAM,
+    "watch /events": EVENT_UPSTREAM,
+    "update /events": EVENT_UPSTREAM,
+    "patch /events": EVENT_REPEAT,
+    "list coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "get storage.k8s.io/volumeattributesclasses": VAC_GATE,
+    "list storage.k8s.io/volumeattributesclasses": VAC_GATE,
+    "watch storage.k8s.io/volumeattributesclasses": VAC_GATE,
+  },
+  controllers: Object.fromEntries(
+    [
+      "create /bindings",
+      "create /persistentvolumes",
+      "delete /persistentvolumes",
+      "delete /pods",
+      "get /nodes",
+      "get /persistentvolumes",
+      "get /pods",
+      "get storage.k8s.io/csidrivers",
+      "get storage.k8s.io/csinodes",
+      "get storage.k8s.io/csistoragecapacities",
+      "get storage.k8s.io/storageclasses",
+      "get storage.k8s.io/volumeattachments",
+      "patch /persistentvolumeclaims/status",
+      "patch /persistentvolumes/status",
+      "patch /pods/status",
+      "update /pods/status",
+      "update /nodes/status",
+      "update /events",
+      "create events.k8s.io/events",
+      "patch events.k8s.io/events",
+      "update events.k8s.io/events",
+      "get */*",
+      "list */*",
+      "watch */*",
+      "patch */*",
+      "update */*",
+      "delete */*",
+    ].map((grant) => [grant, KCM_PARITY]),
+  ),
+};
+
+interface Rule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs?: string[];
+}
+
+/** `verb group/resource` of every rule the identity's bindings grant (resourceNames ignored). */
+function grantsOf(manifests: readonly Manifest[], identity: ComponentIdentity): Set<string> {
+  const roles = new Map<string, Rule[]>();
+  for (const m of manifests)
+    if (m.kind === "ClusterRole" || m.kind === "Role")
+      roles.set(`${m.kind}/${m.metadata.namespace ?? ""}/${m.metadata.name}`, (m.rules as Rule[]) ?? []);
+  const subjectMatches = (subject: Record<string, string>): boolean =>
+    identity.kind === "serviceAccount"
+      ? subject.kind === "ServiceAccount" &&
+        subject.name === identity.name &&
+        subject.namespace === identity.namespace
+      : (subject.kind === "User" && subject.name === identity.user) ||
+        (subject.kind === "Group" && identity.groups.includes(subject.name ?? ""));
+  const granted = new Set<string>();
+  for (const m of manifests) {
+    if (m.kind !== "ClusterRoleBinding" && m.kind !== "RoleBinding") continue;
+    const subjects = (m.subjects as Record<string, string>[] | undefined) ?? [];
+    if (!subjects.some(subjectMatches)) continue;
+    const ref = m.roleRef as { kind: string; name: string };
+    const rules = roles.get(
+      `${ref.kind}/${ref.kind === "Role" ? (m.metadata.namespace ?? "") : ""}/${ref.name}`,
+    );
+    for (const rule of rules ?? [])
+      for (const group of rule.apiGroups ?? [])
+        for (const resource of rule.resources ?? [])
+          for (const verb of rule.verbs ?? []) granted.add(`${verb} ${group}/${resource}`);
+  }
+  return granted;
+}
+
+/** Deletes a pod at once, as its kubelet does once the containers and volumes are gone. */
+async function deletePodNow(admin: KubeClient, name: string): Promise<void> {
+  await admin.request({
+    method: "DELETE",
+    path: `/api/v1/namespaces/${NS}/pods/${name}`,
+    body: { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0 },
+  });
+}
+
+test("every component's API calls on up are allowed by deploy/rbac, and every grant is used or explained", async (t) => {
+  const nodes = nodeSpecs(1);
+  const plan = (layout: ClusterLayout) =>
+    planComponents({
+      layout,
+      nodes,
+      driverName: DRIVER,
+      commands: new Set(["attacher", "resizer", "registrar", "livenessprobe"]),
+      verbosity: 2,
+      featureGates: "",
+      probePorts: new Map(nodes.map((n) => [n.name, 0])),
+    }).instances;
+  const staticIdentities = plan(new ClusterLayout("/unused")).flatMap((i) =>
+    i.identity?.kind === "user" && RUN.has(i.name)
+      ? [{ component: i.name, user: i.identity.user, groups: i.identity.groups }]
+      : [],
+  );
+  const manifests = await readManifests(RBAC_DIR);
+  const rbac = await startRbacCluster(t, { staticIdentities, manifests });
+  const { admin, layout } = rbac;
+  await layout.create();
+  const instances = plan(layout);
+
+  // What `up` applies besides deploy/rbac: the CSIDriver and its default StorageClass.
+  await admin.create(GVR.csiDrivers, {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "CSIDriver",
+    metadata: { name: DRIVER },
+    spec: {
+      attachRequired: true,
+      podInfoOnMount: true,
+      storageCapacity: true,
+      volumeLifecycleModes: ["Persistent", "Ephemeral"],
+    },
+  });
+  for (const [name, mode] of [
+    ["csi-hostpath", "WaitForFirstConsumer"],
+    ["immediate", "Immediate"],
+  ] as const)
+    await admin.create(GVR.storageClasses, {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name },
+      provisioner: DRIVER,
+      reclaimPolicy: "Delete",
+      volumeBindingMode: mode,
+      allowVolumeExpansion: true,
+    });
+  // The node agent's part: a Ready Node and its CSINode with the driver's topology.
+  for (const node of nodes) {
+    const created = await admin.create<KubeObject & { status?: unknown }>(GVR.nodes, {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name: node.name,
+        labels: { "kubernetes.io/hostname": node.name, [TOPOLOGY_KEY]: node.name },
+        annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
+      },
+    });
+    await admin.updateStatus(GVR.nodes, {
+      ...created,
+      status: {
+        conditions: [
+          {
+            type: "Ready",
+            status: "True",
+            reason: "KubeletReady",
+            lastHeartbeatTime: new Date().toISOString(),
+          },
+        ],
+        allocatable: { cpu: "4", memory: "8Gi", pods: "110" },
+        capacity: { cpu: "4", memory: "8Gi", pods: "110" },
+      },
+    });
+    await admin.create(GVR.csiNodes, {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "CSINode",
+      metadata: { name: node.name },
+      spec: { drivers: [{ name: DRIVER, nodeID: node.name, topologyKeys: [TOPOLOGY_KEY] }] },
+    });
+  }
+  await installSnapshotCrds(admin);
+
+  // The components, as up runs them; leader election on, as deploy/ runs the sidecars.
+  const running: RunningComponent[] = [];
+  const identities = new Map<string, ComponentIdentity>();
+  const driver = instances.find((i) => i.name === "driver")!;
+  await mkdir(layout.socketsDir, { recursive: true, mode: 0o700 });
+  await mkdir(layout.nodesDir, { recursive: true });
+  running.push(spawnComponent(t, driver));
+  for (const instance of instances.filter((i) => RUN.has(i.name))) {
+    identities.set(instance.name, instance.identity!);
+    await rbac.componentKubeconfig(instance.name, instance.identity!);
+    const args =
+      instance.name === "controllers"
+        ? instance.args.map((a) => (a === "--leader-elect=false" ? "--leader-elect=true" : a))
+        : [
+            ...instance.args,
+            "--leader-election",
+            "--leader-election-retry-period=1s",
+            ...(EXTRA_ARGS[instance.name] ?? []).filter(
+              (extra) => !instance.args.some((arg) => arg.split("=")[0] === extra.split("=")[0]),
+            ),
+          ];
+    // NAMESPACE: where capacity objects go, as upstream's manifests set it (downward API).
+    running.push(spawnComponent(t, { ...instance, args }, { NAMESPACE: NS }));
+  }
+  const logs = (): string => running.map((c) => `--- ${c.name}\n${c.output().slice(-3000)}`).join("\n");
+  const step = async <T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> => {
+    try {
+      return await until(check, what, STEP);
+    } catch (error) {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\n${logs()}`);
+    }
+  };
+
+  type Spec = KubeObject & { spec: Record<string, unknown> };
+  const claim = (name: string, extra: Record<string, unknown> = {}): Spec => ({
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name, namespace: NS },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      storageClassName: "immediate",
+      ...extra,
+    },
+  });
+  const bound = (name: string) =>
+    step(`claim ${name} bound`, async () => {
+      const c = await admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, name, { namespace: NS });
+      return c.status?.phase === "Bound" ? c : undefined;
+    });
+  const pod = (name: string, claimName: string): Spec => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: NS },
+    spec: {
+      containers: [{ name: "app", image: "busybox", volumeMounts: [{ name: "data", mountPath: "/data" }] }],
+      volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
+    },
+  });
+
+  // Provision (immediate), clone, restore.
+  await admin.create(GVR.persistentVolumeClaims, claim("source"));
+  const source = await bound("source");
+  await admin.create(
+    GVR.persistentVolumeClaims,
+    claim("clone", { dataSource: { kind: "PersistentVolumeClaim", name: "source" } }),
+  );
+  await bound("clone");
+  const sourcePv = await admin.get<PersistentVolume>(GVR.persistentVolumes, source.spec!.volumeName!);
+  const csi = CsiClient.connect(layout.controllerSocket);
+  const { snapshot } = await csi.controller.createSnapshot({
+    sourceVolumeId: sourcePv.spec!.csi!.volumeHandle,
+    name: "snapshot-snap",
+  });
+  csi.close();
+  await writeReadySnapshot(admin, {
+    name: "snap",
+    driver: DRIVER,
+    handle: snapshot!.snapshotId,
+    sizeBytes: Number(snapshot!.sizeBytes),
+  });
+  await admin.create(
+    GVR.persistentVolumeClaims,
+    claim("restored", {
+      dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
+    }),
+  );
+  await bound("restored");
+
+  // Resize.
+  await admin.patch(
+    GVR.persistentVolumeClaims,
+    "source",
+    { spec: { resources: { requests: { storage: "2Mi" } } } },
+    { namespace: NS, type: "merge" },
+  );
+  await step("source's volume expanded", async () => {
+    const pv = await admin.get<PersistentVolume>(GVR.persistentVolumes, source.spec!.volumeName!);
+    return pv.spec?.capacity?.storage === "2Mi";
+  });
+
+  // VolumeAttributesClass modify (whatever the resizer's gates do with it on up).
+  await admin.create(GVR.volumeAttributesClasses, {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "VolumeAttributesClass",
+    metadata: { name: "gold" },
+    driverName: DRIVER,
+    parameters: { tier: "gold" },
+  });
+  await admin.patch(
+    GVR.persistentVolumeClaims,
+    "clone",
+    { spec: { volumeAttributesClassName: "gold" } },
+    { namespace: NS, type: "merge" },
+  );
+
+  // WaitForFirstConsumer: the scheduler picks the node, then provision, attach.
+  await admin.create(GVR.persistentVolumeClaims, claim("late", { storageClassName: "csi-hostpath" }));
+  await admin.create(GVR.pods, pod("late-app", "late"));
+  await bound("late");
+  await step("late's volume attached", async () => {
+    const list = await admin.list<VolumeAttachment>(GVR.volumeAttachments);
+    return list.items.some((va) => va.status?.attached) || undefined;
+  });
+
+  // Capacity tracking: one CSIStorageCapacity per class and topology segment.
+  await step("CSIStorageCapacity published", async () => {
+    const list = await admin.list(GVR.csiStorageCapacities, { namespace: NS });
+    return list.items.length > 0 || undefined;
+  });
+
+  // An attach error: a volume the driver does not have.
+  await admin.create(
+    GVR.persistentVolumes,
+    persistentVolume("ghost", { driver: DRIVER, handle: "no-such-volume" }),
+  );
+  await admin.create(
+    GVR.persistentVolumeClaims,
+    claim("ghost", { storageClassName: "", volumeName: "ghost" }),
+  );
+  await admin.create(
+    GVR.pods,
+    nodePod(NS, "ghost-app", {
+      nodeName: nodes[0]!.name,
+      volumes: [{ name: "data", persistentVolumeClaim: { claimName: "ghost" } }],
+    }),
+  );
+  await step("attach error on the ghost's VolumeAttachment", async () => {
+    const list = await admin.list<VolumeAttachment>(GVR.volumeAttachments);
+    return (
+      list.items.some((va) => va.spec?.source?.persistentVolumeName === "ghost" && va.status?.attachError) ||
+      undefined
+    );
+  });
+
+  // Tear down: pods (as their kubelet would finish them), detach, claims, DeleteVolume.
+  for (const name of ["late-app", "ghost-app"]) await deletePodNow(admin, name);
+  await step(
+    "every attachment detached",
+    async () => (await admin.list(GVR.volumeAttachments)).items.length === 0,
+  );
+  for (const name of ["restored", "clone", "late", "ghost", "source"])
+    await admin.delete(GVR.persistentVolumeClaims, name, { namespace: NS });
+  await step("provisioned volumes deleted", async () => {
+    const pvs = await admin.list<PersistentVolume>(GVR.persistentVolumes);
+    return pvs.items.every((pv) => pv.metadata?.name === "ghost") || undefined;
+  });
+
+  // Leader election renews (an update of its Lease) every retry period: wait for one each.
+  await step("every sidecar's lease renewed", async () => {
+    const leases = await admin.list<KubeObject & { spec?: { acquireTime?: string; renewTime?: string } }>(
+      GVR.leases,
+      { namespace: NS },
+    );
+    const renewed = leases.items.filter((l) => l.spec?.renewTime !== l.spec?.acquireTime);
+    return renewed.length >= 3 || undefined;
+  });
+
+  // Stopped first: a watch is audited when it ends.
+  await Promise.all(running.map((component) => component.stop()));
+
+  // 1. Nothing any component asked for was refused.
+  const users = new Map([...identities].map(([component, identity]) => [usernameOf(identity), component]));
+  const refused = forbidden(rbac.audit).filter((e) => users.has(e.user.username));
+  assert.deepEqual(refused.map(describeEvent), [], "requests deploy/rbac refuses");
+
+  // 2. Least privilege: every grant used, or listed with its reason.
+  const problems: string[] = [];
+  for (const [component, identity] of identities) {
+    const username = usernameOf(identity);
+    const used = new Set(
+      rbac.audit
+        .filter((e) => e.user.username === username && e.objectRef && e.responseStatus.code !== 403)
+        .map((e) => {
+          const ref = e.objectRef!;
+          return `${e.verb} ${ref.apiGroup ?? ""}/${ref.resource}${ref.subresource ? `/${ref.subresource}` : ""}`;
+        }),
+    );
+    const explained = UNEXERCISED[component] ?? {};
+    for (const grant of [...grantsOf(manifests, identity)].sort())
+      if (!used.has(grant) && !(grant in explained)) problems.push(`${component}: ${grant}`);
+  }
+  assert.deepEqual(problems, [], "granted, never used by the suite, and not in UNEXERCISED");
+});
