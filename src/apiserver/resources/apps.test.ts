@@ -3,7 +3,6 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fieldErrorString } from "../../api/index.ts";
 import type { KubeObject, ResourceDef } from "../rest/resource.ts";
 import { deployments, statefulSets } from "./apps.ts";
 
@@ -27,7 +26,7 @@ function workload(kind: string, extra: Record<string, unknown> = {}): KubeObject
 
 function errors(def: ResourceDef, object: KubeObject): string[] {
   def.applyDefaults(object);
-  return def.validateCreate(object).map(fieldErrorString);
+  return def.validateCreate(object).map((cause) => `${cause.field}: ${cause.message}`);
 }
 
 test("a StatefulSet's container mounts its volumeClaimTemplate", () => {

@@ -63,7 +63,8 @@ describe("the manifest corpus against the API server with kubectl --validate=str
         assert.ok(expected.length > 0, `${name} has no "# refused:" line`);
         const result = await apply(file);
         assert.notEqual(result.code, 0, `kubectl apply accepted ${name}: ${result.stdout}`);
-        for (const text of expected) assert.ok(result.stderr.includes(text), `want ${text}\ngot ${result.stderr}`);
+        for (const text of expected)
+          assert.ok(result.stderr.includes(text), `want ${text}\ngot ${result.stderr}`);
       });
     }
   });
