@@ -5,6 +5,7 @@
 
 import { jsonEqual } from "../../base/index.ts";
 import {
+  fieldForbidden,
   fieldInvalid,
   fieldRequired,
   humanDuration,
@@ -36,6 +37,14 @@ import {
 } from "./schema.ts";
 import { compilePattern } from "./regex.ts";
 import { compileCelRule } from "./cel.ts";
+import {
+  costErrorMessage,
+  estimateRuleCost,
+  maxSizeOf,
+  STATIC_RULE_COST_LIMIT,
+  STATIC_SCHEMA_COST_LIMIT,
+  timesCardinality,
+} from "./cel-cost.ts";
 
 function versionsOf(object: Obj): Obj[] {
   const versions = at(object, "spec.versions");
@@ -104,34 +113,52 @@ function validateCRD(object: Obj): FieldCause[] {
   return causes;
 }
 
-/** Every sub-schema of `schema` with its field path, in upstream's notation (properties[name]). */
-function walkSchema(schema: Obj, path: string, visit: (schema: Obj, path: string) => void, depth = 0): void {
+type SchemaVisitor = (schema: Obj, path: string, cardinality: number) => void;
+
+/**
+ * Every sub-schema of `schema` with its field path, in upstream's notation (properties[name]),
+ * and how many times it can occur in one object (the sizes of the lists and maps above it).
+ */
+function walkSchema(schema: Obj, path: string, visit: SchemaVisitor, cardinality = 1, depth = 0): void {
   // CRD bodies are nesting-limited when decoded; this bound only keeps a recursion finite.
   if (depth > 1000) return;
-  visit(schema, path);
+  visit(schema, path, cardinality);
+  const own = maxSizeOf(schema);
   const properties = isRecord(schema.properties) ? schema.properties : {};
   for (const [name, child] of Object.entries(properties))
-    if (isRecord(child)) walkSchema(child, `${path}.properties[${name}]`, visit, depth + 1);
-  if (isRecord(schema.items)) walkSchema(schema.items, `${path}.items`, visit, depth + 1);
+    if (isRecord(child)) walkSchema(child, `${path}.properties[${name}]`, visit, cardinality, depth + 1);
+  if (isRecord(schema.items))
+    walkSchema(schema.items, `${path}.items`, visit, timesCardinality(cardinality, own), depth + 1);
   if (isRecord(schema.additionalProperties))
-    walkSchema(schema.additionalProperties, `${path}.additionalProperties`, visit, depth + 1);
-  if (isRecord(schema.not)) walkSchema(schema.not, `${path}.not`, visit, depth + 1);
+    walkSchema(
+      schema.additionalProperties,
+      `${path}.additionalProperties`,
+      visit,
+      timesCardinality(cardinality, own),
+      depth + 1,
+    );
+  if (isRecord(schema.not)) walkSchema(schema.not, `${path}.not`, visit, cardinality, depth + 1);
   for (const combinator of ["allOf", "anyOf", "oneOf"]) {
     const list = schema[combinator];
     if (Array.isArray(list))
       list.forEach((child: unknown, i) => {
-        if (isRecord(child)) walkSchema(child, `${path}.${combinator}[${i}]`, visit, depth + 1);
+        if (isRecord(child)) walkSchema(child, `${path}.${combinator}[${i}]`, visit, cardinality, depth + 1);
       });
   }
 }
 
+const COST_HINT_RULE = "estimated rule cost";
+const COST_HINT_TOTAL = "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
+
 /**
- * Schema checks made at CRD create/update: patterns compile (RE2 syntax) and every
- * x-kubernetes-validations rule compiles (422 otherwise, as upstream: none is ever skipped).
+ * Schema checks made at CRD create/update: patterns compile (RE2 syntax), every
+ * x-kubernetes-validations rule compiles (422 otherwise, as upstream: none is ever skipped), and
+ * no rule, nor all of them together, can cost more than upstream's static limits (cel-cost.ts).
  */
 function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
   const causes: FieldCause[] = [];
-  walkSchema(schema, path, (node, nodePath) => {
+  let total = 0;
+  walkSchema(schema, path, (node, nodePath, cardinality) => {
     const rules = node["x-kubernetes-validations"];
     if (Array.isArray(rules)) {
       rules.forEach((rule: unknown, i) => {
@@ -142,7 +169,14 @@ function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
           return;
         }
         const compiled = compileCelRule(source);
-        if (!compiled.ok) causes.push(fieldInvalid(field, source, `compilation failed: ${compiled.error}`));
+        if (!compiled.ok) {
+          causes.push(fieldInvalid(field, source, `compilation failed: ${compiled.error}`));
+          return;
+        }
+        const cost = timesCardinality(estimateRuleCost(compiled.rule.ast, node), cardinality);
+        if (cost > STATIC_RULE_COST_LIMIT)
+          causes.push(fieldForbidden(field, costErrorMessage(COST_HINT_RULE, cost, STATIC_RULE_COST_LIMIT)));
+        total = timesCardinality(1, total + cost);
       });
     }
     if (typeof node.pattern === "string") {
@@ -157,6 +191,8 @@ function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
         );
     }
   });
+  if (total > STATIC_SCHEMA_COST_LIMIT)
+    causes.push(fieldForbidden(path, costErrorMessage(COST_HINT_TOTAL, total, STATIC_SCHEMA_COST_LIMIT)));
   return causes;
 }
 
