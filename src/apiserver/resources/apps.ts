@@ -3,7 +3,7 @@
 // manifests apply cleanly. Nothing runs them: no controller creates their pods.
 
 import { jsonEqual } from "../../base/index.ts";
-import { fieldForbidden, fieldInvalid, fieldRequired } from "../../api/index.ts";
+import { fieldForbidden, fieldInvalid, fieldRequired, goRendered } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
@@ -115,7 +115,7 @@ function validateWorkload(object: Obj, rules: WorkloadRules): FieldCause[] {
     causes.push(
       fieldInvalid(
         "spec.template.metadata.labels",
-        goStringMap(labels),
+        goRendered(goStringMap(labels)),
         "`selector` does not match template `labels`",
       ),
     );
