@@ -151,14 +151,12 @@ const COST_HINT_RULE = "estimated rule cost";
 const COST_HINT_TOTAL = "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
 
 /**
- * Schema checks made at CRD create/update: patterns compile (RE2 syntax), every
- * x-kubernetes-validations rule compiles (422 otherwise, as upstream: none is ever skipped), and
- * no rule, nor all of them together, can cost more than upstream's static limits (cel-cost.ts).
+ * Schema checks made at CRD create/update: patterns compile (RE2 syntax) and every
+ * x-kubernetes-validations rule compiles (422 otherwise, as upstream: none is ever skipped).
  */
 function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
   const causes: FieldCause[] = [];
-  let total = 0;
-  walkSchema(schema, path, (node, nodePath, cardinality) => {
+  walkSchema(schema, path, (node, nodePath) => {
     const rules = node["x-kubernetes-validations"];
     if (Array.isArray(rules)) {
       rules.forEach((rule: unknown, i) => {
@@ -169,14 +167,7 @@ function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
           return;
         }
         const compiled = compileCelRule(source);
-        if (!compiled.ok) {
-          causes.push(fieldInvalid(field, source, `compilation failed: ${compiled.error}`));
-          return;
-        }
-        const cost = timesCardinality(estimateRuleCost(compiled.rule.ast, node), cardinality);
-        if (cost > STATIC_RULE_COST_LIMIT)
-          causes.push(fieldForbidden(field, costErrorMessage(COST_HINT_RULE, cost, STATIC_RULE_COST_LIMIT)));
-        total = timesCardinality(1, total + cost);
+        if (!compiled.ok) causes.push(fieldInvalid(field, source, `compilation failed: ${compiled.error}`));
       });
     }
     if (typeof node.pattern === "string") {
@@ -191,8 +182,61 @@ function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
         );
     }
   });
-  if (total > STATIC_SCHEMA_COST_LIMIT)
-    causes.push(fieldForbidden(path, costErrorMessage(COST_HINT_TOTAL, total, STATIC_SCHEMA_COST_LIMIT)));
+  return causes;
+}
+
+/** The rule sources of every version's schema. */
+function ruleSources(object: Obj): Set<string> {
+  const sources = new Set<string>();
+  for (const version of versionsOf(object)) {
+    const schema = at(version, "schema.openAPIV3Schema");
+    if (!isRecord(schema)) continue;
+    walkSchema(schema, "", (node) => {
+      const rules = node["x-kubernetes-validations"];
+      if (Array.isArray(rules))
+        for (const rule of rules) if (isRecord(rule) && typeof rule.rule === "string") sources.add(rule.rule);
+    });
+  }
+  return sources;
+}
+
+/**
+ * No rule, nor all of one schema's rules together, may cost more than upstream's static limits
+ * (cel-cost.ts). Rules the stored CRD already had are exempt on update, as upstream exempts
+ * pre-existing expressions, so a CRD stored before a limit applied can still be updated.
+ */
+function validateRuleCosts(object: Obj, preexisting: ReadonlySet<string>): FieldCause[] {
+  const causes: FieldCause[] = [];
+  versionsOf(object).forEach((version, v) => {
+    const schema = at(version, "schema.openAPIV3Schema");
+    if (!isRecord(schema)) return;
+    const path = `spec.versions[${v}].schema.openAPIV3Schema`;
+    let total = 0;
+    let added = false;
+    walkSchema(schema, path, (node, nodePath, cardinality) => {
+      const rules = node["x-kubernetes-validations"];
+      if (!Array.isArray(rules)) return;
+      rules.forEach((rule: unknown, i) => {
+        const source = isRecord(rule) ? rule.rule : undefined;
+        if (typeof source !== "string") return;
+        const compiled = compileCelRule(source);
+        if (!compiled.ok) return;
+        const cost = timesCardinality(estimateRuleCost(compiled.rule.ast, node), cardinality);
+        total = timesCardinality(1, total + cost);
+        if (preexisting.has(source)) return;
+        added = true;
+        if (cost > STATIC_RULE_COST_LIMIT)
+          causes.push(
+            fieldForbidden(
+              `${nodePath}.x-kubernetes-validations[${i}].rule`,
+              costErrorMessage(COST_HINT_RULE, cost, STATIC_RULE_COST_LIMIT),
+            ),
+          );
+      });
+    });
+    if (added && total > STATIC_SCHEMA_COST_LIMIT)
+      causes.push(fieldForbidden(path, costErrorMessage(COST_HINT_TOTAL, total, STATIC_SCHEMA_COST_LIMIT)));
+  });
   return causes;
 }
 
@@ -278,10 +322,12 @@ export const customResourceDefinitions: ResourceDef = defineResource({
     }
   },
   validate: validateCRD,
+  validateCreate: (object) => validateRuleCosts(object, new Set()),
   validateUpdate(object, old) {
     return [
       ...immutable("spec.scope", at(object, "spec.scope"), at(old, "spec.scope")),
       ...immutable("spec.group", at(object, "spec.group"), at(old, "spec.group")),
+      ...validateRuleCosts(object, ruleSources(old)),
     ];
   },
   columns: [

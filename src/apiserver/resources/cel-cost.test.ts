@@ -135,3 +135,18 @@ test("rules that pass one by one can still exceed the schema's total", () => {
   );
   assert.match(causes[0]!.message, /total for entire OpenAPIv3 schema exceeds budget by factor of 1\.\d{6}x/);
 });
+
+test("on update, rules the stored CRD already had are exempt; a new one is not", () => {
+  const stored = crd(strings(), [RULE]);
+  const relabelled = structuredClone(stored);
+  (relabelled.metadata as Record<string, unknown>).labels = { team: "a" };
+  assert.deepEqual(customResourceDefinitions.validateUpdate(relabelled, stored), []);
+  const grown = crd(strings(), [RULE, "self.tags.all(t, t.contains('x'))"]);
+  assert.deepEqual(
+    customResourceDefinitions.validateUpdate(grown, stored).map((cause) => cause.field),
+    [
+      "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule",
+      "spec.versions[0].schema.openAPIV3Schema",
+    ],
+  );
+});
