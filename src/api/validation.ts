@@ -20,8 +20,20 @@ export interface FieldError {
   field: string;
 }
 
+const GO_RENDERED = Symbol("go-rendered");
+
+/** A value already written as upstream prints it (Go's %#v of a map, a struct): shown as is. */
+export interface GoRendered {
+  readonly [GO_RENDERED]: string;
+}
+
+export function goRendered(text: string): GoRendered {
+  return { [GO_RENDERED]: text };
+}
+
 /** Renders a value as upstream's field errors do: strings quoted, numbers and booleans bare. */
 export function renderValue(value: unknown): string {
+  if (typeof value === "object" && value !== null && GO_RENDERED in value) return String(value[GO_RENDERED]);
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint")
     return String(value);

@@ -110,3 +110,19 @@ test("parseByteQuantity: the one byte parser for flags and config (binary, decim
   assert.throws(() => parseByteQuantity("-1Gi", "--capacity"), /negative/);
   assert.throws(() => parseByteQuantity("9Ei", "--capacity"), /out of range/);
 });
+
+test("decimal exponents as upstream reads and writes them: 1e1000 is a quantity, written 10e999", () => {
+  // Canonical exponents are multiples of three with no upper bound (DecimalSI stops at E).
+  assert.equal(canonicalQuantity("1e21"), "1e21");
+  assert.equal(canonicalQuantity("1e1000"), "10e999");
+  assert.equal(canonicalQuantity("1000E"), "1000E");
+  // Far below a nano-unit: rounded up to one, as upstream rounds, without building 10^5000.
+  assert.equal(canonicalQuantity("1e-5000"), "1e-9");
+  assert.equal(canonicalQuantity("-3e-5000"), "-1e-9");
+  assert.equal(canonicalQuantity("0e-5000"), "0");
+  // The exponent is an int64 kept as an int32: 2^32 wraps to 0; beyond int64 the suffix is bad.
+  assert.equal(canonicalQuantity("1e4294967296"), "1");
+  assert.throws(() => parseQuantity("1e99999999999999999999"), /unable to parse quantity's suffix/);
+  // csikit's own bound: exact nano-unit counts stop at 10^1000.
+  assert.throws(() => parseQuantity("1e1001"), /unable to parse numeric part of quantity/);
+});

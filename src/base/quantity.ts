@@ -15,6 +15,7 @@ export interface Quantity {
 }
 
 const NANO = 1_000_000_000n;
+const MAX_INT64 = (1n << 63n) - 1n;
 const QUANTITY_REGEX = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 const ERR_FORMAT = `quantities must match the regular expression '${QUANTITY_REGEX}'`;
 const ERR_NUMERIC = "unable to parse numeric part of quantity";
@@ -46,6 +47,27 @@ function divRoundUp(numerator: bigint, denominator: bigint): bigint {
   const quotient = numerator / denominator;
   if (quotient * denominator === numerator) return quotient;
   return numerator < 0n ? quotient - 1n : quotient + 1n;
+}
+
+/** Exponents up to this are computed exactly (10^n with n digits stays cheap). */
+const MAX_EXACT_EXPONENT = 1000;
+/** Below minus this, every quantity of at most MAX_QUANTITY_LENGTH digits is under one nano. */
+const MAX_EXACT_NEGATIVE_EXPONENT = MAX_QUANTITY_LENGTH + 10;
+
+/**
+ * The exponent of an "e<n>" suffix as upstream reads it: strconv.ParseInt(n, 10, 64) (beyond
+ * int64 the suffix does not parse), then kept as an int32 (wrapping, as Go's conversion does).
+ * Values beyond 10^1000 are refused: upstream keeps them as a scaled decimal, csikit holds
+ * quantities as exact nano-unit counts, and no real quantity needs them.
+ */
+function suffixExponent(suffix: string): number {
+  const match = /^[eE]([-+]?[0-9]+)$/.exec(suffix);
+  if (match === null) throw new ValidationError(ERR_SUFFIX);
+  const parsed = BigInt(match[1] ?? "0");
+  if (parsed > MAX_INT64 || parsed < -MAX_INT64 - 1n) throw new ValidationError(ERR_SUFFIX);
+  const exponent = Number(BigInt.asIntN(32, parsed));
+  if (exponent > MAX_EXACT_EXPONENT) throw new ValidationError(ERR_NUMERIC);
+  return exponent;
 }
 
 /**
@@ -87,14 +109,15 @@ export function parseQuantity(input: string): Quantity {
     if (decimalExponent >= 0) numerator *= pow10(decimalExponent);
     else denominator *= pow10(-decimalExponent);
   } else {
-    const exp = /^[eE]([-+]?[0-9]+)$/.exec(suffix);
-    if (exp === null) throw new ValidationError(ERR_SUFFIX);
-    const exponent = Number(exp[1]);
-    if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 1000) {
-      throw new ValidationError(ERR_NUMERIC);
-    }
+    const exponent = suffixExponent(suffix);
     format = "DecimalExponent";
     numerator = digits;
+    if (exponent < -MAX_EXACT_NEGATIVE_EXPONENT) {
+      // Far below a nano-unit even with every digit whole: upstream rounds any non-zero value
+      // up to one nano-unit, so no 10^n needs building.
+      const nanos = digits === 0n ? 0n : sign;
+      return Object.freeze({ nanos, format });
+    }
     if (exponent >= 0) numerator *= pow10(exponent);
     else denominator *= pow10(-exponent);
   }
@@ -133,7 +156,8 @@ export function formatQuantity(quantity: Quantity): string {
   }
   let mantissa = nanos;
   let exponent = -9;
-  while (mantissa % 1000n === 0n && exponent < 18) {
+  // DecimalSI stops at its largest suffix (E); an exponent has no such bound ("10e999").
+  while (mantissa % 1000n === 0n && (format === "DecimalExponent" || exponent < 18)) {
     mantissa /= 1000n;
     exponent += 3;
   }
@@ -173,8 +197,6 @@ export function addQuantities(a: Quantity, b: Quantity): Quantity {
 export function subtractQuantities(a: Quantity, b: Quantity): Quantity {
   return Object.freeze({ nanos: a.nanos - b.nanos, format: a.format });
 }
-
-const MAX_INT64 = (1n << 63n) - 1n;
 
 /**
  * A byte count from a quantity ("10Mi", "1.5Gi", "100M", "1e9", or plain digits): the one parser

@@ -5,6 +5,7 @@
 
 import { jsonEqual } from "../../base/index.ts";
 import {
+  fieldForbidden,
   fieldInvalid,
   fieldRequired,
   humanDuration,
@@ -36,6 +37,14 @@ import {
 } from "./schema.ts";
 import { compilePattern } from "./regex.ts";
 import { compileCelRule } from "./cel.ts";
+import {
+  costErrorMessage,
+  estimateRuleCost,
+  maxSizeOf,
+  STATIC_RULE_COST_LIMIT,
+  STATIC_SCHEMA_COST_LIMIT,
+  timesCardinality,
+} from "./cel-cost.ts";
 
 function versionsOf(object: Obj): Obj[] {
   const versions = at(object, "spec.versions");
@@ -104,26 +113,42 @@ function validateCRD(object: Obj): FieldCause[] {
   return causes;
 }
 
-/** Every sub-schema of `schema` with its field path, in upstream's notation (properties[name]). */
-function walkSchema(schema: Obj, path: string, visit: (schema: Obj, path: string) => void, depth = 0): void {
+type SchemaVisitor = (schema: Obj, path: string, cardinality: number) => void;
+
+/**
+ * Every sub-schema of `schema` with its field path, in upstream's notation (properties[name]),
+ * and how many times it can occur in one object (the sizes of the lists and maps above it).
+ */
+function walkSchema(schema: Obj, path: string, visit: SchemaVisitor, cardinality = 1, depth = 0): void {
   // CRD bodies are nesting-limited when decoded; this bound only keeps a recursion finite.
   if (depth > 1000) return;
-  visit(schema, path);
+  visit(schema, path, cardinality);
+  const own = maxSizeOf(schema);
   const properties = isRecord(schema.properties) ? schema.properties : {};
   for (const [name, child] of Object.entries(properties))
-    if (isRecord(child)) walkSchema(child, `${path}.properties[${name}]`, visit, depth + 1);
-  if (isRecord(schema.items)) walkSchema(schema.items, `${path}.items`, visit, depth + 1);
+    if (isRecord(child)) walkSchema(child, `${path}.properties[${name}]`, visit, cardinality, depth + 1);
+  if (isRecord(schema.items))
+    walkSchema(schema.items, `${path}.items`, visit, timesCardinality(cardinality, own), depth + 1);
   if (isRecord(schema.additionalProperties))
-    walkSchema(schema.additionalProperties, `${path}.additionalProperties`, visit, depth + 1);
-  if (isRecord(schema.not)) walkSchema(schema.not, `${path}.not`, visit, depth + 1);
+    walkSchema(
+      schema.additionalProperties,
+      `${path}.additionalProperties`,
+      visit,
+      timesCardinality(cardinality, own),
+      depth + 1,
+    );
+  if (isRecord(schema.not)) walkSchema(schema.not, `${path}.not`, visit, cardinality, depth + 1);
   for (const combinator of ["allOf", "anyOf", "oneOf"]) {
     const list = schema[combinator];
     if (Array.isArray(list))
       list.forEach((child: unknown, i) => {
-        if (isRecord(child)) walkSchema(child, `${path}.${combinator}[${i}]`, visit, depth + 1);
+        if (isRecord(child)) walkSchema(child, `${path}.${combinator}[${i}]`, visit, cardinality, depth + 1);
       });
   }
 }
+
+const COST_HINT_RULE = "estimated rule cost";
+const COST_HINT_TOTAL = "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
 
 /**
  * Schema checks made at CRD create/update: patterns compile (RE2 syntax) and every
@@ -156,6 +181,61 @@ function validateSchemaTree(schema: Obj, path: string): FieldCause[] {
           ),
         );
     }
+  });
+  return causes;
+}
+
+/** The rule sources of every version's schema. */
+function ruleSources(object: Obj): Set<string> {
+  const sources = new Set<string>();
+  for (const version of versionsOf(object)) {
+    const schema = at(version, "schema.openAPIV3Schema");
+    if (!isRecord(schema)) continue;
+    walkSchema(schema, "", (node) => {
+      const rules = node["x-kubernetes-validations"];
+      if (Array.isArray(rules))
+        for (const rule of rules) if (isRecord(rule) && typeof rule.rule === "string") sources.add(rule.rule);
+    });
+  }
+  return sources;
+}
+
+/**
+ * No rule, nor all of one schema's rules together, may cost more than upstream's static limits
+ * (cel-cost.ts). Rules the stored CRD already had are exempt on update, as upstream exempts
+ * pre-existing expressions, so a CRD stored before a limit applied can still be updated.
+ */
+function validateRuleCosts(object: Obj, preexisting: ReadonlySet<string>): FieldCause[] {
+  const causes: FieldCause[] = [];
+  versionsOf(object).forEach((version, v) => {
+    const schema = at(version, "schema.openAPIV3Schema");
+    if (!isRecord(schema)) return;
+    const path = `spec.versions[${v}].schema.openAPIV3Schema`;
+    let total = 0;
+    let added = false;
+    walkSchema(schema, path, (node, nodePath, cardinality) => {
+      const rules = node["x-kubernetes-validations"];
+      if (!Array.isArray(rules)) return;
+      rules.forEach((rule: unknown, i) => {
+        const source = isRecord(rule) ? rule.rule : undefined;
+        if (typeof source !== "string") return;
+        const compiled = compileCelRule(source);
+        if (!compiled.ok) return;
+        const cost = timesCardinality(estimateRuleCost(compiled.rule.ast, node), cardinality);
+        total = timesCardinality(1, total + cost);
+        if (preexisting.has(source)) return;
+        added = true;
+        if (cost > STATIC_RULE_COST_LIMIT)
+          causes.push(
+            fieldForbidden(
+              `${nodePath}.x-kubernetes-validations[${i}].rule`,
+              costErrorMessage(COST_HINT_RULE, cost, STATIC_RULE_COST_LIMIT),
+            ),
+          );
+      });
+    });
+    if (added && total > STATIC_SCHEMA_COST_LIMIT)
+      causes.push(fieldForbidden(path, costErrorMessage(COST_HINT_TOTAL, total, STATIC_SCHEMA_COST_LIMIT)));
   });
   return causes;
 }
@@ -242,10 +322,12 @@ export const customResourceDefinitions: ResourceDef = defineResource({
     }
   },
   validate: validateCRD,
+  validateCreate: (object) => validateRuleCosts(object, new Set()),
   validateUpdate(object, old) {
     return [
       ...immutable("spec.scope", at(object, "spec.scope"), at(old, "spec.scope")),
       ...immutable("spec.group", at(object, "spec.group"), at(old, "spec.group")),
+      ...validateRuleCosts(object, ruleSources(old)),
     ];
   },
   columns: [

@@ -3,7 +3,7 @@
 // manifests apply cleanly. Nothing runs them: no controller creates their pods.
 
 import { jsonEqual } from "../../base/index.ts";
-import { fieldInvalid, fieldRequired } from "../../api/index.ts";
+import { fieldForbidden, fieldInvalid, fieldRequired, goRendered } from "../../api/index.ts";
 import type { FieldCause, KubeObject, ResourceDef } from "../rest/resource.ts";
 import {
   AGE_COLUMN,
@@ -76,8 +76,21 @@ function goStringMap(map: Obj): string {
   return `map[string]string{${entries.join(", ")}}`;
 }
 
+interface WorkloadRules {
+  /** The kind's word in upstream's empty-selector message. */
+  selectorNoun: string;
+  withReplicas: boolean;
+  /**
+   * Whether the template's pod spec is validated as a pod's. Upstream validates it for
+   * Deployments, DaemonSets and ReplicaSets; for StatefulSets it does not (only the template's
+   * restartPolicy and activeDeadlineSeconds), because their containers mount volumes that only
+   * the volumeClaimTemplates name.
+   */
+  validatePodSpec: boolean;
+}
+
 /** Selector, template and replica rules shared by the four kinds. */
-function validateWorkload(object: Obj, withReplicas: boolean): FieldCause[] {
+function validateWorkload(object: Obj, rules: WorkloadRules): FieldCause[] {
   const causes: FieldCause[] = [];
   const spec = isRecord(object.spec) ? object.spec : {};
   const selector = spec.selector;
@@ -88,7 +101,9 @@ function validateWorkload(object: Obj, withReplicas: boolean): FieldCause[] {
       (!isRecord(selector.matchLabels) || Object.keys(selector.matchLabels).length === 0) &&
       (!Array.isArray(selector.matchExpressions) || selector.matchExpressions.length === 0);
     if (empty)
-      causes.push(fieldInvalid("spec.selector", selector, "empty selector is invalid for deployment"));
+      causes.push(
+        fieldInvalid("spec.selector", selector, `empty selector is invalid for ${rules.selectorNoun}`),
+      );
   }
   const template = isRecord(spec.template) ? spec.template : undefined;
   if (template === undefined) {
@@ -100,16 +115,18 @@ function validateWorkload(object: Obj, withReplicas: boolean): FieldCause[] {
     causes.push(
       fieldInvalid(
         "spec.template.metadata.labels",
-        goStringMap(labels),
+        goRendered(goStringMap(labels)),
         "`selector` does not match template `labels`",
       ),
     );
   }
-  for (const cause of pods.validateCreate(templatePod(template))) {
-    if (cause.field.startsWith("spec")) causes.push({ ...cause, field: `spec.template.${cause.field}` });
+  if (rules.validatePodSpec) {
+    for (const cause of pods.validateCreate(templatePod(template))) {
+      if (cause.field.startsWith("spec")) causes.push({ ...cause, field: `spec.template.${cause.field}` });
+    }
   }
   causes.push(...oneOf("spec.template.spec.restartPolicy", at(template, "spec.restartPolicy"), ["Always"]));
-  if (withReplicas) {
+  if (rules.withReplicas) {
     const replicas = spec.replicas;
     if (
       replicas !== undefined &&
@@ -118,6 +135,23 @@ function validateWorkload(object: Obj, withReplicas: boolean): FieldCause[] {
       causes.push(fieldInvalid("spec.replicas", replicas, "must be greater than or equal to 0"));
   }
   return causes;
+}
+
+/** What upstream checks of a StatefulSet's pod template besides its labels and restartPolicy. */
+function statefulSetTemplateRules(object: Obj): FieldCause[] {
+  const deadline = at(object, "spec.template.spec.activeDeadlineSeconds");
+  if (deadline === undefined || deadline === null) return [];
+  return [
+    fieldForbidden(
+      "spec.template.spec.activeDeadlineSeconds",
+      "activeDeadlineSeconds in StatefulSet is not Supported",
+    ),
+  ];
+}
+
+function podManagementPolicyRule(policy: unknown): FieldCause[] {
+  if (policy === "OrderedReady" || policy === "Parallel") return [];
+  return [fieldInvalid("spec.podManagementPolicy", policy ?? "", "must be 'OrderedReady' or 'Parallel'")];
 }
 
 function selectorImmutable(object: Obj, old: Obj): FieldCause[] {
@@ -165,7 +199,7 @@ export const deployments: ResourceDef = defineResource({
     defaultTemplate(spec);
   },
   validate: (object) => [
-    ...validateWorkload(object, true),
+    ...validateWorkload(object, { selectorNoun: "deployment", withReplicas: true, validatePodSpec: true }),
     ...oneOf("spec.strategy.type", at(object, "spec.strategy.type"), ["Recreate", "RollingUpdate"]),
   ],
   validateUpdate: selectorImmutable,
@@ -209,7 +243,9 @@ export const replicaSets: ResourceDef = defineResource({
     setDefault(spec, "replicas", 1);
     defaultTemplate(spec);
   },
-  validate: (object) => validateWorkload(object, true),
+  // Upstream's ReplicaSet message says "deployment" too.
+  validate: (object) =>
+    validateWorkload(object, { selectorNoun: "deployment", withReplicas: true, validatePodSpec: true }),
   validateUpdate: selectorImmutable,
   columns: [
     NAME_COLUMN,
@@ -252,11 +288,9 @@ export const statefulSets: ResourceDef = defineResource({
     defaultTemplate(spec);
   },
   validate: (object) => [
-    ...validateWorkload(object, true),
-    ...oneOf("spec.podManagementPolicy", at(object, "spec.podManagementPolicy"), [
-      "OrderedReady",
-      "Parallel",
-    ]),
+    ...validateWorkload(object, { selectorNoun: "statefulset", withReplicas: true, validatePodSpec: false }),
+    ...statefulSetTemplateRules(object),
+    ...podManagementPolicyRule(at(object, "spec.podManagementPolicy")),
     ...oneOf("spec.updateStrategy.type", at(object, "spec.updateStrategy.type"), [
       "OnDelete",
       "RollingUpdate",
@@ -309,7 +343,7 @@ export const daemonSets: ResourceDef = defineResource({
     defaultTemplate(spec);
   },
   validate: (object) => [
-    ...validateWorkload(object, false),
+    ...validateWorkload(object, { selectorNoun: "daemonset", withReplicas: false, validatePodSpec: true }),
     ...oneOf("spec.updateStrategy.type", at(object, "spec.updateStrategy.type"), [
       "OnDelete",
       "RollingUpdate",

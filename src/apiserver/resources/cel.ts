@@ -159,6 +159,8 @@ export interface CompiledRule {
   size: number;
   /** How deep its macros nest. */
   depth: number;
+  /** The parsed rule, for the static cost estimate (cel-cost.ts). */
+  ast: unknown;
 }
 
 export type Compilation = { ok: true; rule: CompiledRule } | { ok: false; error: string };
@@ -185,6 +187,7 @@ export function compileCelRule(source: string): Compilation {
         transition: names.has("oldSelf"),
         size: nodeCount(parsed.ast),
         depth,
+        ast: parsed.ast,
       },
     };
   } catch (error) {

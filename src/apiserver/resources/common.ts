@@ -217,6 +217,8 @@ export interface KindSpec {
   defaults?(object: Obj): void;
   /** Kind-specific validation of the whole object (create, and the new object of an update). */
   validate?(object: Obj): FieldCause[];
+  /** Kind-specific create-only rules besides validate(). */
+  validateCreate?(object: Obj): FieldCause[];
   /** Kind-specific update rules (immutability) besides validate(). */
   validateUpdate?(object: Obj, old: Obj): FieldCause[];
   /** /status update rules (default: none beyond metadata). */
@@ -289,6 +291,7 @@ export function defineResource(spec: KindSpec): ResourceDef {
       return [
         ...validateObjectMeta(object, spec.namespaced, nameValidator),
         ...(spec.validate?.(object) ?? []),
+        ...(spec.validateCreate?.(object) ?? []),
       ];
     },
     validateUpdate(object, old) {

@@ -16,6 +16,7 @@ import {
   str,
 } from "./common.ts";
 import type { Obj } from "./common.ts";
+import { goUnmarshalObjectError } from "../rest/go-json.ts";
 
 const CONFIG_KEY_RE = /^[-._a-zA-Z0-9]+$/;
 const CONFIG_KEY_ERR =
@@ -35,7 +36,12 @@ export function isConfigMapKey(key: string): string[] {
 /** 1 MiB: the total data size limit of a Secret or ConfigMap. */
 const MAX_DATA_SIZE = 1024 * 1024;
 
-function dataKeyCauses(data: unknown, field: string): { causes: FieldCause[]; size: number } {
+/** A value's size as upstream counts it: its bytes (decoded, for base64 fields). */
+type SizeOf = (value: string) => number;
+const utf8Size: SizeOf = (value) => Buffer.byteLength(value, "utf8");
+const base64Size: SizeOf = (value) => Buffer.from(value, "base64").length;
+
+function dataKeyCauses(data: unknown, field: string, sizeOf: SizeOf): { causes: FieldCause[]; size: number } {
   const causes: FieldCause[] = [];
   let size = 0;
   if (data === undefined || data === null) return { causes, size };
@@ -43,7 +49,7 @@ function dataKeyCauses(data: unknown, field: string): { causes: FieldCause[]; si
   for (const [key, value] of Object.entries(data)) {
     for (const message of isConfigMapKey(key)) causes.push(fieldInvalid(`${field}[${key}]`, key, message));
     if (typeof value !== "string") causes.push(fieldInvalid(`${field}[${key}]`, value, "must be a string"));
-    else size += value.length;
+    else size += sizeOf(value);
   }
   return { causes, size };
 }
@@ -63,12 +69,44 @@ function immutableDataRules(object: Obj, old: Obj, dataKeys: readonly string[]):
 
 const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-const SECRET_TYPE_REQUIRED_KEYS: Readonly<Record<string, readonly string[]>> = {
-  "kubernetes.io/dockercfg": [".dockercfg"],
-  "kubernetes.io/dockerconfigjson": [".dockerconfigjson"],
-  "kubernetes.io/tls": ["tls.crt", "tls.key"],
-  "kubernetes.io/ssh-auth": ["ssh-privatekey"],
-};
+const REDACTED = "<secret contents redacted>";
+
+/** Upstream's ValidateSecret rules of the well-known Secret types. */
+function secretTypeCauses(object: Obj, data: Obj): FieldCause[] {
+  const present = (key: string): boolean => Object.hasOwn(data, key);
+  const bytes = (key: string): Buffer => Buffer.from(str(data[key]), "base64");
+  const dockerConfig = (key: string): FieldCause[] => {
+    if (!present(key)) return [fieldRequired(`data[${key}]`)];
+    // The payload must decode as a JSON object (or null), as json.Unmarshal into a map.
+    const error = goUnmarshalObjectError(bytes(key));
+    return error === undefined ? [] : [fieldInvalid(`data[${key}]`, REDACTED, error)];
+  };
+  switch (str(object.type)) {
+    case "kubernetes.io/service-account-token": {
+      const annotations = metaOf(object).annotations;
+      return isRecord(annotations) && str(annotations["kubernetes.io/service-account.name"]) !== ""
+        ? []
+        : [fieldRequired("metadata.annotations[kubernetes.io/service-account.name]")];
+    }
+    case "kubernetes.io/dockercfg":
+      return dockerConfig(".dockercfg");
+    case "kubernetes.io/dockerconfigjson":
+      return dockerConfig(".dockerconfigjson");
+    case "kubernetes.io/basic-auth":
+      // Either key may be empty, but one of them must be there.
+      return present("username") || present("password")
+        ? []
+        : [fieldRequired("data[username]"), fieldRequired("data[password]")];
+    case "kubernetes.io/ssh-auth":
+      return bytes("ssh-privatekey").length > 0 ? [] : [fieldRequired("data[ssh-privatekey]")];
+    case "kubernetes.io/tls":
+      return ["tls.crt", "tls.key"]
+        .filter((key) => !present(key))
+        .map((key) => fieldRequired(`data[${key}]`));
+    default:
+      return [];
+  }
+}
 
 export const secrets: ResourceDef = defineResource({
   group: "",
@@ -97,7 +135,7 @@ export const secrets: ResourceDef = defineResource({
     delete object.stringData;
   },
   validate(object) {
-    const { causes, size } = dataKeyCauses(object.data, "data");
+    const { causes, size } = dataKeyCauses(object.data, "data", base64Size);
     const data = isRecord(object.data) ? object.data : {};
     for (const [key, value] of Object.entries(data)) {
       if (typeof value === "string" && !BASE64_RE.test(value)) {
@@ -105,19 +143,7 @@ export const secrets: ResourceDef = defineResource({
       }
     }
     if (size > MAX_DATA_SIZE) causes.push(fieldTooLong("data", MAX_DATA_SIZE));
-    const type = str(object.type);
-    for (const key of SECRET_TYPE_REQUIRED_KEYS[type] ?? []) {
-      if (!(key in data)) causes.push(fieldRequired(`data[${key}]`));
-    }
-    if (type === "kubernetes.io/service-account-token") {
-      const annotations = metaOf(object).annotations;
-      if (!isRecord(annotations) || str(annotations["kubernetes.io/service-account.name"]) === "") {
-        causes.push(fieldRequired("metadata.annotations[kubernetes.io/service-account.name]"));
-      }
-    }
-    if (type === "kubernetes.io/basic-auth" && !("username" in data) && !("password" in data)) {
-      causes.push(fieldRequired("data[username]"));
-    }
+    causes.push(...secretTypeCauses(object, data));
     return causes;
   },
   validateUpdate(object, old) {
@@ -153,8 +179,8 @@ export const configMaps: ResourceDef = defineResource({
   namespaced: true,
   shortNames: ["cm"],
   validate(object) {
-    const data = dataKeyCauses(object.data, "data");
-    const binary = dataKeyCauses(object.binaryData, "binaryData");
+    const data = dataKeyCauses(object.data, "data", utf8Size);
+    const binary = dataKeyCauses(object.binaryData, "binaryData", base64Size);
     const causes = [...data.causes, ...binary.causes];
     if (isRecord(object.data) && isRecord(object.binaryData)) {
       for (const key of Object.keys(object.data)) {

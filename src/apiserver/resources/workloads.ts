@@ -341,6 +341,44 @@ function validateContainers(
   return causes;
 }
 
+/**
+ * The volume sources in the order upstream's validateVolumeSource checks them: the first one
+ * set is the volume's type, every later one is refused under the name upstream reports it by
+ * (its own spellings "cephFS" and "downwarAPI" included).
+ */
+const VOLUME_SOURCE_ORDER: readonly (readonly [key: string, reported: string])[] = [
+  ["emptyDir", "emptyDir"],
+  ["hostPath", "hostPath"],
+  ["gitRepo", "gitRepo"],
+  ["gcePersistentDisk", "gcePersistentDisk"],
+  ["awsElasticBlockStore", "awsElasticBlockStore"],
+  ["secret", "secret"],
+  ["nfs", "nfs"],
+  ["iscsi", "iscsi"],
+  ["glusterfs", "glusterfs"],
+  ["flocker", "flocker"],
+  ["persistentVolumeClaim", "persistentVolumeClaim"],
+  ["rbd", "rbd"],
+  ["cinder", "cinder"],
+  ["cephfs", "cephFS"],
+  ["quobyte", "quobyte"],
+  ["downwardAPI", "downwarAPI"],
+  ["fc", "fc"],
+  ["flexVolume", "flexVolume"],
+  ["configMap", "configMap"],
+  ["azureFile", "azureFile"],
+  ["vsphereVolume", "vsphereVolume"],
+  ["photonPersistentDisk", "photonPersistentDisk"],
+  ["portworxVolume", "portworxVolume"],
+  ["azureDisk", "azureDisk"],
+  ["storageos", "storageos"],
+  ["projected", "projected"],
+  ["scaleIO", "scaleIO"],
+  ["csi", "csi"],
+  ["ephemeral", "ephemeral"],
+  ["image", "image"],
+];
+
 function validateVolumes(spec: Obj): { causes: FieldCause[]; names: Set<string> } {
   const causes: FieldCause[] = [];
   const names = new Set<string>();
@@ -357,12 +395,10 @@ function validateVolumes(spec: Obj): { causes: FieldCause[]; names: Set<string> 
     if (names.has(name)) causes.push(fieldDuplicate(`${field}.name`, name));
     names.add(name);
     if (!isRecord(volume)) return;
-    const sources = Object.keys(volume).filter(
-      (key) => key !== "name" && volume[key] !== undefined && volume[key] !== null,
-    );
+    const sources = VOLUME_SOURCE_ORDER.filter(([key]) => volume[key] !== undefined && volume[key] !== null);
     if (sources.length === 0) causes.push(fieldRequired(field, "must specify a volume type"));
-    else if (sources.length > 1)
-      causes.push(fieldForbidden(`${field}.${sources[1] ?? ""}`, "may not specify more than 1 volume type"));
+    for (const [, reported] of sources.slice(1))
+      causes.push(fieldForbidden(`${field}.${reported}`, "may not specify more than 1 volume type"));
     const claim = volume.persistentVolumeClaim;
     if (isRecord(claim) && str(claim.claimName) === "")
       causes.push(fieldRequired(`${field}.persistentVolumeClaim.claimName`));

@@ -17,8 +17,16 @@ import { ApiError, badRequest, expired, invalid, notFound } from "../transport/s
  * With `encoded` asked for, an object whose stored text already is its output form is answered
  * with that text as is (decoded by nobody); see RestResult.encoded for what `body` holds then.
  */
-export function getObject(ctx: RestContext, target: Target, options: { encoded?: boolean } = {}): RestResult {
+export function getObject(
+  ctx: RestContext,
+  target: Target,
+  options: { encoded?: boolean; resourceVersion?: string | null } = {},
+): RestResult {
   const { def } = target;
+  // "0" (any cached version) and "" (the latest) need no check; any other must parse and not
+  // lie beyond the store, as etcd's Get checks its minimum resourceVersion.
+  const wanted = options.resourceVersion ?? "";
+  if (wanted !== "" && wanted !== "0") requireKnownRevision(ctx, parseResourceVersion(wanted));
   const stored = ctx.store.get(objectKey(def, target.namespace, target.name));
   if (!stored) throw notFound(def.group, def.resource, target.name);
   if (options.encoded && stored.json?.startsWith(outputHead(def))) {
@@ -115,8 +123,21 @@ export function requireKnownRevision(ctx: RestContext, revision: number): number
   });
 }
 
-export function parseResourceVersion(text: string, what = "resourceVersion"): number {
-  if (!/^\d+$/.test(text)) throw badRequest(`invalid ${what}: "${text}"`);
+/**
+ * A resourceVersion parameter as the storage layer reads it (strconv.ParseUint, base 10):
+ * anything else is upstream's 400 `invalid resource version: resourceVersion: Invalid value:
+ * "abc": strconv.ParseUint: parsing "abc": invalid syntax`.
+ */
+export function parseResourceVersion(text: string): number {
+  let problem: string | undefined;
+  if (!/^\d+$/.test(text)) problem = "invalid syntax";
+  else if (BigInt(text) > 18446744073709551615n) problem = "value out of range";
+  if (problem !== undefined) {
+    const quoted = JSON.stringify(text);
+    throw badRequest(
+      `invalid resource version: resourceVersion: Invalid value: ${quoted}: strconv.ParseUint: parsing ${quoted}: ${problem}`,
+    );
+  }
   return Number(text);
 }
 

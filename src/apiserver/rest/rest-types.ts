@@ -61,6 +61,8 @@ export interface WriteOptions {
   fieldValidation?: FieldValidation;
   /** Collects warnings for the response's Warning headers. */
   warnings?: string[];
+  /** Paths of keys the JSON body repeats: reported with the unknown fields, as strict decoding does. */
+  duplicateFields?: string[];
 }
 
 export type FieldValidation = "Strict" | "Warn" | "Ignore";

@@ -59,9 +59,11 @@ import {
 function checkUnknownFields(def: ResourceDef, object: KubeObject, options: WriteOptions): void {
   const mode = options.fieldValidation ?? "Warn";
   if (mode === "Ignore") return;
-  const unknown = unknownFields(def, object);
-  if (unknown.length === 0) return;
-  const messages = unknown.map((path) => `unknown field "${path}"`);
+  const messages = [
+    ...(options.duplicateFields ?? []).map((path) => `duplicate field "${path}"`),
+    ...unknownFields(def, object).map((path) => `unknown field "${path}"`),
+  ];
+  if (messages.length === 0) return;
   if (mode === "Strict") {
     throw badRequest(
       `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${messages.join(", ")}`,

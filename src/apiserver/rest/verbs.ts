@@ -28,6 +28,7 @@ import type { ResourceRequest, Verb } from "../transport/routing.ts";
 import { badRequest, methodNotAllowed } from "../transport/status.ts";
 import { toTable, type IncludeObject } from "../encoding/table.ts";
 import { CsikitError } from "../../base/index.ts";
+import { scanGoJson } from "./go-json.ts";
 
 export interface VerbCall {
   ctx: RestContext;
@@ -56,10 +57,14 @@ export interface VerbCall {
  */
 export async function objectBody(call: VerbCall, options: WriteOptions): Promise<unknown> {
   const unknownFields: string[] = [];
-  const body = decodeObjectBody(await readBody(call.req), call.req.headers["content-type"], {
-    protobuf: call.protobuf,
-    unknownFields,
-  });
+  const raw = await readBody(call.req);
+  const contentType = call.req.headers["content-type"];
+  const body = decodeObjectBody(raw, contentType, { protobuf: call.protobuf, unknownFields });
+  // JSON.parse keeps the last of repeated keys silently; strict decoding names them.
+  const type = mediaType(contentType);
+  if (options.fieldValidation !== "Ignore" && (type === "" || type === "application/json")) {
+    options.duplicateFields = scanGoJson(raw).duplicates;
+  }
   if (unknownFields.length > 0 && options.fieldValidation !== "Ignore") {
     const messages = unknownFields.map((path) => `unknown field "${path}"`);
     if (options.fieldValidation === "Strict")
@@ -119,6 +124,7 @@ async function get(call: VerbCall): Promise<RestResult> {
   }
   const result = getObject(call.ctx, target, {
     encoded: call.format === "json" && call.table === undefined && call.partial === undefined,
+    resourceVersion: call.query.get("resourceVersion"),
   });
   if (!call.table || result.body.kind === "Status") return result;
   const object = result.body as KubeObject;
