@@ -91,6 +91,25 @@ export function compileCacheEnv(env: NodeJS.ProcessEnv = process.env): Record<st
   return { NODE_COMPILE_CACHE: env.NODE_COMPILE_CACHE ?? join(tmpdir(), "node-compile-cache") };
 }
 
+/**
+ * The API server's process: RBAC with the static identities' token file, and `--component-v`
+ * like every other component (at 5 it logs each request it serves).
+ */
+export function apiServerInstance(layout: ClusterLayout, port: number, verbosity: number): ComponentInstance {
+  return {
+    name: "apiserver",
+    stage: "apiserver",
+    subcommand: "apiserver",
+    args: [
+      `--v=${verbosity}`,
+      `--state-dir=${layout.stateDir}`,
+      `--port=${port}`,
+      "--authorization-mode=RBAC",
+      `--token-auth-file=${layout.tokenAuthFile}`,
+    ],
+  };
+}
+
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
 async function exists(path: string): Promise<boolean> {
@@ -244,17 +263,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   try {
     print(`starting the API server…`);
     for (const instance of apiless) spawnComponent(instance);
-    spawnComponent({
-      name: "apiserver",
-      stage: "apiserver",
-      subcommand: "apiserver",
-      args: [
-        `--state-dir=${layout.stateDir}`,
-        `--port=${record.port}`,
-        "--authorization-mode=RBAC",
-        `--token-auth-file=${layout.tokenAuthFile}`,
-      ],
-    });
+    spawnComponent(apiServerInstance(layout, record.port, options.verbosity));
     const readyTimeout = options.readyTimeoutMs ?? 120_000;
     await pollUntil("the API server", readyTimeout, signal, async () => {
       if ((supervisor.get("apiserver")?.starts ?? 0) > 3)

@@ -111,6 +111,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     // One replica: no leader election to wait for (a resumed cluster would otherwise wait out
     // the lease of the run before).
     args: (plan) => [
+      v(plan),
       kubeconfig(plan, "controllers"),
       "--leader-elect=false",
       ...CONTROLLERS_QPS,
@@ -200,6 +201,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     stage: "node",
     optional: true,
     args: (plan, node) => [
+      v(plan),
       `--csi-address=${nodeSocket(plan, node!.name)}`,
       `--http-endpoint=127.0.0.1:${plan.probePorts.get(node!.name) ?? 0}`,
     ],
