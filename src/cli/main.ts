@@ -1,6 +1,8 @@
 // The csikit command: `csikit <subcommand> [flags]`. One file per subcommand; this file only
 // dispatches.
 
+// First: on an older Node it says which one csikit needs before anything else loads.
+import "./node-version.ts";
 import { csikitVersion, runCommand } from "./command.ts";
 import { commands, type CommandEntry } from "./commands.ts";
 
