@@ -180,6 +180,10 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   const leftovers = await killLeftovers(layout.pidsFile, layout.stateDir);
   if (leftovers > 0)
     print(`ended ${leftovers} process(es) left over by an earlier run on ${layout.stateDir}`);
+  // Before any component reads its keys or tokens again.
+  const tightened = await layout.tighten();
+  if (tightened > 0)
+    print(`made ${tightened} file(s) and folder(s) under ${layout.stateDir} private again (0700/0600)`);
   const { record, resumed } = await resolveRecord(layout, options);
   const driverName = record.driverName;
   if (options.driverName !== driverName)

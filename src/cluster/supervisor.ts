@@ -8,8 +8,8 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSync, closeSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
-import { Backoff, isErrno, isRecord, type Logger, CsikitError } from "../base/index.ts";
+import { readFile } from "node:fs/promises";
+import { Backoff, isErrno, isRecord, type Logger, CsikitError, writeAtomic } from "../base/index.ts";
 
 export interface ProcessSpec {
   /** Component name: its log file and its line in messages. */
@@ -157,7 +157,7 @@ export class Supervisor {
       [...this.#children.values()].flatMap((c) => (c.pid ? [[c.name, c.pid]] : [])),
     );
     this.#recording = this.#recording.then(() =>
-      writeFile(this.#pidsFile, JSON.stringify(pids) + "\n", { mode: 0o600 }).catch(() => {}),
+      writeAtomic(this.#pidsFile, JSON.stringify(pids) + "\n", 0o600).catch(() => {}),
     );
     await this.#recording;
   }
