@@ -252,6 +252,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       command,
       args,
       logFile: layout.logOf(instance.name),
+      // csikit's own commands watch for up being gone themselves (src/cli/main.ts).
+      watchesSupervisor: instance.subcommand !== undefined,
       env: {
         POD_NAMESPACE: "default",
         ...(instance.node ? { NODE_NAME: instance.node } : {}),
