@@ -49,6 +49,12 @@ export interface UpOptions {
   driverName: string;
   driverSocket?: string;
   driverCommand?: string;
+  /**
+   * Deploy the driver per node with its own provisioner (--node-deployment), no controller
+   * instance, as upstream deploys a driver whose volumes live on one node each (distributed.ts).
+   * A new state dir only: a resumed cluster keeps how it was created.
+   */
+  distributed?: boolean;
   /** -v for the components. */
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
@@ -166,7 +172,12 @@ async function resolveRecord(
       );
     return { record: existing, resumed: true };
   }
-  const record = { port: await freePort(), nodes: nodeSpecs(options.nodes), driverName: options.driverName };
+  const record: ClusterRecord = {
+    port: await freePort(),
+    nodes: nodeSpecs(options.nodes),
+    driverName: options.driverName,
+    ...(options.distributed ? { distributed: true } : {}),
+  };
   await layout.writeRecord(record);
   return { record, resumed: false };
 }
@@ -190,10 +201,28 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(
       `note: the cluster in ${layout.stateDir} runs driver ${driverName}; --driver-name applies to a new state dir only`,
     );
+  const distributed = record.distributed === true;
+  if ((options.distributed ?? false) !== distributed)
+    print(
+      `note: the cluster in ${layout.stateDir} was created ${distributed ? "with" : "without"} --distributed; it keeps its deployment (a new state dir takes the flag)`,
+    );
+  if (distributed && options.driverSocket)
+    throw new FlagError(
+      "-distributed runs a driver instance per node; a single -driver-socket cannot be that",
+    );
+  if (distributed && hostpathWithoutTopology({ driverName }) && !options.driverCommand)
+    throw new FlagError(
+      `-distributed places each volume on its node by topology; hostpath as ${driverName} runs without topology`,
+    );
   print(
-    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName})`,
+    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName}${distributed ? ", distributed: a driver instance and a provisioner per node" : ""})`,
   );
-  if (hostpathWithoutTopology({ driverName }) && !options.driverSocket && !options.driverCommand)
+  if (
+    hostpathWithoutTopology({ driverName }) &&
+    !options.driverSocket &&
+    !options.driverCommand &&
+    !distributed
+  )
     print(
       `note: hostpath runs as ${driverName} without topology (its key is not the in-tree plugin's zone key); ` +
         `its volumes live on ${record.nodes[0]?.name} and attach there only${record.nodes.length > 1 ? ": --nodes=1 suits it" : ""}`,
@@ -213,6 +242,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     verbosity: options.verbosity,
     featureGates: options.featureGates ?? "",
     probePorts,
+    ...(distributed ? { distributed: true } : {}),
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
   const longest = record.nodes.map(
@@ -300,7 +330,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print("");
 
     // RBAC first: the identities below mean nothing without their bindings.
-    const attachRequired = options.commands.has("attacher");
+    // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).
+    const attachRequired = options.commands.has("attacher") && !distributed;
     const manifests = await readManifests(RBAC_DIR);
     await applyManifests(client, manifests, signal);
     await applyManifests(
@@ -347,7 +378,9 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       return pending.size === 0;
     });
     const readyMs = performance.now() - started;
-    print(`cluster ready in ${seconds(readyMs)} — controller socket ${controllerSocket(plan)}`);
+    print(
+      `cluster ready in ${seconds(readyMs)} — ${distributed ? `driver sockets ${nodeSocket(plan, "<node>")}` : `controller socket ${controllerSocket(plan)}`}`,
+    );
     // Its own signal: with --exit the outer one never aborts, and a watch left running would
     // retry against the stopped API server and keep this process alive.
     await watchVolumeEvents(

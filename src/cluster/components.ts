@@ -6,6 +6,7 @@
 
 import { join } from "node:path";
 import { pluginByDriverName } from "../migration/index.ts";
+import { distributedHostpathArgs, NOT_IN_DISTRIBUTED, nodeProvisioner } from "./distributed.ts";
 import type { ClusterLayout, NodeSpec } from "./layout.ts";
 import { ZONE_LABEL } from "./layout.ts";
 
@@ -32,6 +33,8 @@ export interface ClusterPlan {
   driverSocket?: string;
   /** A user driver's command line, with {endpoint}, {nodeid} and {mode} replaced per instance. */
   driverCommand?: string;
+  /** One driver instance per node with its own provisioner, no controller instance (distributed.ts). */
+  distributed?: boolean;
   /** -v passed to every csikit component. */
   verbosity: number;
   /**
@@ -220,7 +223,12 @@ export function hostpathWithoutTopology(plan: Pick<ClusterPlan, "driverName">): 
   return pluginByDriverName(plan.driverName) !== undefined;
 }
 
-function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: NodeSpec | undefined): string[] {
+/** What one driver instance serves: the controller service, a node's, or (distributed) both for a node. */
+export type DriverMode = "controller" | "node" | "distributed";
+
+function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | undefined): string[] {
+  if (mode === "distributed")
+    return distributedHostpathArgs(plan, node!, plan.layout.nodeSocketOf(node!.name, plan.driverName));
   const standIn = hostpathWithoutTopology(plan);
   const common = [
     v(plan),
@@ -248,11 +256,7 @@ function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: Node
   ];
 }
 
-function userDriverArgs(
-  plan: ClusterPlan,
-  mode: "controller" | "node",
-  node: NodeSpec | undefined,
-): string[] {
+function userDriverArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | undefined): string[] {
   const endpoint =
     mode === "controller"
       ? plan.layout.controllerSocket
@@ -273,7 +277,7 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
   const instances: ComponentInstance[] = [];
   const skipped: string[] = [];
   if (plan.driverSocket === undefined) {
-    const driver = (mode: "controller" | "node", node: NodeSpec | undefined): ComponentInstance =>
+    const driver = (mode: DriverMode, node: NodeSpec | undefined): ComponentInstance =>
       plan.driverCommand !== undefined
         ? {
             name: node ? `${node.name}-driver` : "driver",
@@ -288,10 +292,13 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
             args: hostpathArgs(plan, mode, node),
             ...(node ? { node: node.name } : {}),
           };
-    instances.push(driver("controller", undefined));
-    for (const node of plan.nodes) instances.push(driver("node", node));
+    if (!plan.distributed) instances.push(driver("controller", undefined));
+    for (const node of plan.nodes) instances.push(driver(plan.distributed ? "distributed" : "node", node));
   }
+  if (plan.distributed)
+    for (const node of plan.nodes) instances.push(nodeProvisioner(plan, node, nodeSocket(plan, node.name)));
   for (const entry of COMPONENTS) {
+    if (plan.distributed && entry.scope === "cluster" && NOT_IN_DISTRIBUTED.has(entry.name)) continue;
     if (entry.optional && !plan.commands.has(entry.subcommand)) {
       skipped.push(entry.subcommand);
       continue;

@@ -20,6 +20,8 @@ export interface ClusterRecord {
   port: number;
   nodes: NodeSpec[];
   driverName: string;
+  /** Driver deployed per node (`up --distributed`): its volumes live in the node instances. */
+  distributed?: boolean;
 }
 
 /** Paths of one cluster's state dir. */
@@ -119,7 +121,12 @@ export class ClusterLayout {
     const nodes = value.nodes
       .filter(isRecord)
       .map((node) => ({ name: String(node.name), zone: String(node.zone) }));
-    return { port: value.port, nodes, driverName: value.driverName };
+    return {
+      port: value.port,
+      nodes,
+      driverName: value.driverName,
+      ...(value.distributed === true ? { distributed: true } : {}),
+    };
   }
 
   async writeRecord(record: ClusterRecord): Promise<void> {
