@@ -703,3 +703,35 @@ describe("csikit up --distributed with a driver whose state lives in each proces
       assert.ok(!alive(pid), `process ${pid} still alive`);
   });
 });
+
+describe("csikit up killed with -9", { skip: SKIP }, () => {
+  test("every one of its processes notices and stops, without a next up", async (t) => {
+    const base = await mkdtemp(join(tmpdir(), "csikit-uk-"));
+    const stateDir = join(base, "s");
+    const up = startUp(stateDir);
+    t.after(async () => {
+      await stopUp(up, stateDir);
+      await rm(base, { recursive: true, force: true });
+    });
+    await until(
+      () => {
+        const text = up.output();
+        if (/✗/.test(text) || up.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /cluster ready in/.test(text) ? true : undefined;
+      },
+      "the cluster to be ready",
+      { timeoutMs: START_MS },
+    );
+    const children = await pids(stateDir);
+    assert.ok(Object.keys(children).length >= 18, JSON.stringify(children));
+    // The supervisor is the API server's parent (unprivileged, `up` re-ran itself in a namespace).
+    const stat = await readFile(`/proc/${children.apiserver}/stat`, "utf8");
+    const supervisor = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    process.kill(supervisor, "SIGKILL");
+    await until(
+      async () => (Object.values(children).some(alive) ? undefined : true),
+      "every process of the killed up to stop",
+      { timeoutMs: 60_000 },
+    );
+  });
+});
