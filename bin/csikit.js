@@ -1,14 +1,37 @@
 #!/usr/bin/env node
 // Launcher for the csikit command: runs src/cli/main.ts with the Node 24 that npm installed
-// (type stripping needs Node >= 22.18), whatever `node` is first on PATH.
+// (type stripping needs Node >= 22.18), whatever `node` is first on PATH. This file itself must
+// load on any Node from 18 on, so that an older one gets this launcher's help instead of a
+// SyntaxError: it imports only what Node 18 exports (no named import of a newer API; those are
+// looked up on the module namespace when the Node is new enough) and uses no newer syntax.
 import { spawnSync } from "node:child_process";
-import { enableCompileCache } from "node:module";
+import { existsSync } from "node:fs";
+import * as nodeModule from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+const NEEDED_MAJOR = 24;
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const major = Number(process.versions.node.split(".")[0]);
 const main = join(root, "src", "cli", "main.ts");
+
+if (major < NEEDED_MAJOR) {
+  // An older Node (the system's, first on PATH): run the command with the project's own.
+  const node = join(root, "node_modules", ".bin", "node");
+  if (!existsSync(node)) {
+    process.stderr.write(
+      `csikit needs Node.js ${NEEDED_MAJOR} or later, this is ${process.version} (${process.execPath}); ` +
+        `run \`npm ci\` in ${root}, then \`npx csikit …\` or \`npm run csikit -- …\` (they use the project's Node ${NEEDED_MAJOR})\n`,
+    );
+    process.exit(1);
+  }
+  const result = spawnSync(node, [main, ...process.argv.slice(2)], { stdio: "inherit" });
+  if (result.error) {
+    process.stderr.write(`csikit: cannot run the project's Node (${node}): ${result.error.message}\n`);
+    process.exit(1);
+  }
+  process.exit(result.status ?? 1);
+}
 
 // Start-up settings for the processes that speak only CSI: the daemons a node DaemonSet runs
 // once per driver on every node, and `csikit sanity`. Each is memory a node pays per process
@@ -38,7 +61,7 @@ const CSI_ONLY_V8_FLAGS = new Map([
 ]);
 const CSI_ONLY_ENV = { MALLOC_ARENA_MAX: "1" };
 const v8Flags = CSI_ONLY_V8_FLAGS.get(process.argv[2] ?? "");
-if (major >= 24 && v8Flags !== undefined && typeof process.execve === "function") {
+if (v8Flags !== undefined && typeof process.execve === "function") {
   const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
   const missing = v8Flags.filter((flag) => {
     const name = flag.split("=")[0];
@@ -54,15 +77,9 @@ if (major >= 24 && v8Flags !== undefined && typeof process.execve === "function"
   }
 }
 
-if (major >= 24) {
-  // Node's compile cache keeps the type-stripped sources too: a process started after the
-  // first never loads the TypeScript stripper, about 25 MiB of RSS less for every csikit
-  // process on a node (`npm run bench:rss`). NODE_COMPILE_CACHE picks the dir; without a
-  // writable one Node runs uncached.
-  enableCompileCache();
-  await import(main);
-} else {
-  const node = join(root, "node_modules", ".bin", "node");
-  const result = spawnSync(node, [main, ...process.argv.slice(2)], { stdio: "inherit" });
-  process.exit(result.status ?? 1);
-}
+// Node's compile cache keeps the type-stripped sources too: a process started after the first
+// never loads the TypeScript stripper, about 25 MiB of RSS less for every csikit process on a
+// node (`npm run bench:rss`). NODE_COMPILE_CACHE picks the dir; without a writable one Node runs
+// uncached.
+nodeModule.enableCompileCache();
+await import(main);

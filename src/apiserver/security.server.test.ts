@@ -63,6 +63,27 @@ describe("state directory and files", () => {
     }
   });
 
+  test("a resumed server tightens pki/ and the state dir's files that were loosened meanwhile", async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), "csikit-state-"));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const first = await startTestServer({}, dir);
+    await first.stop();
+    // As `cp -r` with a loose umask, a restore from a backup or a careless chmod leaves them.
+    await chmod(join(dir, "pki"), 0o755);
+    const keys = await readdir(join(dir, "pki"));
+    assert.ok(
+      keys.some((name) => name.endsWith(".key")),
+      keys.join(" "),
+    );
+    for (const name of keys) await chmod(join(dir, "pki", name), 0o644);
+    await chmod(join(dir, "kubeconfig"), 0o644);
+    const second = await startTestServer({}, dir);
+    t.after(() => second.stop());
+    assert.equal((await lstat(join(dir, "pki"))).mode & 0o777, 0o700);
+    for (const name of keys) assert.equal((await lstat(join(dir, "pki", name))).mode & 0o777, 0o600, name);
+    assert.equal((await lstat(join(dir, "kubeconfig"))).mode & 0o777, 0o600);
+  });
+
   test("a group/world-accessible state directory owned by another user is refused, saying why", async (t) => {
     if (!isRoot) {
       t.skip("needs root to give the directory to another user");

@@ -1,6 +1,9 @@
 // The csikit command: `csikit <subcommand> [flags]`. One file per subcommand; this file only
 // dispatches.
 
+// First: on an older Node it says which one csikit needs before anything else loads.
+import "./node-version.ts";
+import { stopWhenSupervisorGone } from "../base/index.ts";
 import { csikitVersion, runCommand } from "./command.ts";
 import { commands, type CommandEntry } from "./commands.ts";
 
@@ -27,6 +30,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`csikit: unknown command ${JSON.stringify(name)}\n\n${usage(commands)}`);
     return 2;
   }
+  // Under `csikit up`: stop once up is gone, however it ended.
+  stopWhenSupervisorGone();
   // Only now is the command (and what it depends on) loaded.
   return runCommand(await entry.load(), rest);
 }

@@ -47,7 +47,7 @@ export const upCommand: Command = {
   name: "up",
   summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
   usage:
-    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD]",
+    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD] [--distributed]",
   description:
     "Starts, each as its own supervised process with its own identity (RBAC from deploy/rbac/): the API server,\n" +
     "the controllers, the driver's controller instance with the provisioner and attacher, and per virtual node\n" +
@@ -79,7 +79,17 @@ export const upCommand: Command = {
     },
     "driver-command": {
       type: "string",
-      help: "Start this command per driver instance instead of hostpath; {endpoint}, {nodeid} and {mode} (controller|node) are replaced.",
+      help: "Start this command per driver instance instead of hostpath; {endpoint}, {nodeid} and {mode} (controller|node, or distributed with --distributed) are replaced.",
+    },
+    distributed: {
+      type: "bool",
+      default: "false",
+      help:
+        "Deploy the driver as upstream's distributed deployment (csi-driver-host-path deploy/kubernetes-distributed): " +
+        "per node one driver instance serving the controller and node services, with its own provisioner " +
+        "(--node-deployment, strict topology); no controller instance, no attacher (CSIDriver attachRequired=false), " +
+        "no resizer. For a driver whose state lives in each process (upstream hostpath); {mode} is then distributed. " +
+        "A new state dir only.",
     },
     walkthrough: {
       type: "string",
@@ -115,6 +125,11 @@ export const upCommand: Command = {
     const driverCommand = flags.string("driver-command");
     if (driverSocket !== "" && driverCommand !== "")
       throw new FlagError("flags -driver-socket and -driver-command exclude each other");
+    const distributed = flags.bool("distributed");
+    if (distributed && driverSocket !== "")
+      throw new FlagError(
+        "flags -distributed and -driver-socket exclude each other: -distributed runs a driver per node",
+      );
     if (process.getuid?.() !== 0 && !inUserMountNamespace()) {
       const problem = mountProblem();
       if (problem === undefined) return reexecInUserMountNamespace(process.argv.slice(1));
@@ -131,6 +146,7 @@ export const upCommand: Command = {
         driverName: flags.string("driver-name"),
         ...(driverSocket !== "" ? { driverSocket: resolve(driverSocket) } : {}),
         ...(driverCommand !== "" ? { driverCommand } : {}),
+        ...(distributed ? { distributed } : {}),
         verbosity: flags.number("component-v"),
         featureGates: gates,
         commands: availableSubcommands(),

@@ -27,6 +27,7 @@ import {
   type Stage,
 } from "./components.ts";
 import { drainVolumes } from "./drain.ts";
+import { nodeProvisionerName } from "./distributed.ts";
 import {
   clusterOfAdminKubeconfig,
   requestServiceAccountToken,
@@ -52,6 +53,12 @@ export interface UpOptions {
   driverName: string;
   driverSocket?: string;
   driverCommand?: string;
+  /**
+   * Deploy the driver per node with its own provisioner (--node-deployment), no controller
+   * instance, as upstream deploys a driver whose volumes live on one node each (distributed.ts).
+   * A new state dir only: a resumed cluster keeps how it was created.
+   */
+  distributed?: boolean;
   /** -v for the components. */
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
@@ -92,6 +99,27 @@ export interface RunningCluster {
 export function compileCacheEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   if (env.NODE_DISABLE_COMPILE_CACHE) return {};
   return { NODE_COMPILE_CACHE: env.NODE_COMPILE_CACHE ?? join(tmpdir(), "node-compile-cache") };
+}
+
+/**
+ * The API server's process: RBAC with the static identities' token file, and `--component-v`
+ * like every other component (at 5 it logs each request it serves).
+ */
+export function apiServerInstance(layout: ClusterLayout, port: number, verbosity: number): ComponentInstance {
+  return {
+    name: "apiserver",
+    stage: "apiserver",
+    subcommand: "apiserver",
+    args: [
+      `--v=${verbosity}`,
+      `--state-dir=${layout.stateDir}`,
+      `--port=${port}`,
+      // As a kubeadm cluster: node agents confined by the Node authorizer and NodeRestriction.
+      "--authorization-mode=Node,RBAC",
+      "--enable-admission-plugins=NodeRestriction",
+      `--token-auth-file=${layout.tokenAuthFile}`,
+    ],
+  };
 }
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
@@ -153,7 +181,12 @@ async function resolveRecord(
       );
     return { record: existing, resumed: true };
   }
-  const record = { port: await freePort(), nodes: nodeSpecs(options.nodes), driverName: options.driverName };
+  const record: ClusterRecord = {
+    port: await freePort(),
+    nodes: nodeSpecs(options.nodes),
+    driverName: options.driverName,
+    ...(options.distributed ? { distributed: true } : {}),
+  };
   await layout.writeRecord(record);
   return { record, resumed: false };
 }
@@ -183,16 +216,38 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   const leftovers = await killLeftovers(layout.pidsFile, layout.stateDir);
   if (leftovers > 0)
     print(`ended ${leftovers} process(es) left over by an earlier run on ${layout.stateDir}`);
+  // Before any component reads its keys or tokens again.
+  const tightened = await layout.tighten();
+  if (tightened > 0)
+    print(`made ${tightened} file(s) and folder(s) under ${layout.stateDir} private again (0700/0600)`);
   const { record, resumed } = await resolveRecord(layout, options);
   const driverName = record.driverName;
   if (options.driverName !== driverName)
     print(
       `note: the cluster in ${layout.stateDir} runs driver ${driverName}; --driver-name applies to a new state dir only`,
     );
+  const distributed = record.distributed === true;
+  if ((options.distributed ?? false) !== distributed)
+    print(
+      `note: the cluster in ${layout.stateDir} was created ${distributed ? "with" : "without"} --distributed; it keeps its deployment (a new state dir takes the flag)`,
+    );
+  if (distributed && options.driverSocket)
+    throw new FlagError(
+      "-distributed runs a driver instance per node; a single -driver-socket cannot be that",
+    );
+  if (distributed && hostpathWithoutTopology({ driverName }) && !options.driverCommand)
+    throw new FlagError(
+      `-distributed places each volume on its node by topology; hostpath as ${driverName} runs without topology`,
+    );
   print(
-    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName})`,
+    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName}${distributed ? ", distributed: a driver instance and a provisioner per node" : ""})`,
   );
-  if (hostpathWithoutTopology({ driverName }) && !options.driverSocket && !options.driverCommand)
+  if (
+    hostpathWithoutTopology({ driverName }) &&
+    !options.driverSocket &&
+    !options.driverCommand &&
+    !distributed
+  )
     print(
       `note: hostpath runs as ${driverName} without topology (its key is not the in-tree plugin's zone key); ` +
         `its volumes live on ${record.nodes[0]?.name} and attach there only${record.nodes.length > 1 ? ": --nodes=1 suits it" : ""}`,
@@ -202,10 +257,9 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
 
   const ports = new Map<string, number>();
   for (const name of ["controllers", "provisioner", "attacher", "resizer"]) ports.set(name, await freePort());
-  for (const node of record.nodes) {
-    ports.set(node.name, await freePort());
-    ports.set(`${node.name}-livenessprobe`, await freePort());
-  }
+  for (const node of record.nodes)
+    for (const name of [node.name, `${node.name}-livenessprobe`, nodeProvisionerName(node.name)])
+      ports.set(name, await freePort());
   const plan: ClusterPlan = {
     layout,
     nodes: record.nodes,
@@ -216,6 +270,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     verbosity: options.verbosity,
     featureGates: options.featureGates ?? "",
     ports,
+    ...(distributed ? { distributed: true } : {}),
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
   const longest = record.nodes.map(
@@ -256,6 +311,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       command,
       args,
       logFile: layout.logOf(instance.name),
+      // csikit's own commands watch for up being gone themselves (src/cli/main.ts).
+      watchesSupervisor: instance.subcommand !== undefined,
       env: {
         POD_NAMESPACE: "default",
         ...(instance.node ? { NODE_NAME: instance.node } : {}),
@@ -272,19 +329,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   try {
     print(`starting the API server…`);
     for (const instance of apiless) spawnComponent(instance);
-    spawnComponent({
-      name: "apiserver",
-      stage: "apiserver",
-      subcommand: "apiserver",
-      args: [
-        `--state-dir=${layout.stateDir}`,
-        `--port=${record.port}`,
-        // As a kubeadm cluster: node agents confined by the Node authorizer and NodeRestriction.
-        "--authorization-mode=Node,RBAC",
-        "--enable-admission-plugins=NodeRestriction",
-        `--token-auth-file=${layout.tokenAuthFile}`,
-      ],
-    });
+    spawnComponent(apiServerInstance(layout, record.port, options.verbosity));
     const readyTimeout = options.readyTimeoutMs ?? 120_000;
     await pollUntil("the API server", readyTimeout, signal, async () => {
       if ((supervisor.get("apiserver")?.starts ?? 0) > 3)
@@ -315,12 +360,17 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print("");
 
     // RBAC first: the identities below mean nothing without their bindings.
-    const attachRequired = options.commands.has("attacher");
+    // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).
+    const attachRequired = options.commands.has("attacher") && !distributed;
     const manifests = await readManifests(RBAC_DIR);
     await applyManifests(client, manifests, signal);
     await applyManifests(
       client,
-      [csiDriverManifest(driverName, attachRequired, runsHostpath(plan)), storageClassManifest(driverName)],
+      [
+        // Capacity objects come from up's own provisioner: none in a distributed deployment.
+        csiDriverManifest(driverName, attachRequired, runsHostpath(plan) && !plan.distributed),
+        storageClassManifest(driverName),
+      ],
       signal,
     );
     // Secrets: only those the driver's StorageClasses name, for as long as they name them.
@@ -367,7 +417,9 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       return pending.size === 0;
     });
     const readyMs = performance.now() - started;
-    print(`cluster ready in ${seconds(readyMs)} — controller socket ${controllerSocket(plan)}`);
+    print(
+      `cluster ready in ${seconds(readyMs)} — ${distributed ? `driver sockets ${nodeSocket(plan, "<node>")}` : `controller socket ${controllerSocket(plan)}`}`,
+    );
     printMetricsEndpoints(plan, layout, print);
     // Its own signal: with --exit the outer one never aborts, and a watch left running would
     // retry against the stopped API server and keep this process alive.

@@ -6,6 +6,12 @@
 
 import { join } from "node:path";
 import { pluginByDriverName } from "../migration/index.ts";
+import {
+  distributedHostpathArgs,
+  NOT_IN_DISTRIBUTED,
+  nodeProvisioner,
+  nodeProvisionerName,
+} from "./distributed.ts";
 import type { ClusterLayout, NodeSpec } from "./layout.ts";
 import { ZONE_LABEL } from "./layout.ts";
 
@@ -32,6 +38,8 @@ export interface ClusterPlan {
   driverSocket?: string;
   /** A user driver's command line, with {endpoint}, {nodeid} and {mode} replaced per instance. */
   driverCommand?: string;
+  /** One driver instance per node with its own provisioner, no controller instance (distributed.ts). */
+  distributed?: boolean;
   /** -v passed to every csikit component. */
   verbosity: number;
   /**
@@ -131,6 +139,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     // One replica: no leader election to wait for (a resumed cluster would otherwise wait out
     // the lease of the run before).
     args: (plan) => [
+      v(plan),
       kubeconfig(plan, "controllers"),
       "--leader-elect=false",
       ...CONTROLLERS_QPS,
@@ -236,6 +245,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     stage: "node",
     optional: true,
     args: (plan, node) => [
+      v(plan),
       `--csi-address=${nodeSocket(plan, node!.name)}`,
       httpEndpoint(plan, `${node!.name}-livenessprobe`),
     ],
@@ -254,7 +264,12 @@ export function hostpathWithoutTopology(plan: Pick<ClusterPlan, "driverName">): 
   return pluginByDriverName(plan.driverName) !== undefined;
 }
 
-function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: NodeSpec | undefined): string[] {
+/** What one driver instance serves: the controller service, a node's, or (distributed) both for a node. */
+export type DriverMode = "controller" | "node" | "distributed";
+
+function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | undefined): string[] {
+  if (mode === "distributed")
+    return distributedHostpathArgs(plan, node!, plan.layout.nodeSocketOf(node!.name, plan.driverName));
   const standIn = hostpathWithoutTopology(plan);
   const common = [
     v(plan),
@@ -283,11 +298,7 @@ function hostpathArgs(plan: ClusterPlan, mode: "controller" | "node", node: Node
   ];
 }
 
-function userDriverArgs(
-  plan: ClusterPlan,
-  mode: "controller" | "node",
-  node: NodeSpec | undefined,
-): string[] {
+function userDriverArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | undefined): string[] {
   const endpoint =
     mode === "controller"
       ? plan.layout.controllerSocket
@@ -308,7 +319,7 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
   const instances: ComponentInstance[] = [];
   const skipped: string[] = [];
   if (plan.driverSocket === undefined) {
-    const driver = (mode: "controller" | "node", node: NodeSpec | undefined): ComponentInstance =>
+    const driver = (mode: DriverMode, node: NodeSpec | undefined): ComponentInstance =>
       plan.driverCommand !== undefined
         ? {
             name: node ? `${node.name}-driver` : "driver",
@@ -323,10 +334,13 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
             args: hostpathArgs(plan, mode, node),
             ...(node ? { node: node.name } : {}),
           };
-    instances.push(driver("controller", undefined));
-    for (const node of plan.nodes) instances.push(driver("node", node));
+    if (!plan.distributed) instances.push(driver("controller", undefined));
+    for (const node of plan.nodes) instances.push(driver(plan.distributed ? "distributed" : "node", node));
   }
+  if (plan.distributed)
+    for (const node of plan.nodes) instances.push(nodeProvisioner(plan, node, nodeSocket(plan, node.name)));
   for (const entry of COMPONENTS) {
+    if (plan.distributed && entry.scope === "cluster" && NOT_IN_DISTRIBUTED.has(entry.name)) continue;
     if (entry.optional && !plan.commands.has(entry.subcommand)) {
       skipped.push(entry.subcommand);
       continue;
@@ -353,18 +367,28 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
  * ports `up` allocates and the lines it prints.
  */
 export function metricsEndpoints(
-  plan: Pick<ClusterPlan, "nodes" | "commands" | "ports">,
+  plan: Pick<ClusterPlan, "nodes" | "commands" | "ports" | "distributed">,
 ): { instance: string; what: string; url: string }[] {
   const http = (instance: string) => `http://127.0.0.1:${plan.ports.get(instance) ?? 0}/metrics`;
   const https = (instance: string) => `https://127.0.0.1:${plan.ports.get(instance) ?? 0}/metrics`;
   const endpoints = [
     { instance: "controllers", what: "kube-controller-manager (secure port)", url: https("controllers") },
-    { instance: "provisioner", what: "external-provisioner", url: http("provisioner") },
   ];
-  for (const sidecar of ["attacher", "resizer"])
-    if (plan.commands.has(sidecar))
-      endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
+  if (!plan.distributed) {
+    endpoints.push({ instance: "provisioner", what: "external-provisioner", url: http("provisioner") });
+    for (const sidecar of ["attacher", "resizer"])
+      if (plan.commands.has(sidecar))
+        endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
+  }
   for (const node of plan.nodes) {
+    if (plan.distributed) {
+      const provisioner = nodeProvisionerName(node.name);
+      endpoints.push({
+        instance: provisioner,
+        what: `external-provisioner ${node.name}`,
+        url: http(provisioner),
+      });
+    }
     endpoints.push({
       instance: node.name,
       what: `kubelet ${node.name} (secure port)`,

@@ -10,9 +10,9 @@
 // the API server (drivers, registrars, probes) get no credentials at all.
 
 import { randomBytes } from "node:crypto";
-import { readFile, rename, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { parse, stringify } from "yaml";
-import { isErrno, isRecord, CsikitError } from "../base/index.ts";
+import { isErrno, isRecord, CsikitError, writeAtomic } from "../base/index.ts";
 import type { KubeClient } from "../kube/index.ts";
 import type { ClusterLayout } from "./layout.ts";
 
@@ -26,11 +26,7 @@ export interface StaticUser {
 /** A year: the cluster outlives any shorter token between two `up` runs; every start renews. */
 const SERVICE_ACCOUNT_TOKEN_SECONDS = 365 * 24 * 3600;
 
-async function writePrivate(path: string, text: string): Promise<void> {
-  const temp = `${path}.${randomBytes(4).toString("hex")}`;
-  await writeFile(temp, text, { mode: 0o600 });
-  await rename(temp, path);
-}
+const writePrivate = (path: string, text: string): Promise<void> => writeAtomic(path, text, 0o600);
 
 /**
  * Writes the --token-auth-file for the static users, keeping the tokens of users it already

@@ -4,6 +4,7 @@ export type { UpOptions, RunningCluster } from "./cluster.ts";
 export { COMPONENTS, STOP_ORDER, planComponents } from "./components.ts";
 export { ClusterLayout, ZONE_LABEL, nodeSpecs } from "./layout.ts";
 export { mountsUnder } from "./drain.ts";
+export { Supervisor } from "./supervisor.ts";
 export { readManifests, applyManifests, RBAC_DIR } from "./manifests.ts";
 export type { Manifest } from "./manifests.ts";
 export {

@@ -2,11 +2,11 @@
 // (cluster.json) that lets a second `up` on the same dir resume it: the API server's port (so
 // every kubeconfig written before stays valid) and the nodes with their zones.
 
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile, rename } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { join } from "node:path";
-import { isErrno, isRecord, CsikitError } from "../base/index.ts";
+import { join, relative, sep } from "node:path";
+import { isErrno, isRecord, CsikitError, tightenTree, writeAtomic } from "../base/index.ts";
+import { mountsUnder } from "./drain.ts";
 
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
 export const ZONES = ["zone-a", "zone-b"] as const;
@@ -20,6 +20,8 @@ export interface ClusterRecord {
   port: number;
   nodes: NodeSpec[];
   driverName: string;
+  /** Driver deployed per node (`up --distributed`): its volumes live in the node instances. */
+  distributed?: boolean;
 }
 
 /** Paths of one cluster's state dir. */
@@ -87,6 +89,20 @@ export class ClusterLayout {
       await mkdir(dir, { recursive: true, mode: 0o700 });
   }
 
+  /**
+   * Takes group and other access away from everything of the cluster under the state dir
+   * (0700 directories, 0600 files), as it may have been loosened since the last run: keys,
+   * tokens, kubeconfigs, logs, the driver's records. Left as they are: what the cluster's
+   * volumes hold (the driver's volume, snapshot and ephemeral data; the nodes' pod dirs and
+   * staging paths, whose modes pods rely on) and any mount point. Returns how many it changed.
+   */
+  async tighten(): Promise<number> {
+    const mounts = new Set(await mountsUnder(this.stateDir));
+    return tightenTree(this.stateDir, {
+      leave: (path) => mounts.has(path) || holdsVolumeData(relative(this.stateDir, path).split(sep)),
+    });
+  }
+
   async readRecord(): Promise<ClusterRecord | undefined> {
     let text: string;
     try {
@@ -109,14 +125,38 @@ export class ClusterLayout {
     const nodes = value.nodes
       .filter(isRecord)
       .map((node) => ({ name: String(node.name), zone: String(node.zone) }));
-    return { port: value.port, nodes, driverName: value.driverName };
+    return {
+      port: value.port,
+      nodes,
+      driverName: value.driverName,
+      ...(value.distributed === true ? { distributed: true } : {}),
+    };
   }
 
   async writeRecord(record: ClusterRecord): Promise<void> {
-    const temp = `${this.recordPath}.${randomBytes(4).toString("hex")}`;
-    await writeFile(temp, JSON.stringify(record, null, 2) + "\n", { mode: 0o600 });
-    await rename(temp, this.recordPath);
+    await writeAtomic(this.recordPath, JSON.stringify(record, null, 2) + "\n", 0o600);
   }
+}
+
+/** The hostpath driver's dirs of volume content (in its state dir, one per node when distributed). */
+const DRIVER_DATA_DIRS: ReadonlySet<string> = new Set(["volumes", "snapshots", "ephemeral"]);
+
+/**
+ * Whether a path (as segments relative to the state dir) is inside what the volumes hold: a
+ * node's pod dirs (nodes/<n>/pods/<uid>/…) and volume staging (nodes/<n>/plugins/kubernetes.io/…),
+ * or the driver's volume data (hostpath/…/volumes/<id>/…).
+ */
+function holdsVolumeData(segments: readonly string[]): boolean {
+  if (segments[0] === "nodes")
+    return (
+      segments.length >= 4 &&
+      (segments[2] === "pods" || (segments[2] === "plugins" && segments[3] === "kubernetes.io"))
+    );
+  if (segments[0] === "hostpath") {
+    const data = segments.findIndex((segment, i) => i >= 1 && DRIVER_DATA_DIRS.has(segment));
+    return data >= 0 && segments.length > data + 1;
+  }
+  return false;
 }
 
 /** Node names and zones: node-1, node-2, … alternating over the two zones. */

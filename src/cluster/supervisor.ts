@@ -5,11 +5,25 @@
 // the terminal reaches `up` alone and `up` stops them in order (SIGTERM, SIGKILL after a
 // grace period). Their pids are recorded in <state-dir>/pids.json ({component: pid}) so a later
 // `up` can end leftovers of a run that was itself killed with -9 (and tests can crash one).
+// Each child also holds one end of a pipe whose other end only `up` holds (base/supervision.ts):
+// when `up` is gone, however it ended, a csikit child reads end-of-file and stops; a command that
+// is not csikit's (a user's driver) runs under a small shell that does the same for it.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSync, closeSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
-import { Backoff, isErrno, isRecord, type Logger, CsikitError } from "../base/index.ts";
+import { Socket } from "node:net";
+import { readFile } from "node:fs/promises";
+import {
+  Backoff,
+  isErrno,
+  isRecord,
+  type Logger,
+  CsikitError,
+  SUPERVISOR_FD,
+  SUPERVISOR_FD_ENV,
+  SUPERVISOR_GONE_GRACE_MS,
+  writeAtomic,
+} from "../base/index.ts";
 
 export interface ProcessSpec {
   /** Component name: its log file and its line in messages. */
@@ -19,7 +33,32 @@ export interface ProcessSpec {
   args: readonly string[];
   env?: Readonly<Record<string, string>>;
   logFile: string;
+  /**
+   * Whether the command itself stops when the supervisor's pipe closes (a csikit subcommand
+   * does). Otherwise a shell watches the pipe for it. Default false.
+   */
+  watchesSupervisor?: boolean;
 }
+
+/**
+ * Runs "$@" with the supervisor's pipe (fd 3) watched on its behalf: the command never sees the
+ * pipe; SIGTERM/SIGINT to the shell are passed on; once the pipe reads end-of-file (the
+ * supervisor is gone) the command gets SIGTERM, then SIGKILL after the grace period. The shell
+ * exits with the command's status.
+ */
+const WATCH_FOR_COMMAND = `
+unset ${SUPERVISOR_FD_ENV}
+"$@" 3<&- &
+command=$!
+trap 'kill -TERM "$command" 2>/dev/null' TERM INT
+(read -r _ <&3; kill -TERM "$command" 2>/dev/null; sleep ${SUPERVISOR_GONE_GRACE_MS / 1000}; kill -KILL "$command" 2>/dev/null) &
+watcher=$!
+exec 3<&-
+status=0
+while kill -0 "$command" 2>/dev/null; do wait "$command"; status=$?; done
+kill "$watcher" 2>/dev/null
+exit "$status"
+`;
 
 const RESTART_INITIAL_MS = 500;
 const RESTART_MAX_MS = 10_000;
@@ -64,12 +103,19 @@ class Supervised implements SupervisedProcess {
   start(): void {
     if (this.#stopping) return;
     const log = openSync(this.#spec.logFile, "a", 0o600);
+    const { command, args } = this.#spec.watchesSupervisor
+      ? this.#spec
+      : {
+          command: "/bin/sh",
+          args: ["-c", WATCH_FOR_COMMAND, this.name, this.#spec.command, ...this.#spec.args],
+        };
     let child: ChildProcess;
     try {
-      child = spawn(this.#spec.command, this.#spec.args, {
-        stdio: ["ignore", log, log],
+      child = spawn(command, args, {
+        // fd 3: the supervisor's pipe (see the header).
+        stdio: ["ignore", log, log, "pipe"],
         detached: true,
-        env: { ...process.env, ...this.#spec.env },
+        env: { ...process.env, ...this.#spec.env, [SUPERVISOR_FD_ENV]: String(SUPERVISOR_FD) },
       });
     } finally {
       closeSync(log);
@@ -77,6 +123,11 @@ class Supervised implements SupervisedProcess {
     this.starts += 1;
     this.#child = child;
     const startedAt = Date.now();
+    // up's end stays open while up lives; it must neither keep up running nor wait for the
+    // child's descendants (which may have inherited the child's end) once the child exited.
+    const pipe = child.stdio[SUPERVISOR_FD];
+    if (pipe instanceof Socket) pipe.unref();
+    child.once("exit", () => pipe?.destroy());
     this.#exited = new Promise<void>((resolve) => {
       child.once("error", (error) => {
         this.#logger.warn("component failed to start", { component: this.name, reason: error.message });
@@ -102,7 +153,9 @@ class Supervised implements SupervisedProcess {
   }
 
   kill(signal: NodeJS.Signals = "SIGKILL"): void {
-    this.#child?.kill(signal);
+    // A wrapped command: the shell and the command together (the child leads its own group).
+    if (!this.#spec.watchesSupervisor && this.#child?.pid) killGroup(this.#child.pid, signal);
+    else this.#child?.kill(signal);
   }
 
   async stop(): Promise<void> {
@@ -111,9 +164,18 @@ class Supervised implements SupervisedProcess {
     const child = this.#child;
     if (!child) return;
     child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+    // Past the grace period the whole group, so that nothing it started outlives it.
+    const timer = setTimeout(() => (child.pid ? killGroup(child.pid, "SIGKILL") : undefined), STOP_GRACE_MS);
     await this.#exited;
     clearTimeout(timer);
+  }
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // already gone
   }
 }
 
@@ -157,7 +219,7 @@ export class Supervisor {
       [...this.#children.values()].flatMap((c) => (c.pid ? [[c.name, c.pid]] : [])),
     );
     this.#recording = this.#recording.then(() =>
-      writeFile(this.#pidsFile, JSON.stringify(pids) + "\n", { mode: 0o600 }).catch(() => {}),
+      writeAtomic(this.#pidsFile, JSON.stringify(pids) + "\n", 0o600).catch(() => {}),
     );
     await this.#recording;
   }

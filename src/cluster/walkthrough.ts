@@ -6,7 +6,7 @@
 // detach) and the claim (DeleteVolume, PV gone). `expand` runs the same without the write/read.
 // Each step prints how long it took. Every wait is bounded.
 
-import { readFile, statfs, writeFile } from "node:fs/promises";
+import { access, readFile, statfs, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   EVENT_REASONS,
@@ -14,6 +14,7 @@ import {
   parseQuantity,
   quantityValue,
   type CoreEvent,
+  type Node,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Pod,
@@ -22,7 +23,7 @@ import {
 } from "../api/index.ts";
 import { CsikitError } from "../base/index.ts";
 import { isNotFound } from "../kube/index.ts";
-import { KubeletPaths } from "../node/index.ts";
+import { KubeletPaths, uniqueVolumeName } from "../node/index.ts";
 import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
@@ -34,6 +35,8 @@ const CLAIM = "walkthrough-claim";
 const POD = "walkthrough-pod";
 const VOLUME = "data";
 const ATTRIBUTES_CLASS = "walkthrough-gold";
+/** The kubelet's record beside a staging or publish target (FACTS.md, kubelet paths). */
+const VOL_DATA_FILE = "vol_data.json";
 
 /** `all`: the whole lifecycle with growth; `expand`: the lifecycle's mounts and the growth only. */
 export const WALKTHROUGHS = ["all", "expand"] as const;
@@ -175,23 +178,33 @@ export async function runWalkthrough(
   const staging = paths.stagingTarget(driverName, handle);
   // A PV-backed volume's pod dir is named after the PV (the kubelet's spec name), not the pod's volume.
   const target = paths.publishTarget(podUID, pvName);
-  const mounted = async (path: string): Promise<true | undefined> =>
-    (await mountsUnder(cluster.layout.nodesDir)).includes(path) ? true : undefined;
+  // The CSI spec does not require NodeStageVolume or NodePublishVolume to mount anything (upstream
+  // hostpath's staging is bookkeeping), so the steps read what the node agent reports, as a
+  // kubelet's user would: the volume in the Node's status.volumesInUse, the kubelet's records
+  // beside the targets (the pod's vol_data.json is written only once NodeStageVolume succeeded,
+  // before NodePublishVolume), and the pod Running (only once every volume is published).
+  const node = new NodeVolumeView(cluster, nodeName, uniqueVolumeName(driverName, handle));
+  const stagedRecord = join(paths.stagingDir(driverName, handle), VOL_DATA_FILE);
+  const publishRecord = join(paths.podVolumeDir(podUID, pvName), VOL_DATA_FILE);
   await timed(
     "volume staged: NodeStageVolume by the node agent",
-    () => pollUntil("the staging mount", timeout, signal, () => mounted(staging)),
-    () => staging,
+    () =>
+      pollUntil(
+        "the node agent to stage the volume",
+        timeout,
+        signal,
+        async () => (await node.inUse()) && (await exists(stagedRecord)) && (await exists(publishRecord)),
+      ),
+    () => `${staging} (node ${nodeName} reports it in use)`,
   );
   await timed(
     "volume published: NodePublishVolume by the node agent",
-    () => pollUntil("the publish mount", timeout, signal, () => mounted(target)),
-    () => target,
-  );
-  await timed("pod Running", () =>
-    pollUntil("the pod to run", timeout, signal, async () => {
-      const pod = await client.get<Pod>(GVR.pods, POD, { namespace: NAMESPACE });
-      return pod.status?.phase === "Running" ? pod : undefined;
-    }),
+    () =>
+      pollUntil("the pod to run with its volume published", timeout, signal, async () => {
+        const pod = await client.get<Pod>(GVR.pods, POD, { namespace: NAMESPACE });
+        return pod.status?.phase === "Running" ? pod : undefined;
+      }),
+    () => `${target}, pod Running`,
   );
   const message = `hello from csikit, ${new Date().toISOString()}\n`;
   if (which === "all")
@@ -199,9 +212,13 @@ export async function runWalkthrough(
       "file written through the pod's mount, read back from the driver's storage",
       async () => {
         await writeFile(join(target, "hello.txt"), message);
+        // csikit's hostpath keeps the volume under its state dir (a node's own when distributed).
+        const driverDir = cluster.plan.distributed
+          ? join(cluster.layout.driverStateDir, nodeName)
+          : cluster.layout.driverStateDir;
         const where =
           cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined
-            ? join(cluster.layout.driverStateDir, "volumes", handle, "hello.txt")
+            ? join(driverDir, "volumes", handle, "hello.txt")
             : join(target, "hello.txt");
         const back = await readFile(where, "utf8");
         if (back !== message)
@@ -214,18 +231,28 @@ export async function runWalkthrough(
       (where) => where,
     );
 
-  await growClaim(
-    cluster,
-    { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
-    {
-      pvName,
-      target,
-      print: options.print,
-    },
-  );
+  if (cluster.plan.distributed)
+    options.print(
+      "    (no growth step: a distributed deployment runs no resizer — external-resizer has no node deployment, kubernetes-csi/external-resizer#142)",
+    );
+  else
+    await growClaim(
+      cluster,
+      { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
+      {
+        pvName,
+        target,
+        print: options.print,
+      },
+    );
 
-  // A user's driver may not offer ControllerModifyVolume: the class change is hostpath's step.
-  if (cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined)
+  // A user's driver may not offer ControllerModifyVolume, and a distributed deployment runs no
+  // resizer: the class change is the step of hostpath behind up's own controller sidecars.
+  if (
+    !cluster.plan.distributed &&
+    cluster.plan.driverSocket === undefined &&
+    cluster.plan.driverCommand === undefined
+  )
     await modifyClaim(
       cluster,
       { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
@@ -237,13 +264,17 @@ export async function runWalkthrough(
     await pollUntil("the pod to go", timeout, signal, () =>
       gone(() => client.get(GVR.pods, POD, { namespace: NAMESPACE })),
     );
-    if ((await mountsUnder(cluster.layout.nodesDir)).includes(target))
-      throw new CsikitError("CSIKIT_ERR_WALKTHROUGH", `${target} is still mounted after the pod went`);
+    // The node agent lets a pod go only once NodeUnpublishVolume succeeded and its dir is removed.
+    if (await exists(publishRecord))
+      throw new CsikitError("CSIKIT_ERR_WALKTHROUGH", `${publishRecord} is still there after the pod went`);
   });
-  const unmounted = async (path: string): Promise<true | undefined> =>
-    (await mountsUnder(cluster.layout.nodesDir)).includes(path) ? undefined : true;
   await timed("volume unstaged: NodeUnstageVolume by the node agent", () =>
-    pollUntil("the staging mount to go", timeout, signal, () => unmounted(staging)),
+    pollUntil(
+      "the node agent to unstage the volume",
+      timeout,
+      signal,
+      async () => !(await node.inUse()) && !(await exists(stagedRecord)),
+    ),
   );
   if (cluster.attachRequired)
     await timed("volume detached: ControllerUnpublishVolume, VolumeAttachment gone", () =>
@@ -260,6 +291,29 @@ export async function runWalkthrough(
   await client.delete(GVR.volumeAttributesClasses, ATTRIBUTES_CLASS).catch(() => {});
   options.print("walkthrough done: every step passed");
   options.print("");
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** What a node reports about one volume: whether its status.volumesInUse lists it. */
+class NodeVolumeView {
+  readonly #cluster: RunningCluster;
+  readonly #node: string;
+  readonly #uniqueName: string;
+  constructor(cluster: RunningCluster, node: string, uniqueName: string) {
+    this.#cluster = cluster;
+    this.#node = node;
+    this.#uniqueName = uniqueName;
+  }
+  async inUse(): Promise<boolean> {
+    const node = await this.#cluster.admin.get<Node>(GVR.nodes, this.#node);
+    return (node.status?.volumesInUse ?? []).includes(this.#uniqueName);
+  }
 }
 
 interface GrowSteps {

@@ -783,3 +783,104 @@ describe("csikit up --walkthrough --exit", { skip: SKIP }, () => {
       assert.ok(!alive(pid), `process ${pid} still alive`);
   });
 });
+
+// A driver whose state lives in each process, as upstream hostpath's does: csikit hostpath
+// started through --driver-command with a state dir of its own per instance. Only the distributed
+// deployment serves it (each node's instance provisions, stages and publishes its own volumes);
+// the walkthrough reads what the node agent reports, never a staging mount. With --component-v=5
+// the API server logs every request it serves.
+describe("csikit up --distributed with a driver whose state lives in each process", { skip: SKIP }, () => {
+  test("the walkthrough passes end to end; --component-v reaches the API server", async (t) => {
+    const base = await mkdtemp(join(tmpdir(), "csikit-upd-"));
+    const stateDir = join(base, "s");
+    const script = join(base, "driver.sh");
+    await writeFile(
+      script,
+      [
+        "#!/bin/sh",
+        // One process per node serving both services, as upstream's DaemonSet runs it.
+        'if [ "$3" != distributed ]; then echo "want mode distributed, got $3" >&2; exit 2; fi',
+        `exec "${process.execPath}" "${MAIN}" hostpath --endpoint="$1" --nodeid="$2" \\`,
+        "  --controller-service=true --node-service=true --enable-attach=false \\",
+        `  --drivername=hostpath.csi.k8s.io --state-dir="${base}/driver-$2" \\`,
+        `  --allowed-path-roots="${join(stateDir, "nodes")}/$2"`,
+        "",
+      ].join("\n"),
+    );
+    const up = startUp(stateDir, [
+      "--nodes=2",
+      "--distributed",
+      "--component-v=5",
+      `--driver-command=/bin/sh ${script} {endpoint} {nodeid} {mode}`,
+      "--walkthrough",
+      "--exit",
+    ]);
+    t.after(async () => {
+      await stopUp(up, stateDir);
+      await rm(base, { recursive: true, force: true });
+    });
+    const code = await exitWithin(up, START_MS);
+    const text = up.output();
+    assert.equal(code, 0, text);
+    assert.match(text, /distributed: a driver instance and a provisioner per node/);
+    for (const step of [
+      /claim walkthrough-claim created and bound: CreateVolume by the provisioner/,
+      /no attach step: CSIDriver hostpath.csi.k8s.io has attachRequired=false/,
+      /volume staged: NodeStageVolume by the node agent — .*reports it in use/,
+      /volume published: NodePublishVolume by the node agent — .*pod Running/,
+      /file written through the pod's mount, read back/,
+      /no growth step: a distributed deployment runs no resizer/,
+      /volume unstaged: NodeUnstageVolume/,
+      /claim deleted: DeleteVolume by the provisioner, PV gone/,
+      /walkthrough done: every step passed/,
+      /all processes stopped/,
+    ])
+      assert.match(text, step);
+    // Each node's instance kept its own record; the walkthrough's volume was one node's only.
+    const records = await Promise.all(
+      ["node-1", "node-2"].map((node) =>
+        readFile(join(base, `driver-${node}`, "controller.json"), "utf8").catch(() => ""),
+      ),
+    );
+    assert.ok(
+      records.some((r) => r !== ""),
+      "a node instance provisioned",
+    );
+    const apiserverLog = await readFile(join(stateDir, "logs", "apiserver.log"), "utf8");
+    assert.match(apiserverLog, /"request" method="GET" path="\/api/);
+    for (const pid of Object.values(await pids(stateDir)))
+      assert.ok(!alive(pid), `process ${pid} still alive`);
+  });
+});
+
+describe("csikit up killed with -9", { skip: SKIP }, () => {
+  test("every one of its processes notices and stops, without a next up", async (t) => {
+    const base = await mkdtemp(join(tmpdir(), "csikit-uk-"));
+    const stateDir = join(base, "s");
+    const up = startUp(stateDir);
+    t.after(async () => {
+      await stopUp(up, stateDir);
+      await rm(base, { recursive: true, force: true });
+    });
+    await until(
+      () => {
+        const text = up.output();
+        if (/✗/.test(text) || up.child.exitCode !== null) throw new Error(`up failed:\n${text}`);
+        return /cluster ready in/.test(text) ? true : undefined;
+      },
+      "the cluster to be ready",
+      { timeoutMs: START_MS },
+    );
+    const children = await pids(stateDir);
+    assert.ok(Object.keys(children).length >= 18, JSON.stringify(children));
+    // The supervisor is the API server's parent (unprivileged, `up` re-ran itself in a namespace).
+    const stat = await readFile(`/proc/${children.apiserver}/stat`, "utf8");
+    const supervisor = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    process.kill(supervisor, "SIGKILL");
+    await until(
+      async () => (Object.values(children).some(alive) ? undefined : true),
+      "every process of the killed up to stop",
+      { timeoutMs: 60_000 },
+    );
+  });
+});

@@ -83,12 +83,14 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** Stops up (SIGTERM, SIGKILL after 2 min), then ends any of its processes left (up may have died first). */
 export async function stopUp(up: UpProcess | undefined, stateDir: string): Promise<void> {
-  if (!up || up.child.exitCode !== null || up.child.signalCode !== null) return;
-  up.child.kill("SIGTERM");
-  const timer = setTimeout(() => up.child.kill("SIGKILL"), 120_000);
-  await up.exited;
-  clearTimeout(timer);
+  if (up && up.child.exitCode === null && up.child.signalCode === null) {
+    up.child.kill("SIGTERM");
+    const timer = setTimeout(() => up.child.kill("SIGKILL"), 120_000);
+    await up.exited;
+    clearTimeout(timer);
+  }
   for (const pid of Object.values(await pids(stateDir).catch(() => ({}))))
     if (alive(pid)) process.kill(pid, "SIGKILL");
 }

@@ -219,7 +219,7 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
       commands: new Set(["attacher", "resizer", "registrar", "livenessprobe"]),
       verbosity: 2,
       featureGates: "",
-      probePorts: new Map(nodes.map((n) => [n.name, 0])),
+      ports: new Map(),
     }).instances;
   const staticIdentities = plan(new ClusterLayout("/unused")).flatMap((i) =>
     i.identity?.kind === "user" && RUN.has(i.name)

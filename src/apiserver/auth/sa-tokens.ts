@@ -23,10 +23,10 @@ import type { KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fieldInvalid } from "../../api/index.ts";
+import { writeAtomic } from "../../base/index.ts";
 import type { UserInfo } from "./authn.ts";
 import type { KubeObject } from "../rest/resource.ts";
 import type { Store } from "../storage/index.ts";
-import { writeAtomic } from "../transport/pki.ts";
 import { badRequest, invalid, notFound } from "../transport/status.ts";
 import { metadataOf, stringField, timestamp } from "../rest/objects.ts";
 

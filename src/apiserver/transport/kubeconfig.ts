@@ -3,7 +3,7 @@
 // Written 0600 because it holds the token.
 
 import { stringify } from "yaml";
-import { writeAtomic } from "./pki.ts";
+import { writeAtomic } from "../../base/index.ts";
 
 export const KUBECONFIG_CONTEXT = "csikit";
 

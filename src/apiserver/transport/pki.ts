@@ -7,14 +7,13 @@
 // together. Key and token files are 0600.
 
 import { randomBytes, X509Certificate, type webcrypto } from "node:crypto";
-import { constants } from "node:fs";
-import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { isIP } from "node:net";
-import { basename, dirname, join } from "node:path";
+import { join } from "node:path";
 // @peculiar/x509 (through tsyringe) needs the Reflect metadata polyfill loaded first.
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
-import { isErrno } from "../../base/index.ts";
+import { isErrno, writeAtomic } from "../../base/index.ts";
 
 export interface Credentials {
   caCertPem: string;
@@ -95,39 +94,6 @@ async function readCredentials(pkiDir: string): Promise<Credentials | undefined>
     return { caCertPem, serverCertPem, serverKeyPem, adminToken };
   } catch (error) {
     if (isErrno(error, "ENOENT")) return undefined;
-    throw error;
-  }
-}
-
-/**
- * Writes via a temp file and rename so a crash never leaves a half-written key. The temp name
- * is unpredictable and opened O_CREAT|O_EXCL|O_NOFOLLOW with `mode` from creation: in a shared
- * directory another user can neither pre-create it (we would fail, not write into their file)
- * nor point it elsewhere through a symlink. rename() replaces a symlink at `path` itself,
- * never writing through it.
- */
-export async function writeAtomic(path: string, content: string, mode: number): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.tmp-${randomBytes(12).toString("hex")}`);
-  const handle = await open(
-    temp,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    mode,
-  );
-  try {
-    // The umask may have narrowed the mode at creation; never widened it, so this only restores it.
-    await handle.chmod(mode);
-    await handle.writeFile(content);
-    await handle.sync();
-  } catch (error) {
-    await handle.close();
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
-  await handle.close();
-  try {
-    await rename(temp, path);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
     throw error;
   }
 }

@@ -1,12 +1,17 @@
 // The API server's state directory holds the CA key, the admin token and the database (with
 // every Secret): only its owner may enter it. A directory of ours that is group- or
 // world-accessible is tightened to 0700; one owned by someone else is refused with the reason.
+// What a resumed server finds there was maybe loosened meanwhile (copied, restored, chmod-ed):
+// pki/ and everything in it, and the files of the directory itself, are tightened too (0700
+// directories, 0600 files). Other directories beside them (`csikit up` keeps its nodes and
+// volumes there) are their owner's business.
 // The database files are created 0600 before SQLite opens them (SQLite gives the -wal and -shm
 // files the mode of the database file), and existing ones are tightened.
 
-import { chmod, lstat, mkdir, open } from "node:fs/promises";
+import { chmod, lstat, mkdir, open, readdir } from "node:fs/promises";
 import { constants } from "node:fs";
-import { CsikitError } from "../../base/index.ts";
+import { join } from "node:path";
+import { CsikitError, tightenTree } from "../../base/index.ts";
 
 export const STATE_DIR_MODE = 0o700;
 export const STATE_FILE_MODE = 0o600;
@@ -18,17 +23,21 @@ export async function secureStateDir(dir: string): Promise<void> {
   if (!info.isDirectory())
     throw new CsikitError("CSIKIT_ERR_STATE_DIR", `state directory ${dir} is not a directory`);
   const mode = info.mode & 0o777;
-  if ((mode & 0o077) === 0) return;
-  const uid = process.getuid?.();
-  if (uid !== undefined && info.uid !== uid) {
-    throw new CsikitError(
-      "CSIKIT_ERR_STATE_DIR",
-      `state directory ${dir} is accessible to other users (mode ${mode.toString(8).padStart(4, "0")}) ` +
-        `and owned by uid ${info.uid}, not by this process (uid ${uid}): it would expose the CA key, ` +
-        `the admin token and every Secret; use a directory of your own or make it 0700`,
-    );
+  if ((mode & 0o077) !== 0) {
+    const uid = process.getuid?.();
+    if (uid !== undefined && info.uid !== uid) {
+      throw new CsikitError(
+        "CSIKIT_ERR_STATE_DIR",
+        `state directory ${dir} is accessible to other users (mode ${mode.toString(8).padStart(4, "0")}) ` +
+          `and owned by uid ${info.uid}, not by this process (uid ${uid}): it would expose the CA key, ` +
+          `the admin token and every Secret; use a directory of your own or make it 0700`,
+      );
+    }
+    await chmod(dir, STATE_DIR_MODE);
   }
-  await chmod(dir, STATE_DIR_MODE);
+  await tightenTree(join(dir, "pki"));
+  for (const entry of await readdir(dir, { withFileTypes: true }))
+    if (entry.isFile()) await tightenTree(join(dir, entry.name));
 }
 
 /**

@@ -1,0 +1,89 @@
+// `up --distributed`: the driver deployed the way upstream deploys a driver whose volumes live on
+// one node each (csi-driver-host-path's deploy/kubernetes-distributed): no controller instance of
+// the driver and no controller-side sidecars in the middle; on every node one driver instance
+// serving both the controller and the node service, with its own external-provisioner beside it
+// (--node-deployment, strict topology, NODE_NAME). That deployment runs no attacher (its CSIDriver
+// says attachRequired: false) and no resizer (external-resizer has no node deployment:
+// kubernetes-csi/external-resizer#142), so neither does `up` in this mode. A driver whose state
+// lives in each process (upstream hostpath) needs this: its controller instance would give its
+// own node as every volume's topology, and no node instance would know the controller's volumes.
+
+import { join } from "node:path";
+import type { ClusterLayout, NodeSpec } from "./layout.ts";
+
+/** What of the cluster's plan these need (components.ts's ClusterPlan has it). */
+interface Plan {
+  layout: ClusterLayout;
+  driverName: string;
+  verbosity: number;
+  /** Loopback ports of the metrics endpoints by instance name (absent: the OS picks). */
+  ports?: ReadonlyMap<string, number>;
+}
+
+/** The cluster-wide sidecars a distributed deployment does not run (the provisioner runs per node). */
+export const NOT_IN_DISTRIBUTED: ReadonlySet<string> = new Set(["provisioner", "attacher", "resizer"]);
+
+/**
+ * How long a node's provisioner waits at most, at first, before trying to own a claim of an
+ * Immediate class (upstream's default 20s suits hundreds of real nodes racing for a claim; a
+ * handful of virtual nodes on one machine settle it at once, and the walkthrough's claim is one).
+ */
+const OWN_CLAIM_BASE_DELAY = "1s";
+const OWN_CLAIM_MAX_DELAY = "10s";
+
+/** The name of a node's provisioner (and of its kubeconfig and log). */
+export const nodeProvisionerName = (node: string): string => `${node}-provisioner`;
+
+/** A node's external-provisioner, beside that node's driver instance. */
+export function nodeProvisioner(
+  plan: Plan,
+  node: NodeSpec,
+  socket: string,
+): {
+  name: string;
+  stage: "sidecar";
+  subcommand: string;
+  node: string;
+  identity: { kind: "serviceAccount"; namespace: string; name: string };
+  args: string[];
+} {
+  const name = nodeProvisionerName(node.name);
+  return {
+    name,
+    stage: "sidecar",
+    subcommand: "provisioner",
+    node: node.name,
+    // The DaemonSet's pod runs under the provisioner's ServiceAccount, as upstream's does.
+    identity: { kind: "serviceAccount", namespace: "default", name: "csi-provisioner" },
+    args: [
+      `--v=${plan.verbosity}`,
+      `--csi-address=${socket}`,
+      `--kubeconfig=${plan.layout.kubeconfigOf(name)}`,
+      "--feature-gates=Topology=true,VolumeAttributesClass=true",
+      "--extra-create-metadata",
+      `--http-endpoint=127.0.0.1:${plan.ports?.get(name) ?? 0}`,
+      "--node-deployment=true",
+      "--strict-topology=true",
+      "--immediate-topology=false",
+      `--node-deployment-base-delay=${OWN_CLAIM_BASE_DELAY}`,
+      `--node-deployment-max-delay=${OWN_CLAIM_MAX_DELAY}`,
+      "--kube-api-qps=100",
+      "--kube-api-burst=200",
+    ],
+  };
+}
+
+/** csikit hostpath as one node's only instance: both services, its own state (as upstream's). */
+export function distributedHostpathArgs(plan: Plan, node: NodeSpec, endpoint: string): string[] {
+  return [
+    `--v=${plan.verbosity}`,
+    `--drivername=${plan.driverName}`,
+    `--state-dir=${join(plan.layout.driverStateDir, node.name)}`,
+    `--endpoint=unix://${endpoint}`,
+    `--nodeid=${node.name}`,
+    "--node-service=true",
+    "--controller-service=true",
+    "--enable-attach=false",
+    `--allowed-path-roots=${plan.layout.rootOf(node.name)}`,
+  ];
+}
