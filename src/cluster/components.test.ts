@@ -35,7 +35,7 @@ test("--feature-gates goes to the controllers and every node agent, nothing else
   const provisioner = instances.find((i) => i.name === "provisioner")!;
   assert.deepEqual(
     provisioner.args.filter((a) => a.startsWith("--feature-gates")),
-    ["--feature-gates=Topology=true"],
+    ["--feature-gates=Topology=true,VolumeAttributesClass=true"],
   );
 });
 

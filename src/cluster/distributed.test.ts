@@ -52,7 +52,7 @@ test("distributed: a driver and a node-deployment provisioner per node, nothing 
       "--node-deployment=true",
       "--strict-topology=true",
       "--immediate-topology=false",
-      "--feature-gates=Topology=true",
+      "--feature-gates=Topology=true,VolumeAttributesClass=true",
       `--kubeconfig=/tmp/csikit-plan/identities/${node}-provisioner.kubeconfig`,
     ])
       assert.ok(provisioner.args.includes(arg), `${arg} in ${provisioner.args.join(" ")}`);

@@ -19,7 +19,7 @@ import type {
   Pod,
   VolumeAttachment,
 } from "../api/index.ts";
-import { EVENT_REASONS, parseQuantity, quantityValue } from "../api/index.ts";
+import { EVENT_REASONS, GVR, parseQuantity, quantityValue } from "../api/index.ts";
 import { errorMessage } from "../base/index.ts";
 import { objectKey, type SharedInformer } from "../kube/index.ts";
 import { ActualState, type PublishedVolume } from "./actual-state.ts";
@@ -428,10 +428,10 @@ export class Reconciler {
       if (published.state !== "mounted" || !published.claim) continue;
       const volume = desired.volumes.get(published.key);
       if (!volume) continue;
-      const claim = this.#caches.claim(published.claim.namespace, published.claim.name);
-      if (!claim) continue;
+      const cached = this.#caches.claim(published.claim.namespace, published.claim.name);
+      if (!cached) continue;
       const pv = volume.spec.pvName ? this.#caches.volume(volume.spec.pvName) : undefined;
-      const size = nodeExpansionSize(claim, pv);
+      const size = nodeExpansionSize(cached, pv);
       if (size === undefined) continue;
       const done = `${published.key}@${size}`;
       if (this.#expanded.has(done)) continue;
@@ -439,6 +439,22 @@ export class Reconciler {
         `pod:${published.key}`,
         `expand:${published.key}`,
         async () => {
+          // The claim as the API server has it now, as the kubelet reads it when the operation
+          // runs: the polled copy may predate this node's own last resize of it (an expansion
+          // done at the stage of another pod), and expanding on it would repeat that resize.
+          const claim = await context.client.get<PersistentVolumeClaim>(
+            GVR.persistentVolumeClaims,
+            cached.metadata?.name ?? "",
+            { namespace: cached.metadata?.namespace ?? "" },
+            signal,
+          );
+          const needed = nodeExpansionSize(claim, pv);
+          if (needed !== size) {
+            // Done already: remember it while the polled copy catches up. Another size: the
+            // pass after this one (the executor triggers it) works from the newer claim.
+            if (needed === undefined) this.#expanded.add(done);
+            return;
+          }
           const driver = drivers.require(published.driver);
           if (driver.nodeCapabilities.has("EXPAND_VOLUME")) {
             await markNodeExpansionInProgress(context, claim, signal);

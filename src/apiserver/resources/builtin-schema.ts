@@ -76,6 +76,7 @@ const ROOT_MODELS: Readonly<Record<string, string>> = {
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": "V1ClusterRoleBinding",
   "authentication.k8s.io/v1/SelfSubjectReview": "V1SelfSubjectReview",
   "authentication.k8s.io/v1/TokenRequest": "AuthenticationV1TokenRequest",
+  "authentication.k8s.io/v1/TokenReview": "V1TokenReview",
   "authorization.k8s.io/v1/SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
   "authorization.k8s.io/v1/SubjectAccessReview": "V1SubjectAccessReview",
 };
