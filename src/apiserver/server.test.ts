@@ -11,6 +11,7 @@ import * as k8s from "@kubernetes/client-node";
 import { FaultInjector } from "./transport/faults.ts";
 import { raw, startTestServer, type TestServer } from "../../test/harness/apiserver.ts";
 import { until } from "../../test/harness/until.ts";
+import { seededRandom } from "../../test/harness/random.ts";
 
 let server: TestServer;
 const faults = new FaultInjector();
@@ -28,18 +29,6 @@ before(async () => {
 after(async () => {
   await server.dispose();
 });
-
-/** A deterministic PRNG (mulberry32) so a fuzzing failure can be replayed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The HTTP code and Status body of a failed client-node call. */
 async function failure(call: Promise<unknown>): Promise<{ code: number; status: Record<string, unknown> }> {

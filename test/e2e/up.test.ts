@@ -39,29 +39,7 @@ import {
 } from "../harness/up.ts";
 import { until } from "../harness/until.ts";
 import { kubectl } from "../harness/kubectl.ts";
-import { request as httpsRequest } from "node:https";
-import { request as httpRequest } from "node:http";
-
-/** GET a metrics URL (the secure ports have self-signed certificates: not verified here). */
-function scrape(url: string, token: string | undefined): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const secure = url.startsWith("https:");
-    const options = {
-      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
-      timeout: 30_000,
-      ...(secure ? { rejectUnauthorized: false } : {}),
-    };
-    const req = (secure ? httpsRequest : httpRequest)(url, options, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on("error", reject);
-    req.end();
-  });
-}
+import { scrape } from "../harness/https-get.ts";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
 

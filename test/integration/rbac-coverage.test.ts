@@ -16,7 +16,6 @@
 
 import assert from "node:assert/strict";
 import { mkdir, readFile } from "node:fs/promises";
-import { request as httpsRequest } from "node:https";
 import { test } from "node:test";
 import {
   GVR,
@@ -46,6 +45,7 @@ import {
 import { freePort } from "../../src/cluster/layout.ts";
 import { installSnapshotCrds, writeReadySnapshot } from "../harness/snapshots.ts";
 import { persistentVolume, pod as nodePod } from "../harness/node.ts";
+import { scrape } from "../harness/https-get.ts";
 import { until } from "../harness/until.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";
@@ -60,24 +60,6 @@ const EXTRA_ARGS: Readonly<Record<string, readonly string[]>> = {
   provisioner: ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"],
 };
 /** Components the suite runs (drivers and node-level components aside). */
-/** A GET over HTTPS that does not verify the (self-signed) serving certificate. */
-function httpsGet(url: string, token: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      url,
-      { rejectUnauthorized: false, timeout: 30_000, headers: { authorization: `Bearer ${token}` } },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (body += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on("error", reject);
-    req.end();
-  });
-}
 
 const RUN = new Set(["controllers", "provisioner", "attacher", "resizer"]);
 
@@ -493,7 +475,7 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
   // The controllers' secure port, scraped as Prometheus would: TokenReview, then SubjectAccessReview.
   const adminToken = /token: (\S+)/.exec(await readFile(rbac.kubeconfig, "utf8"))?.[1] ?? "";
   await step("the controllers' /metrics served to the admin token", async () => {
-    const answer = await httpsGet(`https://127.0.0.1:${controllersPort}/metrics`, adminToken).catch(
+    const answer = await scrape(`https://127.0.0.1:${controllersPort}/metrics`, adminToken).catch(
       () => undefined,
     );
     return (answer?.status === 200 && answer.body.includes("workqueue_depth")) || undefined;

@@ -6,7 +6,6 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { request } from "node:https";
 import { createServer } from "node:net";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -24,6 +23,7 @@ import {
   startSecureServing,
 } from "../../src/kube/index.ts";
 import { requestServiceAccountToken } from "../../src/cluster/identities.ts";
+import { scrape } from "../harness/https-get.ts";
 
 /** A port free right now (the secure port's 0 means "off", as upstream's). */
 function freePort(): Promise<number> {
@@ -34,28 +34,6 @@ function freePort(): Promise<number> {
       const { port } = server.address() as { port: number };
       server.close(() => resolve(port));
     });
-  });
-}
-
-function get(url: string, token: string | undefined): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        rejectUnauthorized: false,
-        timeout: 30_000,
-        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (body += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error("timed out")));
-    req.on("error", reject);
-    req.end();
   });
 }
 
@@ -147,18 +125,18 @@ test("a secure port serves /metrics to allowed tokens only, with kube-controller
     assert.ok(endpoint, name);
     assert.match(endpoint.url, /^https:\/\/127\.0\.0\.1:\d+$/);
     const metrics = `${endpoint.url}/metrics`;
-    const allowed = await get(metrics, tokens.scraper);
+    const allowed = await scrape(metrics, tokens.scraper);
     assert.equal(allowed.status, 200, `${name}: ${allowed.body}`);
     assert.match(allowed.body, /^csikit_test_total 1$/m);
-    const refused = await get(metrics, tokens.stranger);
+    const refused = await scrape(metrics, tokens.stranger);
     assert.equal(refused.status, 403, `${name}: ${refused.body}`);
     assert.match(refused.body, /system:serviceaccount:default:stranger/);
     assert.ok(refused.body.includes(stranger), refused.body);
-    assert.equal((await get(metrics, "no-such-token")).status, 401);
-    const anonymous = await get(metrics, undefined);
+    assert.equal((await scrape(metrics, "no-such-token")).status, 401);
+    const anonymous = await scrape(metrics, undefined);
     assert.equal(anonymous.status, 403);
     assert.match(anonymous.body, /system:anonymous/);
-    assert.equal((await get(`${endpoint.url}/healthz`, undefined)).status, 200);
+    assert.equal((await scrape(`${endpoint.url}/healthz`, undefined)).status, 200);
   }
 });
 
