@@ -86,10 +86,13 @@ export async function runWalkthrough(
   };
   options.print("");
   const which = options.which ?? "all";
+  const grows = !cluster.plan.distributed;
+  const modifies = classChangeRuns(cluster);
+  const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""} → delete`;
   options.print(
     which === "all"
-      ? "walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write/read → grow → delete"
-      : "walkthrough (expand): StorageClass → claim → pod → provision, attach, stage, publish → grow → delete",
+      ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write/read${later}`
+      : `walkthrough (expand): StorageClass → claim → pod → provision, attach, stage, publish${later}`,
   );
 
   // Leftovers of an interrupted earlier walkthrough would make the creates below fail.
@@ -246,13 +249,7 @@ export async function runWalkthrough(
       },
     );
 
-  // A user's driver may not offer ControllerModifyVolume, and a distributed deployment runs no
-  // resizer: the class change is the step of hostpath behind up's own controller sidecars.
-  if (
-    !cluster.plan.distributed &&
-    cluster.plan.driverSocket === undefined &&
-    cluster.plan.driverCommand === undefined
-  )
+  if (modifies)
     await modifyClaim(
       cluster,
       { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
@@ -397,6 +394,16 @@ async function growClaim(
     `    statfs through the mount: ${fs.blocks * fs.bsize} bytes, ${fs.bavail * fs.bsize} available ` +
       "(a hostpath filesystem volume is a directory: statfs sees the filesystem that holds it)",
   );
+}
+
+/**
+ * Whether the walkthrough changes the claim's class: a user's driver may not offer
+ * ControllerModifyVolume, and a distributed deployment runs no resizer, so it is the step of
+ * hostpath behind up's own controller sidecars.
+ */
+function classChangeRuns(cluster: RunningCluster): boolean {
+  const { plan } = cluster;
+  return !plan.distributed && plan.driverSocket === undefined && plan.driverCommand === undefined;
 }
 
 /**
