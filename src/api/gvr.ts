@@ -74,6 +74,34 @@ export const GVR = Object.freeze({
     "VolumeSnapshotClass",
     false,
   ),
+  volumeGroupSnapshots: gvr(
+    "groupsnapshot.storage.k8s.io",
+    "v1",
+    "volumegroupsnapshots",
+    "VolumeGroupSnapshot",
+    true,
+  ),
+  volumeGroupSnapshotContents: gvr(
+    "groupsnapshot.storage.k8s.io",
+    "v1",
+    "volumegroupsnapshotcontents",
+    "VolumeGroupSnapshotContent",
+    false,
+  ),
+  volumeGroupSnapshotClasses: gvr(
+    "groupsnapshot.storage.k8s.io",
+    "v1",
+    "volumegroupsnapshotclasses",
+    "VolumeGroupSnapshotClass",
+    false,
+  ),
+  snapshotMetadataServices: gvr(
+    "cbt.storage.k8s.io",
+    "v1beta1",
+    "snapshotmetadataservices",
+    "SnapshotMetadataService",
+    false,
+  ),
 });
 
 /** "v1" for the core group, "<group>/<version>" otherwise. */

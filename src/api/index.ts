@@ -3,6 +3,7 @@
 export type * from "./meta.ts";
 export type * from "./core.ts";
 export type * from "./storage.ts";
+export type * from "./snapshot.ts";
 export type * from "./coordination.ts";
 export type * from "./apiextensions.ts";
 export type * from "./rbac.ts";
