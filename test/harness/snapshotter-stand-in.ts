@@ -51,12 +51,15 @@ export function startSnapshotterStandIn(options: {
     if (content.metadata?.deletionTimestamp) {
       const handle = content.status?.snapshotHandle ?? content.spec.source.snapshotHandle;
       const beingDeleted =
-        content.metadata.annotations?.["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"] === "yes" ||
-        !content.spec.volumeSnapshotRef.uid;
+        content.metadata.annotations?.["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"] ===
+          "yes" || !content.spec.volumeSnapshotRef.uid;
       if (content.spec.deletionPolicy === "Delete" && beingDeleted && handle) standIn.backend.delete(handle);
       const finalizers = (content.metadata.finalizers ?? []).filter((f) => f !== CONTENT_FINALIZER);
       if (finalizers.length !== (content.metadata.finalizers ?? []).length)
-        await client.update(GVR.volumeSnapshotContents, { ...content, metadata: { ...content.metadata, finalizers } });
+        await client.update(GVR.volumeSnapshotContents, {
+          ...content,
+          metadata: { ...content.metadata, finalizers },
+        });
       return;
     }
     if (content.status?.snapshotHandle) {
@@ -75,7 +78,12 @@ export function startSnapshotterStandIn(options: {
       }
       await client.updateStatus(GVR.volumeSnapshotContents, {
         ...content,
-        status: { snapshotHandle: handle, creationTime: nanosNow(), restoreSize: SIZE, readyToUse: standIn.ready },
+        status: {
+          snapshotHandle: handle,
+          creationTime: nanosNow(),
+          restoreSize: SIZE,
+          readyToUse: standIn.ready,
+        },
       });
     } else if (content.spec.source.snapshotHandle) {
       await client.updateStatus(GVR.volumeSnapshotContents, {
@@ -131,8 +139,9 @@ export function startSnapshotterStandIn(options: {
             if (!isConflict(error) && !isNotFound(error)) throw error;
           });
         if (options.groups)
-          for (const content of (await client.list<VolumeGroupSnapshotContent>(GVR.volumeGroupSnapshotContents))
-            .items)
+          for (const content of (
+            await client.list<VolumeGroupSnapshotContent>(GVR.volumeGroupSnapshotContents)
+          ).items)
             await syncGroupContent(content).catch((error: unknown) => {
               if (!isConflict(error) && !isNotFound(error)) throw error;
             });

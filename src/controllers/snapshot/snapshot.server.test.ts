@@ -16,16 +16,34 @@ import {
 import { Flags, LOGGING_FLAGS, parseFlags } from "../../base/index.ts";
 import { isNotFound, type KubeClient, type KubeObject } from "../../kube/index.ts";
 import { defer } from "../../../test/harness/cleanup.ts";
-import { forbidden, startRbacCluster, spawnComponent, usernameOf, type RbacCluster } from "../../../test/harness/rbac.ts";
+import {
+  forbidden,
+  startRbacCluster,
+  spawnComponent,
+  usernameOf,
+  type RbacCluster,
+} from "../../../test/harness/rbac.ts";
 import { installSnapshotCrds } from "../../../test/harness/snapshots.ts";
-import { startSnapshotterStandIn, type SnapshotterStandIn } from "../../../test/harness/snapshotter-stand-in.ts";
+import {
+  startSnapshotterStandIn,
+  type SnapshotterStandIn,
+} from "../../../test/harness/snapshotter-stand-in.ts";
 import { until } from "../../../test/harness/until.ts";
 import { FAST_ELECTION, leaseHolder, untilNewLeader } from "../../../test/harness/election.ts";
-import { SNAPSHOT_CONTROLLER_FLAGS, snapshotControllerOptionsFromFlags, startSnapshotController } from "./index.ts";
+import {
+  SNAPSHOT_CONTROLLER_FLAGS,
+  snapshotControllerOptionsFromFlags,
+  startSnapshotController,
+} from "./index.ts";
 
 const DRIVER = "hostpath.csi.k8s.io";
 const IDENTITY = { kind: "serviceAccount", namespace: "kube-system", name: "snapshot-controller" } as const;
-const FAST = ["--retry-interval-start=20ms", "--retry-interval-max=500ms", "--kube-api-qps=200", "--kube-api-burst=400"];
+const FAST = [
+  "--retry-interval-start=20ms",
+  "--retry-interval-max=500ms",
+  "--kube-api-qps=200",
+  "--kube-api-burst=400",
+];
 
 interface Fixture {
   cluster: RbacCluster;
@@ -46,7 +64,11 @@ async function setup(t: TestContext): Promise<Fixture> {
 /** The controller in-process, from real command-line flags. */
 function runController(t: TestContext, f: Fixture, args: readonly string[] = []): { stop(): Promise<void> } {
   const flags = new Flags(
-    parseFlags({ ...LOGGING_FLAGS, ...SNAPSHOT_CONTROLLER_FLAGS }, [`--kubeconfig=${f.kubeconfig}`, ...FAST, ...args]),
+    parseFlags({ ...LOGGING_FLAGS, ...SNAPSHOT_CONTROLLER_FLAGS }, [
+      `--kubeconfig=${f.kubeconfig}`,
+      ...FAST,
+      ...args,
+    ]),
   );
   const controller = new AbortController();
   const done = startSnapshotController(snapshotControllerOptionsFromFlags(flags), controller.signal);
@@ -61,14 +83,21 @@ function runController(t: TestContext, f: Fixture, args: readonly string[] = [])
 async function createClass(
   admin: KubeClient,
   name: string,
-  options: { deletionPolicy?: "Delete" | "Retain"; isDefault?: boolean; parameters?: Record<string, string>; driver?: string } = {},
+  options: {
+    deletionPolicy?: "Delete" | "Retain";
+    isDefault?: boolean;
+    parameters?: Record<string, string>;
+    driver?: string;
+  } = {},
 ): Promise<void> {
   await admin.create(GVR.volumeSnapshotClasses, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshotClass",
     metadata: {
       name,
-      ...(options.isDefault ? { annotations: { "snapshot.storage.kubernetes.io/is-default-class": "true" } } : {}),
+      ...(options.isDefault
+        ? { annotations: { "snapshot.storage.kubernetes.io/is-default-class": "true" } }
+        : {}),
     },
     driver: options.driver ?? DRIVER,
     deletionPolicy: options.deletionPolicy ?? "Delete",
@@ -105,13 +134,23 @@ async function boundClaim(
       volumeMode: options.volumeMode ?? "Filesystem",
       persistentVolumeReclaimPolicy: "Delete",
       csi: { driver: DRIVER, volumeHandle: `vol-${name}` },
-      claimRef: { kind: "PersistentVolumeClaim", apiVersion: "v1", namespace: "default", name, uid: claim.metadata!.uid! },
+      claimRef: {
+        kind: "PersistentVolumeClaim",
+        apiVersion: "v1",
+        namespace: "default",
+        name,
+        uid: claim.metadata!.uid!,
+      },
       ...(options.node
         ? {
             nodeAffinity: {
               required: {
                 nodeSelectorTerms: [
-                  { matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [options.node] }] },
+                  {
+                    matchExpressions: [
+                      { key: "kubernetes.io/hostname", operator: "In", values: [options.node] },
+                    ],
+                  },
                 ],
               },
             },
@@ -133,7 +172,9 @@ async function createSnapshot(
     kind: "VolumeSnapshot",
     metadata: { name, namespace: "default" },
     spec: {
-      source: source.claim ? { persistentVolumeClaimName: source.claim } : { volumeSnapshotContentName: source.content! },
+      source: source.claim
+        ? { persistentVolumeClaimName: source.claim }
+        : { volumeSnapshotContentName: source.content! },
       ...(className ? { volumeSnapshotClassName: className } : {}),
     },
   });
@@ -141,7 +182,8 @@ async function createSnapshot(
 
 const getSnapshot = (admin: KubeClient, name: string) =>
   admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, { namespace: "default" });
-const getContent = (admin: KubeClient, name: string) => admin.get<VolumeSnapshotContent>(GVR.volumeSnapshotContents, name);
+const getContent = (admin: KubeClient, name: string) =>
+  admin.get<VolumeSnapshotContent>(GVR.volumeSnapshotContents, name);
 const gone = async (read: () => Promise<unknown>): Promise<boolean> =>
   read().then(
     () => false,
@@ -193,20 +235,27 @@ test("dynamic snapshot, Delete: snapcontent-<uid>, finalizers, status copied, th
   }, "as-source and bound finalizers");
   // Ready: the claim is no longer needed as a source.
   await until(async () => {
-    const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", { namespace: "default" });
+    const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", {
+      namespace: "default",
+    });
     return !(claim.metadata?.finalizers ?? []).includes(FINALIZERS.pvcAsSource.key);
   }, "pvc-as-source-protection removed once ready");
   const reasons = await until(async () => {
     const r = await eventReasons(f.admin, "snap");
     return r.includes("SnapshotReady") ? r : undefined;
   }, "events");
-  for (const reason of ["CreatingSnapshot", "SnapshotCreated", "SnapshotReady"]) assert.ok(reasons.includes(reason), reason);
+  for (const reason of ["CreatingSnapshot", "SnapshotCreated", "SnapshotReady"])
+    assert.ok(reasons.includes(reason), reason);
 
   await f.admin.delete(GVR.volumeSnapshots, "snap", { namespace: "default" });
   await until(() => gone(() => getSnapshot(f.admin, "snap")), "snapshot gone");
   await until(() => gone(() => getContent(f.admin, contentName)), "content gone");
   assert.equal(f.sidecar.backend.size, 0, "the backend snapshot was deleted");
-  assert.deepEqual(forbidden(f.cluster.audit, usernameOf(IDENTITY)).length, 0, "no 403 under the controller's Role");
+  assert.deepEqual(
+    forbidden(f.cluster.audit, usernameOf(IDENTITY)).length,
+    0,
+    "no 403 under the controller's Role",
+  );
 });
 
 test("Retain: the snapshot goes, the content and backend snapshot stay, marked being-deleted", async (t) => {
@@ -217,11 +266,17 @@ test("Retain: the snapshot goes, the content and backend snapshot stay, marked b
   const created = await createSnapshot(f.admin, "snap", { claim: "data" }, "retain");
   await untilReady(f.admin, "snap");
   const s = await getSnapshot(f.admin, "snap");
-  assert.ok(!s.metadata?.finalizers?.includes(FINALIZERS.volumeSnapshotBound.key), "no bound finalizer for Retain");
+  assert.ok(
+    !s.metadata?.finalizers?.includes(FINALIZERS.volumeSnapshotBound.key),
+    "no bound finalizer for Retain",
+  );
   await f.admin.delete(GVR.volumeSnapshots, "snap", { namespace: "default" });
   await until(() => gone(() => getSnapshot(f.admin, "snap")), "snapshot gone");
   const content = await getContent(f.admin, `snapcontent-${created.metadata!.uid!}`);
-  assert.equal(content.metadata?.annotations?.["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"], "yes");
+  assert.equal(
+    content.metadata?.annotations?.["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"],
+    "yes",
+  );
   assert.equal(content.metadata?.deletionTimestamp, undefined);
   assert.equal(f.sidecar.backend.size, 1);
 });
@@ -260,8 +315,9 @@ test("default class: none → error, one → chosen by the source's driver, two 
   await createClass(f.admin, "other-driver-default", { isDefault: true, driver: "other.csi.k8s.io" });
   runController(t, f);
   await createSnapshot(f.admin, "none", { claim: "data" });
-  await until(async () => (await getSnapshot(f.admin, "none")).status?.error?.message, "error status").then((m) =>
-    assert.equal(m, "Failed to set default snapshot class with error cannot find default snapshot class"),
+  await until(async () => (await getSnapshot(f.admin, "none")).status?.error?.message, "error status").then(
+    (m) =>
+      assert.equal(m, "Failed to set default snapshot class with error cannot find default snapshot class"),
   );
   assert.ok((await eventReasons(f.admin, "none")).includes("SetDefaultSnapshotClassFailed"));
 
@@ -272,8 +328,12 @@ test("default class: none → error, one → chosen by the source's driver, two 
 
   await createClass(f.admin, "default-b", { isDefault: true });
   await createSnapshot(f.admin, "two", { claim: "data" });
-  await until(async () => (await getSnapshot(f.admin, "two")).status?.error?.message, "error status").then((m) =>
-    assert.equal(m, "Failed to set default snapshot class with error 2 default snapshot classes were found"),
+  await until(async () => (await getSnapshot(f.admin, "two")).status?.error?.message, "error status").then(
+    (m) =>
+      assert.equal(
+        m,
+        "Failed to set default snapshot class with error 2 default snapshot classes were found",
+      ),
   );
   assert.equal((await getSnapshot(f.admin, "two")).spec.volumeSnapshotClassName, undefined);
 });
@@ -294,11 +354,20 @@ test("deletion secret annotations from the class's snapshotter-secret templates"
   const good = await createSnapshot(f.admin, "s1", { claim: "data" }, "with-secret");
   await untilReady(f.admin, "s1");
   const content = await getContent(f.admin, `snapcontent-${good.metadata!.uid!}`);
-  assert.equal(content.metadata?.annotations?.["snapshot.storage.kubernetes.io/deletion-secret-name"], "snap-s1");
-  assert.equal(content.metadata?.annotations?.["snapshot.storage.kubernetes.io/deletion-secret-namespace"], "default");
+  assert.equal(
+    content.metadata?.annotations?.["snapshot.storage.kubernetes.io/deletion-secret-name"],
+    "snap-s1",
+  );
+  assert.equal(
+    content.metadata?.annotations?.["snapshot.storage.kubernetes.io/deletion-secret-namespace"],
+    "default",
+  );
   await createSnapshot(f.admin, "s2", { claim: "data" }, "bad-secret");
   const message = await until(async () => (await getSnapshot(f.admin, "s2")).status?.error?.message, "error");
-  assert.match(message, /either name and namespace for Snapshotter secrets specified, Both must be specified/);
+  assert.match(
+    message,
+    /either name and namespace for Snapshotter secrets specified, Both must be specified/,
+  );
 });
 
 test("volume mode and distributed snapshotting: sourceVolumeMode off with the flag off; managed-by names the node", async (t) => {
@@ -327,7 +396,9 @@ test("a snapshot that can never proceed does not keep a deleted claim (external-
   await createSnapshot(f.admin, "good", { claim: "data" }, "csi-snapclass");
   await createSnapshot(f.admin, "broken", { claim: "data" }, "no-such-class");
   await until(async () => {
-    const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", { namespace: "default" });
+    const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", {
+      namespace: "default",
+    });
     return claim.metadata?.finalizers?.includes(FINALIZERS.pvcAsSource.key);
   }, "claim protected while the snapshot is cut");
   f.sidecar.ready = true;
@@ -348,7 +419,9 @@ test("kill -9 between any two writes converges: ready, then deleted with no fina
   const user = usernameOf(IDENTITY);
   const isWrite = (verb: string): boolean => ["create", "update", "patch", "delete"].includes(verb);
   const writesSoFar = (): number =>
-    f.cluster.audit.filter((e) => e.user.username === user && isWrite(e.verb) && e.objectRef?.resource !== "events").length;
+    f.cluster.audit.filter(
+      (e) => e.user.username === user && isWrite(e.verb) && e.objectRef?.resource !== "events",
+    ).length;
   const start = () =>
     spawnComponent(t, {
       name: "snapshot-controller",
@@ -360,9 +433,13 @@ test("kill -9 between any two writes converges: ready, then deleted with no fina
   for (let crashAfter = 1; crashAfter <= 4; crashAfter++) {
     const target = writesSoFar() + 1;
     const child = start();
-    await until(() => writesSoFar() >= target || (child.child.exitCode !== null ? "exited" : false), "one more write", {
-      timeoutMs: 30_000,
-    }).catch(() => undefined);
+    await until(
+      () => writesSoFar() >= target || (child.child.exitCode !== null ? "exited" : false),
+      "one more write",
+      {
+        timeoutMs: 30_000,
+      },
+    ).catch(() => undefined);
     child.child.kill("SIGKILL");
     await child.stop();
   }
@@ -374,7 +451,9 @@ test("kill -9 between any two writes converges: ready, then deleted with no fina
   for (let crashAfter = 1; crashAfter <= 2; crashAfter++) {
     const target = writesSoFar() + 1;
     const child = start();
-    await until(() => writesSoFar() >= target, "one more write", { timeoutMs: 30_000 }).catch(() => undefined);
+    await until(() => writesSoFar() >= target, "one more write", { timeoutMs: 30_000 }).catch(
+      () => undefined,
+    );
     child.child.kill("SIGKILL");
     await child.stop();
   }
@@ -382,7 +461,9 @@ test("kill -9 between any two writes converges: ready, then deleted with no fina
   await until(() => gone(() => getSnapshot(f.admin, "snap")), "snapshot gone", { timeoutMs: 30_000 });
   await until(() => gone(() => getContent(f.admin, `snapcontent-${created.metadata!.uid!}`)), "content gone");
   await until(async () => {
-    const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", { namespace: "default" });
+    const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", {
+      namespace: "default",
+    });
     return !(claim.metadata?.finalizers ?? []).includes(FINALIZERS.pvcAsSource.key);
   }, "no claim finalizer left");
   assert.equal(f.sidecar.backend.size, 0, "no backend snapshot leaked");
@@ -400,7 +481,9 @@ test("API writes per dynamic snapshot are counted and bounded", async (t) => {
   for (let i = 0; i < count; i++) await untilReady(f.admin, `s${i}`);
   await until(async () => {
     for (let i = 0; i < count; i++) {
-      const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, `c${i}`, { namespace: "default" });
+      const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, `c${i}`, {
+        namespace: "default",
+      });
       if ((claim.metadata?.finalizers ?? []).includes(FINALIZERS.pvcAsSource.key)) return false;
     }
     return true;
@@ -427,20 +510,32 @@ test("leader election: a standby takes over the Lease snapshot-controller-leader
   await createClass(f.admin, "csi-snapclass");
   await boundClaim(f.admin, "a");
   await boundClaim(f.admin, "b");
-  const args = [`--kubeconfig=${f.kubeconfig}`, ...FAST, ...FAST_ELECTION.map((a) => a.replace("namespace=default", "namespace=kube-system"))];
+  const args = [
+    `--kubeconfig=${f.kubeconfig}`,
+    ...FAST,
+    ...FAST_ELECTION.map((a) => a.replace("namespace=default", "namespace=kube-system")),
+  ];
   const first = spawnComponent(t, { name: "sc-1", subcommand: "snapshot-controller", args });
-  const leader = await until(() => leaseHolder(f.admin, "snapshot-controller-leader", "kube-system"), "a leader", {
-    timeoutMs: 30_000,
-  });
+  const leader = await until(
+    () => leaseHolder(f.admin, "snapshot-controller-leader", "kube-system"),
+    "a leader",
+    {
+      timeoutMs: 30_000,
+    },
+  );
   await createSnapshot(f.admin, "a", { claim: "a" }, "csi-snapclass");
   await untilReady(f.admin, "a");
   spawnComponent(t, { name: "sc-2", subcommand: "snapshot-controller", args });
   first.child.kill("SIGKILL");
   await first.stop();
-  await until(async () => {
-    const now = await leaseHolder(f.admin, "snapshot-controller-leader", "kube-system");
-    return now !== undefined && now !== leader ? now : undefined;
-  }, "a new leader", { timeoutMs: 30_000 });
+  await until(
+    async () => {
+      const now = await leaseHolder(f.admin, "snapshot-controller-leader", "kube-system");
+      return now !== undefined && now !== leader ? now : undefined;
+    },
+    "a new leader",
+    { timeoutMs: 30_000 },
+  );
   await createSnapshot(f.admin, "b", { claim: "b" }, "csi-snapclass");
   await untilReady(f.admin, "b");
   void untilNewLeader;
