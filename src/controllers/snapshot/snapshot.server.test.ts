@@ -139,7 +139,7 @@ async function boundClaim(
         apiVersion: "v1",
         namespace: "default",
         name,
-        uid: claim.metadata!.uid!,
+        uid: claim.metadata.uid!,
       },
       ...(options.node
         ? {
@@ -215,7 +215,7 @@ test("dynamic snapshot, Delete: snapcontent-<uid>, finalizers, status copied, th
   runController(t, f);
   const created = await createSnapshot(f.admin, "snap", { claim: "data" }, "csi-snapclass");
   const ready = await untilReady(f.admin, "snap");
-  const contentName = `snapcontent-${created.metadata!.uid!}`;
+  const contentName = `snapcontent-${created.metadata.uid!}`;
   assert.equal(ready.status?.boundVolumeSnapshotContentName, contentName);
   assert.equal(ready.status?.restoreSize, "1Mi");
   assert.match(ready.status?.creationTime ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
@@ -223,7 +223,7 @@ test("dynamic snapshot, Delete: snapcontent-<uid>, finalizers, status copied, th
   assert.equal(content.spec.source.volumeHandle, "vol-data");
   assert.equal(content.spec.deletionPolicy, "Delete");
   assert.equal(content.spec.volumeSnapshotClassName, "csi-snapclass");
-  assert.equal(content.spec.volumeSnapshotRef.uid, created.metadata!.uid);
+  assert.equal(content.spec.volumeSnapshotRef.uid, created.metadata.uid);
   assert.equal(content.spec.sourceVolumeMode, "Filesystem"); // --prevent-volume-mode-conversion defaults to true
   assert.deepEqual(content.metadata?.finalizers, [FINALIZERS.volumeSnapshotContentBound.key]);
   await until(async () => {
@@ -272,7 +272,7 @@ test("Retain: the snapshot goes, the content and backend snapshot stay, marked b
   );
   await f.admin.delete(GVR.volumeSnapshots, "snap", { namespace: "default" });
   await until(() => gone(() => getSnapshot(f.admin, "snap")), "snapshot gone");
-  const content = await getContent(f.admin, `snapcontent-${created.metadata!.uid!}`);
+  const content = await getContent(f.admin, `snapcontent-${created.metadata.uid!}`);
   assert.equal(
     content.metadata?.annotations?.["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"],
     "yes",
@@ -301,7 +301,7 @@ test("pre-provisioned: the content gets the snapshot's UID and class, the snapsh
   const ready = await untilReady(f.admin, "static");
   assert.equal(ready.status?.boundVolumeSnapshotContentName, "imported");
   const content = await getContent(f.admin, "imported");
-  assert.equal(content.spec.volumeSnapshotRef.uid, snapshot.metadata!.uid);
+  assert.equal(content.spec.volumeSnapshotRef.uid, snapshot.metadata.uid);
   assert.equal(content.spec.volumeSnapshotClassName, "csi-snapclass");
   await f.admin.delete(GVR.volumeSnapshots, "static", { namespace: "default" });
   await until(() => gone(() => getContent(f.admin, "imported")), "content gone");
@@ -353,7 +353,7 @@ test("deletion secret annotations from the class's snapshotter-secret templates"
   runController(t, f);
   const good = await createSnapshot(f.admin, "s1", { claim: "data" }, "with-secret");
   await untilReady(f.admin, "s1");
-  const content = await getContent(f.admin, `snapcontent-${good.metadata!.uid!}`);
+  const content = await getContent(f.admin, `snapcontent-${good.metadata.uid!}`);
   assert.equal(
     content.metadata?.annotations?.["snapshot.storage.kubernetes.io/deletion-secret-name"],
     "snap-s1",
@@ -377,12 +377,12 @@ test("volume mode and distributed snapshotting: sourceVolumeMode off with the fl
     apiVersion: "v1",
     kind: "Node",
     metadata: { name: "node-1", labels: { "kubernetes.io/hostname": "node-1" } },
-  } as KubeObject);
+  });
   await boundClaim(f.admin, "block", { volumeMode: "Block", node: "node-1" });
   runController(t, f, ["--prevent-volume-mode-conversion=false", "--enable-distributed-snapshotting"]);
   const snapshot = await createSnapshot(f.admin, "snap", { claim: "block" }, "csi-snapclass");
   await untilReady(f.admin, "snap");
-  const content = await getContent(f.admin, `snapcontent-${snapshot.metadata!.uid!}`);
+  const content = await getContent(f.admin, `snapcontent-${snapshot.metadata.uid!}`);
   assert.equal(content.spec.sourceVolumeMode, undefined);
   assert.equal(content.metadata?.labels?.["snapshot.storage.kubernetes.io/managed-by"], "node-1");
 });
@@ -407,7 +407,10 @@ test("a snapshot that can never proceed does not keep a deleted claim (external-
   await until(async () => {
     const claim = await f.admin
       .get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", { namespace: "default" })
-      .catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+      .catch((e: unknown) => {
+        if (isNotFound(e)) return undefined;
+        throw e;
+      });
     return claim === undefined || !(claim.metadata?.finalizers ?? []).includes(FINALIZERS.pvcAsSource.key);
   }, "the broken snapshot does not hold the deleted claim");
 });
@@ -459,7 +462,7 @@ test("kill -9 between any two writes converges: ready, then deleted with no fina
   }
   start();
   await until(() => gone(() => getSnapshot(f.admin, "snap")), "snapshot gone", { timeoutMs: 30_000 });
-  await until(() => gone(() => getContent(f.admin, `snapcontent-${created.metadata!.uid!}`)), "content gone");
+  await until(() => gone(() => getContent(f.admin, `snapcontent-${created.metadata.uid!}`)), "content gone");
   await until(async () => {
     const claim = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "data", {
       namespace: "default",
