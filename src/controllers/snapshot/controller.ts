@@ -61,6 +61,17 @@ import { boundContentName, parentGroupName } from "./names.ts";
 import type { SnapshotControllerOptions } from "./options.ts";
 import { syncSnapshotKey } from "./snapshot-sync.ts";
 
+/** Ready, bound, protected, not failing, not deleting: a resync of it would write nothing. */
+function isSettled(snapshot: VolumeSnapshot): boolean {
+  return (
+    snapshot.status?.readyToUse === true &&
+    boundContentName(snapshot) !== undefined &&
+    snapshot.status.error === undefined &&
+    snapshot.metadata?.deletionTimestamp === undefined &&
+    (snapshot.metadata?.finalizers ?? []).includes("snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection")
+  );
+}
+
 /** Event source, Lease and user agent, as upstream. */
 export const SNAPSHOT_CONTROLLER_COMPONENT = "snapshot-controller";
 export const SNAPSHOT_CONTROLLER_LEASE = "snapshot-controller-leader";
@@ -280,7 +291,12 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
 
   snapshotInformer.addEventHandler({
     onAdd: (snapshot) => snapshotQueue.add(objectKey(snapshot)),
-    onUpdate: (_old, snapshot) => snapshotQueue.add(objectKey(snapshot)),
+    onUpdate: (old, snapshot) => {
+      // external-snapshotter#1148: a resync (same resourceVersion) of a settled snapshot has
+      // nothing to do, and queueing thousands of them delays every new snapshot behind them.
+      if (old.metadata?.resourceVersion === snapshot.metadata?.resourceVersion && isSettled(snapshot)) return;
+      snapshotQueue.add(objectKey(snapshot));
+    },
     onDelete: (deleted) => {
       // Upstream's deleteSnapshot: the delete completes DeleteSnapshot and resyncs the content.
       const snapshot = deletedObject(deleted);

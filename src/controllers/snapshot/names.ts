@@ -81,10 +81,16 @@ export function groupContentPointsTo(
   );
 }
 
-/** Deletion to process: deletionTimestamp set and one of our two finalizers still on it. */
+/**
+ * Deletion to process: deletionTimestamp set and one of our finalizers still on it. csikit also
+ * counts volumesnapshot-in-group-protection (upstream only as-source and bound): a member
+ * deleted before its first sync would otherwise keep that finalizer forever.
+ */
 export const isSnapshotDeletionCandidate = (snapshot: VolumeSnapshot): boolean =>
   isDeleting(snapshot) &&
-  (has(snapshot, FINALIZERS.volumeSnapshotAsSource.key) || has(snapshot, FINALIZERS.volumeSnapshotBound.key));
+  (has(snapshot, FINALIZERS.volumeSnapshotAsSource.key) ||
+    has(snapshot, FINALIZERS.volumeSnapshotBound.key) ||
+    has(snapshot, FINALIZERS.volumeSnapshotInGroup.key));
 
 export const isGroupSnapshotDeletionCandidate = (group: VolumeGroupSnapshot): boolean =>
   isDeleting(group) && has(group, FINALIZERS.volumeGroupSnapshotBound.key);

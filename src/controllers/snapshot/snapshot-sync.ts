@@ -19,7 +19,7 @@ import {
   type VolumeSnapshotClass,
   type VolumeSnapshotContent,
 } from "../../api/index.ts";
-import { isAlreadyExists, isNotFound } from "../../kube/index.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../../kube/index.ts";
 import { nodeSelectorTermMatches } from "../pv/index.ts";
 import { protectClaim, releaseClaimIfUnused } from "./claim-protection.ts";
 import type { SnapshotSyncContext } from "./context.ts";
@@ -156,7 +156,8 @@ async function syncSnapshot(ctx: SnapshotSyncContext, snapshot: VolumeSnapshot):
   }
   if (isDeleting(snapshot)) return processSnapshotDeletion(ctx, snapshot);
   const source = snapshot.spec.source;
-  if (!source.persistentVolumeClaimName === !source.volumeSnapshotContentName) {
+  // Set-ness as upstream's pointers: a member whose claim was not found carries "" and is valid.
+  if ((source.persistentVolumeClaimName === undefined) === (source.volumeSnapshotContentName === undefined)) {
     const message =
       "Exactly one of PersistentVolumeClaimName and VolumeSnapshotContentName should be specified";
     await snapshotErrorStatus(ctx, snapshot, {
@@ -595,9 +596,12 @@ async function writeStatusFromContent(
       ctx.snapshots.remember(await ctx.client.updateStatus(GVR.volumeSnapshots, next, ctx.signal));
     } catch (error) {
       if (isNotFound(error)) return;
+      // A stale copy: retried at once with the newer one, no error status (a needless write).
+      if (isConflict(error)) throw error;
       throw controllerUpdateError(snapshotKey(latest), errorText(error));
     }
   } catch (error) {
+    if (isConflict(error)) throw error;
     await snapshotErrorStatus(ctx, latest, {
       setReadyToFalse: options.setReadyToFalseOnError ?? false,
       type: "Warning",

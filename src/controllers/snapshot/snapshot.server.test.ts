@@ -4,209 +4,29 @@
 // writing content status as upstream's does. Each case asserts the end state upstream reaches:
 // names, finalizers, annotations, labels, status and Events — and that nothing stays behind.
 
-import { test, type TestContext } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  FINALIZERS,
-  GVR,
-  type PersistentVolumeClaim,
-  type VolumeSnapshot,
-  type VolumeSnapshotContent,
-} from "../../api/index.ts";
-import { Flags, LOGGING_FLAGS, parseFlags } from "../../base/index.ts";
-import { isNotFound, type KubeClient, type KubeObject } from "../../kube/index.ts";
-import { defer } from "../../../test/harness/cleanup.ts";
-import {
-  forbidden,
-  startRbacCluster,
-  spawnComponent,
-  usernameOf,
-  type RbacCluster,
-} from "../../../test/harness/rbac.ts";
-import { installSnapshotCrds } from "../../../test/harness/snapshots.ts";
-import {
-  startSnapshotterStandIn,
-  type SnapshotterStandIn,
-} from "../../../test/harness/snapshotter-stand-in.ts";
+import { FINALIZERS, GVR, type PersistentVolumeClaim } from "../../api/index.ts";
+import { isNotFound } from "../../kube/index.ts";
+import { forbidden, spawnComponent, usernameOf } from "../../../test/harness/rbac.ts";
 import { until } from "../../../test/harness/until.ts";
-import { FAST_ELECTION, leaseHolder, untilNewLeader } from "../../../test/harness/election.ts";
+import { FAST_ELECTION, leaseHolder } from "../../../test/harness/election.ts";
 import {
-  SNAPSHOT_CONTROLLER_FLAGS,
-  snapshotControllerOptionsFromFlags,
-  startSnapshotController,
-} from "./index.ts";
-
-const DRIVER = "hostpath.csi.k8s.io";
-const IDENTITY = { kind: "serviceAccount", namespace: "kube-system", name: "snapshot-controller" } as const;
-const FAST = [
-  "--retry-interval-start=20ms",
-  "--retry-interval-max=500ms",
-  "--kube-api-qps=200",
-  "--kube-api-burst=400",
-];
-
-interface Fixture {
-  cluster: RbacCluster;
-  admin: KubeClient;
-  kubeconfig: string;
-  sidecar: SnapshotterStandIn;
-}
-
-async function setup(t: TestContext): Promise<Fixture> {
-  const cluster = await startRbacCluster(t);
-  await installSnapshotCrds(cluster.admin);
-  const kubeconfig = await cluster.componentKubeconfig("snapshot-controller", IDENTITY);
-  const sidecar = startSnapshotterStandIn({ client: cluster.admin, driver: DRIVER });
-  defer(t, () => sidecar.stop());
-  return { cluster, admin: cluster.admin, kubeconfig, sidecar };
-}
-
-/** The controller in-process, from real command-line flags. */
-function runController(t: TestContext, f: Fixture, args: readonly string[] = []): { stop(): Promise<void> } {
-  const flags = new Flags(
-    parseFlags({ ...LOGGING_FLAGS, ...SNAPSHOT_CONTROLLER_FLAGS }, [
-      `--kubeconfig=${f.kubeconfig}`,
-      ...FAST,
-      ...args,
-    ]),
-  );
-  const controller = new AbortController();
-  const done = startSnapshotController(snapshotControllerOptionsFromFlags(flags), controller.signal);
-  const stop = async (): Promise<void> => {
-    controller.abort();
-    await done;
-  };
-  defer(t, stop);
-  return { stop };
-}
-
-async function createClass(
-  admin: KubeClient,
-  name: string,
-  options: {
-    deletionPolicy?: "Delete" | "Retain";
-    isDefault?: boolean;
-    parameters?: Record<string, string>;
-    driver?: string;
-  } = {},
-): Promise<void> {
-  await admin.create(GVR.volumeSnapshotClasses, {
-    apiVersion: "snapshot.storage.k8s.io/v1",
-    kind: "VolumeSnapshotClass",
-    metadata: {
-      name,
-      ...(options.isDefault
-        ? { annotations: { "snapshot.storage.kubernetes.io/is-default-class": "true" } }
-        : {}),
-    },
-    driver: options.driver ?? DRIVER,
-    deletionPolicy: options.deletionPolicy ?? "Delete",
-    ...(options.parameters ? { parameters: options.parameters } : {}),
-  } as KubeObject);
-}
-
-/** A claim bound to a CSI PV of DRIVER (the PV controller's part, written directly). */
-async function boundClaim(
-  admin: KubeClient,
-  name: string,
-  options: { volumeMode?: "Block" | "Filesystem"; node?: string } = {},
-): Promise<PersistentVolumeClaim> {
-  const claim = await admin.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
-    apiVersion: "v1",
-    kind: "PersistentVolumeClaim",
-    metadata: { name, namespace: "default" },
-    spec: {
-      accessModes: ["ReadWriteOnce"],
-      resources: { requests: { storage: "1Mi" } },
-      storageClassName: "",
-      volumeName: `pv-${name}`,
-      volumeMode: options.volumeMode ?? "Filesystem",
-    },
-  });
-  await admin.create(GVR.persistentVolumes, {
-    apiVersion: "v1",
-    kind: "PersistentVolume",
-    metadata: { name: `pv-${name}` },
-    spec: {
-      capacity: { storage: "1Mi" },
-      accessModes: ["ReadWriteOnce"],
-      storageClassName: "",
-      volumeMode: options.volumeMode ?? "Filesystem",
-      persistentVolumeReclaimPolicy: "Delete",
-      csi: { driver: DRIVER, volumeHandle: `vol-${name}` },
-      claimRef: {
-        kind: "PersistentVolumeClaim",
-        apiVersion: "v1",
-        namespace: "default",
-        name,
-        uid: claim.metadata.uid!,
-      },
-      ...(options.node
-        ? {
-            nodeAffinity: {
-              required: {
-                nodeSelectorTerms: [
-                  {
-                    matchExpressions: [
-                      { key: "kubernetes.io/hostname", operator: "In", values: [options.node] },
-                    ],
-                  },
-                ],
-              },
-            },
-          }
-        : {}),
-    },
-  } as KubeObject);
-  return admin.updateStatus(GVR.persistentVolumeClaims, { ...claim, status: { phase: "Bound" } });
-}
-
-async function createSnapshot(
-  admin: KubeClient,
-  name: string,
-  source: { claim?: string; content?: string },
-  className?: string,
-): Promise<VolumeSnapshot> {
-  return admin.create<VolumeSnapshot>(GVR.volumeSnapshots, {
-    apiVersion: "snapshot.storage.k8s.io/v1",
-    kind: "VolumeSnapshot",
-    metadata: { name, namespace: "default" },
-    spec: {
-      source: source.claim
-        ? { persistentVolumeClaimName: source.claim }
-        : { volumeSnapshotContentName: source.content! },
-      ...(className ? { volumeSnapshotClassName: className } : {}),
-    },
-  });
-}
-
-const getSnapshot = (admin: KubeClient, name: string) =>
-  admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, { namespace: "default" });
-const getContent = (admin: KubeClient, name: string) =>
-  admin.get<VolumeSnapshotContent>(GVR.volumeSnapshotContents, name);
-const gone = async (read: () => Promise<unknown>): Promise<boolean> =>
-  read().then(
-    () => false,
-    (error: unknown) => {
-      if (isNotFound(error)) return true;
-      throw error;
-    },
-  );
-
-async function untilReady(admin: KubeClient, name: string): Promise<VolumeSnapshot> {
-  return until(async () => {
-    const snapshot = await getSnapshot(admin, name);
-    return snapshot.status?.readyToUse === true ? snapshot : undefined;
-  }, `snapshot ${name} ready`);
-}
-
-async function eventReasons(admin: KubeClient, name: string): Promise<string[]> {
-  const events = await admin.list<KubeObject & { reason?: string; involvedObject?: { name?: string } }>(
-    { group: "", version: "v1", resource: "events", kind: "Event", namespaced: true } as never,
-    { namespace: "default" },
-  );
-  return events.items.filter((e) => e.involvedObject?.name === name).map((e) => e.reason ?? "");
-}
+  DRIVER,
+  FAST,
+  IDENTITY,
+  boundClaim,
+  createClass,
+  createSnapshot,
+  eventReasons,
+  getContent,
+  getSnapshot,
+  gone,
+  runController,
+  setup,
+  untilReady,
+} from "../../../test/harness/snapshot-controller.ts";
+import type { KubeObject } from "../../kube/index.ts";
 
 test("dynamic snapshot, Delete: snapcontent-<uid>, finalizers, status copied, then everything removed", async (t) => {
   const f = await setup(t);
@@ -541,5 +361,4 @@ test("leader election: a standby takes over the Lease snapshot-controller-leader
   );
   await createSnapshot(f.admin, "b", { claim: "b" }, "csi-snapclass");
   await untilReady(f.admin, "b");
-  void untilNewLeader;
 });
