@@ -7,7 +7,9 @@
 //   - a pre-provisioned content without status: status {snapshotHandle, readyToUse, restoreSize};
 //   - a content being deleted: deletionPolicy Delete → the backend snapshot is deleted; then the
 //     volumesnapshotcontent-bound-protection finalizer is removed (Retain: only the finalizer);
-//   - group contents likewise (status.volumeSnapshotInfoList, group handle).
+//   - group contents likewise (status.volumeSnapshotInfoList, group handle); a member content
+//     (annotation groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle) is never cut on its own
+//     and only loses its finalizer on deletion, as upstream's sidecar.
 // `ready` false holds snapshots cut but not ready. It is not the sidecar; replace it with the
 // real one in end-to-end tests.
 
@@ -48,12 +50,16 @@ export function startSnapshotterStandIn(options: {
   const syncContent = async (content: VolumeSnapshotContent): Promise<void> => {
     if (content.spec.driver !== driver) return;
     const name = content.metadata?.name ?? "";
+    // A group member: the snapshot controller seeds its status; the group's deletion deletes its backend snapshot.
+    const member =
+      content.metadata?.annotations?.["groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle"] !== undefined;
     if (content.metadata?.deletionTimestamp) {
       const handle = content.status?.snapshotHandle ?? content.spec.source.snapshotHandle;
       const beingDeleted =
         content.metadata.annotations?.["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"] ===
           "yes" || !content.spec.volumeSnapshotRef.uid;
-      if (content.spec.deletionPolicy === "Delete" && beingDeleted && handle) standIn.backend.delete(handle);
+      if (content.spec.deletionPolicy === "Delete" && beingDeleted && handle && !member)
+        standIn.backend.delete(handle);
       const finalizers = (content.metadata.finalizers ?? []).filter((f) => f !== CONTENT_FINALIZER);
       if (finalizers.length !== (content.metadata.finalizers ?? []).length)
         await client.update(GVR.volumeSnapshotContents, {
@@ -70,6 +76,7 @@ export function startSnapshotterStandIn(options: {
         });
       return;
     }
+    if (member) return;
     if (content.spec.source.volumeHandle) {
       const handle = `snap-${content.metadata?.uid ?? name}`;
       if (!standIn.backend.has(handle)) {
