@@ -347,7 +347,7 @@ async function recordError(
   const error = { time: new Date(ctx.clock.now()).toISOString().replace(/\.\d+Z$/, "Z"), message };
   // The Event goes out even when the status write fails, so the user sees the error.
   ctx.events.event(latest, "Warning", reason, message);
-  await patchStatus(ctx.client, GVR_CONTENT, latest, { error, readyToUse: false }, signal);
+  await patchStatus(ctx.client, GVR_CONTENT, latest, { error, readyToUse: false }, signal, true);
 }
 
 /** DeleteSnapshot, then the status cleared of the snapshot (the finalizer goes next). */

@@ -333,7 +333,7 @@ async function recordGroupError(
   if (latest.status?.error?.message === message) return;
   const error = { time: new Date(ctx.clock.now()).toISOString().replace(/\.\d+Z$/, "Z"), message };
   ctx.events.event(latest, "Warning", reason, message);
-  await patchStatus(ctx.client, GVR_GROUP, latest, { error, readyToUse: false }, signal);
+  await patchStatus(ctx.client, GVR_GROUP, latest, { error, readyToUse: false }, signal, true);
 }
 
 async function deleteBackendGroup(

@@ -95,19 +95,24 @@ export async function getFresh<T extends KubeResource>(
   }
 }
 
-/** Merge-patches the status subresource (null clears a field). */
+/**
+ * Merge-patches the status subresource (null clears a field), on the version `object` is unless
+ * `anyVersion` (fields that are right whatever else changed, as upstream's error patch).
+ */
 export async function patchStatus<T extends KubeResource>(
   client: KubeClient,
   gvr: GroupVersionResource,
   object: T,
   status: Record<string, unknown>,
   signal: AbortSignal,
+  anyVersion = false,
 ): Promise<T> {
+  const metadata = anyVersion ? {} : { metadata: { resourceVersion: object.metadata.resourceVersion } };
   try {
     return await client.patch<T>(
       gvr,
       object.metadata.name!,
-      { metadata: { resourceVersion: object.metadata.resourceVersion }, status },
+      { ...metadata, status },
       { type: "merge", subresource: "status" },
       signal,
     );
