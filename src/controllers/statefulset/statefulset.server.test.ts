@@ -214,7 +214,7 @@ test("OrderedReady: one ordinal at a time, each claim before its pod; scale down
     .sort(
       (a, b) =>
         (a.firstTimestamp ?? "").localeCompare(b.firstTimestamp ?? "") ||
-        Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion),
+        Number(a.metadata?.resourceVersion) - Number(b.metadata?.resourceVersion),
     )
     .map((event) => event.message);
   assert.deepEqual(deletions, [
@@ -393,8 +393,8 @@ test(
       async () => {
         const set = await getSet(admin, "roll");
         return set.status?.updateRevision === first.status?.currentRevision &&
-          set.status.currentRevision === set.status.updateRevision &&
-          set.status.readyReplicas === 3
+          set.status?.currentRevision === set.status?.updateRevision &&
+          set.status?.readyReplicas === 3
           ? set
           : undefined;
       },
