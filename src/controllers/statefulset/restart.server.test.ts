@@ -43,7 +43,7 @@ function statefulSet(): StatefulSet {
 
 async function names(
   client: KubeClient,
-  resource: typeof GVR.pods | typeof GVR.persistentVolumeClaims,
+  resource: typeof GVR.pods,
 ): Promise<string[]> {
   const list = await client.list<Pod | PersistentVolumeClaim>(resource, {
     namespace: NS,
