@@ -42,6 +42,8 @@ export const GVR = Object.freeze({
     false,
   ),
   leases: gvr("coordination.k8s.io", "v1", "leases", "Lease", true),
+  statefulSets: gvr("apps", "v1", "statefulsets", "StatefulSet", true),
+  controllerRevisions: gvr("apps", "v1", "controllerrevisions", "ControllerRevision", true),
   clusterRoles: gvr("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
   clusterRoleBindings: gvr(
     "rbac.authorization.k8s.io",

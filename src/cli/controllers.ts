@@ -30,7 +30,7 @@ function loopList(): string {
 export const controllersCommand: Command = {
   name: "controllers",
   summary:
-    "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",
+    "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler, StatefulSet, ephemeral volumes) like kube-controller-manager",
   usage: "csikit controllers [--kubeconfig=FILE] [--controllers=*,-foo] [flags]",
   description:
     "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +
@@ -100,6 +100,16 @@ export const controllersCommand: Command = {
       default: "20",
       help: "The number of garbage collector workers that are allowed to sync concurrently.",
     },
+    "concurrent-statefulset-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of statefulset objects that are allowed to sync concurrently. Larger number = more responsive statefulsets, but more CPU (and network) load",
+    },
+    "concurrent-ephemeralvolume-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of ephemeral volume syncing operations that will be done concurrently. Larger number = faster ephemeral volume updating, but more CPU (and network) load",
+    },
     "enable-garbage-collector": {
       type: "bool",
       default: "true",
@@ -168,6 +178,14 @@ export const controllersCommand: Command = {
       throw new FlagError(
         `invalid value ${gcWorkers} for flag -concurrent-gc-syncs: want a positive integer`,
       );
+    const positive = (name: string): number => {
+      const value = flags.number(name);
+      if (!Number.isInteger(value) || value < 1)
+        throw new FlagError(`invalid value ${value} for flag -${name}: want a positive integer`);
+      return value;
+    };
+    const statefulSetWorkers = positive("concurrent-statefulset-syncs");
+    const ephemeralVolumeWorkers = positive("concurrent-ephemeralvolume-syncs");
     // --enable-garbage-collector=false wins over "*": the disable goes first (first match decides).
     const ordered = flags.bool("enable-garbage-collector")
       ? controllers
@@ -234,6 +252,8 @@ export const controllersCommand: Command = {
             pvClaimBinderSyncPeriodMs: flags.number("pvclaimbinder-sync-period"),
             pvBinderWorkers: binderWorkers,
             concurrentGcSyncs: gcWorkers,
+            concurrentStatefulSetSyncs: statefulSetWorkers,
+            concurrentEphemeralVolumeSyncs: ephemeralVolumeWorkers,
             featureGates: featureGates(flags),
           },
           onStart: (names) => logger.info(0, "controllers started", { controllers: names }),

@@ -6,6 +6,8 @@ export * from "./gc/index.ts";
 export * from "./attachdetach/index.ts";
 export * from "./scheduler/index.ts";
 export * from "./rbac/index.ts";
+export * from "./statefulset/index.ts";
+export * from "./ephemeral/index.ts";
 export * from "./run.ts";
 export * from "./metrics.ts";
 export * from "./snapshot/index.ts";
