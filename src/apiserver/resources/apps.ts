@@ -1,6 +1,6 @@
 // apps/v1 deployments, daemonsets, statefulsets and replicasets: stored and validated as
 // kube-apiserver does (defaults, selector rules, the pod template validated as a pod), so driver
-// manifests apply cleanly. Nothing runs them: no controller creates their pods.
+// manifests apply cleanly. csikit controllers' workload loops run them.
 
 import { jsonEqual } from "../../base/index.ts";
 import { fieldForbidden, fieldInvalid, fieldRequired, goRendered } from "../../api/index.ts";
@@ -360,6 +360,16 @@ export const daemonSets: ResourceDef = defineResource({
       "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
     ),
     column(
+      "Up-to-date",
+      "integer",
+      "The total number of nodes that are running updated daemon pod",
+    ),
+    column(
+      "Available",
+      "integer",
+      "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+    ),
+    column(
       "Node Selector",
       "string",
       "NodeSelector is a selector which must be true for the pod to fit on a node.",
@@ -373,6 +383,8 @@ export const daemonSets: ResourceDef = defineResource({
       num(at(object, "status.desiredNumberScheduled")),
       num(at(object, "status.currentNumberScheduled")),
       num(at(object, "status.numberReady")),
+      num(at(object, "status.updatedNumberScheduled")),
+      num(at(object, "status.numberAvailable")),
       isRecord(selector) && Object.keys(selector).length > 0
         ? Object.entries(selector)
             .map(([k, v]) => `${k}=${str(v)}`)
