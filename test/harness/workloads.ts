@@ -95,7 +95,10 @@ export function node(name: string, labels: Record<string, string> = {}, taints: 
   };
 }
 
-export function podTemplate(labels: Record<string, string>, image = "busybox"): {
+export function podTemplate(
+  labels: Record<string, string>,
+  image = "busybox",
+): {
   metadata: { labels: Record<string, string> };
   spec: { containers: { name: string; image: string }[] };
 } {

@@ -46,8 +46,17 @@ export function maxRevision(list: readonly ReplicaSet[]): number {
   return list.reduce((max, rs) => Math.max(max, revisionOf(rs)), 0);
 }
 
+/** JSON without null members: Go decodes `creationTimestamp: null` (kubectl sends it) as the zero value. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) if (member !== null) out[key] = withoutNulls(member);
+  return out;
+}
+
 function withoutHash(template: PodTemplateSpec | undefined): PodTemplateSpec {
-  const copy = structuredClone(template ?? {});
+  const copy = withoutNulls(structuredClone(template ?? {})) as PodTemplateSpec;
   if (copy.metadata?.labels) {
     delete copy.metadata.labels[WORKLOAD_NAMES.podTemplateHashLabel];
     if (Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;

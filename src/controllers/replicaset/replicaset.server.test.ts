@@ -50,13 +50,21 @@ test("replicaset: scale up, down (not-ready first), status, events, adoption and
     const pods = await podsOwnedBy(admin, uid);
     return pods.length === 3 ? pods : undefined;
   }, "3 pods owned by web");
-  assert.ok(three.some((pod) => pod.metadata?.name === "orphan"), "the orphan was adopted");
+  assert.ok(
+    three.some((pod) => pod.metadata?.name === "orphan"),
+    "the orphan was adopted",
+  );
   for (const pod of three) {
     if (pod.metadata?.name === "orphan") continue;
     assert.match(pod.metadata?.name ?? "", /^web-[a-z0-9]{5}$/);
     const ref = pod.metadata?.ownerReferences?.[0];
     assert.deepEqual(
-      { kind: ref?.kind, name: ref?.name, controller: ref?.controller, blockOwnerDeletion: ref?.blockOwnerDeletion },
+      {
+        kind: ref?.kind,
+        name: ref?.name,
+        controller: ref?.controller,
+        blockOwnerDeletion: ref?.blockOwnerDeletion,
+      },
       { kind: "ReplicaSet", name: "web", controller: true, blockOwnerDeletion: true },
     );
   }
@@ -91,7 +99,8 @@ test("replicaset: scale up, down (not-ready first), status, events, adoption and
     return pods.length === 3 ? pods : undefined;
   }, "3 pods left");
   const leftNames = new Set(left.map((pod) => pod.metadata?.name));
-  for (const pod of slow) assert.ok(!leftNames.has(pod.metadata?.name), `not-ready ${pod.metadata?.name} deleted first`);
+  for (const pod of slow)
+    assert.ok(!leftNames.has(pod.metadata?.name), `not-ready ${pod.metadata?.name} deleted first`);
   await until(async () => {
     const current = await admin.get<ReplicaSet>(GVR.replicaSets, "web", { namespace: NS });
     return current.status?.replicas === 3 && current.status.observedGeneration === 3;
@@ -99,7 +108,12 @@ test("replicaset: scale up, down (not-ready first), status, events, adoption and
 
   // A pod relabelled out of the selector is released (no controller ref) and replaced.
   const victim = left.find((pod) => pod.metadata?.name !== "orphan")!;
-  await admin.patch(GVR.pods, victim.metadata?.name ?? "", { metadata: { labels: { app: "other" } } }, { namespace: NS });
+  await admin.patch(
+    GVR.pods,
+    victim.metadata?.name ?? "",
+    { metadata: { labels: { app: "other" } } },
+    { namespace: NS },
+  );
   await until(async () => {
     const released = await admin.get<Pod>(GVR.pods, victim.metadata?.name ?? "", { namespace: NS });
     const pods = await podsOwnedBy(admin, uid);
@@ -110,8 +124,15 @@ test("replicaset: scale up, down (not-ready first), status, events, adoption and
     (event) => event.involvedObject.name === "web",
   );
   const created = events.filter((event) => event.reason === "SuccessfulCreate");
-  assert.ok(created.length >= 1 && created.every((event) => /^Created pod: web-[a-z0-9]{5}$/.test(event.message ?? "")));
-  assert.ok(events.some((event) => event.reason === "SuccessfulDelete" && /^Deleted pod: web-/.test(event.message ?? "")));
+  assert.ok(
+    created.length >= 1 &&
+      created.every((event) => /^Created pod: web-[a-z0-9]{5}$/.test(event.message ?? "")),
+  );
+  assert.ok(
+    events.some(
+      (event) => event.reason === "SuccessfulDelete" && /^Deleted pod: web-/.test(event.message ?? ""),
+    ),
+  );
   assert.equal(events[0]?.source?.component, "replicaset-controller");
   assert.deepEqual(cluster.forbidden(), []);
 });
