@@ -30,7 +30,7 @@ function loopList(): string {
 export const controllersCommand: Command = {
   name: "controllers",
   summary:
-    "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",
+    "Run the cluster's loops (PV binder, protection, GC, attach/detach, scheduler, replicaset, deployment, daemonset, job) like kube-controller-manager",
   usage: "csikit controllers [--kubeconfig=FILE] [--controllers=*,-foo] [flags]",
   description:
     "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +
@@ -100,6 +100,26 @@ export const controllersCommand: Command = {
       default: "20",
       help: "The number of garbage collector workers that are allowed to sync concurrently.",
     },
+    "concurrent-replicaset-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of replica sets that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load",
+    },
+    "concurrent-deployment-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load",
+    },
+    "concurrent-daemonset-syncs": {
+      type: "int",
+      default: "2",
+      help: "The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load",
+    },
+    "concurrent-job-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load",
+    },
     "enable-garbage-collector": {
       type: "bool",
       default: "true",
@@ -168,6 +188,16 @@ export const controllersCommand: Command = {
       throw new FlagError(
         `invalid value ${gcWorkers} for flag -concurrent-gc-syncs: want a positive integer`,
       );
+    for (const flag of [
+      "concurrent-replicaset-syncs",
+      "concurrent-deployment-syncs",
+      "concurrent-daemonset-syncs",
+      "concurrent-job-syncs",
+    ]) {
+      const value = flags.number(flag);
+      if (!Number.isInteger(value) || value < 1)
+        throw new FlagError(`invalid value ${value} for flag -${flag}: want a positive integer`);
+    }
     // --enable-garbage-collector=false wins over "*": the disable goes first (first match decides).
     const ordered = flags.bool("enable-garbage-collector")
       ? controllers
@@ -234,6 +264,10 @@ export const controllersCommand: Command = {
             pvClaimBinderSyncPeriodMs: flags.number("pvclaimbinder-sync-period"),
             pvBinderWorkers: binderWorkers,
             concurrentGcSyncs: gcWorkers,
+            concurrentReplicaSetSyncs: flags.number("concurrent-replicaset-syncs"),
+            concurrentDeploymentSyncs: flags.number("concurrent-deployment-syncs"),
+            concurrentDaemonSetSyncs: flags.number("concurrent-daemonset-syncs"),
+            concurrentJobSyncs: flags.number("concurrent-job-syncs"),
             featureGates: featureGates(flags),
           },
           onStart: (names) => logger.info(0, "controllers started", { controllers: names }),
