@@ -359,11 +359,7 @@ export const daemonSets: ResourceDef = defineResource({
       "integer",
       "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
     ),
-    column(
-      "Up-to-date",
-      "integer",
-      "The total number of nodes that are running updated daemon pod",
-    ),
+    column("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
     column(
       "Available",
       "integer",
