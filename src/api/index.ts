@@ -8,6 +8,8 @@ export type * from "./coordination.ts";
 export type * from "./apiextensions.ts";
 export type * from "./rbac.ts";
 export type * from "./statefulset.ts";
+export type * from "./workloads.ts";
+export { WORKLOAD_NAMES } from "./workloads.ts";
 export * from "./gvr.ts";
 export * from "./contract.ts";
 // Quantities live in src/base (the one implementation, also for byte flags in components that

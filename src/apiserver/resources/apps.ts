@@ -1,8 +1,7 @@
 // apps/v1 deployments, daemonsets, statefulsets and replicasets: stored and validated as
 // kube-apiserver does (defaults, selector rules, the pod template validated as a pod), so driver
-// manifests apply cleanly; csikit controllers runs the StatefulSet controller over them. And
-// controllerrevisions, the history the StatefulSet controller keeps (what `kubectl rollout
-// history/undo` read).
+// manifests apply cleanly; csikit controllers' workload loops run them. And controllerrevisions,
+// the history the StatefulSet controller keeps (what `kubectl rollout history/undo` read).
 
 import { jsonEqual } from "../../base/index.ts";
 import { fieldForbidden, fieldInvalid, fieldRequired, goRendered } from "../../api/index.ts";
@@ -361,6 +360,12 @@ export const daemonSets: ResourceDef = defineResource({
       "integer",
       "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
     ),
+    column("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
+    column(
+      "Available",
+      "integer",
+      "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+    ),
     column(
       "Node Selector",
       "string",
@@ -375,6 +380,8 @@ export const daemonSets: ResourceDef = defineResource({
       num(at(object, "status.desiredNumberScheduled")),
       num(at(object, "status.currentNumberScheduled")),
       num(at(object, "status.numberReady")),
+      num(at(object, "status.updatedNumberScheduled")),
+      num(at(object, "status.numberAvailable")),
       isRecord(selector) && Object.keys(selector).length > 0
         ? Object.entries(selector)
             .map(([k, v]) => `${k}=${str(v)}`)
