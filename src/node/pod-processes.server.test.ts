@@ -6,29 +6,54 @@
 // why, and one test checks that such a pod fails with an event instead of running unsandboxed.
 
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { test, type TestContext } from "node:test";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../api/index.ts";
 import { FakeClock } from "../base/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
-import { getPod, runNode, testServer } from "../../test/harness/node.ts";
+import {
+  csiDriver,
+  getPod,
+  runNode,
+  runRealRegistrar,
+  serveScriptedNode,
+  testServer,
+} from "../../test/harness/node.ts";
 import { until } from "../../test/harness/until.ts";
 import { tempDir } from "../../test/harness/cleanup.ts";
 import { podLogDir, sandboxUnavailable, type ContainerStreams, type LogOptions } from "./index.ts";
 
 const NODE = "node-a";
 const NS = "default";
+const DRIVER = "scripted.csi.k8s.io";
 
 const unavailable = await sandboxUnavailable();
 const needsSandbox = unavailable ? `no sandbox on this machine: ${unavailable}` : false;
 if (unavailable) console.log(`# sandbox-dependent tests skip: ${unavailable}`);
 
-async function setup(t: TestContext, options: { clock?: FakeClock; podProcesses?: boolean } = {}) {
+async function setup(
+  t: TestContext,
+  options: { clock?: FakeClock; podProcesses?: boolean; csiDriver?: boolean } = {},
+) {
   const api = await testServer(t);
   const client = api.client();
   const root = await tempDir(t);
+  const driverDir = options.csiDriver ? await tempDir(t, "csikit-node-driver-") : "";
+  if (options.csiDriver) {
+    // A scripted CSI node plugin whose publish makes the target dir (no mount: the sandbox
+    // binds whatever the publish path is).
+    await serveScriptedNode(t, {
+      endpoint: join(driverDir, "csi.sock"),
+      nodeId: "scripted-a",
+      capabilities: [],
+    });
+    await client.create(
+      GVR.csiDrivers,
+      csiDriver(DRIVER, { attachRequired: false, volumeLifecycleModes: ["Ephemeral"] }),
+    );
+  }
   let streams!: ContainerStreams;
   await runNode(t, client, {
     nodeName: NODE,
@@ -37,6 +62,12 @@ async function setup(t: TestContext, options: { clock?: FakeClock; podProcesses?
     ...(options.podProcesses !== undefined ? { podProcesses: options.podProcesses } : {}),
     onReady: (info) => (streams = info.streams),
   });
+  if (options.csiDriver)
+    await runRealRegistrar(t, client, {
+      rootDir: root,
+      nodeName: NODE,
+      csiAddress: join(driverDir, "csi.sock"),
+    });
   return { client, root, streams };
 }
 
@@ -562,5 +593,74 @@ test(
     const killed = (await events(client)).filter((e) => e.reason === "Killing").map((e) => e.message);
     assert.deepEqual(killed.sort(), ["Stopping container polite", "Stopping container stubborn"]);
     void pod;
+  },
+);
+
+test(
+  "a CSI volume bound at its mountPath: subPath and subPathExpr inside it, readOnly refused writes; logs -f follows until exit",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, root, streams } = await setup(t, { csiDriver: true });
+    const created = await create(
+      client,
+      podOf("csi", {
+        restartPolicy: "Never",
+        volumes: [{ name: "data", csi: { driver: DRIVER } }],
+        containers: [
+          sh(
+            "app",
+            [
+              "echo whole > /data/whole",
+              "echo in-sub > /sub/file",
+              "echo by-expr > /expr/file",
+              "(echo no > /ro/file) 2>/dev/null || echo ro-refused",
+              "cat /ro/whole",
+              "while [ ! -e /data/go-on ]; do sleep 0.1; done",
+              "echo finished",
+            ].join("; "),
+            {
+              env: [{ name: "POD", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+              volumeMounts: [
+                { name: "data", mountPath: "/data" },
+                { name: "data", mountPath: "/sub", subPath: "a/b" },
+                { name: "data", mountPath: "/expr", subPathExpr: "by-$(POD)" },
+                { name: "data", mountPath: "/ro", readOnly: true },
+              ],
+            },
+          ),
+        ],
+      }),
+    );
+    const uid = created.metadata?.uid ?? "";
+    await waitPod(client, "csi", "container running", (p) => status(p, "app")?.state?.running !== undefined);
+    const target = join(root, "pods", uid, "volumes", "kubernetes.io~csi", "data", "mount");
+    // Follow the log while the container runs: it ends when the container does.
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on("data", (c: Buffer) => chunks.push(c));
+    const following = streams.logs(
+      { namespace: NS, pod: "csi", container: "app" },
+      { follow: true },
+      out,
+      AbortSignal.timeout(30_000),
+    );
+    await until(
+      () => Buffer.concat(chunks).toString("utf8") === "ro-refused\nwhole\n",
+      "followed lines so far",
+    ).catch((error: unknown) => {
+      console.log(`# followed: ${JSON.stringify(Buffer.concat(chunks).toString("utf8"))}`);
+      throw error;
+    });
+    await until(
+      async () => (await readFile(join(target, "a/b/file"), "utf8").catch(() => "")) === "in-sub\n",
+      "subPath write",
+    );
+    assert.equal(await readFile(join(target, "by-csi/file"), "utf8"), "by-expr\n");
+    assert.equal(await readFile(join(target, "whole"), "utf8"), "whole\n");
+    // The test can write the volume from the host: the container sees it and finishes.
+    await writeFile(join(target, "go-on"), "");
+    await following;
+    assert.equal(Buffer.concat(chunks).toString("utf8"), "ro-refused\nwhole\nfinished\n");
+    await waitPod(client, "csi", "Succeeded", (p) => p.status?.phase === "Succeeded");
   },
 );
