@@ -3,52 +3,16 @@
 // with its VolumeSnapshotContent written as the snapshot controller leaves them (bound, ready),
 // for restore tests of the provisioner and of `up`.
 
-import { readFile, readdir } from "node:fs/promises";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { GVR } from "../../src/api/index.ts";
+import { CRDS_DIR, installCrds } from "../../src/cluster/index.ts";
 import type { KubeClient, KubeObject } from "../../src/kube/index.ts";
-import { until } from "./until.ts";
 
 /** deploy/crds: the one copy of the upstream snapshot CRDs (tests, `up` and deploy/ read it). */
-export const CRDS_DIR = fileURLToPath(new URL("../../deploy/crds/", import.meta.url));
+export { CRDS_DIR };
 
-interface CrdVersion {
-  name: string;
-  served?: boolean;
-}
-interface Crd extends KubeObject {
-  spec: { group: string; scope: string; names: { plural: string }; versions: CrdVersion[] };
-}
-
-/** The CRDs of deploy/crds, parsed, in file-name order. */
-export async function readSnapshotCrds(): Promise<Crd[]> {
-  const files = (await readdir(CRDS_DIR)).filter((file) => file.endsWith(".yaml")).sort();
-  return Promise.all(files.map(async (file) => parse(await readFile(join(CRDS_DIR, file), "utf8")) as Crd));
-}
-
-/** Installs every CRD of deploy/crds and waits until each served version of each answers a list. */
+/** Installs every CRD of deploy/crds as `up` does and waits until each served version answers a list. */
 export async function installSnapshotCrds(client: KubeClient): Promise<void> {
-  const crds = await readSnapshotCrds();
-  for (const crd of crds) await client.create(GVR.customResourceDefinitions, crd);
-  await until(async () => {
-    for (const crd of crds) {
-      for (const version of crd.spec.versions) {
-        if (version.served !== true) continue;
-        const namespaced = crd.spec.scope === "Namespaced";
-        await client.list(
-          {
-            group: crd.spec.group,
-            version: version.name,
-            resource: crd.spec.names.plural,
-          },
-          namespaced ? { namespace: "default" } : {},
-        );
-      }
-    }
-    return true;
-  }, "snapshot CRDs served");
+  await installCrds(client, CRDS_DIR, 60_000, new AbortController().signal);
 }
 
 export interface SnapshotObjects {
