@@ -21,18 +21,25 @@ export interface SnapshotObjects {
   handle: string;
   sizeBytes: number;
   sourceVolumeMode?: "Filesystem" | "Block";
-  allowModeChange?: boolean;
+  /** The content's allow-volume-mode-change annotation: true writes "true", a string as it is. */
+  allowModeChange?: boolean | string;
   finalizers?: string[];
+  /** Default "default". */
+  namespace?: string;
+  /** As the snapshot controller leaves a group snapshot's member: status.volumeGroupSnapshotName set. */
+  groupSnapshotName?: string;
 }
 
 /** Writes a VolumeSnapshot and its content as the snapshot controller leaves them: bound, ready. */
 export async function writeReadySnapshot(client: KubeClient, options: SnapshotObjects): Promise<void> {
+  const namespace = options.namespace ?? "default";
+  const allow = options.allowModeChange === true ? "true" : options.allowModeChange;
   const vs = await client.create<KubeObject & { spec?: unknown; status?: unknown }>(GVR.volumeSnapshots, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshot",
     metadata: {
       name: options.name,
-      namespace: "default",
+      namespace,
       ...(options.finalizers ? { finalizers: options.finalizers } : {}),
     },
     spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
@@ -44,29 +51,37 @@ export async function writeReadySnapshot(client: KubeClient, options: SnapshotOb
       kind: "VolumeSnapshotContent",
       metadata: {
         name: `content-${options.name}`,
-        ...(options.allowModeChange
-          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
+        ...(typeof allow === "string"
+          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": allow } }
           : {}),
       },
       spec: {
         driver: options.driver,
         deletionPolicy: "Delete",
         source: { snapshotHandle: options.handle },
-        volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
+        volumeSnapshotRef: { name: options.name, namespace, uid: vs.metadata!.uid! },
         sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
       },
     },
   );
   await client.updateStatus(GVR.volumeSnapshotContents, {
     ...content,
-    status: { snapshotHandle: options.handle, readyToUse: true, restoreSize: options.sizeBytes },
+    status: {
+      snapshotHandle: options.handle,
+      readyToUse: true,
+      restoreSize: options.sizeBytes,
+      ...(options.groupSnapshotName
+        ? { volumeGroupSnapshotHandle: `group-${options.groupSnapshotName}` }
+        : {}),
+    },
   });
   await client.updateStatus(GVR.volumeSnapshots, {
     ...vs,
     status: {
       boundVolumeSnapshotContentName: `content-${options.name}`,
       readyToUse: true,
-      restoreSize: "1Mi",
+      restoreSize: String(options.sizeBytes),
+      ...(options.groupSnapshotName ? { volumeGroupSnapshotName: options.groupSnapshotName } : {}),
     },
   });
 }
