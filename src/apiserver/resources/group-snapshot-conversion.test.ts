@@ -38,7 +38,7 @@ test("v1beta2 → v1beta1 → v1beta2 keeps every member field; v1 is v1beta2's 
     volumeSnapshotHandlePairList: [{ volumeHandle: "v", snapshotHandle: "s" }],
   });
   assert.equal(
-    beta1.metadata?.annotations?.[VOLUME_SNAPSHOT_INFO_ANNOTATION],
+    (beta1.metadata?.annotations as Record<string, string> | undefined)?.[VOLUME_SNAPSHOT_INFO_ANNOTATION],
     '[{"creationTime":1767225600000000000,"readyToUse":true,"restoreSize":5,"snapshotHandle":"s","volumeHandle":"v"}]',
   );
   const back = convertGroupSnapshot(beta1, `${G}/v1beta1`, `${G}/v1beta2`);
