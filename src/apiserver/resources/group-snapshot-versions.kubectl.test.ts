@@ -243,6 +243,8 @@ spec: {address: "csi-snapshot-metadata.default:6443", audience: "005e2583-91a3-4
     const header = async (args: string[]) => {
       const result = await run(["get", ...args]);
       assert.equal(result.code, 0, result.stderr);
+      // The preferred version (v1), not the deprecated v1beta1: no Warning.
+      assert.equal(result.stderr, "");
       return result.stdout.split("\n")[0]?.split(/\s+/);
     };
     assert.deepEqual(await header(["vsc"]), [
