@@ -37,6 +37,7 @@ import {
 } from "./identities.ts";
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
+import { CRDS_DIR, installCrds } from "./crds.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
@@ -361,6 +362,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`  kubectl get pv,pvc,volumeattachments,csinodes`);
     print(`  kubectl apply -f examples/dynamic-provisioning.yaml`);
     print("");
+
+    // The CRDs before any component: the snapshot components watch their kinds from the start.
+    const crds = await installCrds(client, CRDS_DIR, readyTimeout, signal);
+    print(
+      `✓ CRDs from deploy/crds/ (${crds.created.length} created, ${crds.updated.length} updated, ${crds.unchanged.length} unchanged) (${elapsed()})`,
+    );
 
     // RBAC first: the identities below mean nothing without their bindings.
     // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).
