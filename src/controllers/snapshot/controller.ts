@@ -68,7 +68,9 @@ function isSettled(snapshot: VolumeSnapshot): boolean {
     boundContentName(snapshot) !== undefined &&
     snapshot.status.error === undefined &&
     snapshot.metadata?.deletionTimestamp === undefined &&
-    (snapshot.metadata?.finalizers ?? []).includes("snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection")
+    (snapshot.metadata?.finalizers ?? []).includes(
+      "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+    )
   );
 }
 

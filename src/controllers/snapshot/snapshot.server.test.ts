@@ -10,6 +10,7 @@ import { FINALIZERS, GVR, type PersistentVolumeClaim } from "../../api/index.ts"
 import { isNotFound } from "../../kube/index.ts";
 import { forbidden, spawnComponent, usernameOf } from "../../../test/harness/rbac.ts";
 import { until } from "../../../test/harness/until.ts";
+import { scrape } from "../../../test/harness/https-get.ts";
 import { FAST_ELECTION, leaseHolder } from "../../../test/harness/election.ts";
 import {
   DRIVER,
@@ -75,6 +76,35 @@ test("dynamic snapshot, Delete: snapcontent-<uid>, finalizers, status copied, th
     forbidden(f.cluster.audit, usernameOf(IDENTITY)).length,
     0,
     "no 403 under the controller's Role",
+  );
+});
+
+test("diagnostics: /healthz, and the operation histogram and work queues on --metrics-path", async (t) => {
+  const f = await setup(t);
+  await createClass(f.admin, "csi-snapclass");
+  await boundClaim(f.admin, "data");
+  let url = "";
+  runController(t, f, ["--http-endpoint=127.0.0.1:0", "--metrics-path=/m"], {
+    onHttpEndpoint: (u) => (url = u),
+  });
+  await until(() => url !== "", "endpoint listening");
+  assert.equal((await scrape(`${url}/healthz`)).status, 200);
+  await createSnapshot(f.admin, "snap", { claim: "data" }, "csi-snapclass");
+  await untilReady(f.admin, "snap");
+  const body = await until(async () => {
+    const text = (await scrape(`${url}/m`)).body;
+    return text.includes('operation_name="CreateSnapshotAndReady"') ? text : undefined;
+  }, "CreateSnapshotAndReady observed");
+  assert.match(
+    body,
+    /snapshot_controller_operation_total_seconds_count\{driver_name="hostpath.csi.k8s.io",operation_name="CreateSnapshot",snapshot_type="dynamic",operation_status="success"\} 1/,
+  );
+  assert.match(body, /workqueue_adds_total\{name="snapshot-controller-snapshot"\}/);
+  assert.match(body, /workqueue_depth\{name="snapshot-controller-content"\}/);
+  await f.admin.delete(GVR.volumeSnapshots, "snap", { namespace: "default" });
+  await until(
+    async () => (await scrape(`${url}/m`)).body.includes('operation_name="DeleteSnapshot"'),
+    "DeleteSnapshot observed",
   );
 });
 
