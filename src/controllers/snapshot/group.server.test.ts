@@ -65,7 +65,7 @@ test("group snapshot: selector → group content → one snapshot and content pe
     metadata: { name: "group", namespace: "default" },
     spec: { source: { selector: { matchLabels: { app: "db" } } } },
   });
-  const uid = created.metadata!.uid!;
+  const uid = created.metadata.uid!;
   const ready = await until(async () => {
     const group = await getGroup(f, "group");
     return group.status?.readyToUse === true ? group : undefined;
@@ -83,7 +83,9 @@ test("group snapshot: selector → group content → one snapshot and content pe
   for (const handle of ["vol-db-a", "vol-db-b"]) {
     const name = `snapshot-${sha(uid + handle)}`;
     const member = await until(async () => {
-      const s = await f.admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, { namespace: "default" });
+      const s: VolumeSnapshot = await f.admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, {
+        namespace: "default",
+      });
       return s.status?.readyToUse === true ? s : undefined;
     }, `member ${name} ready`);
     assert.equal(member.metadata?.ownerReferences?.[0]?.kind, "VolumeGroupSnapshot");
