@@ -108,6 +108,38 @@ test("diagnostics: /healthz, and the operation histogram and work queues on --me
   );
 });
 
+test("a snapshot being restored from waits for the restore (SnapshotDeletePending), then goes", async (t) => {
+  const f = await setup(t);
+  await createClass(f.admin, "csi-snapclass");
+  await boundClaim(f.admin, "data");
+  runController(t, f);
+  await createSnapshot(f.admin, "snap", { claim: "data" }, "csi-snapclass");
+  await untilReady(f.admin, "snap");
+  await f.admin.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: "restored", namespace: "default" },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      storageClassName: "",
+      dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
+    },
+  });
+  await f.admin.delete(GVR.volumeSnapshots, "snap", { namespace: "default" });
+  await until(
+    async () => (await eventReasons(f.admin, "snap")).includes("SnapshotDeletePending"),
+    "deletion pending",
+  );
+  assert.equal(await gone(() => getSnapshot(f.admin, "snap")), false, "kept while the claim is Pending");
+  // The restore completes: the claim's own update resyncs the snapshot (no 15-minute resync needed).
+  const latest = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "restored", {
+    namespace: "default",
+  });
+  await f.admin.updateStatus(GVR.persistentVolumeClaims, { ...latest, status: { phase: "Bound" } });
+  await until(() => gone(() => getSnapshot(f.admin, "snap")), "snapshot gone once the restore is done");
+});
+
 test("Retain: the snapshot goes, the content and backend snapshot stay, marked being-deleted", async (t) => {
   const f = await setup(t);
   await createClass(f.admin, "retain", { deletionPolicy: "Retain" });
