@@ -126,12 +126,36 @@ test("a snapshot being restored from waits for the restore (SnapshotDeletePendin
       dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
     },
   });
+  // The controller's claim cache has the restoring claim once it has handled a later claim event
+  // (one watch stream, in order): a marker carrying pvc-as-source-protection, which no snapshot
+  // needs, loses it.
+  await f.admin.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: "marker", namespace: "default", finalizers: [FINALIZERS.pvcAsSource.key] },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      storageClassName: "",
+    },
+  });
+  await until(async () => {
+    const marker = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "marker", {
+      namespace: "default",
+    });
+    return !(marker.metadata?.finalizers ?? []).includes(FINALIZERS.pvcAsSource.key);
+  }, "the controller saw the marker claim");
   await f.admin.delete(GVR.volumeSnapshots, "snap", { namespace: "default" });
   await until(
     async () => (await eventReasons(f.admin, "snap")).includes("SnapshotDeletePending"),
     "deletion pending",
   );
   assert.equal(await gone(() => getSnapshot(f.admin, "snap")), false, "kept while the claim is Pending");
+  const content = await getContent(
+    f.admin,
+    (await getSnapshot(f.admin, "snap")).status!.boundVolumeSnapshotContentName!,
+  );
+  assert.equal(content.metadata?.deletionTimestamp, undefined, "its content not deleted either");
   // The restore completes: the claim's own update resyncs the snapshot (no 15-minute resync needed).
   const latest = await f.admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "restored", {
     namespace: "default",
@@ -209,6 +233,10 @@ test("default class: none → error, one → chosen by the source's driver, two 
   assert.equal(one.spec.volumeSnapshotClassName, "default-a");
 
   await createClass(f.admin, "default-b", { isDefault: true });
+  // Once a snapshot naming default-b got through, the controller's class cache (one watch stream,
+  // in order) holds both defaults.
+  await createSnapshot(f.admin, "probe", { claim: "data" }, "default-b");
+  await untilReady(f.admin, "probe");
   await createSnapshot(f.admin, "two", { claim: "data" });
   await until(async () => (await getSnapshot(f.admin, "two")).status?.error?.message, "error status").then(
     (m) =>
