@@ -82,10 +82,8 @@ test("group snapshot: selector → group content → one snapshot and content pe
 
   for (const handle of ["vol-db-a", "vol-db-b"]) {
     const name = `snapshot-${sha(uid + handle)}`;
-    const member = await until(async () => {
-      const s: VolumeSnapshot = await f.admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, {
-        namespace: "default",
-      });
+    const member: VolumeSnapshot = await until(async (): Promise<VolumeSnapshot | undefined> => {
+      const s = await f.admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, { namespace: "default" });
       return s.status?.readyToUse === true ? s : undefined;
     }, `member ${name} ready`);
     assert.equal(member.metadata?.ownerReferences?.[0]?.kind, "VolumeGroupSnapshot");
