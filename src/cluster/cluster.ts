@@ -7,6 +7,7 @@
 // dir resumes the cluster (same port, tokens and objects).
 
 import { access, mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GVR, type CSINode, type Node } from "../api/index.ts";
@@ -36,7 +37,7 @@ import {
   type StaticUser,
 } from "./identities.ts";
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
-import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
+import { applyManifests, CRDS_DIR, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
@@ -367,6 +368,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     const attachRequired = options.commands.has("attacher") && !distributed;
     const manifests = await readManifests(RBAC_DIR);
     await applyManifests(client, manifests, signal);
+    // The snapshot CRDs deploy/ ships, before the snapshot controller (which waits for them) starts.
+    if (existsSync(CRDS_DIR)) await applyManifests(client, await readManifests(CRDS_DIR), signal);
     await applyManifests(
       client,
       [

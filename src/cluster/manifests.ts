@@ -12,6 +12,9 @@ import { isAlreadyExists, type KubeClient } from "../kube/index.ts";
 /** deploy/rbac/ of this checkout: the RBAC every identity of `up` is bound by. */
 export const RBAC_DIR = fileURLToPath(new URL("../../deploy/rbac/", import.meta.url));
 
+/** deploy/crds/ of this checkout: the snapshot CRDs `up` installs (upstream external-snapshotter's). */
+export const CRDS_DIR = fileURLToPath(new URL("../../deploy/crds/", import.meta.url));
+
 export interface Manifest {
   apiVersion: string;
   kind: string;
@@ -29,6 +32,7 @@ const RESOURCES: Record<string, string> = {
   CSIDriver: "csidrivers",
   StorageClass: "storageclasses",
   Namespace: "namespaces",
+  CustomResourceDefinition: "customresourcedefinitions",
 };
 
 /** Every object of the YAML files in `dir` (file order, then document order). */
