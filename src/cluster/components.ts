@@ -167,6 +167,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       kubeconfig(plan, "snapshot-controller"),
       // One replica: no lease to wait out on a resumed cluster.
       "--leader-election=false",
+      // As upstream's deploy/kubernetes-distributed: node-deployed snapshotters pick their contents by label.
+      ...(plan.distributed ? ["--enable-distributed-snapshotting"] : []),
       httpEndpoint(plan, "snapshot-controller"),
       ...CONTROLLERS_QPS,
     ],

@@ -29,6 +29,7 @@ const RESOURCES: Record<string, string> = {
   CSIDriver: "csidrivers",
   StorageClass: "storageclasses",
   Namespace: "namespaces",
+  CustomResourceDefinition: "customresourcedefinitions",
 };
 
 /** Every object of the YAML files in `dir` (file order, then document order). */
