@@ -29,6 +29,8 @@ const RESOURCES: Record<string, string> = {
   CSIDriver: "csidrivers",
   StorageClass: "storageclasses",
   Namespace: "namespaces",
+  VolumeSnapshotClass: "volumesnapshotclasses",
+  VolumeGroupSnapshotClass: "volumegroupsnapshotclasses",
 };
 
 /** Every object of the YAML files in `dir` (file order, then document order). */
