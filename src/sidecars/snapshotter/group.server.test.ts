@@ -172,10 +172,10 @@ test("group snapshot: name, parameters, secret, volumeSnapshotInfoList; deleted 
   await until(async () => !(await content(contentName(first))), "backup-1's content gone", STEP);
   assert.deepEqual(deletes[0]?.groupSnapshotId, `group-${request.name}`);
   assert.deepEqual(
-    [...deletes[0]!.snapshotIds].sort(),
+    [...deletes[0].snapshotIds].sort(),
     status.volumeSnapshotInfoList!.map((i) => i.snapshotHandle).sort(),
   );
-  assert.deepEqual(deletes[0]!.secrets, { token: "group-secret" });
+  assert.deepEqual(deletes[0].secrets, { token: "group-secret" });
   assert.equal(groups.size, 0);
 
   // The leak guard: the create answers UNAVAILABLE (the backend did cut it) and the group is
