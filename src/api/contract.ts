@@ -143,6 +143,18 @@ export const ANNOTATIONS = Object.freeze({
     "snapshot-controller",
     "secret namespace for DeleteVolumeGroupSnapshot",
   ),
+  volumeSnapshotBeingCreated: entry(
+    "snapshot.storage.kubernetes.io/volumesnapshot-being-created",
+    ["VolumeSnapshotContent"],
+    "snapshotter",
+    'CreateSnapshot was sent and has not answered success or a final error (value "yes"); the content is not deleted meanwhile',
+  ),
+  volumeGroupSnapshotBeingCreated: entry(
+    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    'CreateVolumeGroupSnapshot was sent and has not answered success or a final error (value "yes")',
+  ),
   volumeGroupSnapshotHandle: entry(
     "groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle",
     ["VolumeSnapshotContent"],
@@ -503,6 +515,36 @@ export const EVENT_REASONS = Object.freeze({
     "snapshot-controller",
     "a dynamic content carries a snapshot handle",
   ),
+  snapshotCreationFailed: entry(
+    "SnapshotCreationFailed",
+    ["VolumeSnapshotContent"],
+    "snapshotter",
+    "CreateSnapshot (or what it needs: class, secret) failed",
+  ),
+  snapshotContentCheckandUpdateFailed: entry(
+    "SnapshotContentCheckandUpdateFailed",
+    ["VolumeSnapshotContent"],
+    "snapshotter",
+    "the status of a cut snapshot could not be read or written",
+  ),
+  groupSnapshotCreationFailed: entry(
+    "GroupSnapshotCreationFailed",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    "CreateVolumeGroupSnapshot failed",
+  ),
+  groupSnapshotContentCheckandUpdateFailed: entry(
+    "GroupSnapshotContentCheckandUpdateFailed",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    "the status of a group snapshot could not be read or written",
+  ),
+  groupSnapshotDeleteError: entry(
+    "GroupSnapshotDeleteError",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    "DeleteVolumeGroupSnapshot failed",
+  ),
   snapshotPVCSourceMissing: entry(
     "SnapshotPVCSourceMissing",
     ["VolumeSnapshot"],
@@ -643,9 +685,9 @@ export const EVENT_REASONS = Object.freeze({
   ),
   snapshotDeleteError: entry(
     "SnapshotDeleteError",
-    ["VolumeGroupSnapshot"],
-    "snapshot-controller",
-    "a member snapshot could not be deleted",
+    ["VolumeSnapshotContent", "VolumeGroupSnapshot"],
+    "snapshotter, snapshot-controller",
+    "DeleteSnapshot, its secret or clearing the status failed (snapshotter, on the content); a member snapshot could not be deleted (snapshot-controller, on the group)",
   ),
   getGroupSnapshotClassFailed: entry(
     "GetGroupSnapshotClassFailed",

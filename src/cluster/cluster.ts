@@ -38,6 +38,7 @@ import {
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { CRDS_DIR, installCrds } from "./crds.ts";
+import { applySnapshotClasses } from "./snapshot-classes.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
@@ -259,7 +260,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
   const ports = new Map<string, number>();
-  for (const name of ["controllers", "provisioner", "attacher", "resizer"]) ports.set(name, await freePort());
+  for (const name of ["controllers", "provisioner", "attacher", "resizer", "snapshotter"])
+    ports.set(name, await freePort());
   for (const node of record.nodes)
     for (const name of [node.name, `${node.name}-livenessprobe`, nodeProvisionerName(node.name)])
       ports.set(name, await freePort());
@@ -383,6 +385,10 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       ],
       signal,
     );
+    // The default snapshot classes (where the snapshot CRDs are served).
+    const snapshotClasses = await applySnapshotClasses(client, driverName, signal);
+    if (snapshotClasses.skipped.length > 0)
+      print(`note: no ${snapshotClasses.skipped.join(" or ")} CRD served: that default class is not created`);
     // Secrets: only those the driver's StorageClasses name, for as long as they name them.
     secretAccess = runSecretAccess(
       { client, driverName, logger },

@@ -30,6 +30,8 @@ const RESOURCES: Record<string, string> = {
   StorageClass: "storageclasses",
   Namespace: "namespaces",
   CustomResourceDefinition: "customresourcedefinitions",
+  VolumeSnapshotClass: "volumesnapshotclasses",
+  VolumeGroupSnapshotClass: "volumegroupsnapshotclasses",
 };
 
 /** Every object of the YAML files in `dir` (file order, then document order). */
