@@ -42,6 +42,8 @@ export const GVR = Object.freeze({
     false,
   ),
   leases: gvr("coordination.k8s.io", "v1", "leases", "Lease", true),
+  statefulSets: gvr("apps", "v1", "statefulsets", "StatefulSet", true),
+  controllerRevisions: gvr("apps", "v1", "controllerrevisions", "ControllerRevision", true),
   replicaSets: gvr("apps", "v1", "replicasets", "ReplicaSet", true),
   deployments: gvr("apps", "v1", "deployments", "Deployment", true),
   daemonSets: gvr("apps", "v1", "daemonsets", "DaemonSet", true),

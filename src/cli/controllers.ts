@@ -30,7 +30,7 @@ function loopList(): string {
 export const controllersCommand: Command = {
   name: "controllers",
   summary:
-    "Run the cluster's loops (PV binder, protection, GC, attach/detach, scheduler, replicaset, deployment, daemonset, job) like kube-controller-manager",
+    "Run the cluster's loops (PV binder, protection, GC, attach/detach, scheduler, statefulset, replicaset, deployment, daemonset, job, ephemeral volumes) like kube-controller-manager",
   usage: "csikit controllers [--kubeconfig=FILE] [--controllers=*,-foo] [flags]",
   description:
     "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +
@@ -99,6 +99,16 @@ export const controllersCommand: Command = {
       type: "int",
       default: "20",
       help: "The number of garbage collector workers that are allowed to sync concurrently.",
+    },
+    "concurrent-statefulset-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of statefulset objects that are allowed to sync concurrently. Larger number = more responsive statefulsets, but more CPU (and network) load",
+    },
+    "concurrent-ephemeralvolume-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of ephemeral volume syncing operations that will be done concurrently. Larger number = faster ephemeral volume updating, but more CPU (and network) load",
     },
     "concurrent-replicaset-syncs": {
       type: "int",
@@ -188,16 +198,14 @@ export const controllersCommand: Command = {
       throw new FlagError(
         `invalid value ${gcWorkers} for flag -concurrent-gc-syncs: want a positive integer`,
       );
-    for (const flag of [
-      "concurrent-replicaset-syncs",
-      "concurrent-deployment-syncs",
-      "concurrent-daemonset-syncs",
-      "concurrent-job-syncs",
-    ]) {
-      const value = flags.number(flag);
+    const positive = (name: string): number => {
+      const value = flags.number(name);
       if (!Number.isInteger(value) || value < 1)
-        throw new FlagError(`invalid value ${value} for flag -${flag}: want a positive integer`);
-    }
+        throw new FlagError(`invalid value ${value} for flag -${name}: want a positive integer`);
+      return value;
+    };
+    const statefulSetWorkers = positive("concurrent-statefulset-syncs");
+    const ephemeralVolumeWorkers = positive("concurrent-ephemeralvolume-syncs");
     // --enable-garbage-collector=false wins over "*": the disable goes first (first match decides).
     const ordered = flags.bool("enable-garbage-collector")
       ? controllers
@@ -264,10 +272,12 @@ export const controllersCommand: Command = {
             pvClaimBinderSyncPeriodMs: flags.number("pvclaimbinder-sync-period"),
             pvBinderWorkers: binderWorkers,
             concurrentGcSyncs: gcWorkers,
-            concurrentReplicaSetSyncs: flags.number("concurrent-replicaset-syncs"),
-            concurrentDeploymentSyncs: flags.number("concurrent-deployment-syncs"),
-            concurrentDaemonSetSyncs: flags.number("concurrent-daemonset-syncs"),
-            concurrentJobSyncs: flags.number("concurrent-job-syncs"),
+            concurrentStatefulSetSyncs: statefulSetWorkers,
+            concurrentEphemeralVolumeSyncs: ephemeralVolumeWorkers,
+            concurrentReplicaSetSyncs: positive("concurrent-replicaset-syncs"),
+            concurrentDeploymentSyncs: positive("concurrent-deployment-syncs"),
+            concurrentDaemonSetSyncs: positive("concurrent-daemonset-syncs"),
+            concurrentJobSyncs: positive("concurrent-job-syncs"),
             featureGates: featureGates(flags),
           },
           onStart: (names) => logger.info(0, "controllers started", { controllers: names }),

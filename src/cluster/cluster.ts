@@ -37,6 +37,7 @@ import {
 } from "./identities.ts";
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
+import { CRDS_DIR, installCrds } from "./crds.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
@@ -63,6 +64,8 @@ export interface UpOptions {
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
   featureGates?: string;
+  /** false: pods' commands are not run (`up --pod-processes=false`). Default on. */
+  podProcesses?: boolean;
   /** csikit subcommands available (optional sidecars run only when present). */
   commands: ReadonlySet<string>;
   /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
@@ -271,6 +274,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     featureGates: options.featureGates ?? "",
     ports,
     ...(distributed ? { distributed: true } : {}),
+    ...(options.podProcesses === false ? { podProcesses: false } : {}),
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
   const longest = record.nodes.map(
@@ -358,6 +362,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`  kubectl get pv,pvc,volumeattachments,csinodes`);
     print(`  kubectl apply -f examples/dynamic-provisioning.yaml`);
     print("");
+
+    // The CRDs before any component: the snapshot components watch their kinds from the start.
+    const crds = await installCrds(client, CRDS_DIR, readyTimeout, signal);
+    print(
+      `✓ CRDs from deploy/crds/ (${crds.created.length} created, ${crds.updated.length} updated, ${crds.unchanged.length} unchanged) (${elapsed()})`,
+    );
 
     // RBAC first: the identities below mean nothing without their bindings.
     // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).

@@ -54,6 +54,8 @@ export interface ClusterPlan {
    * per-node livenessprobe is <node>-livenessprobe, the node agent <node>); see METRICS_PORTS.
    */
   ports: ReadonlyMap<string, number>;
+  /** false: the node agents run no pod commands (--pod-processes=false). Default on. */
+  podProcesses?: boolean;
 }
 
 export interface ComponentInstance {
@@ -152,6 +154,24 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // The cluster-wide snapshot controller (upstream: a Deployment in kube-system). It needs the
+    // snapshot CRDs, which `up` installs before the components start.
+    scope: "cluster",
+    name: "snapshot-controller",
+    subcommand: "snapshot-controller",
+    stage: "controllers",
+    optional: true,
+    identity: () => ({ kind: "serviceAccount", namespace: "kube-system", name: "snapshot-controller" }),
+    args: (plan) => [
+      v(plan),
+      kubeconfig(plan, "snapshot-controller"),
+      // One replica: no lease to wait out on a resumed cluster.
+      "--leader-election=false",
+      httpEndpoint(plan, "snapshot-controller"),
+      ...CONTROLLERS_QPS,
+    ],
+  },
+  {
     scope: "cluster",
     name: "provisioner",
     subcommand: "provisioner",
@@ -222,6 +242,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       ...gates(plan),
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
+      ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
     ],
   },
   {

@@ -24,6 +24,8 @@ import {
 } from "./pv/index.ts";
 import { startClusterRoleAggregationController } from "./rbac/index.ts";
 import { startScheduler } from "./scheduler/index.ts";
+import { startStatefulSetController } from "./statefulset/index.ts";
+import { startEphemeralVolumeController } from "./ephemeral/index.ts";
 import type { ControllerVolumeMetrics } from "./metrics.ts";
 import { startReplicaSetController } from "./replicaset/index.ts";
 import { startDeploymentController } from "./deployment/index.ts";
@@ -53,6 +55,10 @@ export interface ControllerKnobs {
   concurrentGcSyncs?: number;
   /** How long a detach waits for an unresponsive node to unmount (KCM: a fixed 6 minutes). Default 360000 ms. */
   attachDetachMaxWaitForUnmountMs?: number;
+  /** --concurrent-statefulset-syncs. Default 5. */
+  concurrentStatefulSetSyncs?: number;
+  /** --concurrent-ephemeralvolume-syncs. Default 5. */
+  concurrentEphemeralVolumeSyncs?: number;
   /** --concurrent-replicaset-syncs. Default 5. */
   concurrentReplicaSetSyncs?: number;
   /** --concurrent-deployment-syncs. Default 5. */
@@ -142,6 +148,38 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
     aliases: ["clusterrole-aggregation"],
     start: ({ client, informers, logger }, signal) =>
       startClusterRoleAggregationController({ client, informers, logger }, signal),
+  },
+  {
+    name: "statefulset-controller",
+    aliases: ["statefulset"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startStatefulSetController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.concurrentStatefulSetSyncs !== undefined
+            ? { workers: knobs.concurrentStatefulSetSyncs }
+            : {}),
+        },
+        signal,
+      ),
+  },
+  {
+    name: "ephemeral-volume-controller",
+    aliases: ["ephemeral-volume"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startEphemeralVolumeController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.concurrentEphemeralVolumeSyncs !== undefined
+            ? { workers: knobs.concurrentEphemeralVolumeSyncs }
+            : {}),
+        },
+        signal,
+      ),
   },
   {
     // kube-scheduler is a process of its own upstream; here it is one more loop, so

@@ -20,6 +20,7 @@ import type {
   Pod,
   SecretReference,
 } from "../api/index.ts";
+import { ephemeralClaimName, ephemeralClaimRefusal } from "../api/index.ts";
 import {
   isMigrationEnabledForPlugin,
   pluginForInlineVolume,
@@ -94,12 +95,21 @@ export function podIsActive(pod: Pod): boolean {
   return !pod.metadata?.deletionTimestamp && phase !== "Succeeded" && phase !== "Failed";
 }
 
-export function computeDesiredState(pods: readonly Pod[], caches: Caches): DesiredState {
+/**
+ * keep: pods that are no longer active but whose volumes must stay (their containers are still
+ * stopping); their volumes are wanted, the pods themselves are not in `pods`.
+ */
+export function computeDesiredState(
+  pods: readonly Pod[],
+  caches: Caches,
+  keep?: (pod: Pod) => boolean,
+): DesiredState {
   const state: DesiredState = { volumes: new Map(), pods: new Map(), problems: new Map() };
   for (const pod of pods) {
-    if (!podIsActive(pod)) continue;
+    const active = podIsActive(pod);
+    if (!active && !(keep?.(pod) ?? false)) continue;
     const uid = pod.metadata?.uid ?? "";
-    state.pods.set(uid, pod);
+    if (active) state.pods.set(uid, pod);
     for (const volume of pod.spec?.volumes ?? []) {
       let result: VolumeSpec | string | undefined;
       if (volume.csi) result = inlineSpec(pod, volume.name, volume.csi, caches);
@@ -112,10 +122,11 @@ export function computeDesiredState(pods: readonly Pod[], caches: Caches): Desir
           caches,
         );
       } else if (volume.ephemeral) {
-        result = claimSpec(pod, `${pod.metadata?.name ?? ""}-${volume.name}`, false, caches);
+        result = claimSpec(pod, ephemeralClaimName(pod, volume), false, caches, { ephemeral: true });
       }
       if (result === undefined) continue;
       if (typeof result === "string") {
+        if (!active) continue;
         const list = state.problems.get(uid) ?? [];
         list.push(result);
         state.problems.set(uid, list);
@@ -160,11 +171,21 @@ function inlineSpec(
   };
 }
 
-function claimSpec(pod: Pod, claimName: string, readOnly: boolean, caches: Caches): VolumeSpec | string {
+function claimSpec(
+  pod: Pod,
+  claimName: string,
+  readOnly: boolean,
+  caches: Caches,
+  options: { ephemeral?: boolean } = {},
+): VolumeSpec | string {
   const namespace = pod.metadata?.namespace ?? "";
   const claim = caches.claim(namespace, claimName);
   const where = `error processing PVC ${namespace}/${claimName}`;
   if (!claim) return `${where}: persistentvolumeclaim "${claimName}" not found`;
+  // A generic ephemeral volume's claim must be the pod's own (upstream's VolumeIsForPod), so a
+  // claim that merely has the right name is never mounted into the pod.
+  const refusal = options.ephemeral ? ephemeralClaimRefusal(pod, claim) : undefined;
+  if (refusal !== undefined) return refusal;
   if (claim.metadata?.deletionTimestamp) return `${where}: PVC is being deleted`;
   const pvName = claim.spec?.volumeName ?? "";
   if (pvName === "" || claim.status?.phase !== "Bound") return `${where}: PVC is not bound`;

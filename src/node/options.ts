@@ -5,6 +5,7 @@ import type { Clock, Logger } from "../base/index.ts";
 import type { EventRecorder, KubeClient } from "../kube/index.ts";
 import type { FeatureGates } from "../migration/index.ts";
 import type { KubeletPaths } from "./paths.ts";
+import type { ContainerStreams } from "./runtime/index.ts";
 
 export interface NodeOptions {
   /** Name of the Node object (--node-name; kubelet: --hostname-override or the host name). */
@@ -63,10 +64,20 @@ export interface NodeOptions {
   };
   /** Default "/metrics". */
   metricsPath?: string;
+  /**
+   * Run the commands of pods' containers as sandboxed host processes (--pod-processes).
+   * Default true; off, every pod is Running once its volumes are published, nothing executed.
+   */
+  podProcesses?: boolean;
+  /** The container runtime's clock (restarts, back-off, grace periods, log stamps). Default `clock`. */
+  runtimeClock?: Clock;
   /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
   featureGates?: FeatureGates;
-  /** Called once the node is registered and serving (tests, `csikit up`). */
-  onReady?: (info: { metricsUrl?: string }) => void;
+  /**
+   * Called once the node is registered and serving (tests, `csikit up`); `streams` is the
+   * node's container runtime as the kubelet's /containerLogs and /exec endpoints use it.
+   */
+  onReady?: (info: { metricsUrl?: string; streams: ContainerStreams }) => void;
   clock?: Clock;
   logger?: Logger;
 }

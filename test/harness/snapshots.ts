@@ -1,29 +1,18 @@
-// Snapshots without a snapshot controller: the upstream snapshot CRDs installed from the API
-// server's testdata, and a VolumeSnapshot with its VolumeSnapshotContent written as the snapshot
-// controller leaves them (bound, ready), for restore tests of the provisioner and of `up`.
+// Snapshots without a snapshot controller: every CRD deploy/crds ships (snapshot, group
+// snapshot, changed-block tracking) installed as `csikit up` installs them, and a VolumeSnapshot
+// with its VolumeSnapshotContent written as the snapshot controller leaves them (bound, ready),
+// for restore tests of the provisioner and of `up`.
 
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { GVR } from "../../src/api/index.ts";
+import { CRDS_DIR, installCrds } from "../../src/cluster/index.ts";
 import type { KubeClient, KubeObject } from "../../src/kube/index.ts";
-import { until } from "./until.ts";
 
-const TESTDATA = fileURLToPath(new URL("../../src/apiserver/resources/testdata/", import.meta.url));
+/** deploy/crds: the one copy of the upstream snapshot CRDs (tests, `up` and deploy/ read it). */
+export { CRDS_DIR };
 
+/** Installs every CRD of deploy/crds as `up` does and waits until each served version answers a list. */
 export async function installSnapshotCrds(client: KubeClient): Promise<void> {
-  for (const file of ["volumesnapshotclasses", "volumesnapshotcontents", "volumesnapshots"]) {
-    const crd = parse(
-      await readFile(join(TESTDATA, `snapshot.storage.k8s.io_${file}.yaml`), "utf8"),
-    ) as KubeObject;
-    await client.create(GVR.customResourceDefinitions, crd);
-  }
-  await until(async () => {
-    await client.list(GVR.volumeSnapshots, { namespace: "default" });
-    await client.list(GVR.volumeSnapshotContents);
-    return true;
-  }, "snapshot CRDs served");
+  await installCrds(client, CRDS_DIR, 60_000, new AbortController().signal);
 }
 
 export interface SnapshotObjects {
@@ -32,18 +21,25 @@ export interface SnapshotObjects {
   handle: string;
   sizeBytes: number;
   sourceVolumeMode?: "Filesystem" | "Block";
-  allowModeChange?: boolean;
+  /** The content's allow-volume-mode-change annotation: true writes "true", a string as it is. */
+  allowModeChange?: boolean | string;
   finalizers?: string[];
+  /** Default "default". */
+  namespace?: string;
+  /** As the snapshot controller leaves a group snapshot's member: status.volumeGroupSnapshotName set. */
+  groupSnapshotName?: string;
 }
 
 /** Writes a VolumeSnapshot and its content as the snapshot controller leaves them: bound, ready. */
 export async function writeReadySnapshot(client: KubeClient, options: SnapshotObjects): Promise<void> {
+  const namespace = options.namespace ?? "default";
+  const allow = options.allowModeChange === true ? "true" : options.allowModeChange;
   const vs = await client.create<KubeObject & { spec?: unknown; status?: unknown }>(GVR.volumeSnapshots, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshot",
     metadata: {
       name: options.name,
-      namespace: "default",
+      namespace,
       ...(options.finalizers ? { finalizers: options.finalizers } : {}),
     },
     spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
@@ -55,29 +51,37 @@ export async function writeReadySnapshot(client: KubeClient, options: SnapshotOb
       kind: "VolumeSnapshotContent",
       metadata: {
         name: `content-${options.name}`,
-        ...(options.allowModeChange
-          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
+        ...(typeof allow === "string"
+          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": allow } }
           : {}),
       },
       spec: {
         driver: options.driver,
         deletionPolicy: "Delete",
         source: { snapshotHandle: options.handle },
-        volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
+        volumeSnapshotRef: { name: options.name, namespace, uid: vs.metadata!.uid! },
         sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
       },
     },
   );
   await client.updateStatus(GVR.volumeSnapshotContents, {
     ...content,
-    status: { snapshotHandle: options.handle, readyToUse: true, restoreSize: options.sizeBytes },
+    status: {
+      snapshotHandle: options.handle,
+      readyToUse: true,
+      restoreSize: options.sizeBytes,
+      ...(options.groupSnapshotName
+        ? { volumeGroupSnapshotHandle: `group-${options.groupSnapshotName}` }
+        : {}),
+    },
   });
   await client.updateStatus(GVR.volumeSnapshots, {
     ...vs,
     status: {
       boundVolumeSnapshotContentName: `content-${options.name}`,
       readyToUse: true,
-      restoreSize: "1Mi",
+      restoreSize: String(options.sizeBytes),
+      ...(options.groupSnapshotName ? { volumeGroupSnapshotName: options.groupSnapshotName } : {}),
     },
   });
 }

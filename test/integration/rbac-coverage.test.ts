@@ -70,7 +70,8 @@ const RUN = new Set(["controllers", "provisioner", "attacher", "resizer"]);
 const LEASES_UPSTREAM =
   "upstream's leader-election Role (client-go's lease lock); csikit's elector only gets, creates and updates";
 const INFORMER_GET = "upstream's rule (its listers may fall back to a get); csikit reads it from an informer";
-const EVENT_REPEAT = "event recorder: patches the count of a repeated event (none repeats in this suite)";
+const EVENT_REPEAT =
+  "event recorder: patches the count of a repeated event (whether one repeats here depends on timing: a retry under load repeats one)";
 const EVENT_UPSTREAM =
   "upstream's events rule, kept so its image runs under the same Role; csikit's recorder creates and patches";
 const CAPACITY =
@@ -80,7 +81,7 @@ const VAC_GATE =
 const KCM_PARITY =
   "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
 const WORKLOAD_LOOPS =
-  "the workload loops (replicaset, deployment, daemonset, job) create pods and ReplicaSets; this storage suite runs none (src/controllers/*/*.server.test.ts run them under this identity)";
+  "the workload loops (statefulset, ephemeral-volume, replicaset, deployment, daemonset, job) create pods, claims, ReplicaSets and ControllerRevisions and write StatefulSet status; this storage suite runs none (src/controllers/*/*.server.test.ts run them under this identity)";
 const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   provisioner: {
     "update /persistentvolumeclaims":
@@ -167,6 +168,9 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
       .concat([
         ["create /pods", WORKLOAD_LOOPS],
         ["create apps/replicasets", WORKLOAD_LOOPS],
+        ["create /persistentvolumeclaims", WORKLOAD_LOOPS],
+        ["create apps/controllerrevisions", WORKLOAD_LOOPS],
+        ["update apps/statefulsets/status", WORKLOAD_LOOPS],
       ]),
   ),
 };
@@ -512,8 +516,10 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     for (const grant of [...grantsOf(manifests, identity)].sort())
       if (!used.has(grant) && !(grant in explained)) problems.push(`${component}: ${grant}`);
     // An explanation for a grant the suite does use is stale: it would hide a future regression.
-    for (const grant of Object.keys(explained))
-      if (used.has(grant)) problems.push(`${component}: ${grant} is used, yet listed in UNEXERCISED`);
+    // A repeat of an event depends on timing, so its patch may or may not be seen.
+    for (const [grant, why] of Object.entries(explained))
+      if (used.has(grant) && why !== EVENT_REPEAT)
+        problems.push(`${component}: ${grant} is used, yet listed in UNEXERCISED`);
   }
   assert.deepEqual(problems, [], "granted, never used by the suite, and not in UNEXERCISED");
 });

@@ -70,6 +70,7 @@ const ROOT_MODELS: Readonly<Record<string, string>> = {
   "apps/v1/DaemonSet": "V1DaemonSet",
   "apps/v1/StatefulSet": "V1StatefulSet",
   "apps/v1/ReplicaSet": "V1ReplicaSet",
+  "apps/v1/ControllerRevision": "V1ControllerRevision",
   "batch/v1/Job": "V1Job",
   "batch/v1/CronJob": "V1CronJob",
   "rbac.authorization.k8s.io/v1/Role": "V1Role",
