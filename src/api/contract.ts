@@ -295,6 +295,25 @@ export const LABELS = Object.freeze({
     "API server",
     "the namespace's own name, set on every namespace",
   ),
+  statefulSetPodName: entry(
+    "statefulset.kubernetes.io/pod-name",
+    ["Pod"],
+    "statefulset-controller",
+    "the pod's own name, so a Service can select one member",
+  ),
+  podIndex: entry("apps.kubernetes.io/pod-index", ["Pod"], "statefulset-controller", "the pod's ordinal"),
+  controllerRevisionHash: entry(
+    "controller-revision-hash",
+    ["Pod"],
+    "statefulset-controller",
+    "the ControllerRevision the pod was made from",
+  ),
+  revisionHash: entry(
+    "controller.kubernetes.io/hash",
+    ["ControllerRevision"],
+    "statefulset-controller",
+    "the hash in the revision's name",
+  ),
 });
 
 /** generateName of CSIStorageCapacity objects. */
@@ -302,6 +321,28 @@ export const CAPACITY_GENERATE_NAME = "csisc-";
 
 /** Event reasons, by the component that records them (upstream values). */
 export const EVENT_REASONS = Object.freeze({
+  // kube-controller-manager's statefulset-controller ("create Claim <c> Pod <p> in StatefulSet <s> success", …)
+  successfulCreate: entry(
+    "SuccessfulCreate",
+    ["StatefulSet"],
+    "statefulset-controller",
+    "a pod or claim created",
+  ),
+  failedCreate: entry(
+    "FailedCreate",
+    ["StatefulSet"],
+    "statefulset-controller",
+    "a pod or claim create failed",
+  ),
+  successfulDelete: entry("SuccessfulDelete", ["StatefulSet"], "statefulset-controller", "a pod deleted"),
+  failedDelete: entry("FailedDelete", ["StatefulSet"], "statefulset-controller", "a pod delete failed"),
+  successfulUpdate: entry(
+    "SuccessfulUpdate",
+    ["StatefulSet"],
+    "statefulset-controller",
+    "a pod's identity or storage put right",
+  ),
+  failedUpdate: entry("FailedUpdate", ["StatefulSet"], "statefulset-controller", "a pod update failed"),
   // sig-storage-lib-external-provisioner / external-provisioner
   provisioning: entry("Provisioning", ["PersistentVolumeClaim"], "provisioner", "CreateVolume started"),
   provisioningSucceeded: entry(
@@ -343,9 +384,9 @@ export const EVENT_REASONS = Object.freeze({
   ),
   failedBinding: entry(
     "FailedBinding",
-    ["PersistentVolumeClaim"],
-    "PV controller",
-    "no volume matches and no class to provision",
+    ["PersistentVolumeClaim", "Pod"],
+    "PV controller / ephemeral-volume-controller (source ephemeral_volume)",
+    "no volume matches and no class to provision; a generic ephemeral volume's claim cannot be created or is not the pod's",
   ),
   volumeMismatch: entry(
     "VolumeMismatch",
