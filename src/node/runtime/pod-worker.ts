@@ -5,7 +5,7 @@
 // terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
 // pod's own volumes down; `settled` tells the reconciler when the pod's CSI volumes may go.
 
-import { mkdir, realpath, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GVR, type Container, type Pod } from "../../api/index.ts";
 import { errorMessage, type Clock } from "../../base/index.ts";
@@ -568,6 +568,10 @@ export class PodWorker {
       await this.#settle();
       return;
     }
+    if (!this.#recovered) {
+      this.#recovered = true;
+      await this.#recoverRestartCounts();
+    }
     if (!this.#volumes) {
       try {
         this.#volumes = await setUpPodVolumes(this.#pod, this.#csiVolumes, {
@@ -627,6 +631,25 @@ export class PodWorker {
       this.#finished = true;
       await this.#writeStatus();
       await this.#settle();
+    }
+  }
+
+  #recovered = false;
+
+  /**
+   * A pod this node ran before it restarted: the kubelet's calcRestartCountByLogDir — the next
+   * instance is one past the highest <n>.log, so no log file is appended to or lost.
+   */
+  async #recoverRestartCounts(): Promise<void> {
+    for (const record of [...this.#init, ...this.#main]) {
+      const names = await readdir(join(this.logDir, record.spec.name)).catch(() => [] as string[]);
+      const counts = names
+        .map((n) => /^(\d+)\.log$/.exec(n)?.[1])
+        .filter((n) => n !== undefined)
+        .map(Number);
+      if (counts.length === 0) continue;
+      record.started = Math.max(...counts) + 1;
+      record.restartCount = record.started;
     }
   }
 
