@@ -704,3 +704,41 @@ test("a block volume is mapped at its volumeDevices devicePath", { skip: needsSa
     "written through the device path",
   );
 });
+
+test(
+  "a pod ended from outside (phase Failed, as up's shutdown drain does) has its containers stopped and stays Failed",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await create(
+      client,
+      podOf("ended", { terminationGracePeriodSeconds: 2, containers: [sh("app", "sleep 3600")] }),
+    );
+    await waitPod(client, "ended", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    await client.patch(
+      GVR.pods,
+      "ended",
+      {
+        status: {
+          phase: "Failed",
+          reason: "Terminated",
+          message: "Pod was terminated in response to imminent node shutdown.",
+        },
+      },
+      { namespace: NS, subresource: "status" },
+    );
+    // sleep as pid 1 ignores SIGTERM: killed after the 2s grace period.
+    const pod = await waitPod(
+      client,
+      "ended",
+      "container stopped",
+      (p) => status(p, "app")?.state?.terminated !== undefined,
+    );
+    assert.equal(pod.status?.phase, "Failed");
+    assert.equal(status(pod, "app")?.state?.terminated?.exitCode, 137);
+    await assert.rejects(
+      exec(streams, "ended", "app", ["true"]),
+      (e: Error) => e.name === "RuntimeNotFoundError",
+    );
+  },
+);

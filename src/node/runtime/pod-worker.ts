@@ -558,6 +558,11 @@ export class PodWorker {
   }
 
   async #step(): Promise<void> {
+    // Ended from outside (a node shutdown marks pods Failed): stop the containers, keep the phase.
+    const apiPhase = this.#pod.status?.phase;
+    if (!this.#terminating && !this.#finished && (apiPhase === "Failed" || apiPhase === "Succeeded")) {
+      this.terminate(undefined);
+    }
     if (this.#terminating) {
       await this.#writeStatus();
       if (![...this.#init, ...this.#main].some((r) => r.instance)) await this.#settle();
@@ -666,6 +671,7 @@ export class PodWorker {
       now: this.#deps.clock.now(),
       hostIP: this.#deps.hostIP,
       sandboxReady: this.#volumes !== undefined,
+      terminating: this.#terminating,
     };
   }
 
