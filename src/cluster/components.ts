@@ -262,6 +262,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
       ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
+      // Pods never see the cluster's state: tokens, kubeconfigs, keys, every node's volumes.
+      `--pod-hidden-paths=${plan.layout.stateDir}`,
     ],
   },
   {
