@@ -12,9 +12,6 @@ import { isAlreadyExists, type KubeClient } from "../kube/index.ts";
 /** deploy/rbac/ of this checkout: the RBAC every identity of `up` is bound by. */
 export const RBAC_DIR = fileURLToPath(new URL("../../deploy/rbac/", import.meta.url));
 
-/** deploy/crds/ of this checkout: the snapshot CRDs `up` installs (upstream external-snapshotter's). */
-export const CRDS_DIR = fileURLToPath(new URL("../../deploy/crds/", import.meta.url));
-
 export interface Manifest {
   apiVersion: string;
   kind: string;
@@ -33,6 +30,8 @@ const RESOURCES: Record<string, string> = {
   StorageClass: "storageclasses",
   Namespace: "namespaces",
   CustomResourceDefinition: "customresourcedefinitions",
+  VolumeSnapshotClass: "volumesnapshotclasses",
+  VolumeGroupSnapshotClass: "volumegroupsnapshotclasses",
 };
 
 /** Every object of the YAML files in `dir` (file order, then document order). */
