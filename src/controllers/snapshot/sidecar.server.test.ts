@@ -1,5 +1,5 @@
-// End to end with the real sidecar: `csikit snapshot-controller` (under its own ServiceAccount and
-// Role) and `csikit snapshotter` against csikit's hostpath driver over real gRPC. A snapshot of a
+// End to end with the real sidecar: `csikit snapshot-controller` and `csikit snapshotter`, each
+// under its own ServiceAccount and Role, against csikit's hostpath driver over real gRPC. A snapshot of a
 // hostpath volume becomes readyToUse through a real CreateSnapshot; deleting it runs a real
 // DeleteSnapshot, and nothing is left: no VolumeSnapshot, no content, no backend snapshot, no
 // claim finalizer.
@@ -10,6 +10,7 @@ import { FINALIZERS, GVR, type PersistentVolumeClaim } from "../../api/index.ts"
 import { connect } from "../../../test/harness/csi.ts";
 import { startHostpath } from "../../../test/harness/provisioner.ts";
 import { runSnapshotter } from "../../../test/harness/snapshotter.ts";
+import { forbidden } from "../../../test/harness/rbac.ts";
 import { until } from "../../../test/harness/until.ts";
 import {
   boundClaim,
@@ -34,7 +35,13 @@ test("with csikit snapshotter and hostpath: ready through CreateSnapshot, delete
   await boundClaim(f.admin, "data", { volumeHandle: volume.volume!.volumeId });
   await createClass(f.admin, "hostpath", { deletionPolicy: "Delete" });
   runController(t, f);
-  runSnapshotter(t, { ...f.cluster, client: f.admin }, hostpath.path);
+  // The sidecar too under its own ServiceAccount and Role (deploy/rbac/csi-snapshotter.yaml).
+  const sidecarKubeconfig = await f.cluster.componentKubeconfig("snapshotter", {
+    kind: "serviceAccount",
+    namespace: "default",
+    name: "csi-snapshotter",
+  });
+  runSnapshotter(t, { ...f.cluster, kubeconfig: sidecarKubeconfig, client: f.admin }, hostpath.path);
   const created = await createSnapshot(f.admin, "snap", { claim: "data" }, "hostpath");
   const ready = await until(
     async () => {
@@ -62,4 +69,5 @@ test("with csikit snapshotter and hostpath: ready through CreateSnapshot, delete
   await until(() => gone(() => getContent(f.admin, `snapcontent-${created.metadata.uid!}`)), "content gone");
   const after = await csi.controller.listSnapshots({ snapshotId: handle });
   assert.equal(after.entries?.length ?? 0, 0, "the backend snapshot was deleted");
+  assert.deepEqual(forbidden(f.cluster.audit), [], "no 403 for either component");
 });
