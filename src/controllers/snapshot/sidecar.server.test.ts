@@ -41,7 +41,7 @@ test("with csikit snapshotter and hostpath: ready through CreateSnapshot, delete
     namespace: "default",
     name: "csi-snapshotter",
   });
-  runSnapshotter(t, { ...f.cluster, kubeconfig: sidecarKubeconfig, client: f.admin }, hostpath.path);
+  runSnapshotter(t, { kubeconfig: sidecarKubeconfig }, hostpath.path);
   const created = await createSnapshot(f.admin, "snap", { claim: "data" }, "hostpath");
   const ready = await until(
     async () => {
