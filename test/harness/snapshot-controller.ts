@@ -44,13 +44,20 @@ export interface Fixture {
   sidecar: SnapshotterStandIn;
 }
 
-export async function setup(t: TestContext, options: { groups?: boolean } = {}): Promise<Fixture> {
+export async function setup(
+  t: TestContext,
+  options: {
+    groups?: boolean;
+    /** false: the stand-in acts for no driver (the real csikit snapshotter plays the sidecar). */
+    standIn?: boolean;
+  } = {},
+): Promise<Fixture> {
   const cluster = await startRbacCluster(t);
   await installSnapshotCrds(cluster.admin);
   const kubeconfig = await cluster.componentKubeconfig("snapshot-controller", IDENTITY);
   const sidecar = startSnapshotterStandIn({
     client: cluster.admin,
-    driver: DRIVER,
+    driver: options.standIn === false ? "stand-in.disabled.csikit.io" : DRIVER,
     groups: options.groups ?? false,
   });
   defer(t, () => sidecar.stop());
@@ -113,7 +120,13 @@ export async function createClass(
 export async function boundClaim(
   admin: KubeClient,
   name: string,
-  options: { volumeMode?: "Block" | "Filesystem"; node?: string; labels?: Record<string, string> } = {},
+  options: {
+    volumeMode?: "Block" | "Filesystem";
+    node?: string;
+    labels?: Record<string, string>;
+    /** Default vol-<name>. */
+    volumeHandle?: string;
+  } = {},
 ): Promise<PersistentVolumeClaim> {
   const claim = await admin.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
     apiVersion: "v1",
@@ -137,7 +150,7 @@ export async function boundClaim(
       storageClassName: "",
       volumeMode: options.volumeMode ?? "Filesystem",
       persistentVolumeReclaimPolicy: "Delete",
-      csi: { driver: DRIVER, volumeHandle: `vol-${name}` },
+      csi: { driver: DRIVER, volumeHandle: options.volumeHandle ?? `vol-${name}` },
       claimRef: {
         kind: "PersistentVolumeClaim",
         apiVersion: "v1",
