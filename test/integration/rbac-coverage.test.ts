@@ -2,12 +2,11 @@
 // own process, `up`'s command line from src/cluster/components.ts, its identity, the Roles of
 // deploy/rbac/) while a scenario suite drives its API paths: provisioning (immediate and
 // WaitForFirstConsumer, the scheduler's pick), clone, restore from a VolumeSnapshot, resize,
-// VolumeAttributesClass modify, attach and an attach error, detach, delete, a snapshot and a
-// group snapshot cut and deleted by the snapshotter (their contents written as the
-// snapshot-controller writes them; a classless one fails with an Event), leader election
+// VolumeAttributesClass modify, attach and an attach error, detach, delete, leader election
 // (on, as deploy/ runs the sidecars), capacity tracking (on, as a deployment may run it) and
-// events. The API server's audit events say what each
-// identity asked for:
+// events; and a snapshot and a group snapshot cut and deleted by the snapshotter (their contents
+// written as the snapshot-controller writes them; a classless one fails with an Event). The
+// API server's audit events say what each identity asked for:
 //   1. no request of any component is answered 403 (a missing permission fails here, not on a
 //      user's cluster);
 //   2. least privilege: every (verb, group, resource) a component's Roles grant is used by it
