@@ -5,8 +5,9 @@
 // VolumeAttributesClass modify, attach and an attach error, detach, delete, a StatefulSet and a
 // generic ephemeral volume (their claims created by the controllers), leader election
 // (on, as deploy/ runs the sidecars), capacity tracking (on, as a deployment may run it) and
-// events. The API server's audit events say what each
-// identity asked for:
+// events; and a snapshot and a group snapshot cut and deleted by the snapshotter (their contents
+// written as the snapshot-controller writes them; a classless one fails with an Event). The
+// API server's audit events say what each identity asked for:
 //   1. no request of any component is answered 403 (a missing permission fails here, not on a
 //      user's cluster);
 //   2. least privilege: every (verb, group, resource) a component's Roles grant is used by it
@@ -62,7 +63,7 @@ const EXTRA_ARGS: Readonly<Record<string, readonly string[]>> = {
 };
 /** Components the suite runs (drivers and node-level components aside). */
 
-const RUN = new Set(["controllers", "provisioner", "attacher", "resizer"]);
+const RUN = new Set(["controllers", "provisioner", "attacher", "resizer", "snapshotter"]);
 
 /**
  * Rules granted but not exercised by the suite, each with why it stays. A rule listed here that
@@ -134,6 +135,26 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
     "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
     "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
     "get storage.k8s.io/volumeattributesclasses": VAC_GATE,
+  },
+  snapshotter: {
+    "create snapshot.storage.k8s.io/volumesnapshotcontents":
+      "upstream's rule; the sidecar never creates a content (the snapshot-controller does)",
+    "update snapshot.storage.k8s.io/volumesnapshotcontents": "upstream's rule; csikit patches contents",
+    "update snapshot.storage.k8s.io/volumesnapshotcontents/status":
+      "upstream's rule; csikit patches the status",
+    "update groupsnapshot.storage.k8s.io/volumegroupsnapshotcontents":
+      "upstream's rule; csikit patches group contents",
+    "update groupsnapshot.storage.k8s.io/volumegroupsnapshotcontents/status":
+      "upstream's rule; csikit patches the status",
+    "get snapshot.storage.k8s.io/volumesnapshotclasses": INFORMER_GET,
+    "get groupsnapshot.storage.k8s.io/volumegroupsnapshotclasses": INFORMER_GET,
+    "list /events": EVENT_UPSTREAM,
+    "watch /events": EVENT_UPSTREAM,
+    "update /events": EVENT_UPSTREAM,
+    "patch /events": EVENT_REPEAT,
+    "list coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
   },
   controllers: Object.fromEntries(
     [
@@ -220,7 +241,7 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
       layout,
       nodes,
       driverName: DRIVER,
-      commands: new Set(["attacher", "resizer", "registrar", "livenessprobe"]),
+      commands: new Set(["attacher", "resizer", "snapshotter", "registrar", "livenessprobe"]),
       verbosity: 2,
       featureGates: "",
       // The controllers' secure port is scraped below: its delegated auth is part of what they call.
@@ -386,6 +407,119 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
   );
   await bound("restored");
 
+  // Snapshots through the snapshotter: a content and a group content as the snapshot-controller
+  // writes them (it is not part of this suite), cut, ready, then deleted.
+  const cloneClaim = await admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "clone", {
+    namespace: NS,
+  });
+  const clonePv = await admin.get<PersistentVolume>(GVR.persistentVolumes, cloneClaim.spec!.volumeName!);
+  await admin.create(GVR.volumeSnapshotClasses, {
+    apiVersion: "snapshot.storage.k8s.io/v1",
+    kind: "VolumeSnapshotClass",
+    metadata: { name: "snapclass" },
+    driver: DRIVER,
+    deletionPolicy: "Delete",
+  } as KubeObject);
+  await admin.create(GVR.volumeGroupSnapshotClasses, {
+    apiVersion: "groupsnapshot.storage.k8s.io/v1",
+    kind: "VolumeGroupSnapshotClass",
+    metadata: { name: "groupclass" },
+    driver: DRIVER,
+    deletionPolicy: "Delete",
+  } as KubeObject);
+  await admin.create(GVR.volumeSnapshotContents, {
+    apiVersion: "snapshot.storage.k8s.io/v1",
+    kind: "VolumeSnapshotContent",
+    metadata: {
+      name: "snapcontent-coverage",
+      finalizers: ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
+    },
+    spec: {
+      driver: DRIVER,
+      deletionPolicy: "Delete",
+      volumeSnapshotClassName: "snapclass",
+      source: { volumeHandle: sourcePv.spec!.csi!.volumeHandle },
+      volumeSnapshotRef: { name: "coverage", namespace: NS, uid: "6f7e1c2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b" },
+    },
+  } as KubeObject);
+  await admin.create(GVR.volumeGroupSnapshotContents, {
+    apiVersion: "groupsnapshot.storage.k8s.io/v1",
+    kind: "VolumeGroupSnapshotContent",
+    metadata: {
+      name: "groupsnapcontent-coverage",
+      finalizers: ["groupsnapshot.storage.kubernetes.io/volumegroupsnapshotcontent-bound-protection"],
+    },
+    spec: {
+      driver: DRIVER,
+      deletionPolicy: "Delete",
+      volumeGroupSnapshotClassName: "groupclass",
+      source: { volumeHandles: [sourcePv.spec!.csi!.volumeHandle, clonePv.spec!.csi!.volumeHandle] },
+      volumeGroupSnapshotRef: {
+        name: "coverage",
+        namespace: NS,
+        uid: "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d",
+      },
+    },
+  } as KubeObject);
+  // A content whose class is missing: status.error and a SnapshotCreationFailed Event.
+  await admin.create(GVR.volumeSnapshotContents, {
+    apiVersion: "snapshot.storage.k8s.io/v1",
+    kind: "VolumeSnapshotContent",
+    metadata: {
+      name: "snapcontent-noclass",
+      finalizers: ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
+    },
+    spec: {
+      driver: DRIVER,
+      deletionPolicy: "Delete",
+      volumeSnapshotClassName: "missing",
+      source: { volumeHandle: sourcePv.spec!.csi!.volumeHandle },
+      volumeSnapshotRef: { name: "noclass", namespace: NS, uid: "8b9c0d1e-2f3a-4b4c-9d5e-6f7a8b9c0d1e" },
+    },
+  } as KubeObject);
+  type WithStatus = KubeObject & { status?: { readyToUse?: boolean; error?: unknown } };
+  await step("the classless content's error recorded", async () => {
+    const failed = await admin.get<WithStatus>(GVR.volumeSnapshotContents, "snapcontent-noclass");
+    return failed.status?.error !== undefined || undefined;
+  });
+  await step("snapshot and group snapshot cut and ready", async () => {
+    const single = await admin.get<WithStatus>(GVR.volumeSnapshotContents, "snapcontent-coverage");
+    const group = await admin.get<WithStatus>(GVR.volumeGroupSnapshotContents, "groupsnapcontent-coverage");
+    return (single.status?.readyToUse && group.status?.readyToUse) || undefined;
+  });
+  await admin.patch(
+    GVR.volumeSnapshotContents,
+    "snapcontent-coverage",
+    { metadata: { annotations: { "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted": "yes" } } },
+    { type: "merge" },
+  );
+  await admin.patch(
+    GVR.volumeGroupSnapshotContents,
+    "groupsnapcontent-coverage",
+    {
+      metadata: {
+        annotations: { "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-deleted": "yes" },
+      },
+    },
+    { type: "merge" },
+  );
+  await admin.patch(
+    GVR.volumeSnapshotContents,
+    "snapcontent-noclass",
+    { metadata: { annotations: { "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted": "yes" } } },
+    { type: "merge" },
+  );
+  await admin.delete(GVR.volumeSnapshotContents, "snapcontent-noclass");
+  await admin.delete(GVR.volumeSnapshotContents, "snapcontent-coverage");
+  await admin.delete(GVR.volumeGroupSnapshotContents, "groupsnapcontent-coverage");
+  await step(
+    "snapshot contents deleted",
+    async () =>
+      (await admin.list(GVR.volumeSnapshotContents)).items.every(
+        (c) => c.metadata?.name !== "snapcontent-coverage",
+      ) && (await admin.list(GVR.volumeGroupSnapshotContents)).items.length === 0,
+  );
+
   // Resize.
   await admin.patch(
     GVR.persistentVolumeClaims,
@@ -528,7 +662,7 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
       { namespace: NS },
     );
     const renewed = leases.items.filter((l) => l.spec?.renewTime !== l.spec?.acquireTime);
-    return renewed.length >= 3 || undefined;
+    return renewed.length >= 4 || undefined;
   });
 
   // The controllers' secure port, scraped as Prometheus would: TokenReview, then SubjectAccessReview.
