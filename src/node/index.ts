@@ -37,6 +37,7 @@ import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
 import { VolumeStatsCollector } from "./volume-stats.ts";
+import { NO_CONTAINER_STREAMS, type ContainerStreams } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
@@ -44,6 +45,8 @@ export { VOLUME_STATS_METRICS } from "./volume-stats.ts";
 export { POD_INFO_KEYS } from "./csi-volume.ts";
 export { highestSupportedVersion, CSI_PLUGIN_TYPE } from "./registration.ts";
 export { NODE_LEASE_NAMESPACE } from "./node-status.ts";
+export type { ContainerTarget, ExecIO, LogOptions, ContainerStreams } from "./runtime/index.ts";
+export { RuntimeNotFoundError } from "./runtime/index.ts";
 
 export const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
 const ORPHAN_CLEANUP_INTERVAL_MS = 2000;
@@ -142,6 +145,8 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
     });
 
+    // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.
+    const streams: ContainerStreams = NO_CONTAINER_STREAMS;
     const registry = new Registry();
     const stats = new VolumeStatsCollector(actual, drivers, registry);
     instrumentVolumeOperations(plugin, registry);
@@ -192,7 +197,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     await factory.waitForCacheSync(inner.signal);
     reconciler.setReady();
     running.push(stats.run(options.volumeStatsAggPeriodMs ?? 60_000, clock, logger, inner.signal));
-    options.onReady?.(metricsUrl !== undefined ? { metricsUrl } : {});
+    options.onReady?.(metricsUrl !== undefined ? { metricsUrl, streams } : { streams });
     logger.info(1, "virtual node running", { root: paths.root });
 
     const interval = options.reconcileIntervalMs ?? 100;

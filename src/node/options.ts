@@ -5,6 +5,7 @@ import type { Clock, Logger } from "../base/index.ts";
 import type { EventRecorder, KubeClient } from "../kube/index.ts";
 import type { FeatureGates } from "../migration/index.ts";
 import type { KubeletPaths } from "./paths.ts";
+import type { ContainerStreams } from "./runtime/index.ts";
 
 export interface NodeOptions {
   /** Name of the Node object (--node-name; kubelet: --hostname-override or the host name). */
@@ -65,8 +66,11 @@ export interface NodeOptions {
   metricsPath?: string;
   /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
   featureGates?: FeatureGates;
-  /** Called once the node is registered and serving (tests, `csikit up`). */
-  onReady?: (info: { metricsUrl?: string }) => void;
+  /**
+   * Called once the node is registered and serving (tests, `csikit up`); `streams` is the
+   * node's container runtime as the kubelet's /containerLogs and /exec endpoints use it.
+   */
+  onReady?: (info: { metricsUrl?: string; streams: ContainerStreams }) => void;
   clock?: Clock;
   logger?: Logger;
 }
