@@ -71,6 +71,18 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./sanity.ts")).sanityCommand,
   },
   {
+    name: "snapshot-controller",
+    summary:
+      "Run the snapshot controller: bind VolumeSnapshots to contents, default classes, finalizers, group snapshots",
+    load: async () => (await import("./snapshot-controller.ts")).snapshotControllerCommand,
+  },
+  {
+    name: "snapshotter",
+    summary:
+      "Run the csi-snapshotter sidecar: CreateSnapshot/DeleteSnapshot for VolumeSnapshotContents of one CSI driver",
+    load: async () => (await import("./snapshotter.ts")).snapshotterCommand,
+  },
+  {
     name: "snapshot-metadata",
     summary:
       "Run the external-snapshot-metadata sidecar: the Kubernetes SnapshotMetadata API (changed-block tracking) over TLS",

@@ -8,3 +8,4 @@ export * from "./scheduler/index.ts";
 export * from "./rbac/index.ts";
 export * from "./run.ts";
 export * from "./metrics.ts";
+export * from "./snapshot/index.ts";

@@ -29,6 +29,7 @@ import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/inde
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
 import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
 import { snapshotMetadataOptionsFromFlags } from "../../src/sidecars/snapshot-metadata/index.ts";
+import { snapshotControllerOptionsFromFlags } from "../../src/controllers/index.ts";
 import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -49,6 +50,7 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   livenessprobe: livenessProbeOptionsFromFlags,
   resizer: resizerOptionsFromFlags,
   "snapshot-metadata": (flags) => snapshotMetadataOptionsFromFlags(flags, {}),
+  "snapshot-controller": snapshotControllerOptionsFromFlags,
 };
 
 /** The fields of a manifest object these checks read. */
