@@ -82,7 +82,7 @@ test("group snapshot: selector → group content → one snapshot and content pe
 
   for (const handle of ["vol-db-a", "vol-db-b"]) {
     const name = `snapshot-${sha(uid + handle)}`;
-    const member = await until(async () => {
+    const member: VolumeSnapshot = await until(async (): Promise<VolumeSnapshot | undefined> => {
       const s = await f.admin.get<VolumeSnapshot>(GVR.volumeSnapshots, name, { namespace: "default" });
       return s.status?.readyToUse === true ? s : undefined;
     }, `member ${name} ready`);
