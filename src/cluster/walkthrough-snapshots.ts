@@ -24,7 +24,7 @@ import { CsiClient } from "../csi/index.ts";
 import { isNotFound, type KubeObject } from "../kube/index.ts";
 import { KubeletPaths } from "../node/index.ts";
 import type { RunningCluster } from "./cluster.ts";
-import { controllerSocket } from "./components.ts";
+import { controllerSocket, planComponents } from "./components.ts";
 
 const NAMESPACE = "default";
 const SNAPSHOT_CLASS = "walkthrough-snapclass";
@@ -37,15 +37,22 @@ const GROUP = "walkthrough-group";
 /** The label the group snapshot selects both claims by. */
 const GROUP_LABEL = "csikit.io/walkthrough-group";
 
-/** Whether the snapshot steps run on this cluster (see the header). */
+/**
+ * Whether the snapshot steps run on this cluster (see the header): `up` runs both snapshot
+ * components (their commands are in the checkout and the component table has them).
+ */
 export function snapshotStepsRun(cluster: Pick<RunningCluster, "plan">): boolean {
   const { plan } = cluster;
-  return (
-    plan.commands.has("snapshot-controller") &&
-    plan.commands.has("snapshotter") &&
-    plan.driverSocket === undefined &&
-    plan.driverCommand === undefined &&
-    !plan.distributed
+  if (plan.driverSocket !== undefined || plan.driverCommand !== undefined || plan.distributed) return false;
+  const planned = new Set(planComponents(plan).instances.map((i) => i.subcommand));
+  return planned.has("snapshot-controller") && planned.has("snapshotter");
+}
+
+/** Whether the API server serves the snapshot CRDs `up` installs (deploy/crds). */
+export async function snapshotCrdsServed(cluster: Pick<RunningCluster, "admin">): Promise<boolean> {
+  return cluster.admin.list(GVR.volumeGroupSnapshots, { namespace: NAMESPACE, limit: 1 }).then(
+    () => true,
+    () => false,
   );
 }
 

@@ -30,7 +30,7 @@ import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
 import { pollUntil } from "./poll.ts";
-import { runSnapshotSteps, snapshotStepsRun } from "./walkthrough-snapshots.ts";
+import { runSnapshotSteps, snapshotCrdsServed, snapshotStepsRun } from "./walkthrough-snapshots.ts";
 
 const NAMESPACE = "default";
 const CLASS = "walkthrough";
@@ -91,7 +91,7 @@ export async function runWalkthrough(
   const which = options.which ?? "all";
   const grows = !cluster.plan.distributed;
   const modifies = classChangeRuns(cluster);
-  const snapshots = which === "all" && snapshotStepsRun(cluster);
+  const snapshots = which === "all" && snapshotStepsRun(cluster) && (await snapshotCrdsServed(cluster));
   const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""}${snapshots ? " → snapshot, restore, group snapshot" : ""} → delete`;
   options.print(
     which === "all"
