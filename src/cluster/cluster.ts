@@ -38,11 +38,19 @@ import {
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { advertiseSnapshotMetadata, SNAPSHOT_METADATA, SNAPSHOT_METADATA_GRPC } from "./snapshot-metadata.ts";
+import { ensureDefaultSnapshotClass, installSnapshotCrds } from "./snapshot-crds.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
 import { pollUntil } from "./poll.ts";
 import { watchVolumeEvents } from "./volume-events.ts";
+
+/** Components that need the snapshot CRDs served before they start. */
+const SNAPSHOT_SUBCOMMANDS: ReadonlySet<string> = new Set([
+  "snapshot-controller",
+  "snapshotter",
+  "snapshot-metadata",
+]);
 
 export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
 export const STORAGE_CLASS = "csi-hostpath";
@@ -264,6 +272,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     "provisioner",
     "attacher",
     "resizer",
+    "snapshot-controller",
+    "snapshotter",
     SNAPSHOT_METADATA,
     SNAPSHOT_METADATA_GRPC,
   ])
@@ -390,6 +400,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       { client, driverName, logger },
       AbortSignal.any([signal, volumeEvents.signal]),
     ).catch((error: unknown) => print(`✗ secret access: ${errorMessage(error)}`));
+    // The snapshot CRDs (deploy/crds) before any snapshot component starts, and hostpath's
+    // default VolumeSnapshotClass beside its snapshotter.
+    if (instances.some((i) => SNAPSHOT_SUBCOMMANDS.has(i.subcommand ?? "")))
+      await installSnapshotCrds(client, signal);
+    if (instances.some((i) => i.subcommand === "snapshotter"))
+      await ensureDefaultSnapshotClass(client, driverName, signal);
     // Where backup applications find the snapshot-metadata service (before it starts: it reads
     // its key pair at start).
     if (instances.some((i) => i.name === SNAPSHOT_METADATA))

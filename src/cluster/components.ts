@@ -237,6 +237,25 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // The csi-snapshotter sidecar beside hostpath's controller (a user's driver may not offer
+    // CREATE_DELETE_SNAPSHOT). Upstream runs it in the driver's controller pod.
+    scope: "cluster",
+    name: "snapshotter",
+    subcommand: "snapshotter",
+    stage: "sidecar",
+    optional: true,
+    when: (plan) => runsHostpath(plan) && !plan.distributed,
+    identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-snapshotter" }),
+    args: (plan) => [
+      v(plan),
+      `--csi-address=${controllerSocket(plan)}`,
+      kubeconfig(plan, "snapshotter"),
+      "--extra-create-metadata",
+      httpEndpoint(plan, "snapshotter"),
+      ...SIDECAR_QPS,
+    ],
+  },
+  {
     // The snapshot-metadata service beside hostpath's controller (a user's driver may not serve
     // SNAPSHOT_METADATA_SERVICE), on loopback with the key pair `up` makes (snapshot-metadata.ts).
     scope: "cluster",
@@ -434,6 +453,8 @@ export function metricsEndpoints(
     for (const sidecar of ["attacher", "resizer"])
       if (plan.commands.has(sidecar))
         endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
+    if (plan.commands.has("snapshotter") && runsHostpath(plan))
+      endpoints.push({ instance: "snapshotter", what: "csi-snapshotter", url: http("snapshotter") });
     if (runsSnapshotMetadata(plan))
       endpoints.push({
         instance: SNAPSHOT_METADATA,
