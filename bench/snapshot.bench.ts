@@ -3,7 +3,8 @@
 // 143 s at the default limits). The embedded API server runs as its own process
 // (bench/snapshot-server-child.ts, real SQLite state dir, every request counted by user agent);
 // `csikit hostpath` (controller service), `csikit snapshot-controller` and `csikit snapshotter`
-// run as their own processes through the real CLI, as `csikit up` runs them.
+// run as their own processes through the real CLI, as `csikit up` runs them; the stub rows swap
+// hostpath for a bench-only driver answering CreateSnapshot at once (the components' own ceiling).
 //
 // Per row: N claims bound to N real hostpath volumes (written directly, the PV controller's part)
 // → N VolumeSnapshots created at once → all readyToUse: throughput (snapshots / time from the
@@ -21,7 +22,7 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { GVR, type PersistentVolumeClaim, type VolumeSnapshot } from "../src/api/index.ts";
 import type { FlagSpecs } from "../src/base/index.ts";
-import { CsiClient } from "../src/csi/index.ts";
+import { CsiClient, serveCsi, type CsiServer } from "../src/csi/index.ts";
 import { KubeClient, loadKubeConfig, type KubeObject } from "../src/kube/index.ts";
 import { benchFlags } from "./cli.ts";
 import { percentile } from "./stats.ts";
@@ -40,7 +41,10 @@ const FLAGS: FlagSpecs = {
     default: "100",
     help: "--worker-threads of both components in the lifted row.",
   },
-  skip: { type: "strings", help: "Rows to skip: default, lifted." },
+  skip: {
+    type: "strings",
+    help: "Rows to skip: hostpath-default, hostpath-lifted, stub-default, stub-lifted.",
+  },
 };
 
 const MAIN = join(import.meta.dirname, "..", "src", "cli", "main.ts");
@@ -57,6 +61,15 @@ interface Server {
 }
 
 type Counts = Record<string, Record<string, number>>;
+
+interface Scenario {
+  label: string;
+  driver: "hostpath" | "stub";
+  qps: number;
+  burst: number;
+  workers: number;
+  snapshots: number;
+}
 
 interface Row {
   label: string;
@@ -235,6 +248,47 @@ async function boundClaims(
   });
 }
 
+/**
+ * A bench-only CSI driver answering at once (in this process): shows the snapshot components'
+ * own ceiling when the driver is not the limit (hostpath archives each volume's directory).
+ */
+async function startStub(socket: string): Promise<CsiServer> {
+  return serveCsi({
+    endpoint: socket,
+    identity: {
+      probe: async () => ({ ready: { value: true } }),
+      getPluginInfo: async () => ({ name: DRIVER, vendorVersion: "stub" }),
+      getPluginCapabilities: async () => ({ capabilities: [{ service: { type: "CONTROLLER_SERVICE" } }] }),
+    },
+    controller: {
+      controllerGetCapabilities: async () => ({
+        capabilities: [
+          { rpc: { type: "CREATE_DELETE_VOLUME" } },
+          { rpc: { type: "CREATE_DELETE_SNAPSHOT" } },
+        ],
+      }),
+      createVolume: async (request) => ({
+        volume: {
+          volumeId: request.name,
+          capacityBytes: request.capacityRange?.requiredBytes ?? "0",
+          volumeContext: {},
+        },
+      }),
+      deleteVolume: async () => ({}),
+      createSnapshot: async (request) => ({
+        snapshot: {
+          snapshotId: `snap-${request.name}`,
+          sourceVolumeId: request.sourceVolumeId,
+          sizeBytes: String(1024 * 1024),
+          creationTime: { seconds: String(Math.floor(Date.now() / 1000)), nanos: 0 },
+          readyToUse: true,
+        },
+      }),
+      deleteSnapshot: async () => ({}),
+    },
+  });
+}
+
 function snapshotObject(name: string, namespace: string, claim: string): VolumeSnapshot & KubeObject {
   return {
     apiVersion: "snapshot.storage.k8s.io/v1",
@@ -249,20 +303,23 @@ async function runRow(
   client: KubeClient,
   dir: string,
   index: number,
-  scenario: { label: string; qps: number; burst: number; workers: number; snapshots: number },
+  scenario: Scenario,
 ): Promise<Row> {
   const namespace = `bench-${index}`;
   await client.create(GVR.namespaces, { metadata: { name: namespace } });
   const socket = join(dir, `driver-${index}.sock`);
-  const driver = child([
-    "hostpath",
-    "--nodeid=bench",
-    `--drivername=${DRIVER}`,
-    `--endpoint=${socket}`,
-    `--state-dir=${join(dir, `hostpath-${index}`)}`,
-    "--node-service=false",
-    "--enable-topology=false",
-  ]);
+  const stub = scenario.driver === "stub" ? await startStub(socket) : undefined;
+  const driver = stub
+    ? undefined
+    : child([
+        "hostpath",
+        "--nodeid=bench",
+        `--drivername=${DRIVER}`,
+        `--endpoint=${socket}`,
+        `--state-dir=${join(dir, `hostpath-${index}`)}`,
+        "--node-service=false",
+        "--enable-topology=false",
+      ]);
   const csi = CsiClient.connect(socket, { timeoutMs: 60_000 });
   const limits = [
     `--kube-api-qps=${scenario.qps}`,
@@ -347,7 +404,8 @@ async function runRow(
   } finally {
     for (const proc of components) await stopChild(proc);
     csi.close();
-    await stopChild(driver);
+    if (driver) await stopChild(driver);
+    await stub?.close();
   }
 }
 
@@ -397,16 +455,14 @@ async function main(): Promise<void> {
       driver: DRIVER,
       deletionPolicy: "Delete",
     } as KubeObject);
-    const scenarios = [
-      { label: "default", qps: 5, burst: 10, workers: 10, snapshots: count },
-      {
-        label: "lifted",
-        qps: lifted,
-        burst: lifted,
-        workers: flags.number("lifted-workers"),
-        snapshots: count,
-      },
-    ].filter((s) => !skip.has(s.label));
+    const workers = flags.number("lifted-workers");
+    const all: Scenario[] = [
+      { label: "hostpath-default", driver: "hostpath", qps: 5, burst: 10, workers: 10, snapshots: count },
+      { label: "hostpath-lifted", driver: "hostpath", qps: lifted, burst: lifted, workers, snapshots: count },
+      { label: "stub-default", driver: "stub", qps: 5, burst: 10, workers: 10, snapshots: count },
+      { label: "stub-lifted", driver: "stub", qps: lifted, burst: lifted, workers, snapshots: count },
+    ];
+    const scenarios = all.filter((s) => !skip.has(s.label));
     const rows: Row[] = [];
     for (const [index, scenario] of scenarios.entries()) {
       process.stderr.write(`bench:snapshot: row ${scenario.label}…\n`);
