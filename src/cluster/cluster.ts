@@ -37,20 +37,14 @@ import {
 } from "./identities.ts";
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
+import { CRDS_DIR, installCrds } from "./crds.ts";
+import { applySnapshotClasses } from "./snapshot-classes.ts";
 import { advertiseSnapshotMetadata, SNAPSHOT_METADATA, SNAPSHOT_METADATA_GRPC } from "./snapshot-metadata.ts";
-import { ensureDefaultSnapshotClass, installSnapshotCrds } from "./snapshot-crds.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
 import { pollUntil } from "./poll.ts";
 import { watchVolumeEvents } from "./volume-events.ts";
-
-/** Components that need the snapshot CRDs served before they start. */
-const SNAPSHOT_SUBCOMMANDS: ReadonlySet<string> = new Set([
-  "snapshot-controller",
-  "snapshotter",
-  "snapshot-metadata",
-]);
 
 export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
 export const STORAGE_CLASS = "csi-hostpath";
@@ -272,7 +266,6 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     "provisioner",
     "attacher",
     "resizer",
-    "snapshot-controller",
     "snapshotter",
     SNAPSHOT_METADATA,
     SNAPSHOT_METADATA_GRPC,
@@ -381,6 +374,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`  kubectl apply -f examples/dynamic-provisioning.yaml`);
     print("");
 
+    // The CRDs before any component: the snapshot components watch their kinds from the start.
+    const crds = await installCrds(client, CRDS_DIR, readyTimeout, signal);
+    print(
+      `✓ CRDs from deploy/crds/ (${crds.created.length} created, ${crds.updated.length} updated, ${crds.unchanged.length} unchanged) (${elapsed()})`,
+    );
+
     // RBAC first: the identities below mean nothing without their bindings.
     // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).
     const attachRequired = options.commands.has("attacher") && !distributed;
@@ -395,17 +394,15 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       ],
       signal,
     );
+    // The default snapshot classes (where the snapshot CRDs are served).
+    const snapshotClasses = await applySnapshotClasses(client, driverName, signal);
+    if (snapshotClasses.skipped.length > 0)
+      print(`note: no ${snapshotClasses.skipped.join(" or ")} CRD served: that default class is not created`);
     // Secrets: only those the driver's StorageClasses name, for as long as they name them.
     secretAccess = runSecretAccess(
       { client, driverName, logger },
       AbortSignal.any([signal, volumeEvents.signal]),
     ).catch((error: unknown) => print(`✗ secret access: ${errorMessage(error)}`));
-    // The snapshot CRDs (deploy/crds) before any snapshot component starts, and hostpath's
-    // default VolumeSnapshotClass beside its snapshotter.
-    if (instances.some((i) => SNAPSHOT_SUBCOMMANDS.has(i.subcommand ?? "")))
-      await installSnapshotCrds(client, signal);
-    if (instances.some((i) => i.subcommand === "snapshotter"))
-      await ensureDefaultSnapshotClass(client, driverName, signal);
     // Where backup applications find the snapshot-metadata service (before it starts: it reads
     // its key pair at start).
     if (instances.some((i) => i.name === SNAPSHOT_METADATA))

@@ -177,6 +177,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       kubeconfig(plan, "snapshot-controller"),
       // One replica: no lease to wait out on a resumed cluster.
       "--leader-election=false",
+      // As upstream's deploy/kubernetes-distributed: node-deployed snapshotters pick their contents by label.
+      ...(plan.distributed ? ["--enable-distributed-snapshotting"] : []),
       httpEndpoint(plan, "snapshot-controller"),
       ...CONTROLLERS_QPS,
     ],
@@ -237,20 +239,18 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
-    // The csi-snapshotter sidecar beside hostpath's controller (a user's driver may not offer
-    // CREATE_DELETE_SNAPSHOT). Upstream runs it in the driver's controller pod.
+    // csi-snapshotter beside the driver's controller, as upstream hostpath's plugin Deployment
+    // runs it; the contents it serves come from the snapshot-controller.
     scope: "cluster",
     name: "snapshotter",
     subcommand: "snapshotter",
     stage: "sidecar",
     optional: true,
-    when: (plan) => runsHostpath(plan) && !plan.distributed,
     identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-snapshotter" }),
     args: (plan) => [
       v(plan),
       `--csi-address=${controllerSocket(plan)}`,
       kubeconfig(plan, "snapshotter"),
-      "--extra-create-metadata",
       httpEndpoint(plan, "snapshotter"),
       ...SIDECAR_QPS,
     ],
@@ -294,6 +294,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
       ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
+      // Pods never see the cluster's state: tokens, kubeconfigs, keys, every node's volumes.
+      `--pod-hidden-paths=${plan.layout.stateDir}`,
     ],
   },
   {
@@ -453,7 +455,7 @@ export function metricsEndpoints(
     for (const sidecar of ["attacher", "resizer"])
       if (plan.commands.has(sidecar))
         endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
-    if (plan.commands.has("snapshotter") && runsHostpath(plan))
+    if (plan.commands.has("snapshotter"))
       endpoints.push({ instance: "snapshotter", what: "csi-snapshotter", url: http("snapshotter") });
     if (runsSnapshotMetadata(plan))
       endpoints.push({
