@@ -83,6 +83,18 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./snapshotter.ts")).snapshotterCommand,
   },
   {
+    name: "snapshot-metadata",
+    summary:
+      "Run the external-snapshot-metadata sidecar: the Kubernetes SnapshotMetadata API (changed-block tracking) over TLS",
+    load: async () => (await import("./snapshot-metadata.ts")).snapshotMetadataCommand,
+  },
+  {
+    name: "snapshot-metadata list",
+    summary:
+      "List a VolumeSnapshot's allocated blocks, or those changed since a base snapshot (SnapshotMetadata API)",
+    load: async () => (await import("./snapshot-metadata.ts")).snapshotMetadataListCommand,
+  },
+  {
     name: "up",
     summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
     load: async () => (await import("./up.ts")).upCommand,

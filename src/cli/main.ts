@@ -25,7 +25,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`csikit ${csikitVersion()}\n`);
     return 0;
   }
-  const entry = commands.find((c) => c.name === name);
+  // A two-word command ("snapshot-metadata list") wins over its first word.
+  const twoWords = rest[0] === undefined ? undefined : commands.find((c) => c.name === `${name} ${rest[0]}`);
+  const entry = twoWords ?? commands.find((c) => c.name === name);
   if (!entry) {
     process.stderr.write(`csikit: unknown command ${JSON.stringify(name)}\n\n${usage(commands)}`);
     return 2;
@@ -33,7 +35,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   // Under `csikit up`: stop once up is gone, however it ended.
   stopWhenSupervisorGone();
   // Only now is the command (and what it depends on) loaded.
-  return runCommand(await entry.load(), rest);
+  return runCommand(await entry.load(), twoWords ? rest.slice(1) : rest);
 }
 
 process.exitCode = await main(process.argv.slice(2));

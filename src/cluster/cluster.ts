@@ -39,6 +39,7 @@ import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec }
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { CRDS_DIR, installCrds } from "./crds.ts";
 import { applySnapshotClasses } from "./snapshot-classes.ts";
+import { advertiseSnapshotMetadata, SNAPSHOT_METADATA, SNAPSHOT_METADATA_GRPC } from "./snapshot-metadata.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
@@ -260,7 +261,15 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
   const ports = new Map<string, number>();
-  for (const name of ["controllers", "provisioner", "attacher", "resizer", "snapshotter"])
+  for (const name of [
+    "controllers",
+    "provisioner",
+    "attacher",
+    "resizer",
+    "snapshotter",
+    SNAPSHOT_METADATA,
+    SNAPSHOT_METADATA_GRPC,
+  ])
     ports.set(name, await freePort());
   for (const node of record.nodes)
     for (const name of [node.name, `${node.name}-livenessprobe`, nodeProvisionerName(node.name)])
@@ -394,6 +403,14 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       { client, driverName, logger },
       AbortSignal.any([signal, volumeEvents.signal]),
     ).catch((error: unknown) => print(`✗ secret access: ${errorMessage(error)}`));
+    // Where backup applications find the snapshot-metadata service (before it starts: it reads
+    // its key pair at start).
+    if (instances.some((i) => i.name === SNAPSHOT_METADATA))
+      await advertiseSnapshotMetadata(
+        client,
+        { layout, driverName, port: ports.get(SNAPSHOT_METADATA_GRPC) ?? 0 },
+        signal,
+      );
     const cluster = await clusterOfAdminKubeconfig(layout);
     await Promise.all(
       apiClients.map(async (instance) => {

@@ -14,6 +14,7 @@ import {
 } from "./distributed.ts";
 import type { ClusterLayout, NodeSpec } from "./layout.ts";
 import { ZONE_LABEL } from "./layout.ts";
+import { SNAPSHOT_METADATA, SNAPSHOT_METADATA_GRPC, snapshotMetadataKeyPair } from "./snapshot-metadata.ts";
 
 /** Who a component is towards the API server (none: it never talks to it). */
 export type Identity =
@@ -81,6 +82,8 @@ interface ComponentEntry {
   stage: Stage;
   /** Runs only when the subcommand exists in this checkout (sidecars built on other branches). */
   optional?: boolean;
+  /** Runs only for plans this accepts (e.g. only beside csikit's own hostpath). */
+  when?: (plan: ClusterPlan) => boolean;
   identity?: (node: NodeSpec | undefined) => Identity;
   args: (plan: ClusterPlan, node: NodeSpec | undefined) => string[];
   env?: Readonly<Record<string, string>>;
@@ -110,6 +113,13 @@ function portOf(plan: ClusterPlan, instance: string): number {
 /** A sidecar's diagnostics endpoint (/metrics, /healthz) on loopback, as upstream's --http-endpoint. */
 const httpEndpoint = (plan: ClusterPlan, instance: string): string =>
   `--http-endpoint=127.0.0.1:${portOf(plan, instance)}`;
+
+/** Whether `up` runs the snapshot-metadata service: built here, beside hostpath's controller. */
+export function runsSnapshotMetadata(
+  plan: Pick<ClusterPlan, "commands" | "driverSocket" | "driverCommand" | "distributed">,
+): boolean {
+  return plan.commands.has("snapshot-metadata") && runsHostpath(plan) && !plan.distributed;
+}
 
 /** Whether the driver is csikit's hostpath, whose capabilities `up` knows before it starts. */
 export function runsHostpath(plan: Pick<ClusterPlan, "driverSocket" | "driverCommand">): boolean {
@@ -246,6 +256,28 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // The snapshot-metadata service beside hostpath's controller (a user's driver may not serve
+    // SNAPSHOT_METADATA_SERVICE), on loopback with the key pair `up` makes (snapshot-metadata.ts).
+    scope: "cluster",
+    name: SNAPSHOT_METADATA,
+    subcommand: "snapshot-metadata",
+    stage: "sidecar",
+    optional: true,
+    when: (plan) => runsSnapshotMetadata(plan),
+    identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-snapshot-metadata" }),
+    args: (plan) => [
+      v(plan),
+      `--csi-address=${controllerSocket(plan)}`,
+      kubeconfig(plan, SNAPSHOT_METADATA),
+      `--port=${portOf(plan, SNAPSHOT_METADATA_GRPC)}`,
+      "--bind-address=127.0.0.1",
+      `--tls-cert=${snapshotMetadataKeyPair(plan.layout).certFile}`,
+      `--tls-key=${snapshotMetadataKeyPair(plan.layout).keyFile}`,
+      httpEndpoint(plan, SNAPSHOT_METADATA),
+      ...SIDECAR_QPS,
+    ],
+  },
+  {
     scope: "node",
     name: "",
     subcommand: "node",
@@ -328,6 +360,7 @@ function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | unde
       "--controller-service=true",
       `--enable-attach=${plan.commands.has("attacher")}`,
       "--enable-controller-modify-volume=true",
+      ...(runsSnapshotMetadata(plan) ? ["--enable-snapshot-metadata"] : []),
       `--allowed-path-roots=${plan.layout.nodesDir}`,
     ];
   return [
@@ -387,6 +420,7 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
       skipped.push(entry.subcommand);
       continue;
     }
+    if (entry.when && !entry.when(plan)) continue;
     const targets = entry.scope === "cluster" ? [undefined] : plan.nodes;
     for (const node of targets) {
       const name = node ? (entry.name === "" ? node.name : `${node.name}-${entry.name}`) : entry.name;
@@ -409,7 +443,7 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
  * ports `up` allocates and the lines it prints.
  */
 export function metricsEndpoints(
-  plan: Pick<ClusterPlan, "nodes" | "commands" | "ports" | "distributed">,
+  plan: Pick<ClusterPlan, "nodes" | "commands" | "ports" | "distributed" | "driverSocket" | "driverCommand">,
 ): { instance: string; what: string; url: string }[] {
   const http = (instance: string) => `http://127.0.0.1:${plan.ports.get(instance) ?? 0}/metrics`;
   const https = (instance: string) => `https://127.0.0.1:${plan.ports.get(instance) ?? 0}/metrics`;
@@ -423,6 +457,12 @@ export function metricsEndpoints(
         endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
     if (plan.commands.has("snapshotter"))
       endpoints.push({ instance: "snapshotter", what: "csi-snapshotter", url: http("snapshotter") });
+    if (runsSnapshotMetadata(plan))
+      endpoints.push({
+        instance: SNAPSHOT_METADATA,
+        what: "external-snapshot-metadata",
+        url: http(SNAPSHOT_METADATA),
+      });
   }
   for (const node of plan.nodes) {
     if (plan.distributed) {

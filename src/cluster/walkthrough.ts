@@ -4,6 +4,8 @@
 // claim while the pod runs (ControllerExpandVolume by the resizer, NodeExpandVolume by the node
 // agent) and show the size statfs sees through the mount; delete the pod (unpublish, unstage,
 // detach) and the claim (DeleteVolume, PV gone). `expand` runs the same without the write/read.
+// Where the snapshot components are built, `all` also snapshots, restores and group-snapshots
+// the written claim (walkthrough-snapshots.ts) before the deletes.
 // Each step prints how long it took. Every wait is bounded.
 
 import { access, readFile, statfs, writeFile } from "node:fs/promises";
@@ -28,6 +30,7 @@ import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
 import { pollUntil } from "./poll.ts";
+import { runSnapshotSteps, snapshotCrdsServed, snapshotStepsRun } from "./walkthrough-snapshots.ts";
 
 const NAMESPACE = "default";
 const CLASS = "walkthrough";
@@ -88,7 +91,8 @@ export async function runWalkthrough(
   const which = options.which ?? "all";
   const grows = !cluster.plan.distributed;
   const modifies = classChangeRuns(cluster);
-  const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""} → delete`;
+  const snapshots = which === "all" && snapshotStepsRun(cluster) && (await snapshotCrdsServed(cluster));
+  const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""}${snapshots ? " → snapshot, restore, group snapshot" : ""} → delete`;
   options.print(
     which === "all"
       ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write/read${later}`
@@ -254,6 +258,13 @@ export async function runWalkthrough(
       cluster,
       { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe) },
       options.print,
+    );
+
+  if (snapshots)
+    await runSnapshotSteps(
+      cluster,
+      { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe), print: options.print },
+      { claim: CLAIM, storageClass: CLASS, file: "hello.txt", content: message },
     );
 
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE });

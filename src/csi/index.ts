@@ -12,3 +12,12 @@ export { sanitizeRequest, STRIPPED } from "./sanitize.ts";
 export { serviceDefinition, LOADER_OPTIONS } from "./loader.ts";
 export type { MethodSpec, ServiceSpec, ServiceKey } from "./services.ts";
 export { SERVICE_SPECS } from "./services.ts";
+export {
+  serveSnapshotMetadataApi,
+  SnapshotMetadataApiClient,
+  type SnapshotMetadataApiService,
+  type TlsGrpcServer,
+  type TlsParameters,
+} from "./tls-grpc.ts";
+/** The Kubernetes SnapshotMetadata API's messages (package snapshotmetadata), apart from CSI's. */
+export * as SnapshotMetadataApi from "./generated/snapshotmetadata.ts";

@@ -14,10 +14,10 @@ import type * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import { CsikitError } from "../base/index.ts";
 import { decodeMessage, encodeMessage, messagePlan } from "./codec.ts";
-import { SERVICE_SPECS } from "./services.ts";
+import { SERVICE_SPECS, SNAPSHOT_METADATA_API } from "./services.ts";
 
 export const PROTO_DIR = join(import.meta.dirname, "proto");
-export const PROTO_FILES = ["csi.proto", "pluginregistration.proto"] as const;
+export const PROTO_FILES = ["csi.proto", "pluginregistration.proto", "snapshotmetadata.proto"] as const;
 /** protobufjs JSON of the protos (tests and tools only; the codec reads generated/codec.ts). */
 export const DESCRIPTOR_PATH = join(import.meta.dirname, "generated", "descriptor.json");
 
@@ -52,7 +52,9 @@ function deserializer(type: string): (bytes: Buffer) => object {
 export function serviceDefinition(fullName: string): ServiceDefinition {
   const cached = definitions.get(fullName);
   if (cached) return cached;
-  const spec = Object.values(SERVICE_SPECS).find((candidate) => candidate.name === fullName);
+  const spec = [...Object.values(SERVICE_SPECS), SNAPSHOT_METADATA_API].find(
+    (candidate) => candidate.name === fullName,
+  );
   if (spec === undefined) {
     throw new CsikitError("CSIKIT_ERR_PROTO", `${fullName} is not a service in the CSI protos`);
   }

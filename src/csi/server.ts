@@ -199,7 +199,7 @@ async function shutdown(options: {
   }
 }
 
-interface HandlerBinding {
+export interface HandlerBinding {
   method: MethodSpec;
   handler: unknown;
   owner: object;
@@ -267,7 +267,7 @@ function unaryHandler(binding: HandlerBinding): grpc.handleUnaryCall<unknown, un
   };
 }
 
-function streamHandler(binding: HandlerBinding): grpc.handleServerStreamingCall<unknown, unknown> {
+export function streamHandler(binding: HandlerBinding): grpc.handleServerStreamingCall<unknown, unknown> {
   return (call) => {
     const { context, dispose } = callContext(call, binding.inFlight);
     const trace = traceCall(binding.logger, binding.method, call.request);

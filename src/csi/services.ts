@@ -4,6 +4,7 @@
 
 import { csiServices } from "./generated/csi.ts";
 import { pluginregistrationServices } from "./generated/pluginregistration.ts";
+import { snapshotmetadataServices } from "./generated/snapshotmetadata.ts";
 
 export interface MethodSpec {
   readonly name: string;
@@ -31,3 +32,9 @@ export const SERVICE_SPECS: Readonly<Record<ServiceKey, ServiceSpec>> = {
 };
 
 export const SERVICE_KEYS = Object.keys(SERVICE_SPECS) as readonly ServiceKey[];
+
+/**
+ * The Kubernetes SnapshotMetadata API (package snapshotmetadata): served over TLS by the
+ * snapshot-metadata sidecar to backup applications (tls-grpc.ts), never on a driver's socket.
+ */
+export const SNAPSHOT_METADATA_API: ServiceSpec = snapshotmetadataServices.SnapshotMetadata;

@@ -87,6 +87,13 @@ describe("csikit up", { skip: SKIP }, () => {
       /claim grown 1Mi → 2Mi: ControllerExpandVolume by the resizer — PV capacity 2Mi/,
       /filesystem grown: NodeExpandVolume by the node agent — claim status.capacity 2Mi, no resize condition left/,
       /claim events: Resizing, FileSystemResizeRequired, FileSystemResizeSuccessful/,
+      // Issue 25 §6: snapshot → ready → restore → read back → group snapshot → nothing left.
+      /VolumeSnapshot walkthrough-snapshot of walkthrough-claim readyToUse: CreateSnapshot by the snapshotter/,
+      /claim walkthrough-restored restored from walkthrough-snapshot: CreateVolume from the snapshot/,
+      /pod walkthrough-restore-pod reads hello\.txt through the restored claim's mount — .*: the content written before the snapshot/,
+      /VolumeGroupSnapshot walkthrough-group of walkthrough-claim and walkthrough-claim-2 readyToUse/,
+      /no content or backend snapshot left/,
+      /ListSnapshots finds nothing of 3 volumes/,
       /pod deleted: NodeUnpublishVolume/,
       /volume unstaged: NodeUnstageVolume/,
       /volume detached: ControllerUnpublishVolume/,

@@ -28,6 +28,7 @@ import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/
 import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/index.ts";
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
 import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
+import { snapshotMetadataOptionsFromFlags } from "../../src/sidecars/snapshot-metadata/index.ts";
 import { snapshotterOptionsFromFlags } from "../../src/sidecars/snapshotter/index.ts";
 import { snapshotControllerOptionsFromFlags } from "../../src/controllers/index.ts";
 import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
@@ -50,6 +51,7 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   registrar: registrarOptionsFromFlags,
   livenessprobe: livenessProbeOptionsFromFlags,
   resizer: resizerOptionsFromFlags,
+  "snapshot-metadata": (flags) => snapshotMetadataOptionsFromFlags(flags, {}),
   snapshotter: (flags) => snapshotterOptionsFromFlags(flags, {}),
   "snapshot-controller": snapshotControllerOptionsFromFlags,
 };

@@ -19,6 +19,13 @@ export interface UserInfo {
 /** A source of users by token besides the static ones (ServiceAccount tokens, sa-tokens.ts). */
 export interface TokenAuthenticator {
   authenticate(token: string): UserInfo | undefined;
+  /** For a TokenReview with spec.audiences: the user and the audiences the token is valid for. */
+  authenticateFor?(
+    token: string,
+    audiences: readonly string[],
+  ): { user: UserInfo; audiences: string[] } | undefined;
+  /** The API server's own audiences. */
+  readonly apiAudiences?: readonly string[];
 }
 
 export const ADMIN_USER = "csikit-admin";
@@ -165,5 +172,25 @@ export class Authenticator {
       if (sameSecret(token, entry.token)) return withAuthenticated(entry.user);
     const account = this.#serviceAccounts?.authenticate(token);
     return account ? withAuthenticated(account) : undefined;
+  }
+
+  /**
+   * A TokenReview's answer for `audiences`: as kube-apiserver, a ServiceAccount token must have
+   * been issued for one of them, and the audience-unaware tokens (admin, static) authenticate
+   * only when the API server's own audience is among them. Returns the user and the audiences
+   * the token is valid for.
+   */
+  authenticateForAudiences(
+    token: string,
+    audiences: readonly string[],
+  ): { user: UserInfo; audiences: string[] } | undefined {
+    const apiAudiences = this.#serviceAccounts?.apiAudiences ?? [];
+    const forApi = audiences.filter((audience) => apiAudiences.includes(audience));
+    if (forApi.length > 0) {
+      const user = this.authenticate(`Bearer ${token}`);
+      if (user) return { user, audiences: forApi };
+    }
+    const account = this.#serviceAccounts?.authenticateFor?.(token, audiences);
+    return account ? { user: withAuthenticated(account.user), audiences: account.audiences } : undefined;
   }
 }

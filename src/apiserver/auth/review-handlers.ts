@@ -142,8 +142,15 @@ export function tokenReview(body: unknown, authenticator: Authenticator): RestRe
   const token = str(spec.token);
   if (token === "")
     throw invalid("authentication.k8s.io", "TokenReview", "", [fieldRequired("spec.token", "")]);
-  const user = authenticator.authenticate(`Bearer ${token}`);
-  const audiences = Array.isArray(spec.audiences) ? spec.audiences.map(String) : [];
+  const requested = Array.isArray(spec.audiences) ? spec.audiences.map(String) : [];
+  // With spec.audiences the token must be valid for one of them (status.audiences says which);
+  // without, for the API server itself, as kube-apiserver's review.
+  const reviewed =
+    requested.length > 0
+      ? authenticator.authenticateForAudiences(token, requested)
+      : authenticator.authenticate(`Bearer ${token}`);
+  const user = reviewed && "user" in reviewed ? reviewed.user : reviewed;
+  const audiences = reviewed && "audiences" in reviewed ? reviewed.audiences : [];
   const status: Obj = user
     ? { authenticated: true, user: userInfoOf(user), ...(audiences.length > 0 ? { audiences } : {}) }
     : { authenticated: false, user: {}, error: "invalid bearer token" };

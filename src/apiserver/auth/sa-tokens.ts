@@ -216,8 +216,20 @@ export class ServiceAccountTokens {
     return stored !== undefined && stringField(metadataOf(stored.object), "uid") === ref.uid;
   }
 
-  /** The ServiceAccount user a token proves, or undefined. */
-  authenticate(token: string): UserInfo | undefined {
+  /** The ServiceAccount user a token proves for the API server's own audience, or undefined. */
+  authenticate(token: string, audiences?: readonly string[]): UserInfo | undefined {
+    return this.authenticateFor(token, audiences ?? this.#audiences)?.user;
+  }
+
+  /**
+   * The user a token proves for any of `audiences` (a TokenReview's spec.audiences, e.g. a
+   * snapshot-metadata service's), with the audiences it was valid for, as upstream's
+   * audience-aware token authenticators answer; undefined when no audience matches.
+   */
+  authenticateFor(
+    token: string,
+    audiences: readonly string[],
+  ): { user: UserInfo; audiences: string[] } | undefined {
     const parts = token.split(".");
     if (parts.length !== 3) return undefined;
     const [header, payload, signature] = parts as [string, string, string];
@@ -238,8 +250,9 @@ export class ServiceAccountTokens {
     }
     const now = Math.floor(this.#now() / 1000);
     if (claims.iss !== this.#issuer) return undefined;
-    const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    if (!audiences.some((aud) => this.#audiences.includes(String(aud)))) return undefined;
+    const tokenAudiences = (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).map(String);
+    const matched = audiences.filter((audience) => tokenAudiences.includes(audience));
+    if (matched.length === 0) return undefined;
     // Upstream allows a minute of clock skew on both ends.
     if (typeof claims.exp !== "number" || claims.exp + 60 < now) return undefined;
     if (typeof claims.nbf === "number" && claims.nbf - 60 > now) return undefined;
@@ -269,10 +282,18 @@ export class ServiceAccountTokens {
       }
     }
     return {
-      username: `system:serviceaccount:${namespace}:${name}`,
-      uid,
-      groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`],
-      extra,
+      user: {
+        username: `system:serviceaccount:${namespace}:${name}`,
+        uid,
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`],
+        extra,
+      },
+      audiences: matched,
     };
+  }
+
+  /** The audiences the API server itself accepts (its issuer), what a review without audiences means. */
+  get apiAudiences(): readonly string[] {
+    return this.#audiences;
   }
 }

@@ -395,6 +395,35 @@ export const messageFields: Readonly<Record<string, readonly FieldRow[]>> = {
     ["error", 2, "string", 0],
   ],
   "pluginregistration.RegistrationStatusResponse": [],
+  "snapshotmetadata.BlockMetadata": [
+    ["byteOffset", 1, "int64", 0],
+    ["sizeBytes", 2, "int64", 0],
+  ],
+  "snapshotmetadata.GetMetadataAllocatedRequest": [
+    ["securityToken", 1, "string", 0],
+    ["namespace", 2, "string", 0],
+    ["snapshotName", 3, "string", 0],
+    ["startingOffset", 4, "int64", 0],
+    ["maxResults", 5, "int32", 0],
+  ],
+  "snapshotmetadata.GetMetadataAllocatedResponse": [
+    ["blockMetadataType", 1, "snapshotmetadata.BlockMetadataType", 0],
+    ["volumeCapacityBytes", 2, "int64", 0],
+    ["blockMetadata", 3, "snapshotmetadata.BlockMetadata", 1],
+  ],
+  "snapshotmetadata.GetMetadataDeltaRequest": [
+    ["securityToken", 1, "string", 0],
+    ["namespace", 2, "string", 0],
+    ["baseSnapshotId", 3, "string", 0],
+    ["targetSnapshotName", 4, "string", 0],
+    ["startingOffset", 5, "int64", 0],
+    ["maxResults", 6, "int32", 0],
+  ],
+  "snapshotmetadata.GetMetadataDeltaResponse": [
+    ["blockMetadataType", 1, "snapshotmetadata.BlockMetadataType", 0],
+    ["volumeCapacityBytes", 2, "int64", 0],
+    ["blockMetadata", 3, "snapshotmetadata.BlockMetadata", 1],
+  ],
 };
 
 /** Every enum's values as [name, number], in declaration order. */
@@ -407,4 +436,5 @@ export const enumValues: Readonly<Record<string, readonly (readonly [string, num
   "csi.v1.NodeServiceCapability.RPC.Type": [["UNKNOWN", 0], ["STAGE_UNSTAGE_VOLUME", 1], ["GET_VOLUME_STATS", 2], ["EXPAND_VOLUME", 3], ["VOLUME_CONDITION", 4], ["SINGLE_NODE_MULTI_WRITER", 5], ["VOLUME_MOUNT_GROUP", 6]],
   "csi.v1.GroupControllerServiceCapability.RPC.Type": [["UNKNOWN", 0], ["CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT", 1]],
   "csi.v1.BlockMetadataType": [["UNKNOWN", 0], ["FIXED_LENGTH", 1], ["VARIABLE_LENGTH", 2]],
+  "snapshotmetadata.BlockMetadataType": [["UNKNOWN", 0], ["FIXED_LENGTH", 1], ["VARIABLE_LENGTH", 2]],
 };

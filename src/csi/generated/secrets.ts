@@ -85,4 +85,12 @@ export const secretTable: Readonly<Record<string, SecretFields>> = {
     secrets: ["secrets"],
     messages: {},
   },
+  "snapshotmetadata.GetMetadataAllocatedRequest": {
+    secrets: ["securityToken"],
+    messages: {},
+  },
+  "snapshotmetadata.GetMetadataDeltaRequest": {
+    secrets: ["securityToken"],
+    messages: {},
+  },
 };
