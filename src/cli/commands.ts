@@ -25,7 +25,7 @@ export const commands: readonly CommandEntry[] = [
   {
     name: "controllers",
     summary:
-      "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",
+      "Run the cluster's loops (PV binder, protection, GC, attach/detach, scheduler, statefulset, replicaset, deployment, daemonset, job, ephemeral volumes) like kube-controller-manager",
     load: async () => (await import("./controllers.ts")).controllersCommand,
   },
   {
