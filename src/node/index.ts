@@ -37,6 +37,8 @@ import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
 import { VolumeStatsCollector } from "./volume-stats.ts";
+import { KubeletStreaming } from "./streaming/index.ts";
+import { NO_CONTAINER_STREAMS as NO_STREAMS_FOR_ENDPOINTS } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
@@ -154,6 +156,11 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       running.push(endpoint.stopped);
       metricsUrl = `${endpoint.url}${options.metricsPath ?? "/metrics"}`;
     }
+    const streaming = new KubeletStreaming({
+      runtime: options.containerStreams ?? NO_STREAMS_FOR_ENDPOINTS,
+      podOf: (namespace, name) => informers.pods.store.get(`${namespace}/${name}`),
+      logger,
+    });
     if (options.secureServing) {
       const secure = options.secureServing;
       const endpoint = await startSecureServing(
@@ -169,6 +176,9 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
           registry,
           healthChecks: { ping: () => undefined },
           host: options.hostname ?? options.nodeName,
+          // /containerLogs and /exec, as the kubelet serves them to the API server.
+          handler: streaming.handle,
+          upgrade: streaming.upgrade,
           logger,
         },
         inner.signal,
@@ -176,6 +186,9 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       if (endpoint) {
         running.push(endpoint.stopped);
         metricsUrl ??= `${endpoint.url}/metrics`;
+        // Where the API server reaches this kubelet (status.daemonEndpoints, status.addresses).
+        nodeStatus.setKubeletEndpoint(secure.address, endpoint.port);
+        await nodeStatus.writeStatus(inner.signal);
       }
     }
 
