@@ -88,7 +88,8 @@ const PACKAGES: Record<string, readonly string[]> = {
   cluster: ["yaml"],
   // Components register their own metrics (kubelet_volume_stats_*, csistoragecapacities_*).
   controllers: ["prom-client"],
-  node: ["prom-client"],
+  // ws: the kubelet's /exec over WebSocket (loaded on the first exec, node/streaming/ws-channels.ts).
+  node: ["prom-client", "ws"],
   sidecars: ["prom-client"],
 };
 

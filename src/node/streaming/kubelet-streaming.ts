@@ -90,21 +90,26 @@ function pathParts(pathname: string, prefix: string, counts: readonly number[]):
   return parts;
 }
 
-/** The query of an /exec request (the kubelet's NewOptions: tty with stderr drops stderr). */
+/**
+ * The query of an /exec request as the kubelet reads it: core/v1's exec parameters `input`,
+ * `output`, `error`, `tty` ("1" to enable; what the API server sends) and `command` repeated.
+ * The PodExecOptions names (stdin, stdout, stderr), which a client may use against the kubelet
+ * directly, are read too. A tty has no separate stderr (the kubelet's NewOptions drops it).
+ */
 export function parseExecParams(pathname: string, query: URLSearchParams): ExecParams | undefined {
   const parts = pathParts(pathname, "/exec", [3, 4]);
   if (!parts) return undefined;
   const [namespace, pod] = parts as [string, string];
   const container = parts[parts.length - 1]!;
   const podUID = parts.length === 4 ? parts[2] : undefined;
-  const flag = (name: string) => ["1", "true"].includes(query.get(name) ?? "");
+  const flag = (...names: string[]) => names.some((name) => ["1", "true"].includes(query.get(name) ?? ""));
   const tty = flag("tty");
   const params: ExecParams = {
     target: { namespace, pod, container, ...(podUID !== undefined ? { podUID } : {}) },
     command: query.getAll("command"),
-    stdin: flag("stdin"),
-    stdout: flag("stdout"),
-    stderr: flag("stderr") && !tty,
+    stdin: flag("input", "stdin"),
+    stdout: flag("output", "stdout"),
+    stderr: flag("error", "stderr") && !tty,
     tty,
   };
   if (!params.stdin && !params.stdout && !params.stderr)
