@@ -31,14 +31,14 @@ import { NodeStatusManager } from "./node-status.ts";
 import { OperationExecutor } from "./operation-executor.ts";
 import type { NodeContext, NodeOptions } from "./options.ts";
 import { KubeletPaths } from "./paths.ts";
+import { KubeletStreaming } from "./streaming/index.ts";
 import { PluginWatcher } from "./plugin-watcher.ts";
 import { PolledObjects } from "./polled-objects.ts";
 import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
 import { VolumeStatsCollector } from "./volume-stats.ts";
-import { KubeletStreaming } from "./streaming/index.ts";
-import { NO_CONTAINER_STREAMS as NO_STREAMS_FOR_ENDPOINTS } from "./runtime/index.ts";
+import { NO_CONTAINER_STREAMS, type ContainerStreams } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
@@ -46,6 +46,8 @@ export { VOLUME_STATS_METRICS } from "./volume-stats.ts";
 export { POD_INFO_KEYS } from "./csi-volume.ts";
 export { highestSupportedVersion, CSI_PLUGIN_TYPE } from "./registration.ts";
 export { NODE_LEASE_NAMESPACE } from "./node-status.ts";
+export type { ContainerTarget, ExecIO, LogOptions, ContainerStreams } from "./runtime/index.ts";
+export { RuntimeNotFoundError } from "./runtime/index.ts";
 
 export const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
 const ORPHAN_CLEANUP_INTERVAL_MS = 2000;
@@ -144,6 +146,8 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
     });
 
+    // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.
+    const streams: ContainerStreams = NO_CONTAINER_STREAMS;
     const registry = new Registry();
     const stats = new VolumeStatsCollector(actual, drivers, registry);
     instrumentVolumeOperations(plugin, registry);
@@ -157,7 +161,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       metricsUrl = `${endpoint.url}${options.metricsPath ?? "/metrics"}`;
     }
     const streaming = new KubeletStreaming({
-      runtime: options.containerStreams ?? NO_STREAMS_FOR_ENDPOINTS,
+      runtime: options.containerStreams ?? streams,
       podOf: (namespace, name) => informers.pods.store.get(`${namespace}/${name}`),
       logger,
     });
@@ -205,7 +209,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     await factory.waitForCacheSync(inner.signal);
     reconciler.setReady();
     running.push(stats.run(options.volumeStatsAggPeriodMs ?? 60_000, clock, logger, inner.signal));
-    options.onReady?.(metricsUrl !== undefined ? { metricsUrl } : {});
+    options.onReady?.(metricsUrl !== undefined ? { metricsUrl, streams } : { streams });
     logger.info(1, "virtual node running", { root: paths.root });
 
     const interval = options.reconcileIntervalMs ?? 100;

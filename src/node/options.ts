@@ -5,6 +5,7 @@ import type { Clock, Logger } from "../base/index.ts";
 import type { EventRecorder, KubeClient } from "../kube/index.ts";
 import type { FeatureGates } from "../migration/index.ts";
 import type { KubeletPaths } from "./paths.ts";
+import type { ContainerStreams } from "./runtime/index.ts";
 
 export interface NodeOptions {
   /** Name of the Node object (--node-name; kubelet: --hostname-override or the host name). */
@@ -21,7 +22,7 @@ export interface NodeOptions {
    * The runtime behind the secure port's /containerLogs and /exec (tests give a stand-in).
    * Default: the node's own.
    */
-  containerStreams?: import("./runtime/index.ts").ContainerStreams;
+  containerStreams?: ContainerStreams;
   /** Lease duration in seconds (--node-lease-duration-seconds). Default 40. */
   leaseDurationSeconds?: number;
   /** How often the Lease is renewed, in ms. Default 10000 (kubelet: 1/4 of 40s). */
@@ -70,8 +71,11 @@ export interface NodeOptions {
   metricsPath?: string;
   /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
   featureGates?: FeatureGates;
-  /** Called once the node is registered and serving (tests, `csikit up`). */
-  onReady?: (info: { metricsUrl?: string }) => void;
+  /**
+   * Called once the node is registered and serving (tests, `csikit up`); `streams` is the
+   * node's container runtime as the kubelet's /containerLogs and /exec endpoints use it.
+   */
+  onReady?: (info: { metricsUrl?: string; streams: ContainerStreams }) => void;
   clock?: Clock;
   logger?: Logger;
 }
