@@ -174,18 +174,14 @@ export class KubeletStreaming {
         ...(pod.status?.initContainerStatuses ?? []),
       ];
       const status = statuses.find((s) => s.name === container);
-      if (options.previous) {
-        if (status && !status.lastState?.terminated)
-          throw new RequestError(
-            400,
-            `previous terminated container "${container}" in pod "${name}" not found`,
-          );
-      } else if (status?.state?.waiting) {
+      // A container still waiting has no log yet (the kubelet's refusal, from the pod's status);
+      // whether a previous instance exists is the runtime's to say.
+      const waiting = status?.state?.waiting;
+      if (!options.previous && waiting)
         throw new RequestError(
           400,
-          `container "${container}" in pod "${name}" is waiting to start: ${waitingReason(status.state.waiting)}`,
+          `container "${container}" in pod "${name}" is waiting to start: ${waitingReason(waiting)}`,
         );
-      }
       await this.#streamLogs(req, res, { namespace, pod: name, container }, options);
     } catch (error) {
       if (res.headersSent) res.destroy();
@@ -258,6 +254,12 @@ export class KubeletStreaming {
           })
         : (rawRefusal(socket, 400, "unsupported upgrade: want websocket or SPDY/3.1"), undefined);
     if (!streams) return;
+    this.#options.logger.info(4, "exec session", {
+      pod: `${params.target.namespace}/${params.target.pod}`,
+      container: params.target.container,
+      transport: isWebSocketRequest(req) ? "websocket" : "spdy",
+      protocol: streams.protocol,
+    });
     await serveExec(params, streams, this.#options.runtime, this.#options.logger);
   }
 }

@@ -31,6 +31,8 @@ export interface StreamStatus {
 
 /** The streams of one session, whichever transport carries them. */
 export interface RemoteStreams {
+  /** The negotiated protocol (WebSocket subprotocol, or SPDY's X-Stream-Protocol-Version). */
+  protocol: string;
   stdin?: Readable;
   stdout?: Writable;
   stderr?: Writable;

@@ -104,6 +104,7 @@ export async function openSpdyStreams(
   stdout?.incoming.resume();
   stderr?.incoming.resume();
   return {
+    protocol,
     ...(stdin ? { stdin: stdin.incoming } : {}),
     ...(stdout ? { stdout: stdout.outgoing } : {}),
     ...(stderr ? { stderr: stderr.outgoing } : {}),

@@ -165,6 +165,7 @@ function channelStreams(
   ).catch(() => undefined);
   const v4 = protocol === V5_PROTOCOL || protocol === V4_PROTOCOL || protocol === V4_BASE64_PROTOCOL;
   return {
+    protocol,
     ...(stdin ? { stdin } : {}),
     ...(stdout ? { stdout } : {}),
     ...(stderr ? { stderr } : {}),
