@@ -72,7 +72,7 @@ export class ProcessStreams implements ContainerStreams {
       child.on("error", reject);
       if (io.stdin && child.stdin) {
         child.stdin.on("error", () => undefined);
-        (io.stdin as NodeJS.ReadableStream).pipe(child.stdin);
+        (io.stdin).pipe(child.stdin);
       }
       const copies: Promise<void>[] = [];
       const copy = (from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream | undefined) => {

@@ -46,12 +46,12 @@ interface Cluster {
   admin: KubeClient;
   kubeconfig: string;
   runtime: ProcessStreams;
-  run(
+  run: (
     args: readonly string[],
     options?: { stdin?: string; env?: Record<string, string> },
-  ): Promise<KubectlResult>;
+  ) => Promise<KubectlResult>;
   /** The node's log lines of exec sessions (transport and protocol each used). */
-  sessions(): string[];
+  sessions: () => string[];
 }
 
 async function startCluster(t: TestContext): Promise<Cluster> {
@@ -106,7 +106,8 @@ async function startCluster(t: TestContext): Promise<Cluster> {
 
 test("kubectl logs and exec through pods/log and pods/exec", { skip: kubectlMissing() }, async (t) => {
   const cluster = await startCluster(t);
-  const { runtime, run } = cluster;
+  const { runtime } = cluster;
+  const run = cluster.run;
 
   await t.test("logs: -c, --tail, -f, --previous", async () => {
     for (const line of ["one", "two", "three"]) runtime.log(app, line);
