@@ -234,23 +234,42 @@ function decodeControl(version: number, type: number, flags: number, payload: Bu
 
 /** Splits a byte stream into frames; `push` returns every frame completed by the chunk. */
 export class FrameReader {
-  #buffer: Buffer = Buffer.alloc(0);
+  /** Received bytes not yet framed, kept as chunks until a whole frame is there. */
+  #pending: Buffer[] = [];
+  #size = 0;
 
   push(chunk: Buffer): SpdyFrame[] {
-    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
+    if (chunk.length > 0) {
+      this.#pending.push(chunk);
+      this.#size += chunk.length;
+    }
     const frames: SpdyFrame[] = [];
-    while (this.#buffer.length >= 8) {
-      const length = this.#buffer.readUInt32BE(4) & 0xffffff;
-      if (this.#buffer.length < 8 + length) break;
-      const first = this.#buffer.readUInt32BE(0);
-      const flags = this.#buffer.readUInt8(4);
-      const payload = this.#buffer.subarray(8, 8 + length);
-      this.#buffer = this.#buffer.subarray(8 + length);
+    while (this.#size >= 8) {
+      const head = this.#peek(8);
+      const length = head.readUInt32BE(4) & 0xffffff;
+      if (this.#size < 8 + length) break;
+      const bytes = this.#take(8 + length);
+      const first = bytes.readUInt32BE(0);
+      const flags = bytes.readUInt8(4);
+      const payload = Buffer.from(bytes.subarray(8));
       if (first & 0x80000000)
-        frames.push(decodeControl((first >>> 16) & 0x7fff, first & 0xffff, flags, Buffer.from(payload)));
-      else frames.push({ type: "data", streamId: first & STREAM_ID_MASK, flags, data: Buffer.from(payload) });
+        frames.push(decodeControl((first >>> 16) & 0x7fff, first & 0xffff, flags, payload));
+      else frames.push({ type: "data", streamId: first & STREAM_ID_MASK, flags, data: payload });
     }
     return frames;
+  }
+
+  #peek(bytes: number): Buffer {
+    if (this.#pending[0]!.length < bytes) this.#pending = [Buffer.concat(this.#pending)];
+    return this.#pending[0]!;
+  }
+
+  #take(bytes: number): Buffer {
+    const all = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending);
+    const rest = all.subarray(bytes);
+    this.#pending = rest.length > 0 ? [rest] : [];
+    this.#size -= bytes;
+    return all.subarray(0, bytes);
   }
 }
 
