@@ -83,6 +83,17 @@ export const apiserverCommand: Command = {
       default: "https://kubernetes.default.svc.cluster.local",
       help: "The iss claim of ServiceAccount tokens (TokenRequest, kubectl create token), and their default audience.",
     },
+    "kubelet-certificate-authority": {
+      type: "string",
+      help:
+        "Path to a cert file for the certificate authority the kubelets' serving certificates must chain to " +
+        "(pods/log, pods/exec). Without it, as kube-apiserver, kubelet certificates are not verified.",
+    },
+    "kubelet-timeout": {
+      type: "duration",
+      default: "5s",
+      help: "Timeout for connecting to a kubelet (pods/log, pods/exec).",
+    },
   },
   async run({ flags, logger, signal, stdout }) {
     const port = flags.number("port");
@@ -112,6 +123,10 @@ export const apiserverCommand: Command = {
       );
     }
     const tokenAuthFile = flags.string("token-auth-file");
+    const kubeletCA = flags.string("kubelet-certificate-authority");
+    const kubeletTimeout = flags.number("kubelet-timeout");
+    if (!(kubeletTimeout > 0))
+      throw new FlagError(`invalid value for flag -kubelet-timeout: want a positive duration`);
     let admission;
     try {
       admission = admissionChain({
@@ -135,6 +150,8 @@ export const apiserverCommand: Command = {
         authorizationMode: authorizationModes,
         ...(tokenAuthFile !== "" ? { tokenAuthFile } : {}),
         serviceAccountIssuer: flags.string("service-account-issuer"),
+        ...(kubeletCA !== "" ? { kubeletCertificateAuthority: kubeletCA } : {}),
+        kubeletTimeoutMs: kubeletTimeout,
         logger,
       },
       signal,
