@@ -42,6 +42,13 @@ export const GVR = Object.freeze({
     false,
   ),
   leases: gvr("coordination.k8s.io", "v1", "leases", "Lease", true),
+  statefulSets: gvr("apps", "v1", "statefulsets", "StatefulSet", true),
+  controllerRevisions: gvr("apps", "v1", "controllerrevisions", "ControllerRevision", true),
+  replicaSets: gvr("apps", "v1", "replicasets", "ReplicaSet", true),
+  deployments: gvr("apps", "v1", "deployments", "Deployment", true),
+  daemonSets: gvr("apps", "v1", "daemonsets", "DaemonSet", true),
+  jobs: gvr("batch", "v1", "jobs", "Job", true),
+  cronJobs: gvr("batch", "v1", "cronjobs", "CronJob", true),
   clusterRoles: gvr("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
   clusterRoleBindings: gvr(
     "rbac.authorization.k8s.io",

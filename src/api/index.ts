@@ -7,6 +7,9 @@ export type * from "./snapshot.ts";
 export type * from "./coordination.ts";
 export type * from "./apiextensions.ts";
 export type * from "./rbac.ts";
+export type * from "./statefulset.ts";
+export type * from "./workloads.ts";
+export { WORKLOAD_NAMES } from "./workloads.ts";
 export * from "./gvr.ts";
 export * from "./contract.ts";
 // Quantities live in src/base (the one implementation, also for byte flags in components that
@@ -30,3 +33,4 @@ export * from "./labels.ts";
 export * from "./fields.ts";
 export * from "./keys.ts";
 export * from "./duration.ts";
+export * from "./ephemeral.ts";

@@ -71,6 +71,18 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./sanity.ts")).sanityCommand,
   },
   {
+    name: "snapshot-controller",
+    summary:
+      "Run the snapshot controller: bind VolumeSnapshots to contents, default classes, finalizers, group snapshots",
+    load: async () => (await import("./snapshot-controller.ts")).snapshotControllerCommand,
+  },
+  {
+    name: "snapshotter",
+    summary:
+      "Run the csi-snapshotter sidecar: CreateSnapshot/DeleteSnapshot for VolumeSnapshotContents of one CSI driver",
+    load: async () => (await import("./snapshotter.ts")).snapshotterCommand,
+  },
+  {
     name: "up",
     summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
     load: async () => (await import("./up.ts")).upCommand,

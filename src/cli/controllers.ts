@@ -30,7 +30,7 @@ function loopList(): string {
 export const controllersCommand: Command = {
   name: "controllers",
   summary:
-    "Run the cluster's volume loops (PV binder, protection, GC, attach/detach, scheduler) like kube-controller-manager",
+    "Run the cluster's loops (PV binder, protection, GC, attach/detach, scheduler, statefulset, replicaset, deployment, daemonset, job, ephemeral volumes) like kube-controller-manager",
   usage: "csikit controllers [--kubeconfig=FILE] [--controllers=*,-foo] [flags]",
   description:
     "Runs the control-plane loops a cluster needs for volumes in one process, with kube-controller-manager's " +
@@ -100,6 +100,36 @@ export const controllersCommand: Command = {
       default: "20",
       help: "The number of garbage collector workers that are allowed to sync concurrently.",
     },
+    "concurrent-statefulset-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of statefulset objects that are allowed to sync concurrently. Larger number = more responsive statefulsets, but more CPU (and network) load",
+    },
+    "concurrent-ephemeralvolume-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of ephemeral volume syncing operations that will be done concurrently. Larger number = faster ephemeral volume updating, but more CPU (and network) load",
+    },
+    "concurrent-replicaset-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of replica sets that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load",
+    },
+    "concurrent-deployment-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load",
+    },
+    "concurrent-daemonset-syncs": {
+      type: "int",
+      default: "2",
+      help: "The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load",
+    },
+    "concurrent-job-syncs": {
+      type: "int",
+      default: "5",
+      help: "The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load",
+    },
     "enable-garbage-collector": {
       type: "bool",
       default: "true",
@@ -168,6 +198,14 @@ export const controllersCommand: Command = {
       throw new FlagError(
         `invalid value ${gcWorkers} for flag -concurrent-gc-syncs: want a positive integer`,
       );
+    const positive = (name: string): number => {
+      const value = flags.number(name);
+      if (!Number.isInteger(value) || value < 1)
+        throw new FlagError(`invalid value ${value} for flag -${name}: want a positive integer`);
+      return value;
+    };
+    const statefulSetWorkers = positive("concurrent-statefulset-syncs");
+    const ephemeralVolumeWorkers = positive("concurrent-ephemeralvolume-syncs");
     // --enable-garbage-collector=false wins over "*": the disable goes first (first match decides).
     const ordered = flags.bool("enable-garbage-collector")
       ? controllers
@@ -234,6 +272,12 @@ export const controllersCommand: Command = {
             pvClaimBinderSyncPeriodMs: flags.number("pvclaimbinder-sync-period"),
             pvBinderWorkers: binderWorkers,
             concurrentGcSyncs: gcWorkers,
+            concurrentStatefulSetSyncs: statefulSetWorkers,
+            concurrentEphemeralVolumeSyncs: ephemeralVolumeWorkers,
+            concurrentReplicaSetSyncs: positive("concurrent-replicaset-syncs"),
+            concurrentDeploymentSyncs: positive("concurrent-deployment-syncs"),
+            concurrentDaemonSetSyncs: positive("concurrent-daemonset-syncs"),
+            concurrentJobSyncs: positive("concurrent-job-syncs"),
             featureGates: featureGates(flags),
           },
           onStart: (names) => logger.info(0, "controllers started", { controllers: names }),

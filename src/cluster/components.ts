@@ -152,6 +152,24 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // The cluster-wide snapshot controller (upstream: a Deployment in kube-system). It needs the
+    // snapshot CRDs, which `up` installs before the components start.
+    scope: "cluster",
+    name: "snapshot-controller",
+    subcommand: "snapshot-controller",
+    stage: "controllers",
+    optional: true,
+    identity: () => ({ kind: "serviceAccount", namespace: "kube-system", name: "snapshot-controller" }),
+    args: (plan) => [
+      v(plan),
+      kubeconfig(plan, "snapshot-controller"),
+      // One replica: no lease to wait out on a resumed cluster.
+      "--leader-election=false",
+      httpEndpoint(plan, "snapshot-controller"),
+      ...CONTROLLERS_QPS,
+    ],
+  },
+  {
     scope: "cluster",
     name: "provisioner",
     subcommand: "provisioner",

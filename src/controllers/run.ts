@@ -24,7 +24,13 @@ import {
 } from "./pv/index.ts";
 import { startClusterRoleAggregationController } from "./rbac/index.ts";
 import { startScheduler } from "./scheduler/index.ts";
+import { startStatefulSetController } from "./statefulset/index.ts";
+import { startEphemeralVolumeController } from "./ephemeral/index.ts";
 import type { ControllerVolumeMetrics } from "./metrics.ts";
+import { startReplicaSetController } from "./replicaset/index.ts";
+import { startDeploymentController } from "./deployment/index.ts";
+import { startDaemonSetController } from "./daemonset/index.ts";
+import { startJobController } from "./job/index.ts";
 
 /** What every loop's start function receives. */
 export interface ControllerContext {
@@ -49,6 +55,20 @@ export interface ControllerKnobs {
   concurrentGcSyncs?: number;
   /** How long a detach waits for an unresponsive node to unmount (KCM: a fixed 6 minutes). Default 360000 ms. */
   attachDetachMaxWaitForUnmountMs?: number;
+  /** --concurrent-statefulset-syncs. Default 5. */
+  concurrentStatefulSetSyncs?: number;
+  /** --concurrent-ephemeralvolume-syncs. Default 5. */
+  concurrentEphemeralVolumeSyncs?: number;
+  /** --concurrent-replicaset-syncs. Default 5. */
+  concurrentReplicaSetSyncs?: number;
+  /** --concurrent-deployment-syncs. Default 5. */
+  concurrentDeploymentSyncs?: number;
+  /** --concurrent-daemonset-syncs. Default 2. */
+  concurrentDaemonSetSyncs?: number;
+  /** --concurrent-job-syncs. Default 5. */
+  concurrentJobSyncs?: number;
+  /** The Job loop's first pod-failure backoff (upstream: a fixed 10 s). Default 10000 ms. */
+  jobPodFailureBackoffMs?: number;
 }
 
 export interface ControllerLoop {
@@ -130,13 +150,92 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
       startClusterRoleAggregationController({ client, informers, logger }, signal),
   },
   {
+    name: "statefulset-controller",
+    aliases: ["statefulset"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startStatefulSetController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.concurrentStatefulSetSyncs !== undefined
+            ? { workers: knobs.concurrentStatefulSetSyncs }
+            : {}),
+        },
+        signal,
+      ),
+  },
+  {
+    name: "ephemeral-volume-controller",
+    aliases: ["ephemeral-volume"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startEphemeralVolumeController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.concurrentEphemeralVolumeSyncs !== undefined
+            ? { workers: knobs.concurrentEphemeralVolumeSyncs }
+            : {}),
+        },
+        signal,
+      ),
+  },
+  {
     // kube-scheduler is a process of its own upstream; here it is one more loop, so
     // `--controllers=-scheduler` leaves placement to a real kube-scheduler.
     name: "scheduler",
     aliases: ["kube-scheduler"],
     start: ({ client, informers, logger }, signal) => startScheduler({ client, informers, logger }, signal),
   },
+  {
+    name: "replicaset-controller",
+    aliases: ["replicaset"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startReplicaSetController(
+        { client, informers, logger, ...optional("workers", knobs.concurrentReplicaSetSyncs) },
+        signal,
+      ),
+  },
+  {
+    name: "deployment-controller",
+    aliases: ["deployment"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startDeploymentController(
+        { client, informers, logger, ...optional("workers", knobs.concurrentDeploymentSyncs) },
+        signal,
+      ),
+  },
+  {
+    name: "daemonset-controller",
+    aliases: ["daemonset"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startDaemonSetController(
+        { client, informers, logger, ...optional("workers", knobs.concurrentDaemonSetSyncs) },
+        signal,
+      ),
+  },
+  {
+    name: "job-controller",
+    aliases: ["job"],
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startJobController(
+        {
+          client,
+          informers,
+          logger,
+          ...optional("workers", knobs.concurrentJobSyncs),
+          ...optional("podFailureBackoffStartMs", knobs.jobPodFailureBackoffMs),
+        },
+        signal,
+      ),
+  },
 ];
+
+/** `{ [key]: value }` when the knob is set, `{}` otherwise (exactOptionalPropertyTypes). */
+function optional<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {
+  return value === undefined ? {} : ({ [key]: value } as { [P in K]?: number });
+}
 
 /** The loop a `--controllers` word names (its name or an alias, without a leading "-"). */
 function loopNamed(loops: readonly ControllerLoop[], word: string): ControllerLoop | undefined {

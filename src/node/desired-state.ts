@@ -20,6 +20,7 @@ import type {
   Pod,
   SecretReference,
 } from "../api/index.ts";
+import { ephemeralClaimName, ephemeralClaimRefusal } from "../api/index.ts";
 import {
   isMigrationEnabledForPlugin,
   pluginForInlineVolume,
@@ -112,7 +113,7 @@ export function computeDesiredState(pods: readonly Pod[], caches: Caches): Desir
           caches,
         );
       } else if (volume.ephemeral) {
-        result = claimSpec(pod, `${pod.metadata?.name ?? ""}-${volume.name}`, false, caches);
+        result = claimSpec(pod, ephemeralClaimName(pod, volume), false, caches, { ephemeral: true });
       }
       if (result === undefined) continue;
       if (typeof result === "string") {
@@ -160,11 +161,21 @@ function inlineSpec(
   };
 }
 
-function claimSpec(pod: Pod, claimName: string, readOnly: boolean, caches: Caches): VolumeSpec | string {
+function claimSpec(
+  pod: Pod,
+  claimName: string,
+  readOnly: boolean,
+  caches: Caches,
+  options: { ephemeral?: boolean } = {},
+): VolumeSpec | string {
   const namespace = pod.metadata?.namespace ?? "";
   const claim = caches.claim(namespace, claimName);
   const where = `error processing PVC ${namespace}/${claimName}`;
   if (!claim) return `${where}: persistentvolumeclaim "${claimName}" not found`;
+  // A generic ephemeral volume's claim must be the pod's own (upstream's VolumeIsForPod), so a
+  // claim that merely has the right name is never mounted into the pod.
+  const refusal = options.ephemeral ? ephemeralClaimRefusal(pod, claim) : undefined;
+  if (refusal !== undefined) return refusal;
   if (claim.metadata?.deletionTimestamp) return `${where}: PVC is being deleted`;
   const pvName = claim.spec?.volumeName ?? "";
   if (pvName === "" || claim.status?.phase !== "Bound") return `${where}: PVC is not bound`;

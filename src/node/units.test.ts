@@ -254,3 +254,44 @@ test("desired state: bound CSI claims and inline volumes of active pods; problem
     'volume "w": volume mode "Ephemeral" not supported by driver p (only supports ["Persistent"])',
   ]);
 });
+
+test("desired state: a generic ephemeral volume uses the pod's own claim <pod>-<volume>; a claim of that name the pod does not control is a problem", () => {
+  const pv: PersistentVolume = {
+    metadata: { name: "pv-e" },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      claimRef: { uid: "c-uid" },
+      csi: { driver: "d", volumeHandle: "he" },
+    },
+  };
+  const claim = (owner: string): PersistentVolumeClaim => ({
+    metadata: {
+      name: "app-scratch",
+      namespace: "ns",
+      uid: "c-uid",
+      ownerReferences: [{ apiVersion: "v1", kind: "Pod", name: "app", uid: owner, controller: true }],
+    },
+    spec: { volumeName: "pv-e" },
+    status: { phase: "Bound" },
+  });
+  const pod: Pod = {
+    metadata: { name: "app", namespace: "ns", uid: "uid-app" },
+    spec: {
+      containers: [],
+      volumes: [{ name: "scratch", ephemeral: { volumeClaimTemplate: { spec: {} } } }],
+    },
+  };
+  const lookups = (owner: string) => ({
+    claim: (namespace: string, name: string) =>
+      `${namespace}/${name}` === "ns/app-scratch" ? claim(owner) : undefined,
+    volume: (name: string) => (name === "pv-e" ? pv : undefined),
+    csiDriver: () => undefined,
+  });
+  const owned = computeDesiredState([pod], lookups("uid-app"));
+  assert.deepEqual(owned.volumes.get("uid-app/pv-e")?.spec.claim, { namespace: "ns", name: "app-scratch" });
+  const foreign = computeDesiredState([pod], lookups("uid-someone-else"));
+  assert.equal(foreign.volumes.size, 0);
+  assert.deepEqual(foreign.problems.get("uid-app"), [
+    "PVC ns/app-scratch was not created for pod ns/app (pod is not owner)",
+  ]);
+});

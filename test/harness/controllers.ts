@@ -1,6 +1,7 @@
 // Test fixture for the controller loops (no tests of its own): the real embedded API server,
 // object builders for volumes, claims, classes, pods and nodes, a bounded poll, and a helper
-// that runs loops from the registry until the test ends. Tests play the provisioner's and the
+// that runs loops from the registry until the test ends, the API server with RBAC and the
+// controllers' own identity (startControllersCluster). Tests play the provisioner's and the
 // kubelet's roles by writing objects directly.
 
 import {
@@ -16,13 +17,17 @@ import { silentLogger } from "../../src/base/index.ts";
 import {
   isNotFound,
   type CoreEvent,
-  type KubeClient,
+  KubeClient,
+  loadKubeConfig,
   type KubeObject,
   CORE_EVENTS,
 } from "../../src/kube/index.ts";
 import { sharedTestServer, startTestServer, type TestServer } from "./kube-server.ts";
 import { CONTROLLER_LOOPS, runControllers, type RunControllersOptions } from "../../src/controllers/index.ts";
 import { until } from "./until.ts";
+import type { TestContext } from "node:test";
+import { startRbacCluster, type RbacCluster } from "./rbac.ts";
+import { defer } from "./cleanup.ts";
 
 export { sharedTestServer, startTestServer, type TestServer };
 
@@ -180,4 +185,49 @@ export async function waitVolumePhase(
     const volume = await getOrUndefined<PersistentVolume>(client, GVR.persistentVolumes, name);
     return volume?.status?.phase === phase ? volume : undefined;
   }, `volume ${name} ${phase}`);
+}
+
+/** The user `csikit up` runs the controllers as (src/cluster/components.ts). */
+export const CONTROLLERS_USER = "system:kube-controller-manager";
+
+export interface ControllersCluster {
+  rbac: RbacCluster;
+  /** The admin's client (system:masters): the test plays users and the kubelet with it. */
+  admin: KubeClient;
+  /** A client with the controllers' identity, bound by deploy/rbac/csikit-controllers.yaml. */
+  controllers: KubeClient;
+  /** The controllers' kubeconfig (for a `csikit controllers` process). */
+  controllersKubeconfig: string;
+}
+
+/**
+ * The API server with RBAC on and deploy/rbac applied, and the controllers' identity, so loops
+ * run as `csikit up` runs them: a call their Role does not allow fails the test with a 403.
+ */
+export async function startControllersCluster(t: TestContext): Promise<ControllersCluster> {
+  const rbac = await startRbacCluster(t, {
+    staticIdentities: [{ component: "controllers", user: CONTROLLERS_USER, groups: [] }],
+  });
+  const controllersKubeconfig = await rbac.staticKubeconfig("controllers");
+  const controllers = new KubeClient({
+    kubeConfig: loadKubeConfig({ kubeconfig: controllersKubeconfig }),
+    qps: 1000,
+    burst: 1000,
+  });
+  defer(t, () => controllers.close());
+  return { rbac, admin: rbac.admin, controllers, controllersKubeconfig };
+}
+
+/** Marks a pod Running and Ready, as a node agent does once its volumes are published. */
+export async function markPodReady(client: KubeClient, name: string, namespace = NS): Promise<void> {
+  const current = await client.get<Pod>(GVR.pods, name, { namespace });
+  const now = new Date().toISOString();
+  await client.updateStatus(GVR.pods, {
+    ...current,
+    status: {
+      ...current.status,
+      phase: "Running",
+      conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }],
+    },
+  });
 }

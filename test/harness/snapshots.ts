@@ -1,8 +1,9 @@
-// Snapshots without a snapshot controller: the upstream snapshot CRDs installed from the API
-// server's testdata, and a VolumeSnapshot with its VolumeSnapshotContent written as the snapshot
-// controller leaves them (bound, ready), for restore tests of the provisioner and of `up`.
+// Snapshots without a snapshot controller: every CRD deploy/crds ships (snapshot, group
+// snapshot, changed-block tracking) installed as `csikit up` installs them, and a VolumeSnapshot
+// with its VolumeSnapshotContent written as the snapshot controller leaves them (bound, ready),
+// for restore tests of the provisioner and of `up`.
 
-import { readFile } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
@@ -10,18 +11,42 @@ import { GVR } from "../../src/api/index.ts";
 import type { KubeClient, KubeObject } from "../../src/kube/index.ts";
 import { until } from "./until.ts";
 
-const TESTDATA = fileURLToPath(new URL("../../src/apiserver/resources/testdata/", import.meta.url));
+/** deploy/crds: the one copy of the upstream snapshot CRDs (tests, `up` and deploy/ read it). */
+export const CRDS_DIR = fileURLToPath(new URL("../../deploy/crds/", import.meta.url));
 
+interface CrdVersion {
+  name: string;
+  served?: boolean;
+}
+interface Crd extends KubeObject {
+  spec: { group: string; scope: string; names: { plural: string }; versions: CrdVersion[] };
+}
+
+/** The CRDs of deploy/crds, parsed, in file-name order. */
+export async function readSnapshotCrds(): Promise<Crd[]> {
+  const files = (await readdir(CRDS_DIR)).filter((file) => file.endsWith(".yaml")).sort();
+  return Promise.all(files.map(async (file) => parse(await readFile(join(CRDS_DIR, file), "utf8")) as Crd));
+}
+
+/** Installs every CRD of deploy/crds and waits until each served version of each answers a list. */
 export async function installSnapshotCrds(client: KubeClient): Promise<void> {
-  for (const file of ["volumesnapshotclasses", "volumesnapshotcontents", "volumesnapshots"]) {
-    const crd = parse(
-      await readFile(join(TESTDATA, `snapshot.storage.k8s.io_${file}.yaml`), "utf8"),
-    ) as KubeObject;
-    await client.create(GVR.customResourceDefinitions, crd);
-  }
+  const crds = await readSnapshotCrds();
+  for (const crd of crds) await client.create(GVR.customResourceDefinitions, crd);
   await until(async () => {
-    await client.list(GVR.volumeSnapshots, { namespace: "default" });
-    await client.list(GVR.volumeSnapshotContents);
+    for (const crd of crds) {
+      for (const version of crd.spec.versions) {
+        if (version.served !== true) continue;
+        const namespaced = crd.spec.scope === "Namespaced";
+        await client.list(
+          {
+            group: crd.spec.group,
+            version: version.name,
+            resource: crd.spec.names.plural,
+          },
+          namespaced ? { namespace: "default" } : {},
+        );
+      }
+    }
     return true;
   }, "snapshot CRDs served");
 }

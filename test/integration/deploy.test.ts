@@ -28,6 +28,7 @@ import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/
 import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/index.ts";
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
 import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
+import { snapshotControllerOptionsFromFlags } from "../../src/controllers/index.ts";
 import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -47,6 +48,7 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   registrar: registrarOptionsFromFlags,
   livenessprobe: livenessProbeOptionsFromFlags,
   resizer: resizerOptionsFromFlags,
+  "snapshot-controller": snapshotControllerOptionsFromFlags,
 };
 
 /** The fields of a manifest object these checks read. */

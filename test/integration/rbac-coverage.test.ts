@@ -79,6 +79,8 @@ const VAC_GATE =
   "VolumeAttributesClass: read for a claim that names a class at creation (provisioner) or by name when a class change names one (resizer); none such here";
 const KCM_PARITY =
   "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
+const WORKLOAD_LOOPS =
+  "the workload loops (replicaset, deployment, daemonset, job) create pods and ReplicaSets; this storage suite runs none (src/controllers/*/*.server.test.ts run them under this identity)";
 const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   provisioner: {
     "update /persistentvolumeclaims":
@@ -160,7 +162,12 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
       "patch */*",
       "update */*",
       "delete */*",
-    ].map((grant) => [grant, KCM_PARITY]),
+    ]
+      .map((grant) => [grant, KCM_PARITY])
+      .concat([
+        ["create /pods", WORKLOAD_LOOPS],
+        ["create apps/replicasets", WORKLOAD_LOOPS],
+      ]),
   ),
 };
 

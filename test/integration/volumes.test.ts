@@ -4,8 +4,8 @@
 // through its node's plugins_registry socket), the real external-attacher (`startAttacher`,
 // through a recording tap in front of the controller service) and a test stand-in for the
 // external-provisioner (./stand-ins.ts). Scenarios: registration and unregistration,
-// static binding through detach, dynamic provisioning (Immediate), WaitForFirstConsumer with
-// allowedTopologies, raw block, secrets and pod info reaching the driver, and a restart of
+// static binding through detach, dynamic provisioning (Immediate), a generic ephemeral
+// volume, WaitForFirstConsumer with allowedTopologies, raw block, secrets and pod info reaching the driver, and a restart of
 // the controllers mid-operation. A recording tap (./csi-tap.ts) sits between each node and its
 // plugin so the scenarios can assert what the node sent and that nothing was done twice.
 //
@@ -566,7 +566,7 @@ if (isRoot && hasUnshare && !inNamespace) {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     assert.equal(code, 0, output);
-    assert.match(output, /pass 9/, output);
+    assert.match(output, /pass 10/, output);
     assert.match(output, /skipped 0/, output);
   });
 } else {
@@ -784,6 +784,54 @@ if (isRoot && hasUnshare && !inNamespace) {
         await until(async () => (await mountPointsUnder(node.root)).length === 0, "unmounted", {
           timeoutMs: LONG,
         });
+      }),
+  );
+
+  test(
+    "generic ephemeral volume: the ephemeral-volume controller's claim <pod>-<volume>, owned by the pod, provisioned for the scheduler's node, attached, mounted, Running; the pod deleted → torn down, the claim collected",
+    { timeout: SUITE_TIMEOUT },
+    (t) =>
+      withCluster(t, async (c) => {
+        await c.client.create(
+          GVR.storageClasses,
+          storageClass("eph", { volumeBindingMode: "WaitForFirstConsumer", reclaimPolicy: "Delete" }),
+        );
+        const pod = await c.client.create<Pod>(GVR.pods, {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "eph-pod", namespace: NS },
+          spec: {
+            containers: [
+              { name: "app", image: "busybox", volumeMounts: [{ name: "vol", mountPath: "/data" }] },
+            ],
+            volumes: [
+              {
+                name: "vol",
+                ephemeral: { volumeClaimTemplate: { spec: newClaim("unused", "eph").spec } },
+              },
+            ],
+          },
+        });
+        const claim = await boundClaim(c.client, "eph-pod-vol");
+        assert.deepEqual(
+          claim.metadata?.ownerReferences?.map((ref) => [ref.kind, ref.name, ref.uid, ref.controller]),
+          [["Pod", "eph-pod", pod.metadata?.uid, true]],
+        );
+        const node = nodeOf(c, await scheduledNode(c.client, "eph-pod"));
+        assert.equal(
+          claim.metadata?.annotations?.[ANNOTATIONS.selectedNode.key],
+          node.name,
+          "provisioned where the scheduler put the pod",
+        );
+        await runAndTearDown(t, c, "eph-pod", claim.spec?.volumeName ?? "", node);
+        await until(
+          async () =>
+            (await orUndefined(
+              c.client.get(GVR.persistentVolumeClaims, "eph-pod-vol", { namespace: NS }),
+            )) === undefined,
+          "the claim collected with its pod",
+          { timeoutMs: LONG },
+        );
       }),
   );
 

@@ -1,6 +1,7 @@
 // apps/v1 deployments, daemonsets, statefulsets and replicasets: stored and validated as
 // kube-apiserver does (defaults, selector rules, the pod template validated as a pod), so driver
-// manifests apply cleanly. Nothing runs them: no controller creates their pods.
+// manifests apply cleanly; csikit controllers' workload loops run them. And controllerrevisions,
+// the history the StatefulSet controller keeps (what `kubectl rollout history/undo` read).
 
 import { jsonEqual } from "../../base/index.ts";
 import { fieldForbidden, fieldInvalid, fieldRequired, goRendered } from "../../api/index.ts";
@@ -359,6 +360,12 @@ export const daemonSets: ResourceDef = defineResource({
       "integer",
       "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
     ),
+    column("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
+    column(
+      "Available",
+      "integer",
+      "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+    ),
     column(
       "Node Selector",
       "string",
@@ -373,6 +380,8 @@ export const daemonSets: ResourceDef = defineResource({
       num(at(object, "status.desiredNumberScheduled")),
       num(at(object, "status.currentNumberScheduled")),
       num(at(object, "status.numberReady")),
+      num(at(object, "status.updatedNumberScheduled")),
+      num(at(object, "status.numberAvailable")),
       isRecord(selector) && Object.keys(selector).length > 0
         ? Object.entries(selector)
             .map(([k, v]) => `${k}=${str(v)}`)
@@ -384,9 +393,44 @@ export const daemonSets: ResourceDef = defineResource({
   patchStrategies: WORKLOAD_STRATEGIES,
 });
 
+/** "statefulset.apps/web": the controller column upstream prints for a revision. */
+function revisionController(object: Obj): string {
+  const refs = at(object, "metadata.ownerReferences");
+  const list: unknown[] = Array.isArray(refs) ? refs : [];
+  const owner = list.find((ref) => isRecord(ref) && ref.controller === true);
+  if (!isRecord(owner)) return "<none>";
+  const group = str(owner.apiVersion).includes("/") ? str(owner.apiVersion).split("/")[0] : "";
+  return `${str(owner.kind).toLowerCase()}${group ? `.${group}` : ""}/${str(owner.name)}`;
+}
+
+export const controllerRevisions: ResourceDef = defineResource({
+  group: "apps",
+  version: "v1",
+  resource: "controllerrevisions",
+  kind: "ControllerRevision",
+  namespaced: true,
+  validate(object) {
+    const revision = object.revision ?? 0;
+    return typeof revision === "number" && Number.isInteger(revision) && revision >= 0
+      ? []
+      : [fieldInvalid("revision", revision ?? 0, "must be greater than or equal to 0")];
+  },
+  validateUpdate(object, old) {
+    return jsonEqual(object.data, old.data) ? [] : [fieldInvalid("data", object.data, "field is immutable")];
+  },
+  columns: [
+    NAME_COLUMN,
+    column("Controller", "string", "Controller of the object"),
+    column("Revision", "integer", "Revision indicates the revision of the state represented by Data."),
+    AGE_COLUMN,
+  ],
+  row: (object, now) => [nameOf(object), revisionController(object), num(object.revision), age(object, now)],
+});
+
 export const appsResources: readonly ResourceDef[] = Object.freeze([
   deployments,
   daemonSets,
   statefulSets,
   replicaSets,
+  controllerRevisions,
 ]);

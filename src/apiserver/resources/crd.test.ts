@@ -6,12 +6,11 @@ import { parse } from "yaml";
 import type { KubeObject } from "../rest/resource.ts";
 import { createBuiltinRegistry } from "../registry.ts";
 import { openApiDocument } from "../discovery/openapi.ts";
+import { CRDS_DIR } from "../../../test/harness/snapshots.ts";
 import { customResourceDefinitions, evaluateSimpleJSONPath, resourceDefFromCRD } from "./apiextensions.ts";
 
 function fixture(name: string): KubeObject {
-  const parsed: unknown = parse(
-    readFileSync(join(import.meta.dirname, "testdata", `snapshot.storage.k8s.io_${name}.yaml`), "utf8"),
-  );
+  const parsed: unknown = parse(readFileSync(join(CRDS_DIR, `snapshot.storage.k8s.io_${name}.yaml`), "utf8"));
   assert.ok(typeof parsed === "object" && parsed !== null);
   const crd = parsed as KubeObject;
   customResourceDefinitions.applyDefaults(crd);

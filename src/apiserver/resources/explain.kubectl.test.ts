@@ -13,6 +13,7 @@ import { startTestServer, type TestServer } from "../../../test/harness/apiserve
 import { attributesOf, builtinModelOf } from "./builtin-schema.ts";
 import { builtinResourceDefs } from "./index.ts";
 import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
+import { CRDS_DIR } from "../../../test/harness/snapshots.ts";
 
 interface SchemaNode {
   description?: string;
@@ -86,8 +87,8 @@ describe("kubectl explain", { skip }, () => {
   });
 
   test("a VolumeSnapshot CRD kind keeps the descriptions of its schema", async () => {
-    // The testdata CRD carries no descriptions; give two of its fields upstream's.
-    const path = join(import.meta.dirname, "testdata", "snapshot.storage.k8s.io_volumesnapshots.yaml");
+    // Give two of the deploy/crds CRD's fields upstream's descriptions (csikit words its own).
+    const path = join(CRDS_DIR, "snapshot.storage.k8s.io_volumesnapshots.yaml");
     const crd = parse(readFileSync(path, "utf8")) as {
       spec: { versions: { schema: { openAPIV3Schema: SchemaNode } }[] };
     };

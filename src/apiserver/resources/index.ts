@@ -7,6 +7,7 @@ export * from "./events.ts";
 export * from "./coordination.ts";
 export * from "./apiextensions.ts";
 export * from "./apps.ts";
+export * from "./batch.ts";
 export * from "./rbac.ts";
 export * from "./reviews.ts";
 export { defineResource } from "./common.ts";
@@ -23,6 +24,7 @@ export type { KindSpec } from "./common.ts";
 import type { ResourceDef } from "../rest/resource.ts";
 import { customResourceDefinitions } from "./apiextensions.ts";
 import { appsResources } from "./apps.ts";
+import { batchResources } from "./batch.ts";
 import { rbacResources } from "./rbac.ts";
 import { reviewResources } from "./reviews.ts";
 import { configResources } from "./config.ts";
@@ -43,6 +45,7 @@ export function builtinResourceDefs(): readonly ResourceDef[] {
     leases,
     customResourceDefinitions,
     ...appsResources,
+    ...batchResources,
     ...rbacResources,
     ...reviewResources,
   ];

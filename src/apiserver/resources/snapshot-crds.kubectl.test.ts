@@ -1,15 +1,14 @@
-// The upstream VolumeSnapshot CRDs (testdata/) applied with the machine's kubectl against the
+// The upstream snapshot CRDs (deploy/crds) applied with the machine's kubectl against the
 // embedded server, then used: established, served with their printer columns and short
 // names, validated by their schemas and CEL rules. Skipped when kubectl is not installed.
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { startTestServer, type TestServer } from "../../../test/harness/apiserver.ts";
 import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
+import { CRDS_DIR } from "../../../test/harness/snapshots.ts";
 
 const skip = kubectlMissing();
-const TESTDATA = join(import.meta.dirname, "testdata");
 
 const OBJECTS = `
 apiVersion: snapshot.storage.k8s.io/v1
@@ -40,7 +39,7 @@ describe("VolumeSnapshot CRDs through kubectl", { skip }, () => {
   });
 
   test("apply the CRDs, wait until established, then use the kinds", async () => {
-    const applied = await kubectl(["apply", "-f", TESTDATA], { kubeconfig: server.handle.kubeconfigPath });
+    const applied = await kubectl(["apply", "-f", CRDS_DIR], { kubeconfig: server.handle.kubeconfigPath });
     assert.equal(applied.code, 0, applied.stderr);
     assert.match(
       applied.stdout,

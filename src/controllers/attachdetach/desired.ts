@@ -8,6 +8,8 @@
 // Pure over read-only caches.
 
 import {
+  ephemeralClaimName,
+  ephemeralClaimRefusal,
   keyOf,
   type CSIDriver,
   type CSINode,
@@ -79,7 +81,7 @@ export function podVolumeClaim(
   volume: NonNullable<NonNullable<Pod["spec"]>["volumes"]>[number],
 ): string | undefined {
   if (volume.persistentVolumeClaim) return volume.persistentVolumeClaim.claimName;
-  if (volume.ephemeral) return `${pod.metadata?.name ?? ""}-${volume.name}`;
+  if (volume.ephemeral) return ephemeralClaimName(pod, volume);
   return undefined;
 }
 
@@ -144,7 +146,13 @@ function resolve(
       migrated: true,
     };
   }
-  const persistentVolume = boundVolume(lookups.claim(keyOf(pod.metadata?.namespace, claimName)), lookups);
+  const claim = lookups.claim(keyOf(pod.metadata?.namespace, claimName));
+  // A generic ephemeral volume attaches only the pod's own claim (upstream's VolumeIsForPod).
+  if (claim && volume.ephemeral) {
+    const refusal = ephemeralClaimRefusal(pod, claim);
+    if (refusal !== undefined) return { problem: refusal };
+  }
+  const persistentVolume = boundVolume(claim, lookups);
   if (!persistentVolume) return undefined;
   const name = persistentVolume.metadata?.name ?? "";
   if (persistentVolume.spec?.csi)

@@ -1,4 +1,5 @@
 // Helpers the controller loops share: the latest-objects view over a cache and the pod →
-// claims index.
+// claims index, the owner reference controllers put on what they create.
 export * from "./latest.ts";
 export * from "./pod-claims.ts";
+export * from "./owner-ref.ts";

@@ -6,6 +6,8 @@
 // Pure functions over a read-only view of the caches.
 
 import {
+  ephemeralClaimName,
+  ephemeralClaimRefusal,
   ANNOTATIONS,
   labelSelectorRequirements,
   labelsMatch,
@@ -85,9 +87,21 @@ export function preFilterVolumes(pod: Pod, view: VolumeView): PreFilterResult {
     const claimName = podVolumeClaimName(pod, volume);
     if (claimName === undefined) continue;
     const claim = view.claim(namespace, claimName);
-    if (!claim) return { ok: false, message: `persistentvolumeclaim "${claimName}" not found` };
+    if (!claim) {
+      // Normal right after a pod with a generic ephemeral volume is created (upstream's wording).
+      if (volume.ephemeral)
+        return {
+          ok: false,
+          message: `waiting for ephemeral volume controller to create the persistentvolumeclaim "${claimName}"`,
+        };
+      return { ok: false, message: `persistentvolumeclaim "${claimName}" not found` };
+    }
     if (claim.metadata?.deletionTimestamp) {
       return { ok: false, message: `persistentvolumeclaim "${claimName}" is being deleted` };
+    }
+    if (volume.ephemeral) {
+      const refusal = ephemeralClaimRefusal(pod, claim);
+      if (refusal !== undefined) return { ok: false, message: refusal };
     }
     if (claimFullyBound(claim)) claims.bound.push(claim);
     else if (delayedBinding(claim, view) && (claim.spec?.volumeName ?? "") === "") claims.delayed.push(claim);
@@ -103,7 +117,7 @@ export function podVolumeClaimName(
   volume: NonNullable<NonNullable<Pod["spec"]>["volumes"]>[number],
 ): string | undefined {
   if (volume.persistentVolumeClaim) return volume.persistentVolumeClaim.claimName;
-  if (volume.ephemeral) return `${pod.metadata?.name ?? ""}-${volume.name}`;
+  if (volume.ephemeral) return ephemeralClaimName(pod, volume);
   return undefined;
 }
 

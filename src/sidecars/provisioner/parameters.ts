@@ -7,6 +7,7 @@
 // the parameter but never a secret's content (only names and namespaces are handled here).
 
 import { isDNS1123Label, isDNS1123Subdomain, type PersistentVolumeClaim } from "../../api/index.ts";
+import { expandTemplate } from "../../kube/index.ts";
 
 export const PREFIX = "csi.storage.k8s.io/";
 export const FSTYPE_KEY = `${PREFIX}fstype`;
@@ -172,21 +173,9 @@ export function secretTemplates(
 
 /** os.Expand over ${name} and $name; unknown tokens are collected into one error. */
 export function resolveTemplate(template: string, values: Readonly<Record<string, string>>): string {
-  const missing: string[] = [];
-  const out = template.replace(
-    /\$\{([^}]*)\}|\$([A-Za-z0-9_]+)/g,
-    (_m, braced: string | undefined, bare: string | undefined) => {
-      const token = braced ?? bare ?? "";
-      const value = values[token];
-      if (value === undefined) {
-        missing.push(token);
-        return "";
-      }
-      return value;
-    },
-  );
+  const { value, missing } = expandTemplate(template, values);
   if (missing.length > 0) throw new ParameterError(`invalid tokens: ${JSON.stringify(missing)}`);
-  return out;
+  return value;
 }
 
 export interface SecretRef {

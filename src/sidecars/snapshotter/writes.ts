@@ -1,0 +1,122 @@
+// The snapshotter's writes to contents, shared by both kinds (VolumeSnapshotContent and
+// VolumeGroupSnapshotContent): the being-created guard annotation set and removed, the
+// bound-protection finalizer removed, and status patches. Metadata changes are merge patches
+// carrying the resourceVersion they were decided on (a conflict retries from a fresh cache, so
+// a finalizer another controller just added is never dropped); status patches go to the status
+// subresource of the object as just read from the server, as upstream re-reads it there.
+// A write that fails is reported with upstream's "snapshot controller failed to update" text.
+
+import type { GroupVersionResource, KubeResource } from "../../api/index.ts";
+import { errorMessage } from "../../base/index.ts";
+import type { KubeClient } from "../../kube/index.ts";
+import { CONTROLLER_UPDATE_FAIL_MSG } from "./names.ts";
+
+export class ControllerUpdateError extends Error {
+  constructor(name: string, cause: unknown) {
+    super(`${CONTROLLER_UPDATE_FAIL_MSG} ${name} on API server: ${errorMessage(cause)}`, { cause });
+    this.name = "ControllerUpdateError";
+  }
+}
+
+async function patchMetadata<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  object: T,
+  metadata: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<T> {
+  try {
+    return await client.patch<T>(
+      gvr,
+      object.metadata.name!,
+      { metadata: { resourceVersion: object.metadata.resourceVersion, ...metadata } },
+      { type: "merge" },
+      signal,
+    );
+  } catch (error) {
+    throw new ControllerUpdateError(object.metadata.name!, error);
+  }
+}
+
+/** Sets `annotation: "yes"` (the intent) unless it is there. */
+export async function setAnnotation<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  object: T,
+  annotation: string,
+  signal: AbortSignal,
+): Promise<T> {
+  if (object.metadata.annotations?.[annotation] !== undefined) return object;
+  return patchMetadata(client, gvr, object, { annotations: { [annotation]: "yes" } }, signal);
+}
+
+export async function removeAnnotation<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  object: T,
+  annotation: string,
+  signal: AbortSignal,
+): Promise<T> {
+  if (object.metadata.annotations?.[annotation] === undefined) return object;
+  return patchMetadata(client, gvr, object, { annotations: { [annotation]: null } }, signal);
+}
+
+export async function removeFinalizer<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  object: T,
+  finalizer: string,
+  signal: AbortSignal,
+): Promise<T> {
+  const finalizers = object.metadata.finalizers ?? [];
+  if (!finalizers.includes(finalizer)) return object;
+  return patchMetadata(
+    client,
+    gvr,
+    object,
+    { finalizers: finalizers.filter((f) => f !== finalizer) },
+    signal,
+  );
+}
+
+/** The object as the server has it now (upstream reads it there before each status write). */
+export async function getFresh<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  name: string,
+  signal: AbortSignal,
+): Promise<T> {
+  try {
+    return await client.get<T>(gvr, name, {}, signal);
+  } catch (error) {
+    throw new Error(`error get snapshot content ${name} from api server: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Merge-patches the status subresource (null clears a field), on the version `object` is unless
+ * `anyVersion` (fields that are right whatever else changed, as upstream's error patch).
+ */
+export async function patchStatus<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  object: T,
+  status: Record<string, unknown>,
+  signal: AbortSignal,
+  anyVersion = false,
+): Promise<T> {
+  const metadata = anyVersion ? {} : { metadata: { resourceVersion: object.metadata.resourceVersion } };
+  try {
+    return await client.patch<T>(
+      gvr,
+      object.metadata.name!,
+      { ...metadata, status },
+      { type: "merge", subresource: "status" },
+      signal,
+    );
+  } catch (error) {
+    throw new ControllerUpdateError(object.metadata.name!, error);
+  }
+}
