@@ -13,7 +13,7 @@ import { dirname, join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { GVR, type Node, type Pod } from "../../src/api/index.ts";
 import { memoryLogger } from "../../src/base/index.ts";
-import type { KubeClient } from "../../src/kube/index.ts";
+import { ExecError, execInPod, type KubeClient } from "../../src/kube/index.ts";
 import { freePort } from "../../src/cluster/layout.ts";
 import { defer, tempDir } from "../harness/cleanup.ts";
 import { kubectl, kubectlMissing, type KubectlResult } from "../harness/kubectl.ts";
@@ -234,6 +234,30 @@ test("kubectl logs and exec through pods/log and pods/exec", { skip: kubectlMiss
       const [websocketSession, spdySession] = cluster.sessions().slice(before);
       assert.match(websocketSession ?? "", /transport="?websocket"? protocol="?v5\.channel\.k8s\.io/);
       assert.match(spdySession ?? "", /transport="?spdy"? protocol="?v5\.channel\.k8s\.io/);
+    },
+  );
+
+  await t.test(
+    "src/kube's execInPod: v5 with stdin closed by the CLOSE signal, exit codes, refusals",
+    async () => {
+      const echoed = await execInPod(cluster.admin, NAMESPACE, POD, ["cat"], {
+        container: "app",
+        stdin: "via v5\n",
+      });
+      assert.deepEqual(echoed, { code: 0, stdout: "via v5\n", stderr: "" });
+      const failed = await execInPod(cluster.admin, NAMESPACE, POD, ["sh", "-c", "echo e >&2; exit 7"], {
+        container: "sidecar",
+      });
+      assert.deepEqual(failed, { code: 7, stdout: "", stderr: "e\n" });
+      await assert.rejects(
+        execInPod(cluster.admin, NAMESPACE, "no-such-pod", ["true"]),
+        (error: Error) =>
+          error instanceof ExecError && /HTTP 404.*pods "no-such-pod" not found/.test(error.message),
+      );
+      await assert.rejects(
+        execInPod(cluster.admin, NAMESPACE, POD, ["true"]),
+        /a container name must be specified for pod shell, choose one of: \[app sidecar\]/,
+      );
     },
   );
 
