@@ -57,6 +57,7 @@ export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
     secureServing: secureServingOf(flags),
     metricsPath: flags.string("metrics-path"),
     featureGates: featureGates(flags),
+    podProcesses: flags.bool("pod-processes"),
   };
 }
 
@@ -68,7 +69,7 @@ export const nodeCommand: Command = {
     "Registers a Node (Ready, with a Lease in kube-node-lease) and its CSINode, registers CSI drivers " +
     "whose registrar puts a socket in <root-dir>/plugins_registry/, and mounts the CSI volumes of pods " +
     "bound to the node with the kubelet's layout under <root-dir>; a pod is Running once its volumes are " +
-    "published (no containers run). A hostpath node plugin serving this node needs <root-dir> in its " +
+    "published, and its containers' commands run sandboxed (logs under <root-dir>/logs/pods). A hostpath node plugin serving this node needs <root-dir> in its " +
     "--allowed-path-roots.",
   flags: {
     "feature-gates": FEATURE_GATES_FLAG,
@@ -161,6 +162,14 @@ export const nodeCommand: Command = {
       type: "string",
       default: "127.0.0.1",
       help: "The IP address for the kubelet to serve on. The kubelet's default is 0.0.0.0 (all interfaces); csikit serves loopback unless told otherwise.",
+    },
+    "pod-processes": {
+      type: "bool",
+      default: "true",
+      help:
+        "Run each container's command as a host process in a bubblewrap sandbox (own mount, PID, IPC and UTS namespaces, " +
+        "read-only host root, the pod's volumes bound in, no capabilities); the image is not pulled. A container " +
+        "without a command runs nothing. false: no pod command runs (csikit's).",
     },
     ...TLS_SERVING_FLAGS,
     "authentication-token-webhook": {

@@ -104,6 +104,13 @@ export const upCommand: Command = {
       help: "Tear down and exit once ready (after --walkthrough, if given).",
     },
     "component-v": { type: "int", default: "2", help: "-v of every component (their logs)." },
+    "pod-processes": {
+      type: "bool",
+      default: "true",
+      help:
+        "Run the commands of pods' containers as sandboxed host processes on their node (bubblewrap; the image is not " +
+        "pulled, the command comes from the host's filesystem). false: pods are Running with nothing executed.",
+    },
     "feature-gates": {
       ...FEATURE_GATES_FLAG,
       help:
@@ -149,6 +156,7 @@ export const upCommand: Command = {
         ...(distributed ? { distributed } : {}),
         verbosity: flags.number("component-v"),
         featureGates: gates,
+        ...(flags.bool("pod-processes") ? {} : { podProcesses: false }),
         commands: availableSubcommands(),
         cliMain: CLI_MAIN,
         logger,

@@ -63,6 +63,8 @@ export interface UpOptions {
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
   featureGates?: string;
+  /** false: pods' commands are not run (`up --pod-processes=false`). Default on. */
+  podProcesses?: boolean;
   /** csikit subcommands available (optional sidecars run only when present). */
   commands: ReadonlySet<string>;
   /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
@@ -271,6 +273,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     featureGates: options.featureGates ?? "",
     ports,
     ...(distributed ? { distributed: true } : {}),
+    ...(options.podProcesses === false ? { podProcesses: false } : {}),
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
   const longest = record.nodes.map(

@@ -54,6 +54,8 @@ export interface ClusterPlan {
    * per-node livenessprobe is <node>-livenessprobe, the node agent <node>); see METRICS_PORTS.
    */
   ports: ReadonlyMap<string, number>;
+  /** false: the node agents run no pod commands (--pod-processes=false). Default on. */
+  podProcesses?: boolean;
 }
 
 export interface ComponentInstance {
@@ -240,6 +242,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       ...gates(plan),
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
+      ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
     ],
   },
   {

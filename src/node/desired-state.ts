@@ -95,12 +95,21 @@ export function podIsActive(pod: Pod): boolean {
   return !pod.metadata?.deletionTimestamp && phase !== "Succeeded" && phase !== "Failed";
 }
 
-export function computeDesiredState(pods: readonly Pod[], caches: Caches): DesiredState {
+/**
+ * keep: pods that are no longer active but whose volumes must stay (their containers are still
+ * stopping); their volumes are wanted, the pods themselves are not in `pods`.
+ */
+export function computeDesiredState(
+  pods: readonly Pod[],
+  caches: Caches,
+  keep?: (pod: Pod) => boolean,
+): DesiredState {
   const state: DesiredState = { volumes: new Map(), pods: new Map(), problems: new Map() };
   for (const pod of pods) {
-    if (!podIsActive(pod)) continue;
+    const active = podIsActive(pod);
+    if (!active && !(keep?.(pod) ?? false)) continue;
     const uid = pod.metadata?.uid ?? "";
-    state.pods.set(uid, pod);
+    if (active) state.pods.set(uid, pod);
     for (const volume of pod.spec?.volumes ?? []) {
       let result: VolumeSpec | string | undefined;
       if (volume.csi) result = inlineSpec(pod, volume.name, volume.csi, caches);
@@ -117,6 +126,7 @@ export function computeDesiredState(pods: readonly Pod[], caches: Caches): Desir
       }
       if (result === undefined) continue;
       if (typeof result === "string") {
+        if (!active) continue;
         const list = state.problems.get(uid) ?? [];
         list.push(result);
         state.problems.set(uid, list);

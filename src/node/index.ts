@@ -38,7 +38,7 @@ import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
 import { VolumeStatsCollector } from "./volume-stats.ts";
-import { NO_CONTAINER_STREAMS, type ContainerStreams } from "./runtime/index.ts";
+import { PodRuntime, type ContainerStreams } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
@@ -47,7 +47,7 @@ export { POD_INFO_KEYS } from "./csi-volume.ts";
 export { highestSupportedVersion, CSI_PLUGIN_TYPE } from "./registration.ts";
 export { NODE_LEASE_NAMESPACE } from "./node-status.ts";
 export type { ContainerTarget, ExecIO, LogOptions, ContainerStreams } from "./runtime/index.ts";
-export { RuntimeNotFoundError } from "./runtime/index.ts";
+export { RuntimeNotFoundError, sandboxUnavailable, podLogDir, containerLogPath } from "./runtime/index.ts";
 
 export const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
 const ORPHAN_CLEANUP_INTERVAL_MS = 2000;
@@ -65,6 +65,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
   const running: Promise<unknown>[] = [];
   const drivers = new DriverRegistry({ timeoutMs: options.csiTimeoutMs ?? 120_000 });
   let executor: OperationExecutor | undefined;
+  let runtime: PodRuntime | undefined;
   try {
     running.push(events.start(inner.signal));
     const nodeStatus = new NodeStatusManager(context, {
@@ -132,6 +133,11 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       executor?.resetBackoff();
       trigger();
     });
+    runtime = new PodRuntime({
+      context,
+      enabled: options.podProcesses ?? true,
+      ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
+    });
     const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client });
     const reconciler = new Reconciler({
       context,
@@ -143,11 +149,12 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       actual,
       attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
       syncFrequencyMs: options.syncFrequencyMs ?? 60_000,
+      runtime,
       ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
     });
 
     // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.
-    const streams: ContainerStreams = NO_CONTAINER_STREAMS;
+    const streams: ContainerStreams = runtime;
     const registry = new Registry();
     const stats = new VolumeStatsCollector(actual, drivers, registry);
     instrumentVolumeOperations(plugin, registry);
@@ -236,6 +243,8 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
   } finally {
     inner.abort();
     signal.removeEventListener("abort", stop);
+    // Containers die with the node (bwrap --die-with-parent does it too if the process dies).
+    await runtime?.stop();
     await executor?.waitIdle();
     executor?.stop();
     await Promise.allSettled(running);

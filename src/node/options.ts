@@ -69,6 +69,13 @@ export interface NodeOptions {
   };
   /** Default "/metrics". */
   metricsPath?: string;
+  /**
+   * Run the commands of pods' containers as sandboxed host processes (--pod-processes).
+   * Default true; off, every pod is Running once its volumes are published, nothing executed.
+   */
+  podProcesses?: boolean;
+  /** The container runtime's clock (restarts, back-off, grace periods, log stamps). Default `clock`. */
+  runtimeClock?: Clock;
   /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
   featureGates?: FeatureGates;
   /**

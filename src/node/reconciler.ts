@@ -44,6 +44,7 @@ import type { OperationExecutor } from "./operation-executor.ts";
 import type { NodeContext } from "./options.ts";
 import { attachmentName } from "./paths.ts";
 import { finishPodDeletion, podIsRunning, setPodRunning } from "./pod-status.ts";
+import type { HostVolume, PodRuntime } from "./runtime/index.ts";
 
 /** A cache read by key: an informer's store, or objects fetched one by one (polled-objects.ts). */
 export interface KeyedObjects<T> {
@@ -73,6 +74,8 @@ export interface ReconcilerOptions {
   syncFrequencyMs: number;
   /** The node's --feature-gates (CSI migration). Default 1.32's. */
   featureGates?: FeatureGates;
+  /** Runs pods' containers; without it every pod is Running with nothing executed. */
+  runtime?: PodRuntime;
 }
 
 export class Reconciler {
@@ -116,7 +119,10 @@ export class Reconciler {
   }
 
   desired(): DesiredState {
-    return computeDesiredState(this.#o.informers.pods.store.list(), this.#caches);
+    const { runtime } = this.#o;
+    // A terminating pod keeps its volumes while its containers stop.
+    const keep = runtime ? (pod: Pod) => runtime.busy(pod.metadata?.uid ?? "") : undefined;
+    return computeDesiredState(this.#o.informers.pods.store.list(), this.#caches, keep);
   }
 
   pass(signal: AbortSignal): void {
@@ -340,7 +346,7 @@ export class Reconciler {
   }
 
   #updatePods(desired: DesiredState, signal: AbortSignal): void {
-    const { actual, executor, informers, context } = this.#o;
+    const { actual, executor, informers, context, runtime } = this.#o;
     const byPod = new Map<string, DesiredPodVolume[]>();
     for (const volume of desired.volumes.values()) {
       const list = byPod.get(volume.podUID) ?? [];
@@ -360,6 +366,27 @@ export class Reconciler {
         continue;
       }
       this.#podProblems.delete(uid);
+      if (runtime) {
+        const volumes = byPod.get(uid) ?? [];
+        const mounted = volumes.every((v) => actual.published.get(v.key)?.state === "mounted");
+        const hostVolumes = (): Map<string, HostVolume> =>
+          new Map(
+            volumes.map((v) => [
+              v.outerName,
+              {
+                path: this.#o.plugin.targetPath(uid, v.spec),
+                block: v.spec.block,
+                readOnly: v.spec.readOnly,
+              },
+            ]),
+          );
+        if (runtime.handles(pod)) {
+          // The runtime writes this pod's status from its containers.
+          if (mounted) runtime.sync(pod, hostVolumes());
+          continue;
+        }
+        if (mounted) runtime.track(pod, hostVolumes());
+      }
       if (podIsRunning(pod)) {
         this.#runningWritten.delete(uid);
         continue;
@@ -382,12 +409,18 @@ export class Reconciler {
     for (const pod of informers.pods.store.list()) {
       if (podIsActive(pod)) continue;
       const uid = pod.metadata?.uid ?? "";
+      if (runtime) {
+        // Containers first (SIGTERM, SIGKILL after the grace period), then the volumes.
+        if (pod.metadata?.deletionTimestamp) runtime.terminate(pod);
+        if (runtime.busy(uid)) continue;
+      }
       if (actual.publishedOfPod(uid).length > 0) continue;
       if (!pod.metadata?.deletionTimestamp || this.#deleted.has(uid)) continue;
       executor.run(
         `delete:${uid}`,
         `delete:${uid}`,
         async () => {
+          await runtime?.cleanup(uid);
           await removePodDir(this.#o.context, uid);
           await finishPodDeletion(context.client, pod, signal);
           this.#deleted.add(uid);
@@ -400,6 +433,7 @@ export class Reconciler {
           }),
       );
     }
+    runtime?.prune(new Set(informers.pods.store.list().map((p) => p.metadata?.uid ?? "")));
     for (const uid of this.#runningWritten.keys())
       if (!desired.pods.has(uid)) this.#runningWritten.delete(uid);
     if (this.#deleted.size > 1000) {

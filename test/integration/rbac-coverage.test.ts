@@ -80,7 +80,7 @@ const VAC_GATE =
 const KCM_PARITY =
   "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
 const WORKLOAD_LOOPS =
-  "the workload loops (replicaset, deployment, daemonset, job) create pods and ReplicaSets; this storage suite runs none (src/controllers/*/*.server.test.ts run them under this identity)";
+  "the workload loops (statefulset, ephemeral-volume, replicaset, deployment, daemonset, job) create pods, claims, ReplicaSets and ControllerRevisions and write StatefulSet status; this storage suite runs none (src/controllers/*/*.server.test.ts run them under this identity)";
 const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   provisioner: {
     "update /persistentvolumeclaims":
@@ -167,6 +167,9 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
       .concat([
         ["create /pods", WORKLOAD_LOOPS],
         ["create apps/replicasets", WORKLOAD_LOOPS],
+        ["create /persistentvolumeclaims", WORKLOAD_LOOPS],
+        ["create apps/controllerrevisions", WORKLOAD_LOOPS],
+        ["update apps/statefulsets/status", WORKLOAD_LOOPS],
       ]),
   ),
 };

@@ -50,10 +50,3 @@ export class RuntimeNotFoundError extends Error {
     this.name = "RuntimeNotFoundError";
   }
 }
-
-/** Streams of a node that runs no container processes: every target is unknown. */
-export const NO_CONTAINER_STREAMS: ContainerStreams = {
-  exec: (target) =>
-    Promise.reject(new RuntimeNotFoundError(`container "${target.container}" is not running`)),
-  logs: (target) => Promise.reject(new RuntimeNotFoundError(`container "${target.container}" has no logs`)),
-};

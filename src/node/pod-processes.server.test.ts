@@ -1,0 +1,666 @@
+// Pods' containers run as sandboxed processes by the real node agent against the embedded API
+// server (test/harness/node.ts): exit codes and restarts with the kubelet's back-off, init
+// containers, CRI log files, env and volumes materialised, the container's user, graceful
+// termination, the read-only host root and another pod's volumes out of sight, exec. The
+// sandbox needs root and bubblewrap (`npm run setup`): without them those tests skip, saying
+// why, and one test checks that such a pod fails with an event instead of running unsandboxed.
+
+import assert from "node:assert/strict";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { test, type TestContext } from "node:test";
+import { GVR, type ConfigMap, type Pod, type Secret } from "../api/index.ts";
+import { FakeClock } from "../base/index.ts";
+import type { CoreEvent } from "../kube/index.ts";
+import {
+  csiDriver,
+  getPod,
+  runNode,
+  runRealRegistrar,
+  serveScriptedNode,
+  testServer,
+} from "../../test/harness/node.ts";
+import { until } from "../../test/harness/until.ts";
+import { tempDir } from "../../test/harness/cleanup.ts";
+import { podLogDir, sandboxUnavailable, type ContainerStreams, type LogOptions } from "./index.ts";
+
+const NODE = "node-a";
+const NS = "default";
+const DRIVER = "scripted.csi.k8s.io";
+
+const unavailable = await sandboxUnavailable();
+const needsSandbox = unavailable ? `no sandbox on this machine: ${unavailable}` : false;
+if (unavailable) console.log(`# sandbox-dependent tests skip: ${unavailable}`);
+
+async function setup(
+  t: TestContext,
+  options: { clock?: FakeClock; podProcesses?: boolean; csiDriver?: boolean } = {},
+) {
+  const api = await testServer(t);
+  const client = api.client();
+  const root = await tempDir(t);
+  const driverDir = options.csiDriver ? await tempDir(t, "csikit-node-driver-") : "";
+  if (options.csiDriver) {
+    // A scripted CSI node plugin whose publish makes the target dir (no mount: the sandbox
+    // binds whatever the publish path is).
+    await serveScriptedNode(t, {
+      endpoint: join(driverDir, "csi.sock"),
+      nodeId: "scripted-a",
+      capabilities: [],
+    });
+    await client.create(
+      GVR.csiDrivers,
+      csiDriver(DRIVER, { attachRequired: false, volumeLifecycleModes: ["Ephemeral"] }),
+    );
+  }
+  let streams!: ContainerStreams;
+  await runNode(t, client, {
+    nodeName: NODE,
+    rootDir: root,
+    ...(options.clock ? { runtimeClock: options.clock } : {}),
+    ...(options.podProcesses !== undefined ? { podProcesses: options.podProcesses } : {}),
+    onReady: (info) => (streams = info.streams),
+  });
+  if (options.csiDriver)
+    await runRealRegistrar(t, client, {
+      rootDir: root,
+      nodeName: NODE,
+      csiAddress: join(driverDir, "csi.sock"),
+    });
+  return { client, root, streams };
+}
+
+type Client = Awaited<ReturnType<typeof setup>>["client"];
+
+function podOf(name: string, spec: Partial<NonNullable<Pod["spec"]>>): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: NS, labels: { app: name } },
+    spec: { nodeName: NODE, containers: [], ...spec },
+  };
+}
+
+function sh(name: string, script: string, extra: Record<string, unknown> = {}) {
+  return { name, image: "busybox", command: ["sh", "-c", script], ...extra };
+}
+
+async function create(client: Client, pod: Pod): Promise<Pod> {
+  return client.create<Pod>(GVR.pods, pod);
+}
+
+async function waitPod(
+  client: Client,
+  name: string,
+  what: string,
+  check: (pod: Pod) => boolean,
+): Promise<Pod> {
+  let found: Pod | undefined;
+  try {
+    await until(async () => {
+      found = await getPod(client, NS, name);
+      return found !== undefined && check(found);
+    }, what);
+  } catch (error) {
+    // The pod as last seen says where it stopped.
+    console.log(`# ${name}: ${JSON.stringify(found?.status)}`);
+    throw error;
+  }
+  return found!;
+}
+
+function status(pod: Pod, container: string) {
+  return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
+    (s) => s.name === container,
+  );
+}
+
+async function events(client: Client): Promise<CoreEvent[]> {
+  return (await client.list<CoreEvent>(GVR.events, { namespace: NS })).items;
+}
+
+async function logsOf(streams: ContainerStreams, pod: string, container: string, options: LogOptions = {}) {
+  const out = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on("data", (c: Buffer) => chunks.push(c));
+  await streams.logs({ namespace: NS, pod, container }, options, out, AbortSignal.timeout(20_000));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function exec(
+  streams: ContainerStreams,
+  pod: string,
+  container: string,
+  command: string[],
+  stdin?: string,
+) {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  stdout.on("data", (c: Buffer) => out.push(c));
+  stderr.on("data", (c: Buffer) => err.push(c));
+  const input = stdin !== undefined ? PassThrough.from([stdin]) : undefined;
+  const code = await streams.exec(
+    { namespace: NS, pod, container },
+    command,
+    { stdout, stderr, tty: false, ...(input ? { stdin: input } : {}) },
+    AbortSignal.timeout(20_000),
+  );
+  return { code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") };
+}
+
+test("a pod without a command is Running with nothing executed, as before", async (t) => {
+  const { client } = await setup(t);
+  await create(client, podOf("idle", { containers: [{ name: "app", image: "busybox" }] }));
+  const pod = await waitPod(client, "idle", "idle pod Running", (p) => p.status?.phase === "Running");
+  assert.equal(status(pod, "app")?.ready, true);
+  assert.ok(status(pod, "app")?.state?.running);
+});
+
+test(
+  "without a sandbox, a pod with a command fails with an event saying why, never running",
+  { skip: !needsSandbox ? "this machine can sandbox" : false },
+  async (t) => {
+    const { client } = await setup(t);
+    await create(client, podOf("nosandbox", { restartPolicy: "Never", containers: [sh("app", "echo hi")] }));
+    const pod = await waitPod(
+      client,
+      "nosandbox",
+      "container waiting with CreateContainerError",
+      (p) => status(p, "app")?.state?.waiting?.reason === "CreateContainerError",
+    );
+    assert.equal(pod.status?.phase, "Pending");
+    assert.match(String(status(pod, "app")?.state?.waiting?.message), /sandbox/);
+    await until(
+      async () =>
+        (await events(client)).some((e) => e.reason === "Failed" && /sandbox/.test(e.message ?? "")),
+      "Failed event",
+    );
+  },
+);
+
+test(
+  "exit codes: Never → Succeeded or Failed with the container's code; logs in CRI format at the kubelet's layout",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, root, streams } = await setup(t);
+    const ok = await create(
+      client,
+      podOf("ok", {
+        restartPolicy: "Never",
+        containers: [sh("app", "echo hello; echo oops >&2; printf partial")],
+      }),
+    );
+    const bad = await create(
+      client,
+      podOf("bad", { restartPolicy: "Never", containers: [sh("app", "exit 3")] }),
+    );
+    const okPod = await waitPod(client, "ok", "ok Succeeded", (p) => p.status?.phase === "Succeeded");
+    const terminated = status(okPod, "app")?.state?.terminated;
+    assert.equal(terminated?.exitCode, 0);
+    assert.equal(terminated?.reason, "Completed");
+    assert.equal(okPod.status?.conditions?.find((c) => c.type === "Ready")?.reason, "PodCompleted");
+    const badPod = await waitPod(client, "bad", "bad Failed", (p) => p.status?.phase === "Failed");
+    assert.equal(status(badPod, "app")?.state?.terminated?.exitCode, 3);
+    assert.equal(status(badPod, "app")?.state?.terminated?.reason, "Error");
+    const logFile = join(
+      podLogDir(join(root, "logs", "pods"), NS, "ok", ok.metadata?.uid ?? ""),
+      "app",
+      "0.log",
+    );
+    const lines = (await readFile(logFile, "utf8")).trimEnd().split("\n");
+    assert.equal(lines.length, 3);
+    const pattern = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z (stdout|stderr) [FP] /;
+    for (const line of lines) assert.match(line, pattern);
+    assert.ok(lines.some((l) => / stdout F hello$/.test(l)));
+    assert.ok(lines.some((l) => / stderr F oops$/.test(l)));
+    assert.ok(lines.some((l) => / stdout F partial$/.test(l)));
+    assert.ok(bad.metadata?.uid);
+    assert.equal(
+      await logsOf(streams, "ok", "app", { tailLines: 1 }).then((s) => s.split("\n").filter(Boolean).length),
+      1,
+    );
+    const all = await logsOf(streams, "ok", "app");
+    assert.ok(all.includes("hello\n") && all.includes("oops\n"));
+    const stamped = await logsOf(streams, "ok", "app", { timestamps: true, limitBytes: 10 });
+    assert.equal(stamped.length, 10);
+  },
+);
+
+test(
+  "restartPolicy Always: restarts with the kubelet's back-off (10s doubling), CrashLoopBackOff, restartCount, lastState, --previous logs",
+  { skip: needsSandbox },
+  async (t) => {
+    const clock = new FakeClock(Date.now());
+    const { client, streams } = await setup(t, { clock });
+    await create(client, podOf("crash", { containers: [sh("app", "echo run; exit 2")] }));
+    // First exit: restarted at once (no back-off yet); second exit: CrashLoopBackOff 10s.
+    let pod = await waitPod(
+      client,
+      "crash",
+      "CrashLoopBackOff after the second exit",
+      (p) => status(p, "app")?.state?.waiting?.reason === "CrashLoopBackOff",
+    );
+    let app = status(pod, "app")!;
+    assert.equal(app.restartCount, 1);
+    assert.match(
+      String(app.state?.waiting?.message),
+      /^back-off 10s restarting failed container=app pod=crash_default\(/,
+    );
+    assert.equal(app.lastState?.terminated?.exitCode, 2);
+    assert.equal(app.lastState?.terminated?.reason, "Error");
+    assert.equal(pod.status?.phase, "Running");
+    assert.equal(app.ready, false);
+    // Not restarted before its back-off is over.
+    await clock.advance(9_000);
+    pod = (await getPod(client, NS, "crash"))!;
+    assert.equal(status(pod, "app")?.restartCount, 1);
+    await clock.advance(1_000);
+    pod = await waitPod(
+      client,
+      "crash",
+      "second back-off 20s",
+      (p) =>
+        status(p, "app")?.restartCount === 2 &&
+        status(p, "app")?.state?.waiting?.reason === "CrashLoopBackOff",
+    );
+    assert.match(String(status(pod, "app")?.state?.waiting?.message), /^back-off 20s /);
+    await clock.advance(20_000);
+    pod = await waitPod(
+      client,
+      "crash",
+      "third back-off 40s",
+      (p) =>
+        status(p, "app")?.restartCount === 3 &&
+        status(p, "app")?.state?.waiting?.reason === "CrashLoopBackOff",
+    );
+    assert.match(String(status(pod, "app")?.state?.waiting?.message), /^back-off 40s /);
+    app = status(pod, "app")!;
+    assert.equal(await logsOf(streams, "crash", "app", { previous: true }), "run\n");
+    const backOffs = (await events(client)).filter((e) => e.reason === "BackOff");
+    assert.ok(
+      backOffs.some(
+        (e) =>
+          e.message ===
+          `Back-off restarting failed container app in pod crash_default(${pod.metadata?.uid ?? ""})`,
+      ),
+    );
+  },
+);
+
+test(
+  "OnFailure restarts only failures; init containers run first, in order; Init failure under Never fails the pod",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await create(
+      client,
+      podOf("init", {
+        restartPolicy: "OnFailure",
+        volumes: [{ name: "work", emptyDir: {} }],
+        initContainers: [
+          sh("first", "echo one > /work/order", { volumeMounts: [{ name: "work", mountPath: "/work" }] }),
+          sh("second", "echo two >> /work/order", { volumeMounts: [{ name: "work", mountPath: "/work" }] }),
+        ],
+        containers: [sh("app", "cat /work/order", { volumeMounts: [{ name: "work", mountPath: "/work" }] })],
+      }),
+    );
+    const pod = await waitPod(client, "init", "init pod Succeeded", (p) => p.status?.phase === "Succeeded");
+    assert.equal(status(pod, "first")?.state?.terminated?.reason, "Completed");
+    assert.equal(status(pod, "second")?.state?.terminated?.reason, "Completed");
+    assert.equal(status(pod, "app")?.restartCount, 0);
+    assert.equal(await logsOf(streams, "init", "app"), "one\ntwo\n");
+
+    await create(
+      client,
+      podOf("initfail", {
+        restartPolicy: "Never",
+        initContainers: [sh("setup", "exit 7")],
+        containers: [sh("app", "echo never")],
+      }),
+    );
+    const failed = await waitPod(
+      client,
+      "initfail",
+      "pod Failed by its init container",
+      (p) => p.status?.phase === "Failed",
+    );
+    assert.equal(status(failed, "setup")?.state?.terminated?.exitCode, 7);
+    assert.equal(status(failed, "app")?.state?.waiting?.reason, "PodInitializing");
+    assert.equal(failed.status?.conditions?.find((c) => c.type === "Initialized")?.status, "False");
+  },
+);
+
+test(
+  "env, envFrom, valueFrom and configMap/secret/downwardAPI/projected volumes in the atomic writer layout; runAsUser, fsGroup, no capabilities",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await client.create<ConfigMap>(GVR.configMaps, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "settings", namespace: NS },
+      data: { color: "blue", "1bad": "x", size: "3" },
+    });
+    await client.create<Secret>(GVR.secrets, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "creds", namespace: NS },
+      stringData: { password: "s3cr3t-value" },
+    });
+    const created = await create(
+      client,
+      podOf("env", {
+        restartPolicy: "Never",
+        securityContext: { runAsUser: 1234, runAsGroup: 2345, fsGroup: 3456, supplementalGroups: [4567] },
+        volumes: [
+          { name: "cm", configMap: { name: "settings", items: [{ key: "color", path: "sub/color.txt" }] } },
+          { name: "sec", secret: { secretName: "creds", defaultMode: 0o440 } },
+          {
+            name: "info",
+            downwardAPI: { items: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] },
+          },
+          {
+            name: "all",
+            projected: {
+              sources: [
+                { configMap: { name: "settings", items: [{ key: "size", path: "size" }] } },
+                { downwardAPI: { items: [{ path: "name", fieldRef: { fieldPath: "metadata.name" } }] } },
+              ],
+            },
+          },
+          { name: "scratch", emptyDir: {} },
+        ],
+        containers: [
+          sh(
+            "app",
+            [
+              'echo "id=$(id -u):$(id -g):$(id -G)"',
+              'echo "env=$GREETING $COLOR $NODE $POD_NAME $MEM_LIMIT $PASSWORD_COPY cfg_size=$cfg_size"',
+              "cat /cm/sub/color.txt; echo",
+              "cat /sec/password | wc -c",
+              "cat /info/labels; echo",
+              "cat /all/size; echo; cat /all/name; echo",
+              "grep CapEff /proc/self/status",
+              "echo data > /scratch/file && stat -c %g /scratch/file",
+              "pwd",
+              "hostname",
+              "readlink /cm/sub; readlink /cm/..data",
+            ].join("; "),
+            {
+              workingDir: "/scratch",
+              env: [
+                { name: "NAME", value: "world" },
+                { name: "GREETING", value: "hello-$(NAME)" },
+                { name: "COLOR", valueFrom: { configMapKeyRef: { name: "settings", key: "color" } } },
+                { name: "PASSWORD", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } },
+                { name: "PASSWORD_COPY", value: "$(PASSWORD)" },
+                { name: "NODE", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                {
+                  name: "MEM_LIMIT",
+                  valueFrom: { resourceFieldRef: { resource: "limits.memory", divisor: "1Mi" } },
+                },
+              ],
+              envFrom: [
+                { prefix: "cfg_", configMapRef: { name: "settings" } },
+                { configMapRef: { name: "settings" } },
+              ],
+              resources: { limits: { memory: "64Mi" } },
+              volumeMounts: [
+                { name: "cm", mountPath: "/cm" },
+                { name: "sec", mountPath: "/sec" },
+                { name: "info", mountPath: "/info" },
+                { name: "all", mountPath: "/all" },
+                { name: "scratch", mountPath: "/scratch" },
+              ],
+            },
+          ),
+        ],
+      }),
+    );
+    const pod = await waitPod(
+      client,
+      "env",
+      "env pod done",
+      (p) => p.status?.phase === "Succeeded" || p.status?.phase === "Failed",
+    );
+    const out = await logsOf(streams, "env", "app");
+    assert.equal(pod.status?.phase, "Succeeded", out);
+    const lines = out.split("\n");
+    assert.equal(lines[0], "id=1234:2345:2345 3456 4567");
+    assert.equal(lines[1], "env=hello-world blue node-a env 64 s3cr3t-value cfg_size=3");
+    assert.equal(lines[2], "blue");
+    assert.equal(lines[3], "12");
+    assert.equal(lines[4], 'app="env"');
+    assert.equal(lines[5], "3");
+    assert.equal(lines[6], "env");
+    assert.equal(lines[7], "CapEff:\t0000000000000000");
+    assert.equal(lines[8], "3456", "a file in an emptyDir of an fsGroup pod is the group's");
+    assert.equal(lines[9], "/scratch");
+    assert.equal(lines[10], "env");
+    assert.equal(lines[11], "..data/sub");
+    assert.match(lines[12]!, /^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d+$/);
+    // An envFrom key that is no variable name is skipped with the kubelet's event.
+    await until(
+      async () => (await events(client)).some((e) => e.reason === "InvalidEnvironmentVariableNames"),
+      "InvalidEnvironmentVariableNames event",
+    );
+    // The secret value reached the container, never an event.
+    for (const event of await events(client)) assert.ok(!(event.message ?? "").includes("s3cr3t-value"));
+    assert.ok(created.metadata?.uid);
+  },
+);
+
+test(
+  "the sandbox: host root read-only, another pod's volume not visible, own PID namespace; exec runs in it and returns the exit code",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, root, streams } = await setup(t);
+    const mounts = [{ name: "data", mountPath: "/data" }];
+    const other = await create(
+      client,
+      podOf("other", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [sh("app", "echo other-secret > /data/mine; sleep 3600", { volumeMounts: mounts })],
+      }),
+    );
+    await create(
+      client,
+      podOf("probe", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [sh("app", "trap 'exit 0' TERM; sleep 3600 & wait", { volumeMounts: mounts })],
+      }),
+    );
+    await waitPod(client, "other", "other Running", (p) => status(p, "app")?.state?.running !== undefined);
+    await waitPod(client, "probe", "probe Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const otherDir = join(
+      root,
+      "pods",
+      other.metadata?.uid ?? "",
+      "volumes",
+      "kubernetes.io~empty-dir",
+      "data",
+    );
+    await until(
+      async () => (await readFile(join(otherDir, "mine"), "utf8").catch(() => "")) === "other-secret\n",
+      "other pod wrote its volume",
+    );
+
+    // Writes outside the volumes are refused by the read-only root; the volume is writable.
+    const outside = await exec(streams, "probe", "app", ["sh", "-c", "echo x > /etc/csikit-escape"]);
+    assert.notEqual(outside.code, 0);
+    assert.match(outside.stderr, /Read-only file system/);
+    const inside = await exec(streams, "probe", "app", [
+      "sh",
+      "-c",
+      "echo kept > /data/file && cat /data/file",
+    ]);
+    assert.deepEqual([inside.code, inside.stdout], [0, "kept\n"]);
+    // The node's root dir (every pod's volumes) is an empty dir in the sandbox.
+    const peek = await exec(streams, "probe", "app", ["sh", "-c", `ls -A ${root}; cat ${otherDir}/mine`]);
+    assert.notEqual(peek.code, 0);
+    assert.equal(peek.stdout, "");
+    assert.doesNotMatch(peek.stdout + peek.stderr, /other-secret/);
+    // Own PID namespace: the container's command is pid 1, and only its processes are there.
+    const pids = await exec(streams, "probe", "app", [
+      "sh",
+      "-c",
+      "cat /proc/1/cmdline | tr '\\0' ' '; echo; hostname",
+    ]);
+    assert.match(pids.stdout, /^sh -c trap/);
+    assert.match(pids.stdout, /\nprobe\n$/);
+    // Exit code and stdin.
+    assert.equal((await exec(streams, "probe", "app", ["sh", "-c", "exit 42"])).code, 42);
+    assert.equal((await exec(streams, "probe", "app", ["cat"], "from stdin")).stdout, "from stdin");
+    await assert.rejects(
+      exec(streams, "probe", "nope", ["true"]),
+      (e: Error) => e.name === "RuntimeNotFoundError",
+    );
+  },
+);
+
+test(
+  "exec into a container without a command runs in a fresh sandbox with its volumes",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await create(
+      client,
+      podOf("idle-exec", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [{ name: "app", image: "busybox", volumeMounts: [{ name: "data", mountPath: "/data" }] }],
+      }),
+    );
+    await waitPod(client, "idle-exec", "Running", (p) => p.status?.phase === "Running");
+    const write = await exec(streams, "idle-exec", "app", [
+      "sh",
+      "-c",
+      "echo hi > /data/f; cat /data/f; touch /usr/x",
+    ]);
+    assert.equal(write.stdout, "hi\n");
+    assert.notEqual(write.code, 0, "the host root is read-only there too");
+  },
+);
+
+test(
+  "graceful termination: SIGTERM first, SIGKILL after terminationGracePeriodSeconds; deletion waits for the processes",
+  { skip: needsSandbox },
+  async (t) => {
+    const clock = new FakeClock(Date.now());
+    const { client, streams } = await setup(t, { clock });
+    // One container stops on SIGTERM; the other ignores it and must be killed.
+    await create(
+      client,
+      podOf("stop", {
+        terminationGracePeriodSeconds: 30,
+        containers: [
+          sh("polite", "trap 'echo got TERM; exit 0' TERM; echo up; while true; do sleep 0.1; done"),
+          sh("stubborn", "trap 'echo ignoring TERM' TERM; echo up; while true; do sleep 0.1; done"),
+        ],
+      }),
+    );
+    await waitPod(
+      client,
+      "stop",
+      "both running",
+      (p) =>
+        (p.status?.containerStatuses ?? []).every((s) => s.state?.running !== undefined) &&
+        (p.status?.containerStatuses ?? []).length === 2,
+    );
+    await until(async () => (await logsOf(streams, "stop", "stubborn")) === "up\n", "stubborn started");
+    await client.delete(GVR.pods, "stop", { namespace: NS });
+    await until(
+      async () => (await logsOf(streams, "stop", "stubborn")).includes("ignoring TERM"),
+      "stubborn got SIGTERM",
+    );
+    const pod = await waitPod(
+      client,
+      "stop",
+      "polite stopped",
+      (p) => status(p, "polite")?.state?.terminated !== undefined,
+    );
+    assert.equal(status(pod, "polite")?.state?.terminated?.exitCode, 0);
+    assert.ok(status(pod, "stubborn")?.state?.running, "still running inside its grace period");
+    assert.ok(await getPod(client, NS, "stop"), "the pod stays while a process runs");
+    await clock.advance(30_000);
+    await until(
+      async () => (await getPod(client, NS, "stop")) === undefined,
+      "pod deleted once the processes are gone",
+    );
+    const killed = (await events(client)).filter((e) => e.reason === "Killing").map((e) => e.message);
+    assert.deepEqual(killed.sort(), ["Stopping container polite", "Stopping container stubborn"]);
+    void pod;
+  },
+);
+
+test(
+  "a CSI volume bound at its mountPath: subPath and subPathExpr inside it, readOnly refused writes; logs -f follows until exit",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, root, streams } = await setup(t, { csiDriver: true });
+    const created = await create(
+      client,
+      podOf("csi", {
+        restartPolicy: "Never",
+        volumes: [{ name: "data", csi: { driver: DRIVER } }],
+        containers: [
+          sh(
+            "app",
+            [
+              "echo whole > /data/whole",
+              "echo in-sub > /sub/file",
+              "echo by-expr > /expr/file",
+              "(echo no > /ro/file) 2>/dev/null || echo ro-refused",
+              "cat /ro/whole",
+              "while [ ! -e /data/go-on ]; do sleep 0.1; done",
+              "echo finished",
+            ].join("; "),
+            {
+              env: [{ name: "POD", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+              volumeMounts: [
+                { name: "data", mountPath: "/data" },
+                { name: "data", mountPath: "/sub", subPath: "a/b" },
+                { name: "data", mountPath: "/expr", subPathExpr: "by-$(POD)" },
+                { name: "data", mountPath: "/ro", readOnly: true },
+              ],
+            },
+          ),
+        ],
+      }),
+    );
+    const uid = created.metadata?.uid ?? "";
+    await waitPod(client, "csi", "container running", (p) => status(p, "app")?.state?.running !== undefined);
+    const target = join(root, "pods", uid, "volumes", "kubernetes.io~csi", "data", "mount");
+    // Follow the log while the container runs: it ends when the container does.
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on("data", (c: Buffer) => chunks.push(c));
+    const following = streams.logs(
+      { namespace: NS, pod: "csi", container: "app" },
+      { follow: true },
+      out,
+      AbortSignal.timeout(30_000),
+    );
+    await until(
+      () => Buffer.concat(chunks).toString("utf8") === "ro-refused\nwhole\n",
+      "followed lines so far",
+    ).catch((error: unknown) => {
+      console.log(`# followed: ${JSON.stringify(Buffer.concat(chunks).toString("utf8"))}`);
+      throw error;
+    });
+    await until(
+      async () => (await readFile(join(target, "a/b/file"), "utf8").catch(() => "")) === "in-sub\n",
+      "subPath write",
+    );
+    assert.equal(await readFile(join(target, "by-csi/file"), "utf8"), "by-expr\n");
+    assert.equal(await readFile(join(target, "whole"), "utf8"), "whole\n");
+    // The test can write the volume from the host: the container sees it and finishes.
+    await writeFile(join(target, "go-on"), "");
+    await following;
+    assert.equal(Buffer.concat(chunks).toString("utf8"), "ro-refused\nwhole\nfinished\n");
+    await waitPod(client, "csi", "Succeeded", (p) => p.status?.phase === "Succeeded");
+  },
+);

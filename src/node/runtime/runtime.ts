@@ -1,0 +1,336 @@
+// The node's container runtime: a pod worker per pod that has something to run (a container
+// or init container with a command), driven by the reconciler once the pod's CSI volumes are
+// published; and the ContainerStreams the kubelet's streaming endpoints use — logs from the
+// CRI log files, exec by entering a running container's namespaces with nsenter (or, for a
+// container with no command, in a fresh sandbox with its mounts, user and environment).
+
+import { spawn } from "node:child_process";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { GVR, type ConfigMap, type Pod, type Secret } from "../../api/index.ts";
+import type { Clock } from "../../base/index.ts";
+import { isNotFound } from "../../kube/index.ts";
+import type { RuntimeContext } from "./context.ts";
+import { CrashLoopBackoff, INITIAL_BACKOFF_MS, MAX_BACKOFF_MS } from "./backoff.ts";
+import { containerLogPath, LogFormatter, readLogFile } from "./cri-log.ts";
+import { PodWorker } from "./pod-worker.ts";
+import type { HostVolume, VolumeSetupContext } from "./pod-volumes.ts";
+import { bwrapArgs, execArgs, sandboxUnavailable } from "./sandbox.ts";
+import {
+  RuntimeNotFoundError,
+  type ContainerStreams,
+  type ContainerTarget,
+  type ExecIO,
+  type LogOptions,
+} from "./types.ts";
+
+export interface PodRuntimeOptions {
+  context: RuntimeContext;
+  /** Run pods' commands (`--pod-processes`); off: every pod is left to the volume-only path. */
+  enabled: boolean;
+  /** The clock of restarts, back-off, grace periods and log timestamps. Default the node's. */
+  clock?: Clock;
+  /** Crash-loop back-off (kubelet: 10s doubling to 5m). */
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+  /** Where container logs go (the kubelet's /var/log/pods). Default <root>/logs/pods. */
+  logsDir?: string;
+  hostIP?: string;
+}
+
+function shellQuote(argv: string[]): string {
+  return argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
+}
+
+export class PodRuntime implements ContainerStreams {
+  readonly #o: PodRuntimeOptions;
+  readonly #clock: Clock;
+  readonly #backoff: CrashLoopBackoff;
+  readonly #workers = new Map<string, PodWorker>();
+  readonly logsDir: string;
+
+  constructor(options: PodRuntimeOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? options.context.clock;
+    this.#backoff = new CrashLoopBackoff(
+      options.backoffInitialMs ?? INITIAL_BACKOFF_MS,
+      options.backoffMaxMs ?? MAX_BACKOFF_MS,
+    );
+    this.logsDir = options.logsDir ?? join(options.context.paths.root, "logs", "pods");
+  }
+
+  /** Whether this runtime runs the pod (else it is Running with nothing executed, as before). */
+  handles(pod: Pod): boolean {
+    if (this.#workers.has(pod.metadata?.uid ?? "")) return true;
+    if (!this.#o.enabled) return false;
+    const spec = pod.spec;
+    return [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some(
+      (c) => (c.command ?? []).length > 0,
+    );
+  }
+
+  /** Starts or advances an active pod whose CSI volumes are all published. */
+  sync(pod: Pod, csiVolumes: ReadonlyMap<string, HostVolume>): void {
+    const uid = pod.metadata?.uid ?? "";
+    let worker = this.#workers.get(uid);
+    if (!worker) {
+      worker = new PodWorker(pod, {
+        context: this.#o.context,
+        clock: this.#clock,
+        backoff: this.#backoff,
+        logsRoot: this.logsDir,
+        hostIP: this.#o.hostIP ?? "127.0.0.1",
+        objects: this.#objects(pod),
+        hidden: [this.#o.context.paths.root],
+      });
+      this.#workers.set(uid, worker);
+    }
+    worker.update(pod, csiVolumes);
+  }
+
+  /**
+   * A pod this runtime does not run (no command anywhere), with its published CSI volumes: an
+   * exec into it starts a worker then (its containers stay command-less, their volumes are set
+   * up for the exec's sandbox).
+   */
+  track(pod: Pod, csiVolumes: ReadonlyMap<string, HostVolume>): void {
+    this.#tracked.set(pod.metadata?.uid ?? "", { pod, volumes: csiVolumes });
+  }
+
+  readonly #tracked = new Map<string, { pod: Pod; volumes: ReadonlyMap<string, HostVolume> }>();
+
+  /** Stops a terminating pod's containers (SIGTERM, then SIGKILL after its grace period). */
+  terminate(pod: Pod): void {
+    this.#workers.get(pod.metadata?.uid ?? "")?.terminate(pod);
+  }
+
+  /** Whether the pod's processes or own volumes are still there (its CSI volumes must stay). */
+  busy(uid: string): boolean {
+    return this.#workers.get(uid)?.busy ?? false;
+  }
+
+  /** Pods gone from the API: their containers stopped, then forgotten with their logs. */
+  prune(live: ReadonlySet<string>): void {
+    for (const uid of this.#tracked.keys()) if (!live.has(uid)) this.#tracked.delete(uid);
+    for (const [uid, worker] of this.#workers) {
+      if (live.has(uid)) continue;
+      worker.terminate(undefined);
+      if (!worker.busy) {
+        this.#workers.delete(uid);
+        this.#backoff.forgetPod(`${uid}/`);
+        void rm(worker.logDir, { recursive: true, force: true });
+      }
+    }
+  }
+
+  /** Removes a deleted pod's logs (before its final delete). */
+  async cleanup(uid: string): Promise<void> {
+    const worker = this.#workers.get(uid);
+    if (!worker) return;
+    await rm(worker.logDir, { recursive: true, force: true });
+  }
+
+  /** SIGKILLs every container (the node is stopping). */
+  async stop(): Promise<void> {
+    await Promise.all([...this.#workers.values()].map((w) => w.kill()));
+  }
+
+  #objects(pod: Pod): VolumeSetupContext["objects"] {
+    const { client } = this.#o.context;
+    const namespace = pod.metadata?.namespace ?? "";
+    const get = async <T extends ConfigMap | Secret>(
+      gvr: typeof GVR.secrets,
+      name: string,
+    ): Promise<T | undefined> => {
+      try {
+        return await client.get<T>(gvr, name, { namespace });
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    };
+    return {
+      configMap: (name) => get<ConfigMap>(GVR.configMaps, name),
+      secret: (name) => get<Secret>(GVR.secrets, name),
+      token: async (serviceAccount, audience, expirationSeconds) => {
+        const response = await client.request<{ status?: { token?: string } }>({
+          method: "POST",
+          path: client.resourcePath(GVR.serviceAccounts, {
+            namespace,
+            name: serviceAccount,
+            subresource: "token",
+          }),
+          body: {
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenRequest",
+            spec: {
+              ...(audience ? { audiences: [audience] } : {}),
+              expirationSeconds,
+              boundObjectRef: {
+                apiVersion: "v1",
+                kind: "Pod",
+                name: pod.metadata?.name ?? "",
+                uid: pod.metadata?.uid ?? "",
+              },
+            },
+          },
+        });
+        return response.status?.token ?? "";
+      },
+    };
+  }
+
+  #worker(target: ContainerTarget): PodWorker {
+    const matches = (pod: Pod): boolean => {
+      const meta = pod.metadata ?? {};
+      if (meta.namespace !== target.namespace || meta.name !== target.pod) return false;
+      return target.podUID === undefined || target.podUID === "" || target.podUID === meta.uid;
+    };
+    for (const worker of this.#workers.values()) if (matches(worker.pod)) return worker;
+    if (this.#o.enabled) {
+      for (const { pod, volumes } of this.#tracked.values()) {
+        if (!matches(pod) || pod.metadata?.deletionTimestamp) continue;
+        this.sync(pod, volumes);
+        const worker = this.#workers.get(pod.metadata?.uid ?? "");
+        if (worker) return worker;
+      }
+    }
+    throw new RuntimeNotFoundError(
+      `pod "${target.pod}" in namespace "${target.namespace}" has no running containers on this node`,
+    );
+  }
+
+  async exec(target: ContainerTarget, command: string[], io: ExecIO, signal: AbortSignal): Promise<number> {
+    if (command.length === 0) throw new Error("you must specify at least one command for the container");
+    const worker = this.#worker(target);
+    const running = worker.running(target.container);
+    let file: string;
+    let args: string[];
+    let env: Record<string, string>;
+    const argv = io.tty
+      ? ["script", "--quiet", "--return", "--flush", "--command", shellQuote(command), "/dev/null"]
+      : command;
+    if (running) {
+      const pid = await running.process.pid;
+      if (pid === undefined) throw new RuntimeNotFoundError(`container "${target.container}" is not running`);
+      file = "nsenter";
+      args = execArgs(pid, running.user, running.workingDir, argv);
+      env = { ...running.process.env };
+    } else {
+      await worker.volumesReady(signal);
+      const idle = await worker.idleSandbox(target.container);
+      if (!idle) throw new RuntimeNotFoundError(`container "${target.container}" is not running`);
+      const unavailable = await sandboxUnavailable();
+      if (unavailable) throw new Error(`cannot run the command in a sandbox: ${unavailable}`);
+      file = "bwrap";
+      args = bwrapArgs({ ...idle, argv });
+      // bwrap reports its status on fd 3; nobody needs it for an exec.
+      args = args.filter((a, i) => !(a === "--json-status-fd" || args[i - 1] === "--json-status-fd"));
+      env = idle.env;
+    }
+    if (io.tty) env = { TERM: "xterm", ...env };
+    const child = spawn(file, args, {
+      env,
+      stdio: [io.stdin ? "pipe" : "ignore", io.stdout ? "pipe" : "ignore", io.stderr ? "pipe" : "ignore"],
+      detached: true,
+    });
+    const kill = (): void => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    };
+    signal.addEventListener("abort", kill, { once: true });
+    if (io.stdin && child.stdin) {
+      io.stdin.pipe(child.stdin);
+      child.stdin.on("error", () => undefined);
+    }
+    if (io.stdout && child.stdout) child.stdout.pipe(io.stdout, { end: false });
+    if (io.stderr && child.stderr) child.stderr.pipe(io.stderr, { end: false });
+    if (io.resize)
+      void (async () => {
+        // script gives the command a terminal but no way to resize it from outside; drained.
+        for await (const _ of io.resize!) if (signal.aborted) break;
+      })().catch(() => undefined);
+    try {
+      return await new Promise<number>((resolve, reject) => {
+        child.once("error", reject);
+        child.once("close", (code, sig) => resolve(code ?? 128 + (sig === "SIGKILL" ? 9 : 15)));
+      });
+    } finally {
+      signal.removeEventListener("abort", kill);
+      if (io.stdin && child.stdin) io.stdin.unpipe(child.stdin);
+    }
+  }
+
+  async logs(
+    target: ContainerTarget,
+    options: LogOptions,
+    out: NodeJS.WritableStream,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const worker = this.#worker(target);
+    const container = worker.container(target.container);
+    if (!container)
+      throw new RuntimeNotFoundError(
+        `container "${target.container}" in pod "${target.pod}" is not available`,
+      );
+    if (container.idle) return;
+    const instance = options.previous ? container.started - 2 : container.started - 1;
+    if (instance < 0) {
+      if (options.previous)
+        throw new RuntimeNotFoundError(
+          `previous terminated container "${target.container}" in pod "${target.pod}" not found`,
+        );
+      throw new RuntimeNotFoundError(
+        `container "${target.container}" in pod "${target.pod}" is waiting to start`,
+      );
+    }
+    const path = containerLogPath(worker.logDir, target.container, instance);
+    const live = !options.previous ? container.log : undefined;
+    const sinceMs =
+      options.sinceTime !== undefined
+        ? Date.parse(options.sinceTime)
+        : options.sinceSeconds !== undefined
+          ? this.#clock.now() - options.sinceSeconds * 1000
+          : undefined;
+    const formatter = new LogFormatter({
+      ...(options.timestamps ? { timestamps: true } : {}),
+      ...(sinceMs !== undefined && !Number.isNaN(sinceMs) ? { sinceMs } : {}),
+      ...(options.limitBytes !== undefined ? { limitBytes: options.limitBytes } : {}),
+    });
+    // A follower reads up to what is written now, then every later write, until the instance ends.
+    let changed: (() => void) | undefined;
+    const unsubscribe = live?.onChange(() => changed?.());
+    try {
+      const until = live && !live.closed ? live.bytes : undefined;
+      const first = await readLogFile(path, 0, until).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return { lines: [], end: 0 };
+        throw error;
+      });
+      let lines = formatter.lines(first.lines);
+      if (options.tailLines !== undefined) lines = lines.slice(Math.max(0, lines.length - options.tailLines));
+      if (!(await formatter.send(lines, out))) return;
+      if (!options.follow || !live) return;
+      let offset = first.end;
+      for (;;) {
+        if (signal.aborted) return;
+        const closed = live.closed;
+        const next = await readLogFile(path, offset, closed ? undefined : live.bytes);
+        offset = next.end;
+        if (!(await formatter.send(formatter.lines(next.lines), out))) return;
+        if (closed) return;
+        if (offset < live.bytes) continue;
+        await new Promise<void>((resolve) => {
+          changed = resolve;
+          signal.addEventListener("abort", () => resolve(), { once: true });
+          if (live.closed || offset < live.bytes) resolve();
+        });
+        changed = undefined;
+      }
+    } finally {
+      unsubscribe?.();
+    }
+  }
+}
