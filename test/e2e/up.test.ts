@@ -21,6 +21,7 @@ import {
   type VolumeAttachment,
 } from "../../src/api/index.ts";
 import { KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
+import { sandboxUnavailable } from "../../src/node/index.ts";
 import {
   alive,
   clusterMounts,
@@ -42,6 +43,8 @@ import { kubectl } from "../harness/kubectl.ts";
 import { scrape } from "../harness/https-get.ts";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
+/** Whether up's pods run their commands (and take exec): the walkthrough writes and reads through them then. */
+const sandboxed = (await sandboxUnavailable()) === undefined;
 
 describe("csikit up", { skip: SKIP }, () => {
   let base = "";
@@ -83,7 +86,13 @@ describe("csikit up", { skip: SKIP }, () => {
       /volume attached: ControllerPublishVolume by the attacher/,
       /volume staged: NodeStageVolume/,
       /volume published: NodePublishVolume/,
-      /file written through the pod's mount, read back from the driver's storage/,
+      ...(sandboxed
+        ? [
+            /file written through the pod \(pods\/exec, as kubectl exec\): .* found in the driver's storage/,
+            /second pod walkthrough-reader on node /,
+            /file read back through the second pod \(pods\/exec\): cat \/data\/hello.txt — "hello from csikit/,
+          ]
+        : [/file written through the pod's mount, read back from the driver's storage/]),
       /claim grown 1Mi → 2Mi: ControllerExpandVolume by the resizer — PV capacity 2Mi/,
       /filesystem grown: NodeExpandVolume by the node agent — claim status.capacity 2Mi, no resize condition left/,
       /claim events: Resizing, FileSystemResizeRequired, FileSystemResizeSuccessful/,
@@ -806,7 +815,9 @@ describe("csikit up --distributed with a driver whose state lives in each proces
       /no attach step: CSIDriver hostpath.csi.k8s.io has attachRequired=false/,
       /volume staged: NodeStageVolume by the node agent — .*reports it in use/,
       /volume published: NodePublishVolume by the node agent — .*pod Running/,
-      /file written through the pod's mount, read back/,
+      sandboxed
+        ? /file read back through the second pod \(pods\/exec\)/
+        : /file written through the pod's mount, read back/,
       /no growth step: a distributed deployment runs no resizer/,
       /volume unstaged: NodeUnstageVolume/,
       /claim deleted: DeleteVolume by the provisioner, PV gone/,
