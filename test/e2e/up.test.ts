@@ -896,10 +896,7 @@ async function examplesHoldTheirData(kubeconfig: string): Promise<void> {
   for (const ordinal of [0, 1, 2]) {
     const claim = await run(["get", "pvc", `data-web-${ordinal}`, "-o", "jsonpath={.status.phase}"]);
     assert.equal(claim.stdout, "Bound", claim.stderr);
-    assert.equal(
-      await exec(`web-${ordinal}`, ["cat", "/usr/share/nginx/html/index.html"]),
-      `web-${ordinal}\n`,
-    );
+    assert.equal(await exec(`web-${ordinal}`, ["cat", "/data/index.html"]), `web-${ordinal}\n`);
   }
   // Deployment: both replicas on one ReadWriteMany claim, each sees the other's line.
   const rollout = await kubectl(["rollout", "status", "deployment/shared-writers", "--timeout=90s"], {

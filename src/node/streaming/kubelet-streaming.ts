@@ -174,10 +174,11 @@ export class KubeletStreaming {
         ...(pod.status?.initContainerStatuses ?? []),
       ];
       const status = statuses.find((s) => s.name === container);
-      // A container still waiting has no log yet (the kubelet's refusal, from the pod's status);
-      // whether a previous instance exists is the runtime's to say.
+      // A container waiting with no earlier instance has no log yet (the kubelet's refusal, from
+      // the pod's status; one in a crash loop serves its last run's). Whether a previous instance
+      // exists is the runtime's to say.
       const waiting = status?.state?.waiting;
-      if (!options.previous && waiting)
+      if (!options.previous && waiting && !status?.lastState?.terminated)
         throw new RequestError(
           400,
           `container "${container}" in pod "${name}" is waiting to start: ${waitingReason(waiting)}`,
