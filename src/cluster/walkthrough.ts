@@ -312,15 +312,21 @@ export async function runWalkthrough(
       async () => !(await node.inUse()) && !(await exists(stagedRecord)),
     ),
   );
-  if (which === "all" && noExec === undefined)
+  const detached = async (label: string) => {
+    if (cluster.attachRequired)
+      await timed(label, () =>
+        pollUntil("the VolumeAttachment to go", timeout, signal, async () => {
+          const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
+          return list.items.some((a) => a.spec?.source?.persistentVolumeName === pvName) ? undefined : true;
+        }),
+      );
+  };
+  await detached("volume detached: ControllerUnpublishVolume, VolumeAttachment gone");
+  // The volume is free again: a second pod takes it (attach, stage, publish anew) and reads.
+  if (which === "all" && noExec === undefined) {
     await readThroughSecondPod(cluster, { timed, signal, timeout, pvName, firstNode: nodeName, message });
-  if (cluster.attachRequired)
-    await timed("volume detached: ControllerUnpublishVolume, VolumeAttachment gone", () =>
-      pollUntil("the VolumeAttachment to go", timeout, signal, async () => {
-        const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
-        return list.items.some((a) => a.spec?.source?.persistentVolumeName === pvName) ? undefined : true;
-      }),
-    );
+    await detached("volume detached again after the second pod");
+  }
   await client.delete(GVR.persistentVolumeClaims, CLAIM, { namespace: NAMESPACE });
   await timed("claim deleted: DeleteVolume by the provisioner, PV gone", () =>
     pollUntil("the PV to go", timeout, signal, () => gone(() => client.get(GVR.persistentVolumes, pvName))),
