@@ -98,7 +98,7 @@ export async function runWalkthrough(
   const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""} → delete`;
   options.print(
     which === "all"
-      ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write through the pod${later} → read through a second pod`
+      ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write through the pod${later.replace(" → delete", " → read through a second pod → delete")}`
       : `walkthrough (expand): StorageClass → claim → pod → provision, attach, stage, publish${later}`,
   );
 
