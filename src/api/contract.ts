@@ -143,6 +143,18 @@ export const ANNOTATIONS = Object.freeze({
     "snapshot-controller",
     "secret namespace for DeleteVolumeGroupSnapshot",
   ),
+  volumeSnapshotBeingCreated: entry(
+    "snapshot.storage.kubernetes.io/volumesnapshot-being-created",
+    ["VolumeSnapshotContent"],
+    "snapshotter",
+    'CreateSnapshot was sent and has not answered success or a final error (value "yes"); the content is not deleted meanwhile',
+  ),
+  volumeGroupSnapshotBeingCreated: entry(
+    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    'CreateVolumeGroupSnapshot was sent and has not answered success or a final error (value "yes")',
+  ),
   volumeGroupSnapshotHandle: entry(
     "groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle",
     ["VolumeSnapshotContent"],
@@ -283,6 +295,25 @@ export const LABELS = Object.freeze({
     "API server",
     "the namespace's own name, set on every namespace",
   ),
+  statefulSetPodName: entry(
+    "statefulset.kubernetes.io/pod-name",
+    ["Pod"],
+    "statefulset-controller",
+    "the pod's own name, so a Service can select one member",
+  ),
+  podIndex: entry("apps.kubernetes.io/pod-index", ["Pod"], "statefulset-controller", "the pod's ordinal"),
+  controllerRevisionHash: entry(
+    "controller-revision-hash",
+    ["Pod"],
+    "statefulset-controller",
+    "the ControllerRevision the pod was made from",
+  ),
+  revisionHash: entry(
+    "controller.kubernetes.io/hash",
+    ["ControllerRevision"],
+    "statefulset-controller",
+    "the hash in the revision's name",
+  ),
 });
 
 /** generateName of CSIStorageCapacity objects. */
@@ -290,6 +321,28 @@ export const CAPACITY_GENERATE_NAME = "csisc-";
 
 /** Event reasons, by the component that records them (upstream values). */
 export const EVENT_REASONS = Object.freeze({
+  // kube-controller-manager's statefulset-controller ("create Claim <c> Pod <p> in StatefulSet <s> success", …)
+  successfulCreate: entry(
+    "SuccessfulCreate",
+    ["StatefulSet"],
+    "statefulset-controller",
+    "a pod or claim created",
+  ),
+  failedCreate: entry(
+    "FailedCreate",
+    ["StatefulSet"],
+    "statefulset-controller",
+    "a pod or claim create failed",
+  ),
+  successfulDelete: entry("SuccessfulDelete", ["StatefulSet"], "statefulset-controller", "a pod deleted"),
+  failedDelete: entry("FailedDelete", ["StatefulSet"], "statefulset-controller", "a pod delete failed"),
+  successfulUpdate: entry(
+    "SuccessfulUpdate",
+    ["StatefulSet"],
+    "statefulset-controller",
+    "a pod's identity or storage put right",
+  ),
+  failedUpdate: entry("FailedUpdate", ["StatefulSet"], "statefulset-controller", "a pod update failed"),
   // sig-storage-lib-external-provisioner / external-provisioner
   provisioning: entry("Provisioning", ["PersistentVolumeClaim"], "provisioner", "CreateVolume started"),
   provisioningSucceeded: entry(
@@ -331,9 +384,9 @@ export const EVENT_REASONS = Object.freeze({
   ),
   failedBinding: entry(
     "FailedBinding",
-    ["PersistentVolumeClaim"],
-    "PV controller",
-    "no volume matches and no class to provision",
+    ["PersistentVolumeClaim", "Pod"],
+    "PV controller / ephemeral-volume-controller (source ephemeral_volume)",
+    "no volume matches and no class to provision; a generic ephemeral volume's claim cannot be created or is not the pod's",
   ),
   volumeMismatch: entry(
     "VolumeMismatch",
@@ -503,6 +556,36 @@ export const EVENT_REASONS = Object.freeze({
     "snapshot-controller",
     "a dynamic content carries a snapshot handle",
   ),
+  snapshotCreationFailed: entry(
+    "SnapshotCreationFailed",
+    ["VolumeSnapshotContent"],
+    "snapshotter",
+    "CreateSnapshot (or what it needs: class, secret) failed",
+  ),
+  snapshotContentCheckandUpdateFailed: entry(
+    "SnapshotContentCheckandUpdateFailed",
+    ["VolumeSnapshotContent"],
+    "snapshotter",
+    "the status of a cut snapshot could not be read or written",
+  ),
+  groupSnapshotCreationFailed: entry(
+    "GroupSnapshotCreationFailed",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    "CreateVolumeGroupSnapshot failed",
+  ),
+  groupSnapshotContentCheckandUpdateFailed: entry(
+    "GroupSnapshotContentCheckandUpdateFailed",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    "the status of a group snapshot could not be read or written",
+  ),
+  groupSnapshotDeleteError: entry(
+    "GroupSnapshotDeleteError",
+    ["VolumeGroupSnapshotContent"],
+    "snapshotter",
+    "DeleteVolumeGroupSnapshot failed",
+  ),
   snapshotPVCSourceMissing: entry(
     "SnapshotPVCSourceMissing",
     ["VolumeSnapshot"],
@@ -643,9 +726,9 @@ export const EVENT_REASONS = Object.freeze({
   ),
   snapshotDeleteError: entry(
     "SnapshotDeleteError",
-    ["VolumeGroupSnapshot"],
-    "snapshot-controller",
-    "a member snapshot could not be deleted",
+    ["VolumeSnapshotContent", "VolumeGroupSnapshot"],
+    "snapshotter, snapshot-controller",
+    "DeleteSnapshot, its secret or clearing the status failed (snapshotter, on the content); a member snapshot could not be deleted (snapshot-controller, on the group)",
   ),
   getGroupSnapshotClassFailed: entry(
     "GetGroupSnapshotClassFailed",

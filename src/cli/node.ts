@@ -3,6 +3,7 @@
 // the kubelet's defaults 50/100, --node-lease-duration-seconds, --node-status-report-frequency,
 // --volume-stats-agg-period); this file only turns them into options for startNode.
 
+import { resolve } from "node:path";
 import { FlagError, type Flags } from "../base/index.ts";
 import { TLS_SERVING_FLAGS } from "../kube/diagnostics.ts";
 import type { NodeOptions } from "../node/index.ts";
@@ -58,6 +59,7 @@ export function nodeOptions(flags: Flags): Omit<NodeOptions, "client"> {
     metricsPath: flags.string("metrics-path"),
     featureGates: featureGates(flags),
     podProcesses: flags.bool("pod-processes"),
+    podHiddenPaths: flags.strings("pod-hidden-paths").map((path) => resolve(path)),
   };
 }
 
@@ -170,6 +172,10 @@ export const nodeCommand: Command = {
         "Run each container's command as a host process in a bubblewrap sandbox (own mount, PID, IPC and UTS namespaces, " +
         "read-only host root, the pod's volumes bound in, no capabilities); the image is not pulled. A container " +
         "without a command runs nothing. false: no pod command runs (csikit's).",
+    },
+    "pod-hidden-paths": {
+      type: "strings",
+      help: "Host directories pods' sandboxes must not see (each shown as an empty read-only dir), besides --root-dir, which is always hidden. `csikit up` passes its state dir.",
     },
     ...TLS_SERVING_FLAGS,
     "authentication-token-webhook": {

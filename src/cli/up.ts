@@ -23,7 +23,7 @@ import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
 const CLI_MAIN = join(CLI_DIR, "main.ts");
 /** Sidecars `up` may run; each is one file per subcommand here (a checkout may lack some). */
-const OPTIONAL_SUBCOMMANDS = ["attacher", "registrar", "livenessprobe", "resizer"];
+const OPTIONAL_SUBCOMMANDS = ["attacher", "registrar", "livenessprobe", "resizer", "snapshot-controller"];
 
 /** Subcommands this checkout has (read from the files, not the command list: no import cycle). */
 function availableSubcommands(): Set<string> {

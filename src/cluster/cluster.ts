@@ -37,6 +37,8 @@ import {
 } from "./identities.ts";
 import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
+import { CRDS_DIR, installCrds } from "./crds.ts";
+import { applySnapshotClasses } from "./snapshot-classes.ts";
 import { serveRegistration } from "./registration-fallback.ts";
 import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
@@ -258,7 +260,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
   const ports = new Map<string, number>();
-  for (const name of ["controllers", "provisioner", "attacher", "resizer"]) ports.set(name, await freePort());
+  for (const name of ["controllers", "provisioner", "attacher", "resizer", "snapshotter"])
+    ports.set(name, await freePort());
   for (const node of record.nodes)
     for (const name of [node.name, `${node.name}-livenessprobe`, nodeProvisionerName(node.name)])
       ports.set(name, await freePort());
@@ -362,6 +365,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`  kubectl apply -f examples/dynamic-provisioning.yaml`);
     print("");
 
+    // The CRDs before any component: the snapshot components watch their kinds from the start.
+    const crds = await installCrds(client, CRDS_DIR, readyTimeout, signal);
+    print(
+      `✓ CRDs from deploy/crds/ (${crds.created.length} created, ${crds.updated.length} updated, ${crds.unchanged.length} unchanged) (${elapsed()})`,
+    );
+
     // RBAC first: the identities below mean nothing without their bindings.
     // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).
     const attachRequired = options.commands.has("attacher") && !distributed;
@@ -376,6 +385,10 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       ],
       signal,
     );
+    // The default snapshot classes (where the snapshot CRDs are served).
+    const snapshotClasses = await applySnapshotClasses(client, driverName, signal);
+    if (snapshotClasses.skipped.length > 0)
+      print(`note: no ${snapshotClasses.skipped.join(" or ")} CRD served: that default class is not created`);
     // Secrets: only those the driver's StorageClasses name, for as long as they name them.
     secretAccess = runSecretAccess(
       { client, driverName, logger },

@@ -167,6 +167,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       kubeconfig(plan, "snapshot-controller"),
       // One replica: no lease to wait out on a resumed cluster.
       "--leader-election=false",
+      // As upstream's deploy/kubernetes-distributed: node-deployed snapshotters pick their contents by label.
+      ...(plan.distributed ? ["--enable-distributed-snapshotting"] : []),
       httpEndpoint(plan, "snapshot-controller"),
       ...CONTROLLERS_QPS,
     ],
@@ -227,6 +229,23 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // csi-snapshotter beside the driver's controller, as upstream hostpath's plugin Deployment
+    // runs it; the contents it serves come from the snapshot-controller.
+    scope: "cluster",
+    name: "snapshotter",
+    subcommand: "snapshotter",
+    stage: "sidecar",
+    optional: true,
+    identity: () => ({ kind: "serviceAccount", namespace: "default", name: "csi-snapshotter" }),
+    args: (plan) => [
+      v(plan),
+      `--csi-address=${controllerSocket(plan)}`,
+      kubeconfig(plan, "snapshotter"),
+      httpEndpoint(plan, "snapshotter"),
+      ...SIDECAR_QPS,
+    ],
+  },
+  {
     scope: "node",
     name: "",
     subcommand: "node",
@@ -243,6 +262,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
       ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
+      // Pods never see the cluster's state: tokens, kubeconfigs, keys, every node's volumes.
+      `--pod-hidden-paths=${plan.layout.stateDir}`,
     ],
   },
   {
@@ -400,6 +421,8 @@ export function metricsEndpoints(
     for (const sidecar of ["attacher", "resizer"])
       if (plan.commands.has(sidecar))
         endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
+    if (plan.commands.has("snapshotter"))
+      endpoints.push({ instance: "snapshotter", what: "csi-snapshotter", url: http("snapshotter") });
   }
   for (const node of plan.nodes) {
     if (plan.distributed) {

@@ -21,7 +21,14 @@ interface Plan {
 }
 
 /** The cluster-wide sidecars a distributed deployment does not run (the provisioner runs per node). */
-export const NOT_IN_DISTRIBUTED: ReadonlySet<string> = new Set(["provisioner", "attacher", "resizer"]);
+// The snapshotter too: a per-node one (--node-deployment) needs the snapshot-controller's
+// distributed snapshotting, which `up` does not turn on yet.
+export const NOT_IN_DISTRIBUTED: ReadonlySet<string> = new Set([
+  "provisioner",
+  "attacher",
+  "resizer",
+  "snapshotter",
+]);
 
 /**
  * How long a node's provisioner waits at most, at first, before trying to own a claim of an

@@ -6,6 +6,7 @@ export { ClusterLayout, ZONE_LABEL, nodeSpecs } from "./layout.ts";
 export { mountsUnder } from "./drain.ts";
 export { Supervisor } from "./supervisor.ts";
 export { readManifests, applyManifests, RBAC_DIR } from "./manifests.ts";
+export { applyCrds, installCrds, CRDS_DIR } from "./crds.ts";
 export type { Manifest } from "./manifests.ts";
 export {
   clusterOfAdminKubeconfig,

@@ -29,6 +29,9 @@ const RESOURCES: Record<string, string> = {
   CSIDriver: "csidrivers",
   StorageClass: "storageclasses",
   Namespace: "namespaces",
+  CustomResourceDefinition: "customresourcedefinitions",
+  VolumeSnapshotClass: "volumesnapshotclasses",
+  VolumeGroupSnapshotClass: "volumegroupsnapshotclasses",
 };
 
 /** Every object of the YAML files in `dir` (file order, then document order). */

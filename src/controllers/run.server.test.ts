@@ -186,6 +186,17 @@ test("--controllers: KCM semantics over names and aliases; unknown names are rej
     ]),
     true,
   );
+  // The workload loops answer to KCM's names (statefulset, ephemeral-volume) and are on by default.
+  for (const [name, alias] of [
+    ["statefulset-controller", "statefulset"],
+    ["ephemeral-volume-controller", "ephemeral-volume"],
+  ] as const) {
+    const loop = byName(name);
+    assert.equal(isControllerEnabled(loop, ["*"]), true, name);
+    assert.equal(isControllerEnabled(loop, [alias, "garbage-collector-controller"]), true, alias);
+    assert.equal(isControllerEnabled(loop, ["*", `-${alias}`]), false, `-${alias}`);
+    assert.equal(isControllerEnabled(loop, ["garbage-collector-controller"]), false, name);
+  }
   assert.throws(
     () => validateControllerNames(CONTROLLER_LOOPS, ["*", "-nope"]),
     /"nope" is not in the list of known controllers/,

@@ -136,6 +136,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     runtime = new PodRuntime({
       context,
       enabled: options.podProcesses ?? true,
+      hiddenPaths: [...(options.podHiddenPaths ?? [])],
       ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
     });
     const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client });

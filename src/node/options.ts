@@ -74,6 +74,11 @@ export interface NodeOptions {
    * Default true; off, every pod is Running once its volumes are published, nothing executed.
    */
   podProcesses?: boolean;
+  /**
+   * Host paths pods' sandboxes never see, besides the node's root dir (--pod-hidden-paths;
+   * `up` hides its whole state dir: tokens, kubeconfigs, every node's volumes).
+   */
+  podHiddenPaths?: readonly string[];
   /** The container runtime's clock (restarts, back-off, grace periods, log stamps). Default `clock`. */
   runtimeClock?: Clock;
   /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */

@@ -14,14 +14,17 @@ import { GVR, type ConfigMap, type Pod, type Secret } from "../api/index.ts";
 import { FakeClock } from "../base/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
 import {
+  boundClaim,
   csiDriver,
   getPod,
+  persistentVolume,
   runNode,
   runRealRegistrar,
   serveScriptedNode,
   testServer,
 } from "../../test/harness/node.ts";
 import { until } from "../../test/harness/until.ts";
+import { kubectl } from "../../test/harness/kubectl.ts";
 import { tempDir } from "../../test/harness/cleanup.ts";
 import { podLogDir, sandboxUnavailable, type ContainerStreams, type LogOptions } from "./index.ts";
 
@@ -51,7 +54,7 @@ async function setup(
     });
     await client.create(
       GVR.csiDrivers,
-      csiDriver(DRIVER, { attachRequired: false, volumeLifecycleModes: ["Ephemeral"] }),
+      csiDriver(DRIVER, { attachRequired: false, volumeLifecycleModes: ["Persistent", "Ephemeral"] }),
     );
   }
   let streams!: ContainerStreams;
@@ -68,7 +71,7 @@ async function setup(
       nodeName: NODE,
       csiAddress: join(driverDir, "csi.sock"),
     });
-  return { client, root, streams };
+  return { client, root, streams, kubeconfig: api.kubeconfigPath };
 }
 
 type Client = Awaited<ReturnType<typeof setup>>["client"];
@@ -185,7 +188,7 @@ test(
   "exit codes: Never → Succeeded or Failed with the container's code; logs in CRI format at the kubelet's layout",
   { skip: needsSandbox },
   async (t) => {
-    const { client, root, streams } = await setup(t);
+    const { client, root, streams, kubeconfig } = await setup(t);
     const ok = await create(
       client,
       podOf("ok", {
@@ -203,6 +206,8 @@ test(
     assert.equal(terminated?.reason, "Completed");
     assert.equal(okPod.status?.conditions?.find((c) => c.type === "Ready")?.reason, "PodCompleted");
     const badPod = await waitPod(client, "bad", "bad Failed", (p) => p.status?.phase === "Failed");
+    assert.deepEqual((await columns(kubeconfig, "ok")).slice(0, 4), ["ok", "0/1", "Completed", "0"]);
+    assert.deepEqual((await columns(kubeconfig, "bad")).slice(0, 4), ["bad", "0/1", "Error", "0"]);
     assert.equal(status(badPod, "app")?.state?.terminated?.exitCode, 3);
     assert.equal(status(badPod, "app")?.state?.terminated?.reason, "Error");
     const logFile = join(
@@ -234,7 +239,7 @@ test(
   { skip: needsSandbox },
   async (t) => {
     const clock = new FakeClock(Date.now());
-    const { client, streams } = await setup(t, { clock });
+    const { client, streams, kubeconfig } = await setup(t, { clock });
     await create(client, podOf("crash", { containers: [sh("app", "echo run; exit 2")] }));
     // First exit: restarted at once (no back-off yet); second exit: CrashLoopBackOff 10s.
     let pod = await waitPod(
@@ -278,6 +283,9 @@ test(
     );
     assert.match(String(status(pod, "app")?.state?.waiting?.message), /^back-off 40s /);
     app = status(pod, "app")!;
+    assert.equal(app.ready, false);
+    const [name, ready, shown, restarts] = await columns(kubeconfig, "crash");
+    assert.deepEqual([name, ready, shown, restarts], ["crash", "0/1", "CrashLoopBackOff", "3"]);
     assert.equal(await logsOf(streams, "crash", "app", { previous: true }), "run\n");
     const backOffs = (await events(client)).filter((e) => e.reason === "BackOff");
     assert.ok(
@@ -662,5 +670,75 @@ test(
     await following;
     assert.equal(Buffer.concat(chunks).toString("utf8"), "ro-refused\nwhole\nfinished\n");
     await waitPod(client, "csi", "Succeeded", (p) => p.status?.phase === "Succeeded");
+  },
+);
+
+/** `kubectl get pods` columns (NAME READY STATUS RESTARTS) of one pod, as a user reads them. */
+async function columns(kubeconfig: string, name: string): Promise<string[]> {
+  const result = await kubectl(["get", "pods", "-n", NS, name, "--no-headers"], { kubeconfig });
+  assert.equal(result.code, 0, result.stderr);
+  return result.stdout.trim().split(/\s+/);
+}
+
+test("a block volume is mapped at its volumeDevices devicePath", { skip: needsSandbox }, async (t) => {
+  const { client, root } = await setup(t, { csiDriver: true });
+  const pv = persistentVolume("pv-raw", { driver: DRIVER, handle: "raw-1", block: true });
+  await boundClaim(client, NS, "raw", pv, { block: true });
+  const created = await create(
+    client,
+    podOf("block", {
+      volumes: [{ name: "disk", persistentVolumeClaim: { claimName: "raw" } }],
+      containers: [
+        sh("app", "echo on-the-device > /dev/xvda; sleep 3600", {
+          volumeDevices: [{ name: "disk", devicePath: "/dev/xvda" }],
+        }),
+      ],
+    }),
+  );
+  await waitPod(client, "block", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+  // The scripted driver publishes a plain file as the "device": what the container wrote is in it.
+  const uid = created.metadata?.uid ?? "";
+  const published = join(root, "plugins/kubernetes.io/csi/volumeDevices/publish/pv-raw", uid);
+  await until(
+    async () => (await readFile(published, "utf8").catch(() => "")) === "on-the-device\n",
+    "written through the device path",
+  );
+});
+
+test(
+  "a pod ended from outside (phase Failed, as up's shutdown drain does) has its containers stopped and stays Failed",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await create(
+      client,
+      podOf("ended", { terminationGracePeriodSeconds: 2, containers: [sh("app", "sleep 3600")] }),
+    );
+    await waitPod(client, "ended", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    await client.patch(
+      GVR.pods,
+      "ended",
+      {
+        status: {
+          phase: "Failed",
+          reason: "Terminated",
+          message: "Pod was terminated in response to imminent node shutdown.",
+        },
+      },
+      { namespace: NS, subresource: "status" },
+    );
+    // sleep as pid 1 ignores SIGTERM: killed after the 2s grace period.
+    const pod = await waitPod(
+      client,
+      "ended",
+      "container stopped",
+      (p) => status(p, "app")?.state?.terminated !== undefined,
+    );
+    assert.equal(pod.status?.phase, "Failed");
+    assert.equal(status(pod, "app")?.state?.terminated?.exitCode, 137);
+    await assert.rejects(
+      exec(streams, "ended", "app", ["true"]),
+      (e: Error) => e.name === "RuntimeNotFoundError",
+    );
   },
 );

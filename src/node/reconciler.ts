@@ -410,8 +410,9 @@ export class Reconciler {
       if (podIsActive(pod)) continue;
       const uid = pod.metadata?.uid ?? "";
       if (runtime) {
-        // Containers first (SIGTERM, SIGKILL after the grace period), then the volumes.
-        if (pod.metadata?.deletionTimestamp) runtime.terminate(pod);
+        // Containers first (SIGTERM, SIGKILL after the grace period), then the volumes; a pod
+        // ended from outside (phase Failed by a node shutdown) is stopped the same way.
+        runtime.terminate(pod);
         if (runtime.busy(uid)) continue;
       }
       if (actual.publishedOfPod(uid).length > 0) continue;

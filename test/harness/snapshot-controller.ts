@@ -62,6 +62,7 @@ export function runController(
   t: TestContext,
   f: Fixture,
   args: readonly string[] = [],
+  extra: { onHttpEndpoint?: (url: string) => void } = {},
 ): { stop(): Promise<void> } {
   const flags = new Flags(
     parseFlags({ ...LOGGING_FLAGS, ...SNAPSHOT_CONTROLLER_FLAGS }, [
@@ -71,7 +72,10 @@ export function runController(
     ]),
   );
   const controller = new AbortController();
-  const done = startSnapshotController(snapshotControllerOptionsFromFlags(flags), controller.signal);
+  const done = startSnapshotController(
+    { ...snapshotControllerOptionsFromFlags(flags), ...extra },
+    controller.signal,
+  );
   const stop = async (): Promise<void> => {
     controller.abort();
     await done;

@@ -3,52 +3,16 @@
 // with its VolumeSnapshotContent written as the snapshot controller leaves them (bound, ready),
 // for restore tests of the provisioner and of `up`.
 
-import { readFile, readdir } from "node:fs/promises";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { GVR } from "../../src/api/index.ts";
+import { CRDS_DIR, installCrds } from "../../src/cluster/index.ts";
 import type { KubeClient, KubeObject } from "../../src/kube/index.ts";
-import { until } from "./until.ts";
 
 /** deploy/crds: the one copy of the upstream snapshot CRDs (tests, `up` and deploy/ read it). */
-export const CRDS_DIR = fileURLToPath(new URL("../../deploy/crds/", import.meta.url));
+export { CRDS_DIR };
 
-interface CrdVersion {
-  name: string;
-  served?: boolean;
-}
-interface Crd extends KubeObject {
-  spec: { group: string; scope: string; names: { plural: string }; versions: CrdVersion[] };
-}
-
-/** The CRDs of deploy/crds, parsed, in file-name order. */
-export async function readSnapshotCrds(): Promise<Crd[]> {
-  const files = (await readdir(CRDS_DIR)).filter((file) => file.endsWith(".yaml")).sort();
-  return Promise.all(files.map(async (file) => parse(await readFile(join(CRDS_DIR, file), "utf8")) as Crd));
-}
-
-/** Installs every CRD of deploy/crds and waits until each served version of each answers a list. */
+/** Installs every CRD of deploy/crds as `up` does and waits until each served version answers a list. */
 export async function installSnapshotCrds(client: KubeClient): Promise<void> {
-  const crds = await readSnapshotCrds();
-  for (const crd of crds) await client.create(GVR.customResourceDefinitions, crd);
-  await until(async () => {
-    for (const crd of crds) {
-      for (const version of crd.spec.versions) {
-        if (version.served !== true) continue;
-        const namespaced = crd.spec.scope === "Namespaced";
-        await client.list(
-          {
-            group: crd.spec.group,
-            version: version.name,
-            resource: crd.spec.names.plural,
-          },
-          namespaced ? { namespace: "default" } : {},
-        );
-      }
-    }
-    return true;
-  }, "snapshot CRDs served");
+  await installCrds(client, CRDS_DIR, 60_000, new AbortController().signal);
 }
 
 export interface SnapshotObjects {
@@ -57,18 +21,25 @@ export interface SnapshotObjects {
   handle: string;
   sizeBytes: number;
   sourceVolumeMode?: "Filesystem" | "Block";
-  allowModeChange?: boolean;
+  /** The content's allow-volume-mode-change annotation: true writes "true", a string as it is. */
+  allowModeChange?: boolean | string;
   finalizers?: string[];
+  /** Default "default". */
+  namespace?: string;
+  /** As the snapshot controller leaves a group snapshot's member: status.volumeGroupSnapshotName set. */
+  groupSnapshotName?: string;
 }
 
 /** Writes a VolumeSnapshot and its content as the snapshot controller leaves them: bound, ready. */
 export async function writeReadySnapshot(client: KubeClient, options: SnapshotObjects): Promise<void> {
+  const namespace = options.namespace ?? "default";
+  const allow = options.allowModeChange === true ? "true" : options.allowModeChange;
   const vs = await client.create<KubeObject & { spec?: unknown; status?: unknown }>(GVR.volumeSnapshots, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshot",
     metadata: {
       name: options.name,
-      namespace: "default",
+      namespace,
       ...(options.finalizers ? { finalizers: options.finalizers } : {}),
     },
     spec: { source: { volumeSnapshotContentName: `content-${options.name}` } },
@@ -80,29 +51,37 @@ export async function writeReadySnapshot(client: KubeClient, options: SnapshotOb
       kind: "VolumeSnapshotContent",
       metadata: {
         name: `content-${options.name}`,
-        ...(options.allowModeChange
-          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": "true" } }
+        ...(typeof allow === "string"
+          ? { annotations: { "snapshot.storage.kubernetes.io/allow-volume-mode-change": allow } }
           : {}),
       },
       spec: {
         driver: options.driver,
         deletionPolicy: "Delete",
         source: { snapshotHandle: options.handle },
-        volumeSnapshotRef: { name: options.name, namespace: "default", uid: vs.metadata!.uid! },
+        volumeSnapshotRef: { name: options.name, namespace, uid: vs.metadata!.uid! },
         sourceVolumeMode: options.sourceVolumeMode ?? "Filesystem",
       },
     },
   );
   await client.updateStatus(GVR.volumeSnapshotContents, {
     ...content,
-    status: { snapshotHandle: options.handle, readyToUse: true, restoreSize: options.sizeBytes },
+    status: {
+      snapshotHandle: options.handle,
+      readyToUse: true,
+      restoreSize: options.sizeBytes,
+      ...(options.groupSnapshotName
+        ? { volumeGroupSnapshotHandle: `group-${options.groupSnapshotName}` }
+        : {}),
+    },
   });
   await client.updateStatus(GVR.volumeSnapshots, {
     ...vs,
     status: {
       boundVolumeSnapshotContentName: `content-${options.name}`,
       readyToUse: true,
-      restoreSize: "1Mi",
+      restoreSize: String(options.sizeBytes),
+      ...(options.groupSnapshotName ? { volumeGroupSnapshotName: options.groupSnapshotName } : {}),
     },
   });
 }

@@ -82,7 +82,7 @@ export interface RunningSnapshotter extends SnapshotterHandle {
 /** The sidecar in-process from flags as a Deployment passes them, stopped after the test. */
 export function runSnapshotter(
   t: TestContext,
-  cluster: Cluster,
+  cluster: Pick<Cluster, "kubeconfig">,
   socket: string,
   argv: readonly string[] = [],
   env: NodeJS.ProcessEnv = {},
@@ -183,6 +183,17 @@ export async function createBoundClaim(
   options: { driver: string; volumeHandle: string; node?: string; labels?: Record<string, string> },
 ): Promise<void> {
   const pvName = `pv-${name}`;
+  const claim = await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name, namespace: NS, ...(options.labels ? { labels: options.labels } : {}) },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "1Mi" } },
+      volumeName: pvName,
+      storageClassName: "",
+    },
+  });
   await client.create<PersistentVolume>(GVR.persistentVolumes, {
     apiVersion: "v1",
     kind: "PersistentVolume",
@@ -191,8 +202,15 @@ export async function createBoundClaim(
       capacity: { storage: "1Mi" },
       accessModes: ["ReadWriteOnce"],
       persistentVolumeReclaimPolicy: "Retain",
+      storageClassName: "",
       csi: { driver: options.driver, volumeHandle: options.volumeHandle },
-      claimRef: { namespace: NS, name },
+      claimRef: {
+        kind: "PersistentVolumeClaim",
+        apiVersion: "v1",
+        namespace: NS,
+        name,
+        uid: claim.metadata.uid!,
+      },
       ...(options.node
         ? {
             nodeAffinity: {
@@ -210,17 +228,7 @@ export async function createBoundClaim(
         : {}),
     },
   });
-  await client.create<PersistentVolumeClaim>(GVR.persistentVolumeClaims, {
-    apiVersion: "v1",
-    kind: "PersistentVolumeClaim",
-    metadata: { name, namespace: NS, ...(options.labels ? { labels: options.labels } : {}) },
-    spec: {
-      accessModes: ["ReadWriteOnce"],
-      resources: { requests: { storage: "1Mi" } },
-      volumeName: pvName,
-      storageClassName: "",
-    },
-  });
+  await client.updateStatus(GVR.persistentVolumeClaims, { ...claim, status: { phase: "Bound" } });
 }
 
 export async function createVolumeSnapshot(

@@ -28,8 +28,10 @@ import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/
 import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/index.ts";
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
 import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
+import { snapshotterOptionsFromFlags } from "../../src/sidecars/snapshotter/index.ts";
 import { snapshotControllerOptionsFromFlags } from "../../src/controllers/index.ts";
 import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
+import { until } from "../harness/until.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const DEPLOY = join(ROOT, "deploy");
@@ -48,6 +50,7 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   registrar: registrarOptionsFromFlags,
   livenessprobe: livenessProbeOptionsFromFlags,
   resizer: resizerOptionsFromFlags,
+  snapshotter: (flags) => snapshotterOptionsFromFlags(flags, {}),
   "snapshot-controller": snapshotControllerOptionsFromFlags,
 };
 
@@ -167,6 +170,21 @@ describe("deploy/ against the embedded API server", { skip: kubectlMissing() }, 
     const list = await manifests();
     assert.ok(
       list.some((m) => m.object.kind === "DaemonSet") && list.some((m) => m.object.kind === "Deployment"),
+    );
+    // CRDs first, as a user installs them: kubectl validates every object of one apply against
+    // the schema the server had before it, so the snapshot classes need their CRDs served.
+    const crds = await kubectl(["apply", "--validate=strict", "-f", join(DEPLOY, "crds")], {
+      kubeconfig: server.handle.kubeconfigPath,
+    });
+    assert.equal(crds.code, 0, `crds: ${crds.stderr}${crds.stdout}`);
+    await until(
+      async () =>
+        (
+          await kubectl(["get", "volumesnapshotclasses,volumegroupsnapshotclasses"], {
+            kubeconfig: server.handle.kubeconfigPath,
+          })
+        ).code === 0,
+      "snapshot class CRDs served",
     );
     for (let round = 1; round <= 2; round++) {
       const applied = await kubectl(["apply", "--validate=strict", "-R", "-f", DEPLOY], {
@@ -297,7 +315,15 @@ test("every container command line in deploy/ is accepted by csikit's parser and
     validate(flags);
     checked.push(`${subcommand}@${container.where}`);
   }
-  for (const sub of ["hostpath", "provisioner", "attacher", "registrar", "livenessprobe", "resizer"])
+  for (const sub of [
+    "hostpath",
+    "provisioner",
+    "attacher",
+    "registrar",
+    "livenessprobe",
+    "resizer",
+    "snapshotter",
+  ])
     assert.ok(
       checked.some((c) => c.startsWith(`${sub}@`)),
       `no container runs csikit ${sub}`,

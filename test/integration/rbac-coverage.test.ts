@@ -2,7 +2,8 @@
 // own process, `up`'s command line from src/cluster/components.ts, its identity, the Roles of
 // deploy/rbac/) while a scenario suite drives its API paths: provisioning (immediate and
 // WaitForFirstConsumer, the scheduler's pick), clone, restore from a VolumeSnapshot, resize,
-// VolumeAttributesClass modify, attach and an attach error, detach, delete, leader election
+// VolumeAttributesClass modify, attach and an attach error, detach, delete, a StatefulSet and a
+// generic ephemeral volume (their claims created by the controllers), leader election
 // (on, as deploy/ runs the sidecars), capacity tracking (on, as a deployment may run it) and
 // events. The API server's audit events say what each
 // identity asked for:
@@ -70,7 +71,8 @@ const RUN = new Set(["controllers", "provisioner", "attacher", "resizer"]);
 const LEASES_UPSTREAM =
   "upstream's leader-election Role (client-go's lease lock); csikit's elector only gets, creates and updates";
 const INFORMER_GET = "upstream's rule (its listers may fall back to a get); csikit reads it from an informer";
-const EVENT_REPEAT = "event recorder: patches the count of a repeated event (none repeats in this suite)";
+const EVENT_REPEAT =
+  "event recorder: patches the count of a repeated event (whether one repeats here depends on timing: a retry under load repeats one)";
 const EVENT_UPSTREAM =
   "upstream's events rule, kept so its image runs under the same Role; csikit's recorder creates and patches";
 const CAPACITY =
@@ -80,7 +82,7 @@ const VAC_GATE =
 const KCM_PARITY =
   "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
 const WORKLOAD_LOOPS =
-  "the workload loops (statefulset, ephemeral-volume, replicaset, deployment, daemonset, job) create pods, claims, ReplicaSets and ControllerRevisions and write StatefulSet status; this storage suite runs none (src/controllers/*/*.server.test.ts run them under this identity)";
+  "the deployment loop creates ReplicaSets; this storage suite runs a StatefulSet and an ephemeral volume, no Deployment (src/controllers/deployment/*.server.test.ts runs it under this identity)";
 const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   provisioner: {
     "update /persistentvolumeclaims":
@@ -138,10 +140,8 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
       "create /bindings",
       "create /persistentvolumes",
       "delete /persistentvolumes",
-      "delete /pods",
       "get /nodes",
       "get /persistentvolumes",
-      "get /pods",
       "get storage.k8s.io/csidrivers",
       "get storage.k8s.io/csinodes",
       "get storage.k8s.io/csistoragecapacities",
@@ -149,7 +149,6 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
       "get storage.k8s.io/volumeattachments",
       "patch /persistentvolumeclaims/status",
       "patch /persistentvolumes/status",
-      "patch /pods/status",
       "update /pods/status",
       "update /nodes/status",
       "update /events",
@@ -164,13 +163,7 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
       "delete */*",
     ]
       .map((grant) => [grant, KCM_PARITY])
-      .concat([
-        ["create /pods", WORKLOAD_LOOPS],
-        ["create apps/replicasets", WORKLOAD_LOOPS],
-        ["create /persistentvolumeclaims", WORKLOAD_LOOPS],
-        ["create apps/controllerrevisions", WORKLOAD_LOOPS],
-        ["update apps/statefulsets/status", WORKLOAD_LOOPS],
-      ]),
+      .concat([["create apps/replicasets", WORKLOAD_LOOPS]]),
   ),
 };
 
@@ -435,6 +428,62 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     return list.items.length > 0 || undefined;
   });
 
+  // Workloads: a StatefulSet's claim, pod, revision and status (statefulset-controller), and a
+  // pod's generic ephemeral claim (ephemeral-volume-controller). Their pods select no node, so
+  // the scheduler reports them unschedulable, and the garbage collector deletes them and their
+  // claims (no kubelet here to finish a scheduled pod).
+  const nowhere = { "csikit.test/nowhere": "true" };
+  await admin.create(GVR.statefulSets, {
+    apiVersion: "apps/v1",
+    kind: "StatefulSet",
+    metadata: { name: "web", namespace: NS },
+    spec: {
+      replicas: 1,
+      podManagementPolicy: "Parallel",
+      persistentVolumeClaimRetentionPolicy: { whenDeleted: "Delete", whenScaled: "Delete" },
+      selector: { matchLabels: { app: "web" } },
+      template: {
+        metadata: { labels: { app: "web" } },
+        spec: { nodeSelector: nowhere, containers: [{ name: "app", image: "busybox" }] },
+      },
+      volumeClaimTemplates: [claim("data")],
+    },
+  });
+  await bound("data-web-0");
+  await step("the StatefulSet's pod and status", async () => {
+    const set = await admin.get<KubeObject & { status?: { replicas?: number } }>(GVR.statefulSets, "web", {
+      namespace: NS,
+    });
+    return set.status?.replicas === 1 || undefined;
+  });
+  await admin.create(GVR.pods, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "scratch", namespace: NS },
+    spec: {
+      nodeSelector: nowhere,
+      containers: [{ name: "app", image: "busybox" }],
+      volumes: [{ name: "data", ephemeral: { volumeClaimTemplate: { spec: claim("unused").spec } } }],
+    },
+  });
+  await bound("scratch-data");
+  await step("scratch reported unschedulable", async () => {
+    const pod = await admin.get<
+      KubeObject & { status?: { conditions?: { type: string; status: string }[] } }
+    >(GVR.pods, "scratch", { namespace: NS });
+    return (
+      pod.status?.conditions?.some((c) => c.type === "PodScheduled" && c.status === "False") || undefined
+    );
+  });
+  await admin.delete(GVR.statefulSets, "web", { namespace: NS });
+  await admin.delete(GVR.pods, "scratch", { namespace: NS });
+  await step("the StatefulSet's pod and claim, and the ephemeral claim, collected", async () => {
+    const pods = await admin.list(GVR.pods, { namespace: NS });
+    const claims = await admin.list(GVR.persistentVolumeClaims, { namespace: NS });
+    const names = new Set([...pods.items, ...claims.items].map((o) => o.metadata?.name));
+    return (!names.has("web-0") && !names.has("data-web-0") && !names.has("scratch-data")) || undefined;
+  });
+
   // An attach error: a volume the driver does not have.
   await admin.create(
     GVR.persistentVolumes,
@@ -515,8 +564,10 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     for (const grant of [...grantsOf(manifests, identity)].sort())
       if (!used.has(grant) && !(grant in explained)) problems.push(`${component}: ${grant}`);
     // An explanation for a grant the suite does use is stale: it would hide a future regression.
-    for (const grant of Object.keys(explained))
-      if (used.has(grant)) problems.push(`${component}: ${grant} is used, yet listed in UNEXERCISED`);
+    // A repeat of an event depends on timing, so its patch may or may not be seen.
+    for (const [grant, why] of Object.entries(explained))
+      if (used.has(grant) && why !== EVENT_REPEAT)
+        problems.push(`${component}: ${grant} is used, yet listed in UNEXERCISED`);
   }
   assert.deepEqual(problems, [], "granted, never used by the suite, and not in UNEXERCISED");
 });

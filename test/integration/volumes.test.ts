@@ -37,7 +37,7 @@ import { CsiClient } from "../../src/csi/index.ts";
 import { runLoops } from "../harness/controllers.ts";
 import { serveHostpathDriver, TOPOLOGY_KEY_NODE } from "../../src/drivers/index.ts";
 import { startTestServer } from "../harness/kube-server.ts";
-import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
+import { CORE_EVENTS, isNotFound, type CoreEvent, type KubeClient } from "../../src/kube/index.ts";
 import { csiDriver, getPod, podRunning, runNode, serveRegistration } from "../harness/node.ts";
 import { attachmentName, KubeletPaths, POD_INFO_KEYS, uniqueVolumeName } from "../../src/node/index.ts";
 import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../../src/sidecars/resizer/index.ts";
@@ -788,7 +788,7 @@ if (isRoot && hasUnshare && !inNamespace) {
   );
 
   test(
-    "generic ephemeral volume: the ephemeral-volume controller's claim <pod>-<volume>, owned by the pod, provisioned for the scheduler's node, attached, mounted, Running; the pod deleted → torn down, the claim collected",
+    "generic ephemeral volume: the ephemeral-volume controller's claim <pod>-<volume>, owned by the pod, provisioned for the scheduler's node, attached, mounted, Running; the pod deleted → torn down, the claim collected; a claim of that name the pod does not control is refused by the controller, attach/detach and the node agent",
     { timeout: SUITE_TIMEOUT },
     (t) =>
       withCluster(t, async (c) => {
@@ -832,6 +832,53 @@ if (isRoot && hasUnshare && !inNamespace) {
           "the claim collected with its pod",
           { timeoutMs: LONG },
         );
+
+        // A pod put on a node directly (no scheduler check) whose ephemeral claim name is taken
+        // by a claim it does not control: neither attach/detach nor the node agent uses it.
+        await c.client.create(GVR.persistentVolumeClaims, newClaim("squat-vol", "eph"));
+        await c.client.create<Pod>(GVR.pods, {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "squat", namespace: NS },
+          spec: {
+            nodeName: node.name,
+            containers: [{ name: "app", image: "busybox" }],
+            volumes: [
+              { name: "vol", ephemeral: { volumeClaimTemplate: { spec: newClaim("unused", "eph").spec } } },
+            ],
+          },
+        });
+        const refusal = `PVC ${NS}/squat-vol was not created for pod ${NS}/squat (pod is not owner)`;
+        const events = async (reason: string) =>
+          (await c.client.list<CoreEvent>(CORE_EVENTS, { namespace: NS })).items.filter(
+            (e) => e.involvedObject.name === "squat" && e.reason === reason,
+          );
+        const failedMount = await until(
+          async () => (await events("FailedMount"))[0],
+          "the node agent's FailedMount",
+          {
+            timeoutMs: LONG,
+          },
+        );
+        assert.ok(failedMount.message?.includes(refusal), failedMount.message);
+        const failedBinding = await until(
+          async () => (await events("FailedBinding"))[0],
+          "the controller's FailedBinding",
+          {
+            timeoutMs: LONG,
+          },
+        );
+        assert.equal(failedBinding.message, `ephemeral volume vol: ${refusal}`);
+        assert.equal((await getPod(c.client, NS, "squat"))?.status?.phase, "Pending", "never Running");
+        assert.deepEqual((await c.client.list(GVR.volumeAttachments)).items, [], "nothing attached for it");
+        await c.client.delete(GVR.pods, "squat", { namespace: NS });
+        await until(async () => (await getPod(c.client, NS, "squat")) === undefined, "squat gone", {
+          timeoutMs: LONG,
+        });
+        const squatter = await c.client.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "squat-vol", {
+          namespace: NS,
+        });
+        assert.equal(squatter.metadata?.ownerReferences, undefined, "the other claim is left as it was");
       }),
   );
 

@@ -28,6 +28,7 @@ import {
   setDefault,
   str,
 } from "./common.ts";
+import { conversionStorage } from "./crd-conversion.ts";
 import type { Obj } from "./common.ts";
 import {
   applySchemaDefaults,
@@ -449,6 +450,7 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
   const group = str(spec.group);
   const kind = str(names.kind);
   const namespaced = spec.scope !== "Cluster";
+  const storageVersion = str(versionsOf(object).find((version) => version.storage === true)?.name);
   const defs: ResourceDef[] = [];
   for (const version of versionsOf(object)) {
     if (version.served !== true) continue;
@@ -469,10 +471,19 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
         return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
       };
     }
+    const storage = conversionStorage(
+      object,
+      group,
+      str(names.plural),
+      kind,
+      str(version.name),
+      storageVersion,
+    );
     const def = defineResource({
       group,
       version: str(version.name),
       resource: str(names.plural),
+      ...(storage !== undefined ? { storage } : {}),
       // Upstream custom resources: /status keeps all old metadata; updates need resourceVersion.
       statusWritableMetadata: [],
       allowUnconditionalUpdate: false,
@@ -525,6 +536,12 @@ export function resourceDefFromCRD(crd: CustomResourceDefinition | KubeObject): 
     def.singular = str(names.singular) || kind.toLowerCase();
     def.listKind = str(names.listKind) || `${kind}List`;
     def.custom = true;
+    if (version.deprecated === true) {
+      def.deprecationWarning =
+        typeof version.deprecationWarning === "string"
+          ? version.deprecationWarning
+          : `${group}/${str(version.name)} ${kind} is deprecated`;
+    }
     def.patchStrategies = {};
     defs.push(def);
   }

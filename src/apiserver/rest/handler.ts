@@ -326,6 +326,7 @@ async function handleResource(
     protobuf,
     ...(partial ? { partial } : {}),
   };
+  if (def.deprecationWarning !== undefined) call.warnings.push(def.deprecationWarning);
   if (request.verb === "watch") {
     req.resume();
     await serveWatch(

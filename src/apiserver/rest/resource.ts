@@ -74,6 +74,8 @@ export interface ResourceDef {
 
   /** True for a CRD-backed kind: strategic merge patch is refused (415) as upstream does. Default false. */
   custom?: boolean;
+  /** A deprecated CRD version's Warning, sent with every answer (upstream: "<group>/<version> <Kind> is deprecated" unless the CRD words its own). */
+  deprecationWarning?: string;
   /** A delete answers the deleted object (pods, serviceaccounts, storageclasses upstream) instead of a Success Status. Default false. */
   returnDeletedObject?: boolean;
   /**

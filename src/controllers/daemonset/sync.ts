@@ -74,6 +74,8 @@ function oldestFirst(pods: readonly Pod[]): Pod[] {
 export async function syncDaemonSet(ctx: DaemonSetSyncContext, ds: DaemonSet): Promise<ProcessResult | void> {
   const key = objectKey(ds);
   const namespace = ds.metadata?.namespace ?? "";
+  // Read before the pods are listed: an expectation met after the listing is not in the list.
+  const satisfied = ctx.expectations.satisfied(key);
   const claimed = await claimObjects<Pod>({
     client: ctx.client,
     gvr: GVR.pods,
@@ -93,12 +95,10 @@ export async function syncDaemonSet(ctx: DaemonSetSyncContext, ds: DaemonSet): P
   }
   const hash = computeHash(ds.spec?.template ?? {}, ds.status?.collisionCount);
   const nodes = ctx.nodes.list();
-  if (ds.metadata?.deletionTimestamp === undefined && ctx.expectations.satisfied(key)) {
-    await manage(ctx, ds, nodes, byNode, hash);
-    if (
-      (ds.spec?.updateStrategy?.type ?? "RollingUpdate") === "RollingUpdate" &&
-      ctx.expectations.satisfied(key)
-    )
+  if (ds.metadata?.deletionTimestamp === undefined && satisfied) {
+    const changed = await manage(ctx, ds, nodes, byNode, hash);
+    // The rolling update works from the same listing, so only when manage() wrote nothing.
+    if ((ds.spec?.updateStrategy?.type ?? "RollingUpdate") === "RollingUpdate" && !changed)
       await rollingUpdate(ctx, ds, nodes, byNode, hash);
   }
   const status = calculateStatus(ds, nodes, byNode, hash, ctx.now());
@@ -114,7 +114,7 @@ async function manage(
   nodes: readonly Node[],
   byNode: Map<string, Pod[]>,
   hash: string,
-): Promise<void> {
+): Promise<boolean> {
   const create: string[] = [];
   const remove: Pod[] = [];
   const known = new Set<string>();
@@ -155,6 +155,7 @@ async function manage(
   // Pods for nodes that no longer exist (upstream: unscheduled ones here, bound ones by pod GC).
   for (const [name, pods] of byNode) if (!known.has(name)) remove.push(...pods);
   await syncNodes(ctx, ds, remove, create, hash);
+  return remove.length + create.length > 0;
 }
 
 /** syncNodes: deletes then creates, setting expectations first. */

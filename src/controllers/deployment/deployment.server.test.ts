@@ -220,3 +220,35 @@ test(
     assert.deepEqual(cluster.forbidden(), []);
   },
 );
+
+test(
+  "deployment: pods that never get ready end the rollout with ProgressDeadlineExceeded, and kubectl rollout status says so",
+  { skip: kubectlMissing() },
+  async (t) => {
+    const cluster = await startWorkloadCluster(t);
+    const { admin } = cluster;
+    await admin.create(GVR.nodes, node("n1"));
+    runKubeletStandIn(t, admin, { ready: () => false });
+    runWorkloadLoops(t, cluster, ["replicaset", "deployment", "scheduler"]);
+    await kubectl(["apply", "-f", "-"], {
+      kubeconfig: cluster.rbac.kubeconfig,
+      stdin: manifest("stuck", "busybox:1", { replicas: 1, progressDeadlineSeconds: 2 }),
+    });
+    const stuck = await until(async () => {
+      const d = await admin.get<Deployment>(GVR.deployments, "stuck", { namespace: NS });
+      const progressing = d.status?.conditions?.find((c) => c.type === "Progressing");
+      return progressing?.reason === "ProgressDeadlineExceeded" ? d : undefined;
+    }, "Progressing False/ProgressDeadlineExceeded (the loop looks again at the deadline)");
+    const progressing = stuck.status?.conditions?.find((c) => c.type === "Progressing");
+    assert.equal(progressing?.status, "False");
+    assert.match(progressing?.message ?? "", /^ReplicaSet "stuck-\w+" has timed out progressing\.$/);
+    const available = stuck.status?.conditions?.find((c) => c.type === "Available");
+    assert.deepEqual([available?.status, available?.reason], ["False", "MinimumReplicasUnavailable"]);
+    const status = await kubectl(["rollout", "status", "deployment/stuck", "--timeout=30s"], {
+      kubeconfig: cluster.rbac.kubeconfig,
+    });
+    assert.notEqual(status.code, 0);
+    assert.match(status.stderr, /deployment "stuck" exceeded its progress deadline/);
+    assert.deepEqual(cluster.forbidden(), []);
+  },
+);

@@ -6,6 +6,7 @@
 // (pod is not owner)") and a retry with backoff. A pod being deleted is left alone.
 
 import {
+  EVENT_REASONS,
   GVR,
   ephemeralClaimName,
   ephemeralClaimRefusal,
@@ -71,7 +72,7 @@ export async function syncPodEphemeralVolumes(ctx: EphemeralSyncContext, pod: Po
       ctx.recorder.event(
         pod,
         "Warning",
-        "FailedBinding",
+        EVENT_REASONS.failedBinding.key,
         `ephemeral volume ${volume.name}: ${errorMessage(error)}`,
       );
       throw new Error(`pod ${key}, ephemeral volume ${volume.name}: ${errorMessage(error)}`, {

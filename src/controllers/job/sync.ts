@@ -103,6 +103,8 @@ export async function syncJob(ctx: JobSyncContext, cached: Job): Promise<Process
   let job = cached;
   const key = objectKey(job);
   const now = ctx.now();
+  // Read before the pods are listed: an expectation met after the listing is not in the list.
+  const satisfied = ctx.expectations.satisfied(key);
   const pods = await claimObjects<Pod>({
     client: ctx.client,
     gvr: GVR.pods,
@@ -215,7 +217,7 @@ export async function syncJob(ctx: JobSyncContext, cached: Job): Promise<Process
     }
   } else if (job.spec?.suspend === true) {
     await deleteActive(ctx, job, active);
-  } else if (ctx.expectations.satisfied(key)) {
+  } else if (satisfied) {
     result = await manageJob(ctx, job, active, pods, succeededTotal);
   } else {
     // OBSERVATION: earlier creates or deletes not seen yet; their events bring the next pass.

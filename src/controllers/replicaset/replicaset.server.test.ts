@@ -136,3 +136,30 @@ test("replicaset: scale up, down (not-ready first), status, events, adoption and
   assert.equal(events[0]?.source?.component, "replicaset-controller");
   assert.deepEqual(cluster.forbidden(), []);
 });
+
+test("replicaset: a ready pod counts as available only after minReadySeconds", async (t) => {
+  const cluster = await startWorkloadCluster(t);
+  const { admin } = cluster;
+  await admin.create(GVR.nodes, node("n1"));
+  runKubeletStandIn(t, admin);
+  runWorkloadLoops(t, cluster, ["replicaset", "scheduler"]);
+  const rs = replicaSet("slow", 1);
+  rs.spec!.minReadySeconds = 2;
+  await admin.create<ReplicaSet>(GVR.replicaSets, rs);
+  const readyNotAvailable = await until(async () => {
+    const current = await admin.get<ReplicaSet>(GVR.replicaSets, "slow", { namespace: NS });
+    return current.status?.readyReplicas === 1 ? current : undefined;
+  }, "slow ready");
+  // Only asserted when the status was read less than minReadySeconds after the Ready transition.
+  const readySince = Date.parse(
+    (await podsOwnedBy(admin, readyNotAvailable.metadata?.uid ?? ""))[0]?.status?.conditions?.find(
+      (c) => c.type === "Ready",
+    )?.lastTransitionTime ?? "",
+  );
+  if (Date.now() < readySince + 2000) assert.equal(readyNotAvailable.status?.availableReplicas, 0);
+  await until(async () => {
+    const current = await admin.get<ReplicaSet>(GVR.replicaSets, "slow", { namespace: NS });
+    return current.status?.availableReplicas === 1;
+  }, "slow available after minReadySeconds (the loop requeues itself)");
+  assert.deepEqual(cluster.forbidden(), []);
+});

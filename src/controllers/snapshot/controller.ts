@@ -68,7 +68,9 @@ function isSettled(snapshot: VolumeSnapshot): boolean {
     boundContentName(snapshot) !== undefined &&
     snapshot.status.error === undefined &&
     snapshot.metadata?.deletionTimestamp === undefined &&
-    (snapshot.metadata?.finalizers ?? []).includes("snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection")
+    (snapshot.metadata?.finalizers ?? []).includes(
+      "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+    )
   );
 }
 
@@ -349,9 +351,9 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
     onDelete: (deleted) => {
       const g = deletedObject(deleted);
       group?.groups.forget(objectKey(g));
-      const driver = "";
-      metrics.succeeded(OPERATIONS.deleteGroupSnapshot, g.metadata?.uid ?? "", driver);
       const bound = g.status?.boundVolumeGroupSnapshotContentName;
+      const driver = (bound && group?.groupContents.get(bound)?.spec.driver) || "";
+      metrics.succeeded(OPERATIONS.deleteGroupSnapshot, g.metadata?.uid ?? "", driver);
       if (bound) groupContentQueue.add(bound);
       // Members wait for their group to be gone before they drop volumesnapshot-in-group-protection.
       for (const member of snapshotInformer.store.byIndex(

@@ -65,7 +65,7 @@ test("group snapshot: selector → group content → one snapshot and content pe
     metadata: { name: "group", namespace: "default" },
     spec: { source: { selector: { matchLabels: { app: "db" } } } },
   });
-  const uid = created.metadata!.uid!;
+  const uid = created.metadata.uid!;
   const ready = await until(async () => {
     const group = await getGroup(f, "group");
     return group.status?.readyToUse === true ? group : undefined;

@@ -6,18 +6,24 @@
 // statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index and
 // controller-revision-hash, claims labelled with the set's selector.matchLabels.
 
-import type { PersistentVolumeClaim, Pod, StatefulSet, Volume } from "../../api/index.ts";
+import {
+  LABELS,
+  type PersistentVolumeClaim,
+  type Pod,
+  type StatefulSet,
+  type Volume,
+} from "../../api/index.ts";
 import { controllerRef } from "../common/index.ts";
 
 export const STATEFULSET_LABELS = Object.freeze({
   /** The pod's own name, so a Service can select one member. */
-  podName: "statefulset.kubernetes.io/pod-name",
+  podName: LABELS.statefulSetPodName.key,
   /** The pod's ordinal (PodIndexLabel, GA in Kubernetes 1.32). */
-  podIndex: "apps.kubernetes.io/pod-index",
+  podIndex: LABELS.podIndex.key,
   /** The ControllerRevision a pod was made from. */
-  revision: "controller-revision-hash",
+  revision: LABELS.controllerRevisionHash.key,
   /** The hash in a ControllerRevision's name, on the revision itself. */
-  revisionHash: "controller.kubernetes.io/hash",
+  revisionHash: LABELS.revisionHash.key,
 });
 
 const STATEFUL_POD_NAME = /^(.*)-([0-9]+)$/;

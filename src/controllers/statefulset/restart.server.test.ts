@@ -41,10 +41,7 @@ function statefulSet(): StatefulSet {
   };
 }
 
-async function names(
-  client: KubeClient,
-  resource: typeof GVR.pods,
-): Promise<string[]> {
+async function names(client: KubeClient, resource: typeof GVR.pods): Promise<string[]> {
   const list = await client.list<Pod | PersistentVolumeClaim>(resource, {
     namespace: NS,
     labelSelector: "app=crash",

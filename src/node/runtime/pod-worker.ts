@@ -5,7 +5,7 @@
 // terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
 // pod's own volumes down; `settled` tells the reconciler when the pod's CSI volumes may go.
 
-import { mkdir, realpath, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GVR, type Container, type Pod } from "../../api/index.ts";
 import { errorMessage, type Clock } from "../../base/index.ts";
@@ -558,6 +558,11 @@ export class PodWorker {
   }
 
   async #step(): Promise<void> {
+    // Ended from outside (a node shutdown marks pods Failed): stop the containers, keep the phase.
+    const apiPhase = this.#pod.status?.phase;
+    if (!this.#terminating && !this.#finished && (apiPhase === "Failed" || apiPhase === "Succeeded")) {
+      this.terminate(undefined);
+    }
     if (this.#terminating) {
       await this.#writeStatus();
       if (![...this.#init, ...this.#main].some((r) => r.instance)) await this.#settle();
@@ -567,6 +572,10 @@ export class PodWorker {
       await this.#writeStatus();
       await this.#settle();
       return;
+    }
+    if (!this.#recovered) {
+      this.#recovered = true;
+      await this.#recoverRestartCounts();
     }
     if (!this.#volumes) {
       try {
@@ -630,6 +639,25 @@ export class PodWorker {
     }
   }
 
+  #recovered = false;
+
+  /**
+   * A pod this node ran before it restarted: the kubelet's calcRestartCountByLogDir — the next
+   * instance is one past the highest <n>.log, so no log file is appended to or lost.
+   */
+  async #recoverRestartCounts(): Promise<void> {
+    for (const record of [...this.#init, ...this.#main]) {
+      const names = await readdir(join(this.logDir, record.spec.name)).catch(() => [] as string[]);
+      const counts = names
+        .map((n) => /^(\d+)\.log$/.exec(n)?.[1])
+        .filter((n) => n !== undefined)
+        .map(Number);
+      if (counts.length === 0) continue;
+      record.started = Math.max(...counts) + 1;
+      record.restartCount = record.started;
+    }
+  }
+
   #phase(): string {
     return podStatus(this.#statusInput()).phase ?? "";
   }
@@ -643,6 +671,7 @@ export class PodWorker {
       now: this.#deps.clock.now(),
       hostIP: this.#deps.hostIP,
       sandboxReady: this.#volumes !== undefined,
+      terminating: this.#terminating,
     };
   }
 

@@ -36,6 +36,8 @@ export interface PodRuntimeOptions {
   /** Where container logs go (the kubelet's /var/log/pods). Default <root>/logs/pods. */
   logsDir?: string;
   hostIP?: string;
+  /** Host paths no sandbox sees besides the node's root dir. */
+  hiddenPaths?: string[];
 }
 
 function shellQuote(argv: string[]): string {
@@ -81,7 +83,7 @@ export class PodRuntime implements ContainerStreams {
         logsRoot: this.logsDir,
         hostIP: this.#o.hostIP ?? "127.0.0.1",
         objects: this.#objects(pod),
-        hidden: [this.#o.context.paths.root],
+        hidden: [this.#o.context.paths.root, ...(this.#o.hiddenPaths ?? [])],
       });
       this.#workers.set(uid, worker);
     }

@@ -115,11 +115,30 @@ export interface StatusInput {
   hostIP: string;
   /** The sandbox is up (volumes set up): PodReadyToStartContainers. */
   sandboxReady: boolean;
+  /** The pod is being stopped (deleted, or ended from outside): it ends terminal, never restarts. */
+  terminating: boolean;
+}
+
+/**
+ * The phase of a pod being stopped (the kubelet's getPhase with podIsTerminal): a phase already
+ * terminal stays; once nothing runs, Succeeded if every container exited 0, else Failed.
+ */
+function terminatingPhase(
+  pod: Pod,
+  main: readonly ContainerView[],
+  computed: NonNullable<PodStatus["phase"]>,
+) {
+  const current = pod.status?.phase;
+  if (current === "Succeeded" || current === "Failed") return current;
+  if (main.some((v) => v.state.kind === "running")) return computed;
+  const allSucceeded = main.every((v) => v.state.kind === "terminated" && v.state.exitCode === 0);
+  return allSucceeded && main.length > 0 ? "Succeeded" : "Failed";
 }
 
 export function podStatus(input: StatusInput): PodStatus & Record<string, unknown> {
   const { pod, init, main } = input;
-  const phase = podPhase(pod, init, main);
+  const computed = podPhase(pod, init, main);
+  const phase = input.terminating ? terminatingPhase(pod, main, computed) : computed;
   const previous = new Map((pod.status?.conditions ?? []).map((c) => [c.type, c]));
   const now = apiTime(input.now);
   const condition = (type: string, ok: boolean, reason?: string, message?: string): PodCondition => {

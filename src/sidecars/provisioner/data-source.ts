@@ -1,12 +1,14 @@
 // Volume data sources: clone from a claim (same namespace — or another one with
 // CrossNamespaceVolumeDataSource and a ReferenceGrant — same class and driver, volume mode and a
-// request at least the source's size) and restore from a VolumeSnapshot (ready, bound content of
-// this driver, restore size within the request, and --prevent-volume-mode-conversion: a
-// volumeMode change needs the content's allow-volume-mode-change annotation). Other kinds are
+// request at least the source's size) and restore from a VolumeSnapshot (also cross-namespace
+// under the same gate and grant; a group snapshot's member alike): ready, bound content of this
+// driver, restore size within the request, and --prevent-volume-mode-conversion: a volumeMode
+// change needs the content's allow-volume-mode-change annotation, read as Go's ParseBool. Other kinds are
 // left to volume populators (`isPopulatorClaim`). Errors are ProvisionError with upstream's
 // wording where it has one.
 
 import {
+  FINALIZERS,
   parseQuantity,
   quantityValue,
   type PersistentVolumeClaim,
@@ -159,56 +161,94 @@ export async function resolveDataSource(
   if (isSnapshotSource(ref)) {
     if (!context.driver.snapshots)
       throw new ProvisionError("CREATE_DELETE_SNAPSHOT is not supported by the driver");
-    const snapshot = await context.view.snapshot(namespace, ref.name, context.signal);
-    if (!snapshot) throw new ProvisionError(`error getting snapshot ${ref.name} from api server: not found`);
-    if (snapshot.metadata?.deletionTimestamp)
-      throw new ProvisionError(`snapshot ${namespace}/${ref.name} is being deleted`);
-    if (snapshot.status?.readyToUse !== true) throw new ProvisionError(`snapshot ${ref.name} is not Ready`);
-    const contentName = snapshot.status.boundVolumeSnapshotContentName ?? "";
-    if (contentName === "") throw new ProvisionError(`snapshot ${ref.name} not bound`);
-    const content = await context.view.snapshotContent(contentName, context.signal);
-    if (!content)
-      throw new ProvisionError(
-        `error getting snapshotcontent ${contentName} for snapshot ${namespace}/${ref.name} from api server: not found`,
-      );
-    const bound = content.spec?.volumeSnapshotRef;
-    if (
-      bound?.name !== ref.name ||
-      bound.namespace !== namespace ||
-      (bound.uid !== undefined && bound.uid !== snapshot.metadata?.uid)
-    )
-      throw new ProvisionError(
-        `snapshotcontent ${contentName} for snapshot ${namespace}/${ref.name} is bound to a different snapshot`,
-      );
-    if (content.spec?.driver !== context.driver.name)
-      throw new ProvisionError(
-        `snapshotcontent ${contentName} for snapshot ${namespace}/${ref.name} is of driver ${JSON.stringify(content.spec?.driver)}, not ${JSON.stringify(context.driver.name)}`,
-      );
-    const handle = content.status?.snapshotHandle ?? "";
-    if (handle === "")
-      throw new ProvisionError(
-        `snapshot handle is not available: snapshotcontent ${contentName} has no status.snapshotHandle`,
-      );
-    if (
-      context.options.preventVolumeModeConversion &&
-      content.spec.sourceVolumeMode !== undefined &&
-      content.spec.sourceVolumeMode !== claimMode &&
-      content.metadata?.annotations?.[ALLOW_VOLUME_MODE_CHANGE] !== "true"
-    )
-      throw new ProvisionError(
-        `requested volume ${namespace}/${claim.metadata?.name} modifies the mode of the source volume but does not have permission to do so. ${ALLOW_VOLUME_MODE_CHANGE} annotation is not present on snapshotcontent ${contentName}`,
-      );
-    const restore = content.status?.restoreSize;
-    if (restore !== undefined && BigInt(restore) > requested)
-      throw new ProvisionError(
-        `requested volume size ${requested} is less than the size ${restore} for the source snapshot ${ref.name}`,
-      );
-    return {
-      kind: "VolumeSnapshot",
-      namespace,
-      name: ref.name,
-      contentSource: { snapshot: { snapshotId: handle } },
-    };
+    return resolveSnapshotSource(context, claim, namespace, ref.name, claimMode, requested);
   }
   throw new ProvisionError(`unsupported data source kind ${ref.kind}`);
+}
+
+/** Go's strconv.ParseBool: the annotation's accepted spellings, undefined for anything else. */
+function parseGoBool(text: string): boolean | undefined {
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(text)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(text)) return false;
+  return undefined;
+}
+
+/**
+ * A VolumeSnapshot source, checked in upstream's order with its messages (getSnapshotSource):
+ * a snapshot being deleted is still restored from while it carries this provisioner's
+ * source-protection finalizer (the restore began before the deletion: stopping would leak the
+ * volume, external-provisioner v6.2); every binding fault reads "snapshot <name> not bound"; the
+ * restore size is the VolumeSnapshot's. A member of a group snapshot
+ * (status.volumeGroupSnapshotName) is an ordinary VolumeSnapshot here, as upstream.
+ */
+async function resolveSnapshotSource(
+  context: {
+    view: ClusterView;
+    driver: DriverInfo;
+    options: { preventVolumeModeConversion: boolean };
+    signal?: AbortSignal;
+  },
+  claim: PersistentVolumeClaim,
+  namespace: string,
+  name: string,
+  claimMode: string,
+  requested: bigint,
+): Promise<ResolvedDataSource> {
+  const snapshot = await context.view.snapshot(namespace, name, context.signal);
+  if (!snapshot)
+    throw new ProvisionError(
+      `error getting snapshot ${name} from api server: volumesnapshots.snapshot.storage.k8s.io "${name}" not found`,
+    );
+  if (
+    snapshot.metadata?.deletionTimestamp &&
+    !(snapshot.metadata.finalizers ?? []).includes(FINALIZERS.snapshotAsSourceProtectionProvisioner.key)
+  )
+    throw new ProvisionError(`snapshot ${name} is being deleted`);
+  const notBound = new ProvisionError(`snapshot ${name} not bound`);
+  const contentName = snapshot.status?.boundVolumeSnapshotContentName;
+  if (contentName === undefined) throw notBound;
+  const content = await context.view.snapshotContent(contentName, context.signal);
+  const bound = content?.spec?.volumeSnapshotRef;
+  if (
+    !content ||
+    bound?.uid !== snapshot.metadata?.uid ||
+    bound?.namespace !== snapshot.metadata?.namespace ||
+    bound?.name !== snapshot.metadata?.name
+  )
+    throw notBound;
+  if (content.spec?.driver !== context.driver.name) throw notBound;
+  if (snapshot.status?.readyToUse !== true) throw new ProvisionError(`snapshot ${name} is not Ready`);
+  const handle = content.status?.snapshotHandle;
+  if (handle === undefined) throw new ProvisionError(`snapshot handle ${name} is not available`);
+  const restoreText = snapshot.status.restoreSize;
+  if (restoreText !== undefined) {
+    const restore = sizeOf(String(restoreText));
+    if (claim.spec?.resources?.requests?.storage === undefined)
+      throw new ProvisionError(
+        `error getting capacity for PVC ${claim.metadata?.name} when creating snapshot ${name}`,
+      );
+    if (restore !== undefined && requested < restore)
+      throw new ProvisionError(
+        `requested volume size ${requested} is less than the size ${restore} for the source snapshot ${name}`,
+      );
+  }
+  const sourceMode = content.spec?.sourceVolumeMode;
+  if (context.options.preventVolumeModeConversion && sourceMode !== undefined && sourceMode !== claimMode) {
+    const prefix = `requested volume ${claim.metadata?.namespace}/${claim.metadata?.name} modifies the mode of the source volume but does not have permission to do so. `;
+    const annotation = content.metadata?.annotations?.[ALLOW_VOLUME_MODE_CHANGE];
+    if (annotation === undefined)
+      throw new ProvisionError(
+        `${prefix}${ALLOW_VOLUME_MODE_CHANGE} annotation is not present on snapshotcontent ${contentName}`,
+      );
+    const allowed = parseGoBool(annotation);
+    if (allowed === undefined)
+      throw new ProvisionError(
+        `${prefix}failed to convert ${ALLOW_VOLUME_MODE_CHANGE} annotation value to boolean with error: strconv.ParseBool: parsing ${JSON.stringify(annotation)}: invalid syntax`,
+      );
+    if (!allowed)
+      throw new ProvisionError(
+        `${prefix}${ALLOW_VOLUME_MODE_CHANGE} is set to false on snapshotcontent ${contentName}`,
+      );
+  }
+  return { kind: "VolumeSnapshot", namespace, name, contentSource: { snapshot: { snapshotId: handle } } };
 }

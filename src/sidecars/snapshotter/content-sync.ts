@@ -109,11 +109,11 @@ async function syncContent(
   }
   if (content.spec.source.volumeHandle && !content.status && !isGroupMember(content)) {
     const created = await runCreate(ctx, content, rc, REASON.creationFailed, "Failed to create snapshot");
-    return !isReady(created);
+    return !isReady(created) || deletionWaits(created);
   }
   if (isReady(content)) {
-    await removeAnnotation(ctx.client, GVR_CONTENT, content, ANNOTATION.beingCreated, signal);
-    return false;
+    const current = await removeAnnotation(ctx.client, GVR_CONTENT, content, ANNOTATION.beingCreated, signal);
+    return deletionWaits(current);
   }
   const checked = await runCreate(
     ctx,
@@ -123,7 +123,15 @@ async function syncContent(
     "Failed to check and update snapshot content",
     checkStatus,
   );
-  return !isReady(checked);
+  return !isReady(checked) || deletionWaits(checked);
+}
+
+/**
+ * A deletion that waited for the guard: the guard's removal is the sidecar's own write, which
+ * wakes nobody (changes.ts), so the content is looked at again to be deleted.
+ */
+function deletionWaits(content: VolumeSnapshotContent): boolean {
+  return content.metadata.deletionTimestamp !== undefined && shouldDelete(content);
 }
 
 type Operation = (

@@ -98,11 +98,17 @@ async function syncGroupContent(
       "Failed to create group snapshot",
       createGroup,
     );
-    return !isReady(created);
+    return !isReady(created) || shouldDeleteGroup(created);
   }
   if (isReady(content)) {
-    await removeAnnotation(ctx.client, GVR_GROUP, content, ANNOTATION.groupBeingCreated, signal);
-    return false;
+    const current = await removeAnnotation(
+      ctx.client,
+      GVR_GROUP,
+      content,
+      ANNOTATION.groupBeingCreated,
+      signal,
+    );
+    return shouldDeleteGroup(current);
   }
   const checked = await recordingErrors(
     ctx,
@@ -112,7 +118,7 @@ async function syncGroupContent(
     "Failed to check and update group snapshot content",
     checkGroup,
   );
-  return !isReady(checked);
+  return !isReady(checked) || shouldDeleteGroup(checked);
 }
 
 type GroupOperation = (

@@ -1,36 +1,38 @@
 // The strings the csi-snapshotter sidecar shares with the snapshot-controller and with users
-// (external-snapshotter v8.6 pkg/utils/util.go): annotations, finalizers, the managed-by label,
-// the class parameter keys it reads and strips, the --extra-create-metadata keys and the Event
-// reasons it records. They are the contract with an upstream snapshot-controller (either may
-// run beside the other), so they are spelled here exactly as upstream spells them.
+// (external-snapshotter v8.6 pkg/utils/util.go): annotations, finalizers, the managed-by label
+// and Event reasons (from the contract table, src/api/contract.ts), the class parameter keys it
+// reads and strips and the --extra-create-metadata keys. They are the contract with an upstream
+// snapshot-controller (either may run beside the other), so they are spelled as upstream does.
+
+import { ANNOTATIONS, EVENT_REASONS, FINALIZERS, LABELS } from "../../api/index.ts";
 
 /** Every class parameter key with this prefix is the sidecar's, never the driver's. */
 export const CSI_PARAMETER_PREFIX = "csi.storage.k8s.io/";
 
 export const ANNOTATION = {
   /** On a content: CreateSnapshot was sent and has not answered with success or a final error. */
-  beingCreated: "snapshot.storage.kubernetes.io/volumesnapshot-being-created",
+  beingCreated: ANNOTATIONS.volumeSnapshotBeingCreated.key,
   /** On a content: the snapshot-controller saw its VolumeSnapshot deleted (policy decides). */
-  beingDeleted: "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted",
+  beingDeleted: ANNOTATIONS.volumeSnapshotBeingDeleted.key,
   /** On a content: the secret for Create/Delete(Snapshot), resolved by the snapshot-controller. */
-  deletionSecretName: "snapshot.storage.kubernetes.io/deletion-secret-name",
-  deletionSecretNamespace: "snapshot.storage.kubernetes.io/deletion-secret-namespace",
+  deletionSecretName: ANNOTATIONS.snapshotDeletionSecretName.key,
+  deletionSecretNamespace: ANNOTATIONS.snapshotDeletionSecretNamespace.key,
   /** On a member content of a group snapshot: the group's handle (the controller sets it). */
-  volumeGroupSnapshotHandle: "groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle",
-  groupBeingCreated: "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created",
-  groupBeingDeleted: "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-deleted",
-  groupDeletionSecretName: "groupsnapshot.storage.kubernetes.io/deletion-secret-name",
-  groupDeletionSecretNamespace: "groupsnapshot.storage.kubernetes.io/deletion-secret-namespace",
+  volumeGroupSnapshotHandle: ANNOTATIONS.volumeGroupSnapshotHandle.key,
+  groupBeingCreated: ANNOTATIONS.volumeGroupSnapshotBeingCreated.key,
+  groupBeingDeleted: ANNOTATIONS.volumeGroupSnapshotBeingDeleted.key,
+  groupDeletionSecretName: ANNOTATIONS.groupSnapshotDeletionSecretName.key,
+  groupDeletionSecretNamespace: ANNOTATIONS.groupSnapshotDeletionSecretNamespace.key,
 } as const;
 
 export const FINALIZER = {
   /** On a content bound to a snapshot: the sidecar removes it once the backend snapshot is gone. */
-  content: "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection",
-  groupContent: "groupsnapshot.storage.kubernetes.io/volumegroupsnapshotcontent-bound-protection",
+  content: FINALIZERS.volumeSnapshotContentBound.key,
+  groupContent: FINALIZERS.volumeGroupSnapshotContentBound.key,
 } as const;
 
 /** On a content with distributed snapshotting: the node whose sidecar handles it. */
-export const MANAGED_BY_LABEL = "snapshot.storage.kubernetes.io/managed-by";
+export const MANAGED_BY_LABEL = LABELS.snapshotManagedBy.key;
 
 /** Class parameter keys (stripped before the CSI call; any other prefixed key is an error). */
 export const PARAMETER = {
@@ -56,12 +58,12 @@ export const CREATE_METADATA = {
 
 /** Event reasons (Warning) the sidecar records on contents. */
 export const REASON = {
-  creationFailed: "SnapshotCreationFailed",
-  checkFailed: "SnapshotContentCheckandUpdateFailed",
-  deleteError: "SnapshotDeleteError",
-  groupCreationFailed: "GroupSnapshotCreationFailed",
-  groupCheckFailed: "GroupSnapshotContentCheckandUpdateFailed",
-  groupDeleteError: "GroupSnapshotDeleteError",
+  creationFailed: EVENT_REASONS.snapshotCreationFailed.key,
+  checkFailed: EVENT_REASONS.snapshotContentCheckandUpdateFailed.key,
+  deleteError: EVENT_REASONS.snapshotDeleteError.key,
+  groupCreationFailed: EVENT_REASONS.groupSnapshotCreationFailed.key,
+  groupCheckFailed: EVENT_REASONS.groupSnapshotContentCheckandUpdateFailed.key,
+  groupDeleteError: EVENT_REASONS.groupSnapshotDeleteError.key,
 } as const;
 
 /**
