@@ -72,7 +72,7 @@ export class ProcessStreams implements ContainerStreams {
       child.on("error", reject);
       if (io.stdin && child.stdin) {
         child.stdin.on("error", () => undefined);
-        (io.stdin).pipe(child.stdin);
+        io.stdin.pipe(child.stdin);
       }
       const copies: Promise<void>[] = [];
       const copy = (from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream | undefined) => {
@@ -96,7 +96,9 @@ export class ProcessStreams implements ContainerStreams {
   async logs(target: ContainerTarget, options: LogOptions, out: NodeJS.WritableStream, signal: AbortSignal) {
     const container = this.#containers.get(keyOf(target));
     if (!container)
-      throw new RuntimeNotFoundError(`container "${target.container}" in pod "${target.pod}" is not available`);
+      throw new RuntimeNotFoundError(
+        `container "${target.container}" in pod "${target.pod}" is not available`,
+      );
     const source = options.previous ? container.previous : container.lines;
     if (!source)
       throw new RuntimeNotFoundError(
