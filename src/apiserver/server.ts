@@ -100,6 +100,8 @@ export interface ApiServerOptions {
   kubeletCertificateAuthority?: string;
   /** --kubelet-timeout for connecting to a kubelet, in ms. Default 5000. */
   kubeletTimeoutMs?: number;
+  /** --kubelet-preferred-address-types. Default InternalIP, ExternalIP, Hostname (kubeadm's). */
+  kubeletPreferredAddressTypes?: readonly string[];
 }
 
 export interface ApiServerHandle {
@@ -219,6 +221,9 @@ export async function startApiServer(
           ? { caPem: readFileSync(options.kubeletCertificateAuthority, "utf8") }
           : {}),
         ...(options.kubeletTimeoutMs !== undefined ? { timeoutMs: options.kubeletTimeoutMs } : {}),
+        ...(options.kubeletPreferredAddressTypes
+          ? { preferredAddressTypes: options.kubeletPreferredAddressTypes }
+          : {}),
       },
     };
     server = createServer(

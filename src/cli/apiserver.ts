@@ -89,6 +89,13 @@ export const apiserverCommand: Command = {
         "Path to a cert file for the certificate authority the kubelets' serving certificates must chain to " +
         "(pods/log, pods/exec). Without it, as kube-apiserver, kubelet certificates are not verified.",
     },
+    "kubelet-preferred-address-types": {
+      type: "strings",
+      default: "InternalIP,ExternalIP,Hostname",
+      help:
+        "List of the preferred NodeAddressTypes to use for kubelet connections (pods/log, pods/exec). " +
+        "kube-apiserver's default starts with Hostname; this is kubeadm's order.",
+    },
     "kubelet-timeout": {
       type: "duration",
       default: "5s",
@@ -127,6 +134,13 @@ export const apiserverCommand: Command = {
     const kubeletTimeout = flags.number("kubelet-timeout");
     if (!(kubeletTimeout > 0))
       throw new FlagError(`invalid value for flag -kubelet-timeout: want a positive duration`);
+    const addressTypes = flags.strings("kubelet-preferred-address-types").filter((t) => t !== "");
+    const known = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
+    for (const type of addressTypes)
+      if (!known.includes(type))
+        throw new FlagError(
+          `invalid value ${JSON.stringify(type)} for flag -kubelet-preferred-address-types: want ${known.join(", ")}`,
+        );
     let admission;
     try {
       admission = admissionChain({
@@ -152,6 +166,7 @@ export const apiserverCommand: Command = {
         serviceAccountIssuer: flags.string("service-account-issuer"),
         ...(kubeletCA !== "" ? { kubeletCertificateAuthority: kubeletCA } : {}),
         kubeletTimeoutMs: kubeletTimeout,
+        kubeletPreferredAddressTypes: addressTypes,
         logger,
       },
       signal,

@@ -24,7 +24,15 @@ export interface KubeletClientConfig {
   caPem?: string;
   /** --kubelet-timeout for the connection (kube-apiserver's default 5s). */
   timeoutMs?: number;
+  /** --kubelet-preferred-address-types, in order. Default PREFERRED_ADDRESS_TYPES. */
+  preferredAddressTypes?: readonly string[];
 }
+
+/**
+ * The node address types tried in order: kubeadm's --kubelet-preferred-address-types (upstream's
+ * own default starts with Hostname, which a virtual node's name does not resolve to).
+ */
+export const PREFERRED_ADDRESS_TYPES = ["InternalIP", "ExternalIP", "Hostname"] as const;
 
 export interface KubeletProxyContext {
   ctx: RestContext;
@@ -86,29 +94,39 @@ function containerOf(pod: PodLike, requested: string): string {
   return requested;
 }
 
-/** The kubelet's address for a node: InternalIP (else the first address) and the kubelet port. */
-function kubeletOf(ctx: RestContext, nodeName: string): { host: string; port: number } {
+/** The kubelet's address for a node: the first address of a preferred type, and the kubelet port. */
+function kubeletOf(
+  ctx: RestContext,
+  nodeName: string,
+  preferred: readonly string[],
+): { host: string; port: number } {
   const node = lookup<NodeLike>(ctx, "nodes", "", nodeName);
   if (!node) throw notFound("", "nodes", nodeName);
   const addresses = node.status?.addresses ?? [];
-  const address = (addresses.find((a) => a.type === "InternalIP") ?? addresses[0])?.address;
+  const address = preferred
+    .map((type) => addresses.find((a) => a.type === type)?.address)
+    .find((found) => found !== undefined && found !== "");
   const port = node.status?.daemonEndpoints?.kubeletEndpoint?.Port ?? 0;
-  if (!address) throw badRequest(`no preferred addresses found; known addresses: []`);
+  if (!address)
+    throw badRequest(
+      `no preferred addresses found; known addresses: [${addresses.map((a) => `{${a.type} ${a.address}}`).join(" ")}]`,
+    );
   if (!(port > 0)) throw badRequest(`node ${nodeName} does not report its kubelet port`);
   return { host: address, port };
 }
 
 /** The pod, its node's kubelet and the container a request is for. */
 function locate(
-  ctx: RestContext,
+  proxy: KubeletProxyContext,
   request: ResourceRequest,
   query: URLSearchParams,
 ): { kubelet: { host: string; port: number } | undefined; container: string; pod: PodLike } {
-  const pod = lookup<PodLike>(ctx, "pods", request.namespace, request.name);
+  const pod = lookup<PodLike>(proxy.ctx, "pods", request.namespace, request.name);
   if (!pod) throw notFound("", "pods", request.name);
   const container = containerOf(pod, query.get("container") ?? "");
   const nodeName = pod.spec?.nodeName ?? "";
-  return { pod, container, kubelet: nodeName === "" ? undefined : kubeletOf(ctx, nodeName) };
+  const preferred = proxy.kubelet.preferredAddressTypes ?? PREFERRED_ADDRESS_TYPES;
+  return { pod, container, kubelet: nodeName === "" ? undefined : kubeletOf(proxy.ctx, nodeName, preferred) };
 }
 
 function requestOptions(
@@ -168,7 +186,7 @@ export async function servePodLog(
   res: ServerResponse,
 ): Promise<void> {
   req.resume();
-  const { kubelet, container } = locate(proxy.ctx, request, query);
+  const { kubelet, container } = locate(proxy, request, query);
   // A pod not on a node yet has no log: an empty answer, as LogLocation's nil location.
   if (!kubelet) {
     res.writeHead(200, { "Content-Type": "text/plain" });
@@ -281,7 +299,7 @@ export async function servePodExec(
   socket: Duplex,
   head: Buffer,
 ): Promise<void> {
-  const { kubelet, container } = locate(proxy.ctx, request, query);
+  const { kubelet, container } = locate(proxy, request, query);
   if (!kubelet) throw badRequest(`pod ${request.name} does not have a host assigned`);
   const params = execQuery(query);
   const path =
