@@ -70,7 +70,8 @@ const PACKAGES: Record<string, readonly string[]> = {
   // Not @kubernetes/client-node: every component imports kube, and client-node costs ~0.65 s CPU.
   // @peculiar/x509 and reflect-metadata: loaded lazily by serving-cert.ts, only for a secure port
   // started without a certificate of its own.
-  kube: ["prom-client", "yaml", "@peculiar/x509", "reflect-metadata"],
+  // ws: exec.ts's pods/exec client, loaded on its first call only.
+  kube: ["prom-client", "yaml", "@peculiar/x509", "reflect-metadata", "ws"],
   apiserver: [
     "@kubernetes/client-node",
     "@marcbachmann/cel-js",
@@ -88,7 +89,8 @@ const PACKAGES: Record<string, readonly string[]> = {
   cluster: ["yaml"],
   // Components register their own metrics (kubelet_volume_stats_*, csistoragecapacities_*).
   controllers: ["prom-client"],
-  node: ["prom-client"],
+  // ws: the kubelet's /exec over WebSocket (loaded on the first exec, node/streaming/ws-channels.ts).
+  node: ["prom-client", "ws"],
   sidecars: ["prom-client"],
 };
 

@@ -111,6 +111,8 @@ export interface NodeStatus {
   phase?: string;
   conditions?: NodeCondition[];
   addresses?: NodeAddress[];
+  /** Where the kubelet listens (its secure port: kubeletEndpoint.Port, capital P as upstream). */
+  daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
   nodeInfo?: NodeSystemInfo;
   /** Volumes the attach/detach controller has attached to this node. */
   volumesAttached?: AttachedVolume[];

@@ -8,6 +8,10 @@
 import { createServer, type Server } from "node:https";
 import { DEFAULT_CIPHERS } from "node:tls";
 import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
 import type { ResourceRegistry } from "./rest/resource.ts";
@@ -16,7 +20,9 @@ import { CustomResourceSync, isCustomResourceRegistry } from "./admission/crds.t
 import type { FaultInjector } from "./transport/faults.ts";
 import type { AuditBackend } from "./auth/audit.ts";
 import { createBuiltinRegistry } from "./registry.ts";
-import { createRequestHandler, type OpenApiProvider } from "./rest/handler.ts";
+import { createRequestHandler, type HandlerOptions, type OpenApiProvider } from "./rest/handler.ts";
+import { createUpgradeHandler, isUpgradePath } from "./rest/upgrade.ts";
+import { KUBELET_CLIENT_USER } from "./rest/kubelet-proxy.ts";
 import { DEFAULT_WATCH_MAX_PENDING_BYTES } from "./rest/watch.ts";
 import { writeKubeconfig } from "./transport/kubeconfig.ts";
 import { ensureSystemNamespaces, NamespaceReaper } from "./admission/namespaces.ts";
@@ -24,7 +30,7 @@ import { loadOrCreateCredentials } from "./transport/pki.ts";
 import type { RestContext } from "./rest/rest.ts";
 import { admissionChain, type AdmissionPlugin } from "./admission/admission.ts";
 import { secureDatabaseFiles, secureStateDir } from "./transport/state-dir.ts";
-import { Authenticator, loadTokenAuthFile } from "./auth/authn.ts";
+import { Authenticator, MASTERS_GROUP, loadTokenAuthFile } from "./auth/authn.ts";
 import { Authorizer, ensureBootstrapPolicy, type AuthorizationMode } from "./auth/authz.ts";
 import { loadOrCreateSigningKey, ServiceAccountTokens } from "./auth/sa-tokens.ts";
 
@@ -87,6 +93,15 @@ export interface ApiServerOptions {
   tokenAuthFile?: string;
   /** The `iss` of ServiceAccount tokens (--service-account-issuer). Default https://kubernetes.default.svc.cluster.local. */
   serviceAccountIssuer?: string;
+  /**
+   * --kubelet-certificate-authority: a PEM file the kubelets' serving certificates must chain to
+   * (pods/log, pods/exec). Default none: not verified, as kube-apiserver without the flag.
+   */
+  kubeletCertificateAuthority?: string;
+  /** --kubelet-timeout for connecting to a kubelet, in ms. Default 5000. */
+  kubeletTimeoutMs?: number;
+  /** --kubelet-preferred-address-types. Default InternalIP, ExternalIP, Hostname (kubeadm's). */
+  kubeletPreferredAddressTypes?: readonly string[];
 }
 
 export interface ApiServerHandle {
@@ -156,9 +171,21 @@ export async function startApiServer(
     now: () => clock.now(),
     ...(options.serviceAccountIssuer ? { issuer: options.serviceAccountIssuer } : {}),
   });
+  // The identity pods/log and pods/exec reach kubelets as (kube-apiserver presents its
+  // --kubelet-client-certificate; kubelets here check bearer tokens by TokenReview): a token
+  // made at each start, known to this server only, in system:masters as kubeadm's
+  // apiserver-kubelet-client certificate is, so that each kubelet's SubjectAccessReview for
+  // nodes/proxy allows it.
+  const kubeletClientToken = randomBytes(32).toString("base64url");
   const authenticator = new Authenticator({
     adminToken: credentials.adminToken,
-    staticTokens,
+    staticTokens: [
+      ...staticTokens,
+      {
+        token: kubeletClientToken,
+        user: { username: KUBELET_CLIENT_USER, uid: "", groups: [MASTERS_GROUP], extra: {} },
+      },
+    ],
     serviceAccounts,
   });
   const authorizer = new Authorizer({ mode: options.authorizationMode ?? "AlwaysAllow", store });
@@ -172,6 +199,33 @@ export async function startApiServer(
     ensureBootstrapPolicy(ctx);
     reaper.resume();
     let address = "";
+    const handlerOptions: HandlerOptions = {
+      ctx,
+      authenticator,
+      authorizer,
+      serviceAccounts,
+      clock,
+      logger,
+      reaper,
+      ...(crds ? { crds } : {}),
+      ...(options.faults ? { faults: options.faults } : {}),
+      ...(options.audit ? { audit: options.audit } : {}),
+      ...(options.openapi ? { openapi: options.openapi } : {}),
+      bookmarkIntervalMs: options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS,
+      watchMaxPendingBytes: options.watchMaxPendingBytes ?? DEFAULT_WATCH_MAX_PENDING_BYTES,
+      signal: internal.signal,
+      serverAddress: () => address,
+      kubelet: {
+        token: kubeletClientToken,
+        ...(options.kubeletCertificateAuthority
+          ? { caPem: readFileSync(options.kubeletCertificateAuthority, "utf8") }
+          : {}),
+        ...(options.kubeletTimeoutMs !== undefined ? { timeoutMs: options.kubeletTimeoutMs } : {}),
+        ...(options.kubeletPreferredAddressTypes
+          ? { preferredAddressTypes: options.kubeletPreferredAddressTypes }
+          : {}),
+      },
+    };
     server = createServer(
       {
         cert: credentials.serverCertPem,
@@ -184,25 +238,22 @@ export async function startApiServer(
         ciphers: CIPHERS,
         honorCipherOrder: true,
         maxHeaderSize: MAX_HEADER_BYTES,
+        // Only pods/exec is upgraded (to the kubelet); any other Upgrade is an ordinary request.
+        shouldUpgradeCallback: (req) => isUpgradePath(req.url),
       },
-      createRequestHandler({
-        ctx,
-        authenticator,
-        authorizer,
-        serviceAccounts,
-        clock,
-        logger,
-        reaper,
-        ...(crds ? { crds } : {}),
-        ...(options.faults ? { faults: options.faults } : {}),
-        ...(options.audit ? { audit: options.audit } : {}),
-        ...(options.openapi ? { openapi: options.openapi } : {}),
-        bookmarkIntervalMs: options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS,
-        watchMaxPendingBytes: options.watchMaxPendingBytes ?? DEFAULT_WATCH_MAX_PENDING_BYTES,
-        signal: internal.signal,
-        serverAddress: () => address,
-      }),
+      createRequestHandler(handlerOptions),
     );
+    // Upgraded connections leave the server's keeping; they end when the server stops.
+    const upgrade = createUpgradeHandler(handlerOptions);
+    const upgraded = new Set<Duplex>();
+    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      upgraded.add(socket);
+      socket.once("close", () => upgraded.delete(socket));
+      upgrade(req, socket, head);
+    });
+    internal.signal.addEventListener("abort", () => {
+      for (const socket of upgraded) socket.destroy();
+    });
     const port = await listen(server, options.port ?? 0, bindAddress);
     // Clients reach a wildcard listener over loopback; a specific address as itself.
     const host = isWildcard(bindAddress) ? "127.0.0.1" : bindAddress;

@@ -83,6 +83,24 @@ export const apiserverCommand: Command = {
       default: "https://kubernetes.default.svc.cluster.local",
       help: "The iss claim of ServiceAccount tokens (TokenRequest, kubectl create token), and their default audience.",
     },
+    "kubelet-certificate-authority": {
+      type: "string",
+      help:
+        "Path to a cert file for the certificate authority the kubelets' serving certificates must chain to " +
+        "(pods/log, pods/exec). Without it, as kube-apiserver, kubelet certificates are not verified.",
+    },
+    "kubelet-preferred-address-types": {
+      type: "strings",
+      default: "InternalIP,ExternalIP,Hostname",
+      help:
+        "List of the preferred NodeAddressTypes to use for kubelet connections (pods/log, pods/exec). " +
+        "kube-apiserver's default starts with Hostname; this is kubeadm's order.",
+    },
+    "kubelet-timeout": {
+      type: "duration",
+      default: "5s",
+      help: "Timeout for connecting to a kubelet (pods/log, pods/exec).",
+    },
   },
   async run({ flags, logger, signal, stdout }) {
     const port = flags.number("port");
@@ -112,6 +130,17 @@ export const apiserverCommand: Command = {
       );
     }
     const tokenAuthFile = flags.string("token-auth-file");
+    const kubeletCA = flags.string("kubelet-certificate-authority");
+    const kubeletTimeout = flags.number("kubelet-timeout");
+    if (!(kubeletTimeout > 0))
+      throw new FlagError(`invalid value for flag -kubelet-timeout: want a positive duration`);
+    const addressTypes = flags.strings("kubelet-preferred-address-types").filter((t) => t !== "");
+    const known = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
+    for (const type of addressTypes)
+      if (!known.includes(type))
+        throw new FlagError(
+          `invalid value ${JSON.stringify(type)} for flag -kubelet-preferred-address-types: want ${known.join(", ")}`,
+        );
     let admission;
     try {
       admission = admissionChain({
@@ -135,6 +164,9 @@ export const apiserverCommand: Command = {
         authorizationMode: authorizationModes,
         ...(tokenAuthFile !== "" ? { tokenAuthFile } : {}),
         serviceAccountIssuer: flags.string("service-account-issuer"),
+        ...(kubeletCA !== "" ? { kubeletCertificateAuthority: kubeletCA } : {}),
+        kubeletTimeoutMs: kubeletTimeout,
+        kubeletPreferredAddressTypes: addressTypes,
         logger,
       },
       signal,

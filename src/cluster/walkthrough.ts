@@ -1,9 +1,13 @@
 // The seed's walkthrough, run by `csikit up --walkthrough` (`npm start`): a StorageClass and a
 // claim, a pod using it; wait until the volume is provisioned, attached, staged and published;
-// write a file through the pod's mount and read it back from the driver's own storage; grow the
-// claim while the pod runs (ControllerExpandVolume by the resizer, NodeExpandVolume by the node
-// agent) and show the size statfs sees through the mount; delete the pod (unpublish, unstage,
-// detach) and the claim (DeleteVolume, PV gone). `expand` runs the same without the write/read.
+// write a file through the pod itself (pods/exec, as `kubectl exec` does) and check it in the
+// driver's own storage; grow the claim while the pod runs (ControllerExpandVolume by the resizer,
+// NodeExpandVolume by the node agent) and show the size statfs sees through the mount; delete the
+// pod (unpublish, unstage), start a second pod — on another node when the volume may move there —
+// and read the file back through it; delete it (detach) and the claim (DeleteVolume, PV gone).
+// Where pods run no processes (`--pod-processes=false`, or no sandbox), the file is written into
+// the mount from outside instead, and no second pod reads it. `expand` runs the same without the
+// write/read.
 // Where the snapshot components are built, `all` also snapshots, restores and group-snapshots
 // the written claim (walkthrough-snapshots.ts) before the deletes.
 // Each step prints how long it took. Every wait is bounded.
@@ -24,8 +28,8 @@ import {
   type VolumeAttachment,
 } from "../api/index.ts";
 import { CsikitError } from "../base/index.ts";
-import { isNotFound } from "../kube/index.ts";
-import { KubeletPaths, uniqueVolumeName } from "../node/index.ts";
+import { execInPod, isNotFound } from "../kube/index.ts";
+import { KubeletPaths, sandboxUnavailable, uniqueVolumeName } from "../node/index.ts";
 import { RESIZE_CONDITIONS } from "../sidecars/resizer/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
@@ -36,6 +40,9 @@ const NAMESPACE = "default";
 const CLASS = "walkthrough";
 const CLAIM = "walkthrough-claim";
 const POD = "walkthrough-pod";
+/** The second pod, which reads back what the first wrote. */
+const READER = "walkthrough-reader";
+const FILE = "/data/hello.txt";
 const VOLUME = "data";
 const ATTRIBUTES_CLASS = "walkthrough-gold";
 /** The kubelet's record beside a staging or publish target (FACTS.md, kubelet paths). */
@@ -95,11 +102,12 @@ export async function runWalkthrough(
   const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""}${snapshots ? " → snapshot, restore, group snapshot" : ""} → delete`;
   options.print(
     which === "all"
-      ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write/read${later}`
+      ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write through the pod${later.replace(" → delete", " → read through a second pod → delete")}`
       : `walkthrough (expand): StorageClass → claim → pod → provision, attach, stage, publish${later}`,
   );
 
   // Leftovers of an interrupted earlier walkthrough would make the creates below fail.
+  await client.delete(GVR.pods, READER, { namespace: NAMESPACE }).catch(() => {});
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE }).catch(() => {});
   await pollUntil("an earlier walkthrough pod to go", timeout, signal, () =>
     gone(() => client.get(GVR.pods, POD, { namespace: NAMESPACE })),
@@ -214,19 +222,50 @@ export async function runWalkthrough(
     () => `${target}, pod Running`,
   );
   const message = `hello from csikit, ${new Date().toISOString()}\n`;
-  if (which === "all")
+  // Pods run their commands (and take exec) only with pod processes on and a sandbox.
+  const noExec =
+    cluster.plan.podProcesses === false ? "up runs with --pod-processes=false" : await sandboxUnavailable();
+  // csikit's hostpath keeps the volume under its state dir (a node's own when distributed).
+  const driverDir = cluster.plan.distributed
+    ? join(cluster.layout.driverStateDir, nodeName)
+    : cluster.layout.driverStateDir;
+  const inDriver =
+    cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined
+      ? join(driverDir, "volumes", handle, "hello.txt")
+      : undefined;
+  if (which === "all" && noExec === undefined)
+    await timed(
+      `file written through the pod (pods/exec, as kubectl exec): sh -c 'cat > ${FILE}'`,
+      async () => {
+        const written = await execInPod(client, NAMESPACE, POD, ["sh", "-c", `cat > ${FILE}`], {
+          container: "app",
+          stdin: message,
+          timeoutMs: timeout,
+          signal,
+        });
+        if (written.code !== 0)
+          throw new CsikitError(
+            "CSIKIT_ERR_WALKTHROUGH",
+            `writing ${FILE} in pod ${POD} exited ${written.code}: ${written.stderr.trim()}`,
+          );
+        if (inDriver === undefined) return `${FILE} in pod ${POD}`;
+        const back = await readFile(inDriver, "utf8");
+        if (back !== message)
+          throw new CsikitError(
+            "CSIKIT_ERR_WALKTHROUGH",
+            `the driver's storage holds ${JSON.stringify(back)} at ${inDriver}, the pod wrote ${JSON.stringify(message)}`,
+          );
+        return `${FILE} in pod ${POD}, found in the driver's storage at ${inDriver}`;
+      },
+      (where) => where,
+    );
+  else if (which === "all")
     await timed(
       "file written through the pod's mount, read back from the driver's storage",
       async () => {
+        options.print(`    (written from outside the pod: ${noExec})`);
         await writeFile(join(target, "hello.txt"), message);
-        // csikit's hostpath keeps the volume under its state dir (a node's own when distributed).
-        const driverDir = cluster.plan.distributed
-          ? join(cluster.layout.driverStateDir, nodeName)
-          : cluster.layout.driverStateDir;
-        const where =
-          cluster.plan.driverSocket === undefined && cluster.plan.driverCommand === undefined
-            ? join(driverDir, "volumes", handle, "hello.txt")
-            : join(target, "hello.txt");
+        const where = inDriver ?? join(target, "hello.txt");
         const back = await readFile(where, "utf8");
         if (back !== message)
           throw new CsikitError(
@@ -284,13 +323,21 @@ export async function runWalkthrough(
       async () => !(await node.inUse()) && !(await exists(stagedRecord)),
     ),
   );
-  if (cluster.attachRequired)
-    await timed("volume detached: ControllerUnpublishVolume, VolumeAttachment gone", () =>
-      pollUntil("the VolumeAttachment to go", timeout, signal, async () => {
-        const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
-        return list.items.some((a) => a.spec?.source?.persistentVolumeName === pvName) ? undefined : true;
-      }),
-    );
+  const detached = async (label: string) => {
+    if (cluster.attachRequired)
+      await timed(label, () =>
+        pollUntil("the VolumeAttachment to go", timeout, signal, async () => {
+          const list = await client.list<VolumeAttachment>(GVR.volumeAttachments);
+          return list.items.some((a) => a.spec?.source?.persistentVolumeName === pvName) ? undefined : true;
+        }),
+      );
+  };
+  await detached("volume detached: ControllerUnpublishVolume, VolumeAttachment gone");
+  // The volume is free again: a second pod takes it (attach, stage, publish anew) and reads.
+  if (which === "all" && noExec === undefined) {
+    await readThroughSecondPod(cluster, { timed, signal, timeout, pvName, firstNode: nodeName, message });
+    await detached("volume detached again after the second pod");
+  }
   await client.delete(GVR.persistentVolumeClaims, CLAIM, { namespace: NAMESPACE });
   await timed("claim deleted: DeleteVolume by the provisioner, PV gone", () =>
     pollUntil("the PV to go", timeout, signal, () => gone(() => client.get(GVR.persistentVolumes, pvName))),
@@ -299,6 +346,96 @@ export async function runWalkthrough(
   await client.delete(GVR.volumeAttributesClasses, ATTRIBUTES_CLASS).catch(() => {});
   options.print("walkthrough done: every step passed");
   options.print("");
+}
+
+/** A node the volume may be used on besides `firstNode`, by the PV's node affinity (none: any). */
+async function otherNodeFor(
+  cluster: RunningCluster,
+  pvName: string,
+  firstNode: string,
+): Promise<string | undefined> {
+  const pv = await cluster.admin.get<PersistentVolume>(GVR.persistentVolumes, pvName);
+  const terms = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms ?? [];
+  const nodes = (await cluster.admin.list<Node>(GVR.nodes)).items;
+  const matches = (node: Node) =>
+    terms.length === 0 ||
+    terms.some((term) =>
+      (term.matchExpressions ?? []).every((expression) => {
+        const value = node.metadata?.labels?.[expression.key];
+        if (expression.operator === "In")
+          return value !== undefined && (expression.values ?? []).includes(value);
+        if (expression.operator === "NotIn")
+          return value === undefined || !(expression.values ?? []).includes(value);
+        if (expression.operator === "Exists") return value !== undefined;
+        if (expression.operator === "DoesNotExist") return value === undefined;
+        return false;
+      }),
+    );
+  return nodes.find((node) => node.metadata?.name !== firstNode && matches(node))?.metadata?.name;
+}
+
+/**
+ * The read-back: a second pod on the same claim, on another node when the volume's topology
+ * lets it move (attach, stage and publish there), reads the file through pods/exec; then it goes.
+ */
+async function readThroughSecondPod(
+  cluster: RunningCluster,
+  step: {
+    timed: <T>(label: string, work: () => Promise<T>, detail?: (value: T) => string) => Promise<T>;
+    signal: AbortSignal;
+    timeout: number;
+    pvName: string;
+    firstNode: string;
+    message: string;
+  },
+): Promise<void> {
+  const client = cluster.admin;
+  const other = await otherNodeFor(cluster, step.pvName, step.firstNode);
+  const node = other ?? step.firstNode;
+  await client.create<Pod>(GVR.pods, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: READER, namespace: NAMESPACE },
+    spec: {
+      // Where the reader runs is the scheduler's choice within this node's name.
+      nodeSelector: { "kubernetes.io/hostname": node },
+      containers: [{ name: "app", image: "busybox", volumeMounts: [{ name: VOLUME, mountPath: "/data" }] }],
+      volumes: [{ name: VOLUME, persistentVolumeClaim: { claimName: CLAIM } }],
+    },
+  });
+  await step.timed(
+    other
+      ? `second pod ${READER} on node ${node}: the volume moves (attach, stage, publish there)`
+      : `second pod ${READER} on node ${node} (the volume's topology keeps it on this node)`,
+    () =>
+      pollUntil("the second pod to run", step.timeout, step.signal, async () => {
+        const pod = await client.get<Pod>(GVR.pods, READER, { namespace: NAMESPACE });
+        return pod.status?.phase === "Running" ? pod : undefined;
+      }),
+  );
+  await step.timed(
+    `file read back through the second pod (pods/exec): cat ${FILE}`,
+    async () => {
+      const read = await execInPod(client, NAMESPACE, READER, ["cat", FILE], {
+        container: "app",
+        timeoutMs: step.timeout,
+        signal: step.signal,
+      });
+      if (read.code !== 0 || read.stdout !== step.message)
+        throw new CsikitError(
+          "CSIKIT_ERR_WALKTHROUGH",
+          `pod ${READER} read ${JSON.stringify(read.stdout)} (exit ${read.code}${read.stderr ? `: ${read.stderr.trim()}` : ""}), the first pod wrote ${JSON.stringify(step.message)}`,
+        );
+      return read.stdout.trim();
+    },
+    (text) => JSON.stringify(text),
+  );
+  await client.delete(GVR.pods, READER, { namespace: NAMESPACE });
+  await step.timed(`second pod ${READER} deleted`, () =>
+    pollUntil("the second pod to go", step.timeout, step.signal, () =>
+      gone(() => client.get(GVR.pods, READER, { namespace: NAMESPACE })),
+    ),
+  );
 }
 
 async function exists(path: string): Promise<boolean> {

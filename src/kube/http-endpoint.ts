@@ -15,13 +15,14 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import type { Registry } from "prom-client";
 import { FlagError, errorMessage, silentLogger, type Logger } from "../base/index.ts";
 
 // node:http through getBuiltinModule, not an ESM import: importing a builtin as ESM reads all
 // of its exports, and node:http's lazy WebSocket / MessageEvent / CloseEvent exports then load
 // Node's bundled undici (about 1.5 MiB of heap) into every sidecar (`npm run bench:rss`).
-const { createServer } = process.getBuiltinModule("node:http");
+const { createServer, STATUS_CODES } = process.getBuiltinModule("node:http");
 
 /** TLS for a secure port (kube-controller-manager's --secure-port, the kubelet's --port). */
 export interface EndpointTls {
@@ -59,6 +60,16 @@ export interface HttpEndpointOptions {
   tls?: EndpointTls;
   /** Checks every request before it is served (delegated authentication and authorization). */
   authorize?: EndpointAuthorizer;
+  /**
+   * Serves, after authorization, requests of any method the built-in paths do not (the
+   * kubelet's /containerLogs); resolves false for a path it does not serve. Default none.
+   */
+  handler?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean>;
+  /**
+   * Takes over, after authorization, a connection the client asks to upgrade (the kubelet's
+   * /exec over WebSocket or SPDY). Default none: upgrades are refused.
+   */
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
 }
 
 /** An extra diagnostics route: answers with a status, a body and its content type. */
@@ -122,13 +133,19 @@ export async function startHttpEndpoint(
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://endpoint");
-    if (req.method !== "GET" && req.method !== "HEAD") {
+    const readOnly = req.method === "GET" || req.method === "HEAD";
+    if (!readOnly && !options.handler) {
       send(res, 405, "method not allowed\n");
       return;
     }
     const refusal = await options.authorize?.(req, url);
     if (refusal) {
       send(res, refusal.status, refusal.message + "\n");
+      return;
+    }
+    if (options.handler && (await options.handler(req, res, url))) return;
+    if (!readOnly) {
+      send(res, 405, "method not allowed\n");
       return;
     }
     if (options.registry && url.pathname === metricsPath) {
@@ -190,6 +207,33 @@ export async function startHttpEndpoint(
         .getBuiltinModule("node:https")
         .createServer({ cert: options.tls.certPem, key: options.tls.keyPem, minVersion: "TLSv1.2" }, listener)
     : createServer(listener);
+  // Upgraded connections leave the server's keeping: they are ended here when it stops.
+  const upgraded = new Set<Duplex>();
+  const upgrade = options.upgrade;
+  if (upgrade)
+    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const url = new URL(req.url ?? "/", "http://endpoint");
+      socket.on("error", () => undefined);
+      const refuse = (status: number, message: string) =>
+        socket.end(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
+            `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message) + 1}\r\nConnection: close\r\n\r\n${message}\n`,
+        );
+      Promise.resolve(options.authorize?.(req, url))
+        .then((refusal) => {
+          if (refusal) {
+            refuse(refusal.status, refusal.message);
+            return;
+          }
+          upgraded.add(socket);
+          socket.once("close", () => upgraded.delete(socket));
+          upgrade(req, socket, head, url);
+        })
+        .catch((error: unknown) => {
+          logger.error("upgrade request failed", { path: url.pathname, err: errorMessage(error) });
+          refuse(500, "internal error");
+        });
+    });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     const onListening = (): void => {
@@ -205,6 +249,7 @@ export async function startHttpEndpoint(
     const close = (): void => {
       server.close(() => resolve());
       server.closeAllConnections();
+      for (const socket of upgraded) socket.destroy();
     };
     if (signal.aborted) close();
     else signal.addEventListener("abort", close, { once: true });

@@ -28,3 +28,4 @@ export * from "./controller.ts";
 export * from "./access-modes.ts";
 export * from "./merge-patch.ts";
 export * from "./sidecar.ts";
+export { execInPod, ExecError, type ExecOptions, type ExecResult } from "./exec.ts";

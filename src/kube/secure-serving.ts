@@ -6,6 +6,8 @@
 // same flags; csikit binds loopback unless told otherwise.
 
 import { readFile } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { FlagError, type FlagSpecs, type Flags, type Logger } from "../base/index.ts";
 import type { KubeClient } from "./client.ts";
 import { delegatedAuthorizer, type AccessAttributes } from "./delegated-auth.ts";
@@ -39,6 +41,10 @@ export interface SecureServingOptions {
   healthChecks?: Record<string, HealthCheck>;
   /** The name in the self-signed certificate. */
   host: string;
+  /** Further paths, any method (the kubelet's /containerLogs); see HttpEndpointOptions. */
+  handler?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean>;
+  /** Upgraded connections (the kubelet's /exec); see HttpEndpointOptions. */
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
   logger: Logger;
 }
 
@@ -80,6 +86,8 @@ export async function startSecureServing(
             }),
           }
         : {}),
+      ...(options.handler ? { handler: options.handler } : {}),
+      ...(options.upgrade ? { upgrade: options.upgrade } : {}),
       logger: options.logger,
     },
     signal,

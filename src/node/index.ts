@@ -31,6 +31,7 @@ import { NodeStatusManager } from "./node-status.ts";
 import { OperationExecutor } from "./operation-executor.ts";
 import type { NodeContext, NodeOptions } from "./options.ts";
 import { KubeletPaths } from "./paths.ts";
+import { KubeletStreaming } from "./streaming/index.ts";
 import { PluginWatcher } from "./plugin-watcher.ts";
 import { PolledObjects } from "./polled-objects.ts";
 import { Reconciler } from "./reconciler.ts";
@@ -167,6 +168,11 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       running.push(endpoint.stopped);
       metricsUrl = `${endpoint.url}${options.metricsPath ?? "/metrics"}`;
     }
+    const streaming = new KubeletStreaming({
+      runtime: options.containerStreams ?? streams,
+      podOf: (namespace, name) => informers.pods.store.get(`${namespace}/${name}`),
+      logger,
+    });
     if (options.secureServing) {
       const secure = options.secureServing;
       const endpoint = await startSecureServing(
@@ -182,6 +188,9 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
           registry,
           healthChecks: { ping: () => undefined },
           host: options.hostname ?? options.nodeName,
+          // /containerLogs and /exec, as the kubelet serves them to the API server.
+          handler: streaming.handle,
+          upgrade: streaming.upgrade,
           logger,
         },
         inner.signal,
@@ -189,6 +198,9 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       if (endpoint) {
         running.push(endpoint.stopped);
         metricsUrl ??= `${endpoint.url}/metrics`;
+        // Where the API server reaches this kubelet (status.daemonEndpoints, status.addresses).
+        nodeStatus.setKubeletEndpoint(secure.address, endpoint.port);
+        await nodeStatus.writeStatus(inner.signal);
       }
     }
 

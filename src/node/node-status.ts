@@ -45,6 +45,13 @@ export interface NodeStatusOptions {
   kubeletVersion: string;
 }
 
+/** The node's InternalIP: the secure port's own address when it names one, else loopback. */
+function internalIP(bindAddress: string | undefined): string {
+  if (!bindAddress || bindAddress === "0.0.0.0" || bindAddress === "::" || bindAddress === "")
+    return "127.0.0.1";
+  return bindAddress;
+}
+
 export class NodeStatusManager {
   readonly #context: NodeContext;
   readonly #options: NodeStatusOptions;
@@ -53,6 +60,8 @@ export class NodeStatusManager {
   #reportedInUse: string[] | undefined;
   /** Whether the CSINode (with the migrated-plugins annotation) is written. */
   #csiNodeInitialized = false;
+  /** Where the secure port listens (status.addresses' InternalIP, status.daemonEndpoints). */
+  #kubeletEndpoint: { address: string; port: number } | undefined;
 
   constructor(context: NodeContext, options: NodeStatusOptions) {
     this.#context = context;
@@ -66,6 +75,14 @@ export class NodeStatusManager {
   /** Volumes last written to status.volumesInUse (undefined before the first write). */
   get reportedInUse(): ReadonlySet<string> {
     return new Set(this.#reportedInUse ?? []);
+  }
+
+  /**
+   * The secure port's address and port, as the kubelet reports them for the API server to reach
+   * it (pods/log, pods/exec); written with the next status.
+   */
+  setKubeletEndpoint(address: string, port: number): void {
+    this.#kubeletEndpoint = { address, port };
   }
 
   /** Creates the Node, or merges labels/annotation into an existing one; then writes status. */
@@ -140,9 +157,10 @@ export class NodeStatusManager {
             : condition("Ready", "False", "KubeletNotReady", "CSINode is not yet initialized"),
         ],
         addresses: [
-          { type: "InternalIP", address: "127.0.0.1" },
+          { type: "InternalIP", address: internalIP(this.#kubeletEndpoint?.address) },
           { type: "Hostname", address: this.#options.hostname || this.#context.nodeName },
         ],
+        daemonEndpoints: { kubeletEndpoint: { Port: this.#kubeletEndpoint?.port ?? 0 } },
         nodeInfo: {
           machineID: "",
           systemUUID: "",

@@ -18,6 +18,11 @@ export interface NodeOptions {
   labels?: Readonly<Record<string, string>>;
   /** The client every API call goes through (rate-limited by its own bucket). */
   client: KubeClient;
+  /**
+   * The runtime behind the secure port's /containerLogs and /exec (tests give a stand-in).
+   * Default: the node's own.
+   */
+  containerStreams?: ContainerStreams;
   /** Lease duration in seconds (--node-lease-duration-seconds). Default 40. */
   leaseDurationSeconds?: number;
   /** How often the Lease is renewed, in ms. Default 10000 (kubelet: 1/4 of 40s). */

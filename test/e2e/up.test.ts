@@ -21,6 +21,7 @@ import {
   type VolumeAttachment,
 } from "../../src/api/index.ts";
 import { KubeClient, loadKubeConfig, type CoreEvent } from "../../src/kube/index.ts";
+import { sandboxUnavailable } from "../../src/node/index.ts";
 import {
   alive,
   clusterMounts,
@@ -42,6 +43,8 @@ import { kubectl } from "../harness/kubectl.ts";
 import { scrape } from "../harness/https-get.ts";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/", import.meta.url));
+/** Whether up's pods run their commands (and take exec): the walkthrough writes and reads through them then. */
+const sandboxed = (await sandboxUnavailable()) === undefined;
 
 describe("csikit up", { skip: SKIP }, () => {
   let base = "";
@@ -83,7 +86,13 @@ describe("csikit up", { skip: SKIP }, () => {
       /volume attached: ControllerPublishVolume by the attacher/,
       /volume staged: NodeStageVolume/,
       /volume published: NodePublishVolume/,
-      /file written through the pod's mount, read back from the driver's storage/,
+      ...(sandboxed
+        ? [
+            /file written through the pod \(pods\/exec, as kubectl exec\): .* found in the driver's storage/,
+            /second pod walkthrough-reader on node /,
+            /file read back through the second pod \(pods\/exec\): cat \/data\/hello.txt — "hello from csikit/,
+          ]
+        : [/file written through the pod's mount, read back from the driver's storage/]),
       /claim grown 1Mi → 2Mi: ControllerExpandVolume by the resizer — PV capacity 2Mi/,
       /filesystem grown: NodeExpandVolume by the node agent — claim status.capacity 2Mi, no resize condition left/,
       /claim events: Resizing, FileSystemResizeRequired, FileSystemResizeSuccessful/,
@@ -329,13 +338,22 @@ describe("csikit up", { skip: SKIP }, () => {
   );
 
   test(
-    "the examples apply and their pods run (raw block only as real root)",
+    "the examples apply and their pods run (raw block only as real root); their data is where it should be, seen through kubectl exec",
     { skip: hasKubectl ? false : "kubectl is not installed" },
     async () => {
       const kubeconfig = join(stateDir, "kubeconfig");
+      // Examples whose pods run commands need the sandbox (without one such a pod fails, saying why).
+      const running: [string, string[]][] = sandboxed
+        ? [
+            ["per-replica-claims.yaml", ["web-0", "web-1", "web-2"]],
+            ["shared-claim.yaml", []],
+            ["job-then-verify.yaml", ["result-verifier"]],
+            ["generic-ephemeral.yaml", ["scratch-app"]],
+          ]
+        : [];
       const files: [string, string[]][] = [
         ["dynamic-provisioning.yaml", ["dynamic-app"]],
-        ["per-replica-claims.yaml", ["web-0", "web-1", "web-2"]],
+        ...running,
         ["storage.yaml", ["my-csi-app"]],
         ["inline-ephemeral.yaml", ["inline-app"]],
         ["secrets.yaml", ["secret-app"]],
@@ -347,6 +365,7 @@ describe("csikit up", { skip: SKIP }, () => {
       }
       for (const [, pods] of files)
         for (const pod of pods) await until(podRunning(pod), `${pod} to run`, { timeoutMs: STEP_MS });
+      if (sandboxed) await examplesHoldTheirData(kubeconfig);
       // Every example applied, still one default class: claims without a class keep going to up's.
       const classes = await client.list<StorageClass>(GVR.storageClasses);
       const defaults = classes.items.filter(
@@ -813,7 +832,9 @@ describe("csikit up --distributed with a driver whose state lives in each proces
       /no attach step: CSIDriver hostpath.csi.k8s.io has attachRequired=false/,
       /volume staged: NodeStageVolume by the node agent — .*reports it in use/,
       /volume published: NodePublishVolume by the node agent — .*pod Running/,
-      /file written through the pod's mount, read back/,
+      sandboxed
+        ? /file read back through the second pod \(pods\/exec\)/
+        : /file written through the pod's mount, read back/,
       /no growth step: a distributed deployment runs no resizer/,
       /volume unstaged: NodeUnstageVolume/,
       /claim deleted: DeleteVolume by the provisioner, PV gone/,
@@ -869,3 +890,62 @@ describe("csikit up killed with -9", { skip: SKIP }, () => {
     );
   });
 });
+
+/** Each workload example's data, read through `kubectl exec` where its pods wrote it. */
+async function examplesHoldTheirData(kubeconfig: string): Promise<void> {
+  const run = (args: string[]) => kubectl(args, { kubeconfig });
+  const exec = async (pod: string, command: string[]) => {
+    const result = await run(["exec", pod, "--", ...command]);
+    assert.equal(result.code, 0, `${pod}: ${result.stderr}`);
+    return result.stdout;
+  };
+  // StatefulSet: claim data-web-<i> made from the template, bound, holding only its own replica's name.
+  for (const ordinal of [0, 1, 2]) {
+    const claim = await run(["get", "pvc", `data-web-${ordinal}`, "-o", "jsonpath={.status.phase}"]);
+    assert.equal(claim.stdout, "Bound", claim.stderr);
+    assert.equal(await exec(`web-${ordinal}`, ["cat", "/data/index.html"]), `web-${ordinal}\n`);
+  }
+  // Deployment: both replicas on one ReadWriteMany claim, each sees the other's line.
+  const rollout = await kubectl(["rollout", "status", "deployment/shared-writers", "--timeout=90s"], {
+    kubeconfig,
+    timeoutMs: STEP_MS,
+  });
+  assert.equal(rollout.code, 0, rollout.stderr);
+  const replicas = (
+    await run(["get", "pods", "-l", "app=shared-writers", "-o", "jsonpath={.items[*].metadata.name}"])
+  ).stdout
+    .split(" ")
+    .filter((name) => name !== "");
+  assert.equal(replicas.length, 2, replicas.join(" "));
+  for (const pod of replicas)
+    await until(
+      async () => {
+        const lines = (await exec(pod, ["cat", "/shared/replicas"])).split("\n");
+        return replicas.every((name) => lines.includes(name));
+      },
+      `${pod} to see both replicas' lines`,
+      { timeoutMs: STEP_MS },
+    );
+  // Job then verifier: the Job completed, the verifier reads what it wrote.
+  const complete = await kubectl(["wait", "--for=condition=complete", "job/result-writer", "--timeout=90s"], {
+    kubeconfig,
+    timeoutMs: STEP_MS,
+  });
+  assert.equal(complete.code, 0, complete.stderr);
+  assert.equal(await exec("result-verifier", ["cat", "/results/answer"]), "42\n");
+  await until(
+    async () => (await run(["logs", "result-verifier"])).stdout === "verified: 42\n",
+    "the verifier's log line",
+    { timeoutMs: STEP_MS },
+  );
+  // Generic ephemeral volume: the claim <pod>-<volume>, owned by the pod, mounted where the pod wrote.
+  const owner = await run([
+    "get",
+    "pvc",
+    "scratch-app-scratch",
+    "-o",
+    "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}",
+  ]);
+  assert.equal(owner.stdout, "Pod/scratch-app", owner.stderr);
+  assert.equal(await exec("scratch-app", ["cat", "/scratch/hello"]), "scratch-app\n");
+}

@@ -19,6 +19,8 @@ export interface KubectlOptions {
   stdin?: string | undefined;
   /** The bound on the run (default 60 s); kubectl is killed when it is reached. */
   timeoutMs?: number | undefined;
+  /** Extra environment (e.g. KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false). */
+  env?: Record<string, string> | undefined;
 }
 
 export function kubectl(args: readonly string[], options: KubectlOptions): Promise<KubectlResult> {
@@ -28,7 +30,11 @@ export function kubectl(args: readonly string[], options: KubectlOptions): Promi
     const child = execFile(
       "kubectl",
       ["--kubeconfig", options.kubeconfig, "--cache-dir", cacheDir, ...args],
-      { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      {
+        timeout: timeoutMs,
+        maxBuffer: 64 * 1024 * 1024,
+        ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
+      },
       (error, stdout, stderr) => {
         if (error && typeof error.code !== "number") {
           const why = error.killed ? `did not end within ${timeoutMs} ms` : `could not run: ${error.message}`;

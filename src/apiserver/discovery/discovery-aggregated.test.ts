@@ -88,7 +88,12 @@ test("/api and /apis aggregated documents carry what kubectl resolves names from
     all
       .get("/pods")
       ?.subresources?.map((s) => `${s.subresource}:${s.responseKind.kind}:${s.verbs.join("|")}`),
-    ["status:Pod:get|patch|update", "binding:Binding:create"],
+    [
+      "status:Pod:get|patch|update",
+      "binding:Binding:create",
+      "log:Pod:get",
+      "exec:PodExecOptions:create|get",
+    ],
   );
   assert.deepEqual(all.get("/persistentvolumes")?.verbs, [
     "create",

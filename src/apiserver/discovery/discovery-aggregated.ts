@@ -62,6 +62,8 @@ const SUBRESOURCE_KINDS: Readonly<
   Record<string, { group: string; version: string; kind: string; verbs: string[] }>
 > = {
   binding: { group: "", version: "v1", kind: "Binding", verbs: ["create"] },
+  exec: { group: "", version: "v1", kind: "PodExecOptions", verbs: ["create", "get"] },
+  log: { group: "", version: "v1", kind: "Pod", verbs: ["get"] },
   token: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest", verbs: ["create"] },
 };
 

@@ -22,6 +22,8 @@ const SUBRESOURCE_VERBS: Record<
 > = {
   status: { verbs: ["get", "patch", "update"] },
   binding: { kind: "Binding", verbs: ["create"] },
+  exec: { kind: "PodExecOptions", verbs: ["create", "get"] },
+  log: { kind: "Pod", verbs: ["get"] },
   token: { kind: "TokenRequest", group: "authentication.k8s.io", version: "v1", verbs: ["create"] },
   eviction: { kind: "Eviction", group: "policy", version: "v1", verbs: ["create"] },
   scale: { kind: "Scale", group: "autoscaling", version: "v1", verbs: ["get", "patch", "update"] },

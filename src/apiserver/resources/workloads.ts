@@ -503,7 +503,7 @@ export const pods: ResourceDef = defineResource({
   namespaced: true,
   shortNames: ["po"],
   categories: ["all"],
-  subresources: ["status", "binding"],
+  subresources: ["status", "binding", "log", "exec"],
   returnDeletedObject: true,
   deleteGracePeriod: podGracePeriod,
   defaults(object) {

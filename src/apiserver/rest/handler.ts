@@ -45,6 +45,7 @@ import { openApiDocument } from "../discovery/openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "../transport/routing.ts";
 import {
   ApiError,
+  badRequest,
   internalError,
   methodNotAllowed,
   pathNotFound,
@@ -54,6 +55,7 @@ import { parseIncludeObject } from "../encoding/table.ts";
 import { objectBody, optionsBody, VERBS, type VerbCall } from "./verbs.ts";
 import { serveWatch } from "./watch.ts";
 import { restContextFor } from "./storage-view.ts";
+import { isKubeletSubresource, servePodLog, type KubeletClientConfig } from "./kubelet-proxy.ts";
 
 /** The version kubectl sees; a minor close to current kubectl keeps its skew warning quiet. */
 export const SERVER_VERSION = {
@@ -92,6 +94,8 @@ export interface HandlerOptions {
   /** Aborts open watches when the server stops. */
   signal: AbortSignal;
   serverAddress: () => string;
+  /** How pods/log and pods/exec reach kubelets; none: those subresources answer 400. */
+  kubelet?: KubeletClientConfig;
 }
 
 /**
@@ -224,8 +228,32 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     case "notFound":
       throw pathNotFound();
     case "resource":
+      if (isKubeletSubresource(route.request))
+        return handleKubeletSubresource(options, req, res, route.request, query);
       return handleResource(options, req, res, route.request, query, user!);
   }
+}
+
+/** pods/log (streamed from the kubelet) and pods/exec without an upgrade (refused as upstream). */
+async function handleKubeletSubresource(
+  options: HandlerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  request: ResourceRequest,
+  query: URLSearchParams,
+): Promise<void> {
+  resolveDef(options, request);
+  req.resume();
+  if (request.subresource === "exec") throw badRequest("Upgrade request required");
+  if (request.verb !== "get") throw methodNotAllowed("", "pods/log", request.verb);
+  if (!options.kubelet) throw badRequest("this server does not reach kubelets");
+  await servePodLog(
+    { ctx: options.ctx, kubelet: options.kubelet, logger: options.logger },
+    request,
+    query,
+    req,
+    res,
+  );
 }
 
 function resolveDef(options: HandlerOptions, request: ResourceRequest): ResourceDef {
