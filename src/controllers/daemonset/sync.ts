@@ -7,7 +7,7 @@
 // last round's creates and deletes to show in the cache (expectations), as upstream.
 
 import { GVR, WORKLOAD_NAMES, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
-import { errorMessage, jsonEqual, type Logger } from "../../base/index.ts";
+import { jsonEqual, type Logger } from "../../base/index.ts";
 import {
   isConflict,
   isNotFound,
@@ -27,6 +27,8 @@ import {
   scaledValue,
   selectorMatches,
   type ControllerExpectations,
+  createControlledPod,
+  deleteControlledPod,
 } from "../workload/index.ts";
 import { addDaemonPodTolerations, daemonPodNode, nodeShouldRunDaemonPod, pinToNode } from "./predicates.ts";
 
@@ -176,7 +178,7 @@ async function syncNodes(
   ctx.logger.info(4, "nodes needing daemon pods", { create, delete: remove.length });
   const results = await Promise.allSettled([
     ...create.map((node) => createPod(ctx, ds, node, hash)),
-    ...remove.map((pod) => deletePod(ctx, ds, pod)),
+    ...remove.map((pod) => deleteControlledPod(ctx, ds, pod)),
   ]);
   const failed = results.find((result) => result.status === "rejected");
   if (failed !== undefined) throw failed.reason;
@@ -200,39 +202,10 @@ async function createPod(
     },
   });
   try {
-    const created = await ctx.client.create<Pod>(GVR.pods, pod, ctx.signal);
-    ctx.recorder.event(
-      ds,
-      "Normal",
-      DAEMONSET_EVENTS.successfulCreate,
-      `Created pod: ${created.metadata?.name ?? ""}`,
-    );
+    await createControlledPod(ctx, ds, pod);
   } catch (error) {
+    // One create, not a batch: its expectation is settled here.
     ctx.expectations.creationObserved(objectKey(ds));
-    ctx.recorder.event(
-      ds,
-      "Warning",
-      DAEMONSET_EVENTS.failedCreate,
-      `Error creating: ${errorMessage(error)}`,
-    );
-    throw error;
-  }
-}
-
-async function deletePod(ctx: DaemonSetSyncContext, ds: DaemonSet, pod: Pod): Promise<void> {
-  const name = pod.metadata?.name ?? "";
-  try {
-    await ctx.client.delete(GVR.pods, name, { namespace: pod.metadata?.namespace ?? "" }, ctx.signal);
-    ctx.recorder.event(ds, "Normal", DAEMONSET_EVENTS.successfulDelete, `Deleted pod: ${name}`);
-  } catch (error) {
-    ctx.expectations.deletionObserved(objectKey(ds), pod.metadata?.uid ?? "");
-    if (isNotFound(error)) return;
-    ctx.recorder.event(
-      ds,
-      "Warning",
-      DAEMONSET_EVENTS.failedDelete,
-      `Error deleting: ${errorMessage(error)}`,
-    );
     throw error;
   }
 }

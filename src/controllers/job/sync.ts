@@ -12,7 +12,7 @@
 // 4. write startTime, active, ready, terminating, and the events upstream records.
 
 import { GVR, WORKLOAD_NAMES, type Job, type Pod, type WorkloadCondition } from "../../api/index.ts";
-import { errorMessage, jsonEqual, type Logger } from "../../base/index.ts";
+import { jsonEqual, type Logger } from "../../base/index.ts";
 import {
   isNotFound,
   objectKey,
@@ -30,6 +30,8 @@ import {
   selectorMatches,
   timestamp,
   type ControllerExpectations,
+  createControlledPod,
+  deleteControlledPod,
 } from "../workload/index.ts";
 import { hasTrackingFinalizer, isPodFailed, isPodSucceeded, remainingBackoffMs } from "./pods.ts";
 
@@ -287,7 +289,7 @@ async function deleteActive(ctx: JobSyncContext, job: Job, active: readonly Pod[
     0,
     active.map((pod) => pod.metadata?.uid ?? ""),
   );
-  const results = await Promise.allSettled(active.map((pod) => deletePod(ctx, job, pod)));
+  const results = await Promise.allSettled(active.map((pod) => deleteControlledPod(ctx, job, pod)));
   const failed = results.find((result) => result.status === "rejected");
   if (failed !== undefined) throw failed.reason;
 }
@@ -344,29 +346,5 @@ async function createPod(ctx: JobSyncContext, job: Job): Promise<void> {
   const pod = podFromTemplate(job.spec?.template, job, newControllerRef(job, JOB_KIND), {
     finalizers: [WORKLOAD_NAMES.jobTrackingFinalizer],
   });
-  try {
-    const created = await ctx.client.create<Pod>(GVR.pods, pod, ctx.signal);
-    ctx.recorder.event(
-      job,
-      "Normal",
-      JOB_EVENTS.successfulCreate,
-      `Created pod: ${created.metadata?.name ?? ""}`,
-    );
-  } catch (error) {
-    ctx.recorder.event(job, "Warning", JOB_EVENTS.failedCreate, `Error creating: ${errorMessage(error)}`);
-    throw error;
-  }
-}
-
-async function deletePod(ctx: JobSyncContext, job: Job, pod: Pod): Promise<void> {
-  const name = pod.metadata?.name ?? "";
-  try {
-    await ctx.client.delete(GVR.pods, name, { namespace: pod.metadata?.namespace ?? "" }, ctx.signal);
-    ctx.recorder.event(job, "Normal", JOB_EVENTS.successfulDelete, `Deleted pod: ${name}`);
-  } catch (error) {
-    ctx.expectations.deletionObserved(objectKey(job), pod.metadata?.uid ?? "");
-    if (isNotFound(error)) return;
-    ctx.recorder.event(job, "Warning", JOB_EVENTS.failedDelete, `Error deleting: ${errorMessage(error)}`);
-    throw error;
-  }
+  await createControlledPod(ctx, job, pod);
 }

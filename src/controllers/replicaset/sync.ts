@@ -26,6 +26,8 @@ import {
   selectorMatches,
   timestamp,
   type ControllerExpectations,
+  createControlledPod,
+  deleteControlledPod,
 } from "../workload/index.ts";
 import { rankForDeletion } from "./rank.ts";
 
@@ -108,7 +110,7 @@ async function manageReplicas(
       victims.map((pod) => pod.metadata?.uid ?? ""),
     );
     ctx.logger.info(2, "too many replicas, deleting", { need: rs.spec?.replicas, deleting: count });
-    const results = await Promise.allSettled(victims.map((pod) => deletePod(ctx, rs, pod)));
+    const results = await Promise.allSettled(victims.map((pod) => deleteControlledPod(ctx, rs, pod)));
     const failed = results.find((result) => result.status === "rejected");
     if (failed !== undefined) throw failed.reason;
   } else {
@@ -133,42 +135,11 @@ async function createInBatches(ctx: ReplicaSetSyncContext, rs: ReplicaSet, count
 }
 
 async function createPod(ctx: ReplicaSetSyncContext, rs: ReplicaSet): Promise<void> {
-  const pod = podFromTemplate(rs.spec?.template, rs, newControllerRef(rs, REPLICASET_KIND));
-  try {
-    const created = await ctx.client.create<Pod>(GVR.pods, pod, ctx.signal);
-    ctx.recorder.event(
-      rs,
-      "Normal",
-      REPLICASET_EVENTS.successfulCreate,
-      `Created pod: ${created.metadata?.name ?? ""}`,
-    );
-  } catch (error) {
-    ctx.recorder.event(
-      rs,
-      "Warning",
-      REPLICASET_EVENTS.failedCreate,
-      `Error creating: ${errorMessage(error)}`,
-    );
-    throw error;
-  }
-}
-
-async function deletePod(ctx: ReplicaSetSyncContext, rs: ReplicaSet, pod: Pod): Promise<void> {
-  const name = pod.metadata?.name ?? "";
-  try {
-    await ctx.client.delete(GVR.pods, name, { namespace: pod.metadata?.namespace ?? "" }, ctx.signal);
-    ctx.recorder.event(rs, "Normal", REPLICASET_EVENTS.successfulDelete, `Deleted pod: ${name}`);
-  } catch (error) {
-    ctx.expectations.deletionObserved(objectKey(rs), pod.metadata?.uid ?? "");
-    if (isNotFound(error)) return;
-    ctx.recorder.event(
-      rs,
-      "Warning",
-      REPLICASET_EVENTS.failedDelete,
-      `Error deleting: ${errorMessage(error)}`,
-    );
-    throw error;
-  }
+  await createControlledPod(
+    ctx,
+    rs,
+    podFromTemplate(rs.spec?.template, rs, newControllerRef(rs, REPLICASET_KIND)),
+  );
 }
 
 function labelsMatchTemplate(rs: ReplicaSet, pod: Pod): boolean {

@@ -8,3 +8,4 @@ export * from "./pod-events.ts";
 export * from "./hash.ts";
 export * from "./intstr.ts";
 export * from "./selectors.ts";
+export * from "./pod-control.ts";
