@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { GVR, type CSINode, type Node } from "../api/index.ts";
 import { errorMessage, whenAborted, type Logger, CsikitError, FlagError } from "../base/index.ts";
 import type { CsiServer } from "../csi/index.ts";
-import { KubeClient, loadKubeConfig } from "../kube/index.ts";
+import { isNotFound, KubeClient, loadKubeConfig } from "../kube/index.ts";
 import {
   controllerSocket,
   hostpathWithoutTopology,
@@ -35,7 +35,8 @@ import {
   writeTokenAuthFile,
   type StaticUser,
 } from "./identities.ts";
-import { ClusterLayout, freePort, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
+import { ClusterLayout, nodeSpecs, type ClusterRecord, type NodeSpec } from "./layout.ts";
+import { freePort } from "./ports.ts";
 import { applyManifests, RBAC_DIR, readManifests, type Manifest } from "./manifests.ts";
 import { CRDS_DIR, installCrds } from "./crds.ts";
 import { applySnapshotClasses } from "./snapshot-classes.ts";
@@ -165,12 +166,22 @@ function storageClassManifest(driverName: string): Manifest {
   };
 }
 
-async function nodeReady(admin: KubeClient, node: string, driverName: string): Promise<boolean> {
-  const object = await admin.get<Node>(GVR.nodes, node);
+/** True when the node is Ready with the driver in its CSINode; otherwise what it still lacks. */
+async function nodeReady(admin: KubeClient, node: string, driverName: string): Promise<true | string> {
+  const object = await admin.get<Node>(GVR.nodes, node).catch((error: unknown) => {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  });
+  if (!object) return `${node}: no Node object yet`;
   const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-  if (!ready) return false;
-  const csiNode = await admin.get<CSINode>(GVR.csiNodes, node);
-  return (csiNode.spec?.drivers ?? []).some((d) => d.name === driverName);
+  if (!ready) return `${node}: not Ready`;
+  const csiNode = await admin.get<CSINode>(GVR.csiNodes, node).catch((error: unknown) => {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  });
+  return (csiNode?.spec?.drivers ?? []).some((d) => d.name === driverName)
+    ? true
+    : `${node}: ${driverName} not yet in its CSINode`;
 }
 
 /** Loads or creates the cluster record; says what it resumes. */
@@ -440,14 +451,20 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(`starting ${instances.length + 1} processes (logs in ${layout.logsDir}/)…`);
     const pending = new Set(record.nodes.map((n) => n.name));
     await pollUntil("every node Ready with its driver registered", readyTimeout, signal, async () => {
+      const lacking: string[] = [];
       for (const name of [...pending]) {
-        if (await nodeReady(client, name, driverName)) {
-          pending.delete(name);
-          const zone = record.nodes.find((n) => n.name === name)?.zone;
-          print(`✓ ${name} (${zone}) Ready, ${driverName} registered (${elapsed()})`);
+        const state = await nodeReady(client, name, driverName);
+        if (state !== true) {
+          lacking.push(state);
+          continue;
         }
+        pending.delete(name);
+        const zone = record.nodes.find((n) => n.name === name)?.zone;
+        print(`✓ ${name} (${zone}) Ready, ${driverName} registered (${elapsed()})`);
       }
-      return pending.size === 0;
+      // Thrown so that a timeout names the nodes still waited for and why.
+      if (lacking.length > 0) throw new Error(lacking.join("; "));
+      return true;
     });
     const readyMs = performance.now() - started;
     print(

@@ -3,7 +3,6 @@
 // every kubeconfig written before stays valid) and the nodes with their zones.
 
 import { mkdir, readFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join, relative, sep } from "node:path";
 import { isErrno, isRecord, CsikitError, tightenTree, writeAtomic } from "../base/index.ts";
 import { mountsUnder } from "./drain.ts";
@@ -164,15 +163,3 @@ export function nodeSpecs(count: number): NodeSpec[] {
   return Array.from({ length: count }, (_, i) => ({ name: `node-${i + 1}`, zone: ZONES[i % ZONES.length]! }));
 }
 
-/** A free TCP port on 127.0.0.1 (bound and released; the API server takes it next). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}

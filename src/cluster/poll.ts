@@ -19,6 +19,8 @@ export async function pollUntil<T>(
     try {
       const value = await probe();
       if (value !== undefined && value !== false) return value;
+      // An error from an earlier try no longer says why we wait.
+      last = "";
     } catch (error) {
       last = errorMessage(error);
     }

@@ -7,15 +7,15 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { readFile, mkdtemp, rm, stat } from "node:fs/promises";
+import { readFile, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { silentLogger } from "../base/index.ts";
+import { memoryLogger, silentLogger } from "../base/index.ts";
 import { namesCreatedDuring, UNPREDICTABLE_TEMP } from "../../test/harness/temp-names.ts";
 import { until } from "../../test/harness/until.ts";
-import { Supervisor } from "./supervisor.ts";
+import { logTail, Supervisor } from "./supervisor.ts";
 
 const HOST = fileURLToPath(new URL("../../test/harness/supervisor-host.ts", import.meta.url));
 const MAIN = fileURLToPath(new URL("../cli/main.ts", import.meta.url));
@@ -98,4 +98,50 @@ test("pids.json is written 0600 through an unpredictable temp name", async (t) =
   assert.equal((await stat(join(dir, "pids.json"))).mode & 0o777, 0o600);
   await supervisor.stopAll();
   assert.deepEqual(JSON.parse(await readFile(join(dir, "pids.json"), "utf8")), {});
+});
+
+test("a component that exits is restarted, and the warning carries the last lines of that run's log", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sup-"));
+  const { logger, lines } = memoryLogger();
+  const supervisor = new Supervisor({ logger, pidsFile: join(dir, "pids.json") });
+  t.after(async () => {
+    await supervisor.stopAll();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const logFile = join(dir, "crasher.log");
+  await writeFile(logFile, "an earlier run's line\n");
+  const crasher = supervisor.start({
+    name: "crasher",
+    command: "/bin/sh",
+    args: [
+      "-c",
+      "echo starting; echo 'listen EADDRINUSE: address already in use 127.0.0.1:20001' >&2; exit 1",
+    ],
+    logFile,
+  });
+  const warning = await until(
+    async () => lines.find((line) => line.includes("component exited; restarting")),
+    "the restart warning",
+    { timeoutMs: 30_000 },
+  );
+  assert.match(warning, /code=1/);
+  assert.match(
+    warning,
+    /lastLines="starting\\nlisten EADDRINUSE: address already in use 127\.0\.0\.1:20001"/,
+  );
+  assert.doesNotMatch(warning, /an earlier run/, "only this run's lines");
+  await until(async () => crasher.starts >= 2 || undefined, "a restart", { timeoutMs: 30_000 });
+});
+
+test("logTail keeps the last whole lines of a long run", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-sup-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const logFile = join(dir, "long.log");
+  const body = Array.from({ length: 200 }, (_, i) => `line ${i}`).join("\n") + "\n";
+  await writeFile(logFile, body);
+  const tail = logTail(logFile, 0);
+  assert.ok(tail.endsWith("line 199"));
+  assert.ok(tail.length <= 600);
+  assert.match(tail, /^line \d+\n/, "starts at a whole line");
+  assert.equal(logTail(join(dir, "missing.log"), 0), "");
 });

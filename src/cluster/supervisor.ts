@@ -10,7 +10,7 @@
 // is not csikit's (a user's driver) runs under a small shell that does the same for it.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { openSync, closeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { Socket } from "node:net";
 import { readFile } from "node:fs/promises";
 import {
@@ -103,6 +103,7 @@ class Supervised implements SupervisedProcess {
   start(): void {
     if (this.#stopping) return;
     const log = openSync(this.#spec.logFile, "a", 0o600);
+    const startOffset = fstatSync(log).size;
     const { command, args } = this.#spec.watchesSupervisor
       ? this.#spec
       : {
@@ -145,6 +146,8 @@ class Supervised implements SupervisedProcess {
           signal,
           restartInMs: delay,
           log: this.#spec.logFile,
+          // Why it exited, without opening the log: its last lines.
+          lastLines: logTail(this.#spec.logFile, startOffset),
         });
         this.#restartTimer = setTimeout(() => this.start(), delay);
       });
@@ -255,4 +258,27 @@ export async function killLeftovers(pidsFile: string, stateDir: string): Promise
     }
   }
   return killed;
+}
+
+/** Bytes of a crashed run's log shown with its restart warning. */
+const TAIL_BYTES = 600;
+
+/** The last lines a run wrote to its log (from `from`), at most TAIL_BYTES; "" when unreadable. */
+export function logTail(logFile: string, from: number): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(logFile, "r");
+    const size = fstatSync(fd).size;
+    const start = Math.max(from, size - TAIL_BYTES);
+    const buffer = Buffer.alloc(size - start);
+    readSync(fd, buffer, 0, buffer.length, start);
+    const text = buffer.toString("utf8");
+    // Drop a first line cut in the middle.
+    const cut = start > from ? text.slice(text.indexOf("\n") + 1) : text;
+    return cut.trimEnd();
+  } catch {
+    return "";
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }

@@ -14,7 +14,7 @@ import { test, type TestContext } from "node:test";
 import { GVR, type Node, type Pod } from "../../src/api/index.ts";
 import { memoryLogger } from "../../src/base/index.ts";
 import { ExecError, execInPod, type KubeClient } from "../../src/kube/index.ts";
-import { freePort } from "../../src/cluster/layout.ts";
+import { freePort } from "../../src/cluster/ports.ts";
 import { defer, tempDir } from "../harness/cleanup.ts";
 import { kubectl, kubectlMissing, type KubectlResult } from "../harness/kubectl.ts";
 import { runNode, testServer } from "../harness/node.ts";

@@ -10,7 +10,7 @@ import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { GVR, type Pod } from "../../src/api/index.ts";
 import { sandboxUnavailable } from "../../src/node/index.ts";
-import { freePort } from "../../src/cluster/layout.ts";
+import { freePort } from "../../src/cluster/ports.ts";
 import { defer, tempDir } from "../harness/cleanup.ts";
 import { kubectl, kubectlMissing } from "../harness/kubectl.ts";
 import { getPod, runNode, testServer } from "../harness/node.ts";

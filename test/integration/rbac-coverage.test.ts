@@ -44,7 +44,7 @@ import {
   type ComponentIdentity,
   type RunningComponent,
 } from "../harness/rbac.ts";
-import { freePort } from "../../src/cluster/layout.ts";
+import { freePort } from "../../src/cluster/ports.ts";
 import { installSnapshotCrds, writeReadySnapshot } from "../harness/snapshots.ts";
 import { persistentVolume, pod as nodePod } from "../harness/node.ts";
 import { scrape } from "../harness/https-get.ts";

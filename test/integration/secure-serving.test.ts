@@ -6,7 +6,6 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,18 +23,7 @@ import {
 } from "../../src/kube/index.ts";
 import { requestServiceAccountToken } from "../../src/cluster/identities.ts";
 import { scrape } from "../harness/https-get.ts";
-
-/** A port free right now (the secure port's 0 means "off", as upstream's). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "../../src/cluster/ports.ts";
 
 test("a secure port serves /metrics to allowed tokens only, with kube-controller-manager's and the kubelet's attributes", async (t) => {
   const stateDir = await mkdtemp(join(tmpdir(), "csikit-secure-"));

@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { promisify } from "node:util";
 import { GVR } from "../../src/api/index.ts";
-import { freePort } from "../../src/cluster/layout.ts";
+import { freePort } from "../../src/cluster/ports.ts";
 import {
   CsiClient,
   GrpcStatus,
