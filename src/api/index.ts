@@ -34,3 +34,4 @@ export * from "./fields.ts";
 export * from "./keys.ts";
 export * from "./duration.ts";
 export * from "./ephemeral.ts";
+export * from "./releases.ts";

@@ -3,7 +3,7 @@
 // removeCustomResource(crd) after it is deleted; listeners (discovery caches, routing) hear of
 // every change. A CRD may not shadow a built-in resource.
 
-import type { CustomResourceDefinition } from "../api/index.ts";
+import { kubeRelease, type CustomResourceDefinition, type KubeRelease } from "../api/index.ts";
 import type { KubeObject, ResourceDef, ResourceRegistry } from "./rest/resource.ts";
 import { builtinResourceDefs, resourceDefFromCRD } from "./resources/index.ts";
 
@@ -28,9 +28,10 @@ function crdIdentity(crd: CustomResourceDefinition | KubeObject): { group: strin
   };
 }
 
-export function createBuiltinRegistry(): MutableResourceRegistry {
+/** The built-in kinds as a server acting as `release` serves them (default: 1.37, its gates). */
+export function createBuiltinRegistry(release: KubeRelease = kubeRelease()): MutableResourceRegistry {
   const builtins = new Map<string, ResourceDef>();
-  for (const def of builtinResourceDefs()) builtins.set(keyOf(def.group, def.version, def.resource), def);
+  for (const def of builtinResourceDefs(release)) builtins.set(keyOf(def.group, def.version, def.resource), def);
   const builtinGroups = new Set([...builtins.values()].map((def) => def.group));
   /** "<group>/<plural>" → its served definitions. */
   const custom = new Map<string, ResourceDef[]>();

@@ -14,6 +14,7 @@ import type { Duplex } from "node:stream";
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { Logger, realClock, type Clock } from "../base/index.ts";
+import { kubeRelease, type KubeRelease } from "../api/index.ts";
 import type { ResourceRegistry } from "./rest/resource.ts";
 import { DEFAULT_COMPACTION_INTERVAL_MS, openSqliteStore, type SqliteStore } from "./storage/index.ts";
 import { CustomResourceSync, isCustomResourceRegistry } from "./admission/crds.ts";
@@ -61,7 +62,12 @@ export interface ApiServerOptions {
   compactionWindow?: number;
   /** How often the revision log is compacted, in ms. Default 5 minutes (kube-apiserver's). */
   compactionIntervalMs?: number;
-  /** Served resources. Default: createBuiltinRegistry() (built-in kinds, CRDs served when installed). */
+  /**
+   * The Kubernetes release the server acts as (--kubernetes-version, --feature-gates): /version,
+   * the served group versions and the gated fields. Default kubeRelease(): 1.37, its defaults.
+   */
+  release?: KubeRelease;
+  /** Served resources. Default: createBuiltinRegistry(release) (built-in kinds, CRDs served when installed). */
   registry?: ResourceRegistry;
   /** OpenAPI documents (/openapi/v2, /openapi/v3/...), if any. */
   openapi?: OpenApiProvider;
@@ -156,7 +162,8 @@ export async function startApiServer(
     : [];
   const signingKey = await loadOrCreateSigningKey(join(stateDir, "pki"));
   const internal = new AbortController();
-  const registry = options.registry ?? createBuiltinRegistry();
+  const release = options.release ?? kubeRelease();
+  const registry = options.registry ?? createBuiltinRegistry(release);
   const ctx: RestContext = {
     store,
     registry,
@@ -201,6 +208,7 @@ export async function startApiServer(
     let address = "";
     const handlerOptions: HandlerOptions = {
       ctx,
+      release,
       authenticator,
       authorizer,
       serviceAccounts,

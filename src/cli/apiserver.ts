@@ -10,6 +10,52 @@ import {
   startApiServer,
 } from "../apiserver/index.ts";
 import type { Command } from "./command.ts";
+import {
+  DEFAULT_KUBERNETES_MINOR,
+  KUBERNETES_MINORS,
+  kubeFeatureGatesHelp,
+  kubeRelease,
+  parseKubernetesMinor,
+  type KubeRelease,
+} from "../api/index.ts";
+import type { Flags, FlagSpecs } from "../base/index.ts";
+
+/**
+ * --kubernetes-version and --feature-gates as one release: the minor picks the gates known and
+ * their defaults, the flag's values override them; errors name the flag.
+ */
+export function releaseFromFlags(flags: Flags): KubeRelease {
+  let minor;
+  try {
+    minor = parseKubernetesMinor(flags.string("kubernetes-version"));
+  } catch (error) {
+    throw new FlagError(`invalid value for flag -kubernetes-version: ${(error as Error).message}`);
+  }
+  try {
+    return kubeRelease(minor, flags.map("feature-gates"));
+  } catch (error) {
+    throw new FlagError(`flag -feature-gates: ${(error as Error).message}`);
+  }
+}
+
+/** The two flags, shared by `csikit apiserver` and `csikit up`. */
+export const RELEASE_FLAGS = {
+  "kubernetes-version": {
+    type: "string",
+    default: DEFAULT_KUBERNETES_MINOR,
+    help:
+      `The Kubernetes release to act as: ${KUBERNETES_MINORS.join(", ")} (a patch such as 1.37.2 is read as its minor). ` +
+      "It sets /version, the served group versions (storage.k8s.io/v1 VolumeAttributesClass from 1.34) and the " +
+      "feature gates' defaults to that release's.",
+  },
+  "feature-gates": {
+    type: "map",
+    help:
+      "A set of key=value pairs that describe feature gates for alpha/experimental features, as kube-apiserver's " +
+      "flag; the storage and CSI gates are known, any other name is an error. Options at " +
+      `${DEFAULT_KUBERNETES_MINOR} (other releases differ): ${kubeFeatureGatesHelp()}.`,
+  },
+} satisfies FlagSpecs;
 
 export const apiserverCommand: Command = {
   name: "apiserver",
@@ -20,6 +66,7 @@ export const apiserverCommand: Command = {
     "<state-dir>/pki/, keeps objects in <state-dir>/apiserver.db and writes an admin kubeconfig to " +
     "<state-dir>/kubeconfig.",
   flags: {
+    ...RELEASE_FLAGS,
     "state-dir": {
       type: "string",
       default: ".csikit",
@@ -150,8 +197,10 @@ export const apiserverCommand: Command = {
     } catch (error) {
       throw new FlagError(error instanceof Error ? error.message : String(error));
     }
+    const release = releaseFromFlags(flags);
     const handle = await startApiServer(
       {
+        release,
         stateDir: flags.string("state-dir"),
         port,
         bindAddress: flags.string("bind-address"),
@@ -172,6 +221,7 @@ export const apiserverCommand: Command = {
       signal,
     );
     stdout.write(`API server listening on ${handle.url}\n`);
+    stdout.write(`Kubernetes version: ${release.gitVersion}\n`);
     stdout.write(`kubeconfig: ${handle.kubeconfigPath}\n`);
     if (kubeconfigOut !== "") stdout.write(`kubeconfig: ${kubeconfigOut}\n`);
     await handle.stopped;

@@ -48,6 +48,20 @@ export function at(object: unknown, path: string): unknown {
   return current;
 }
 
+/**
+ * Clears the field at `path` when its gate is off and the old object (an update's) does not
+ * set it already: the shape of upstream's dropDisabledFields for one gated field.
+ */
+export function dropUnlessUsed(object: Obj, old: Obj | undefined, path: string, enabled: boolean): void {
+  if (enabled) return;
+  const used = old === undefined ? undefined : at(old, path);
+  if (used !== undefined && used !== null) return;
+  const steps = path.split(".");
+  const last = steps.pop()!;
+  const parent = steps.length === 0 ? object : at(object, steps.join("."));
+  if (isRecord(parent)) delete parent[last];
+}
+
 export function str(value: unknown): string {
   return typeof value === "string" ? value : "";
 }
@@ -215,6 +229,8 @@ export interface KindSpec {
   /** Name rule of the kind (default: DNS-1123 subdomain). */
   nameValidator?: NameValidator;
   defaults?(object: Obj): void;
+  /** ResourceDef.dropDisabledFields. */
+  dropDisabledFields?(object: Obj, old: Obj | undefined): void;
   /** Kind-specific validation of the whole object (create, and the new object of an update). */
   validate?(object: Obj): FieldCause[];
   /** Kind-specific create-only rules besides validate(). */
@@ -287,6 +303,7 @@ export function defineResource(spec: KindSpec): ResourceDef {
       if (model !== undefined) pruneBuiltinFields(model, object);
       spec.defaults?.(object);
     },
+    ...(spec.dropDisabledFields ? { dropDisabledFields: spec.dropDisabledFields } : {}),
     validateCreate(object) {
       return [
         ...validateObjectMeta(object, spec.namespaced, nameValidator),

@@ -30,18 +30,19 @@ import { reviewResources } from "./reviews.ts";
 import { configResources } from "./config.ts";
 import { leases } from "./coordination.ts";
 import { eventResources } from "./events.ts";
-import { storageResources } from "./storage.ts";
-import { volumeResources } from "./volumes.ts";
+import { storageResourcesOf } from "./storage.ts";
+import { volumeResourcesOf } from "./volumes.ts";
+import { kubeRelease, type KubeRelease } from "../../api/index.ts";
 import { workloadResources } from "./workloads.ts";
 
-/** Every built-in kind the server serves, in discovery order. */
-export function builtinResourceDefs(): readonly ResourceDef[] {
+/** Every built-in kind a server acting as `release` serves, in discovery order. */
+export function builtinResourceDefs(release: KubeRelease = kubeRelease()): readonly ResourceDef[] {
   return [
     ...workloadResources,
-    ...volumeResources,
+    ...volumeResourcesOf(release),
     ...configResources,
     ...eventResources,
-    ...storageResources,
+    ...storageResourcesOf(release),
     leases,
     customResourceDefinitions,
     ...appsResources,

@@ -12,6 +12,10 @@ import {
   isDNS1123Subdomain,
   isQualifiedName,
   tryParseQuantity,
+  isKubeAtLeast,
+  kubeRelease,
+  type KubeFeatureGates,
+  type KubeRelease,
 } from "../../api/index.ts";
 import type { FieldCause, ResourceDef } from "../rest/resource.ts";
 import {
@@ -22,6 +26,7 @@ import {
   canonicalizeQuantity,
   column,
   defineResource,
+  dropUnlessUsed,
   immutable,
   isRecord,
   metaOf,
@@ -253,122 +258,158 @@ function requiredBoolean(spec: Obj, key: string, path = `spec.${key}`): FieldCau
   return [];
 }
 
-export const csiDrivers: ResourceDef = defineResource({
-  group: GROUP,
-  version: VERSION,
-  resource: "csidrivers",
-  allowUnconditionalUpdate: false,
-  kind: "CSIDriver",
-  namespaced: false,
-  defaults(object) {
-    if (!isRecord(object.spec)) object.spec = {};
-    const spec = object.spec as Obj;
-    setDefault(spec, "attachRequired", true);
-    setDefault(spec, "podInfoOnMount", false);
-    setDefault(spec, "storageCapacity", false);
-    setDefault(spec, "fsGroupPolicy", "ReadWriteOnceWithFSType");
-    setDefault(spec, "volumeLifecycleModes", ["Persistent"]);
-    setDefault(spec, "requiresRepublish", false);
-    setDefault(spec, "seLinuxMount", false);
-  },
-  validate(object) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const causes = [
-      ...requiredBoolean(spec, "attachRequired", "spec.attachedRequired"),
-      ...requiredBoolean(spec, "podInfoOnMount"),
-      ...requiredBoolean(spec, "storageCapacity"),
-      ...validateTokenRequests(spec.tokenRequests, "spec.tokenRequests"),
-    ];
-    if (spec.fsGroupPolicy !== undefined && spec.fsGroupPolicy !== null) {
-      causes.push(
-        ...oneOf("spec.fsGroupPolicy", spec.fsGroupPolicy, ["File", "None", "ReadWriteOnceWithFSType"]),
-      );
-    }
-    causes.push(...requiredBoolean(spec, "seLinuxMount"));
-    const period = spec.nodeAllocatableUpdatePeriodSeconds;
-    if (typeof period === "number" && period < 10) {
-      causes.push(
-        fieldInvalid(
-          "spec.nodeAllocatableUpdatePeriodSeconds",
-          period,
-          "must be greater than or equal to 10 seconds",
+/**
+ * CSIDriver fields of a feature gate, cleared on write while the gate is off (as the upstream
+ * strategy's dropDisabledFields): seLinuxMount is older than any release csikit acts as.
+ */
+const CSI_DRIVER_GATED_FIELDS: readonly (readonly [string, string])[] = [
+  ["seLinuxMount", "SELinuxMountReadWriteOncePod"],
+  ["nodeAllocatableUpdatePeriodSeconds", "MutableCSINodeAllocatableCount"],
+  ["serviceAccountTokenInSecrets", "CSIServiceAccountTokenSecrets"],
+  ["preventPodSchedulingIfMissing", "VolumeLimitScaling"],
+];
+
+/**
+ * serviceAccountTokenInSecrets says where kubelet puts the tokens of tokenRequests, so setting
+ * it (to either value) without any tokenRequests is refused, as kube-apiserver refuses it.
+ */
+function validateTokensInSecrets(spec: Obj): FieldCause[] {
+  const inSecrets = spec.serviceAccountTokenInSecrets;
+  if (inSecrets === undefined || inSecrets === null) return [];
+  const field = "spec.serviceAccountTokenInSecrets";
+  if (typeof inSecrets !== "boolean") return [fieldInvalid(field, inSecrets, "must be a boolean")];
+  const requests = spec.tokenRequests;
+  if (Array.isArray(requests) && requests.length > 0) return [];
+  return [fieldInvalid(field, inSecrets, "may only be set when tokenRequests is specified")];
+}
+
+/** CSIDriver as a server with these gates serves it. */
+export function csiDriversWith(gates: KubeFeatureGates): ResourceDef {
+  return defineResource({
+    group: GROUP,
+    version: VERSION,
+    resource: "csidrivers",
+    allowUnconditionalUpdate: false,
+    kind: "CSIDriver",
+    namespaced: false,
+    defaults(object) {
+      if (!isRecord(object.spec)) object.spec = {};
+      const spec = object.spec as Obj;
+      setDefault(spec, "attachRequired", true);
+      setDefault(spec, "podInfoOnMount", false);
+      setDefault(spec, "storageCapacity", false);
+      setDefault(spec, "fsGroupPolicy", "ReadWriteOnceWithFSType");
+      setDefault(spec, "volumeLifecycleModes", ["Persistent"]);
+      setDefault(spec, "requiresRepublish", false);
+      setDefault(spec, "seLinuxMount", false);
+    },
+    dropDisabledFields(object, old) {
+      for (const [field, gate] of CSI_DRIVER_GATED_FIELDS)
+        dropUnlessUsed(object, old, `spec.${field}`, gates[gate] === true);
+    },
+    validate(object) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const causes = [
+        ...requiredBoolean(spec, "attachRequired", "spec.attachedRequired"),
+        ...requiredBoolean(spec, "podInfoOnMount"),
+        ...requiredBoolean(spec, "storageCapacity"),
+        ...validateTokenRequests(spec.tokenRequests, "spec.tokenRequests"),
+      ];
+      if (spec.fsGroupPolicy !== undefined && spec.fsGroupPolicy !== null) {
+        causes.push(
+          ...oneOf("spec.fsGroupPolicy", spec.fsGroupPolicy, ["File", "None", "ReadWriteOnceWithFSType"]),
+        );
+      }
+      causes.push(...requiredBoolean(spec, "seLinuxMount"));
+      const period = spec.nodeAllocatableUpdatePeriodSeconds;
+      if (typeof period === "number" && period < 10) {
+        causes.push(
+          fieldInvalid(
+            "spec.nodeAllocatableUpdatePeriodSeconds",
+            period,
+            "must be greater than or equal to 10 seconds",
+          ),
+        );
+      }
+      const modes = spec.volumeLifecycleModes;
+      if (Array.isArray(modes)) {
+        for (const mode of modes)
+          causes.push(...oneOf("spec.volumeLifecycleModes", mode, ["Persistent", "Ephemeral"]));
+      }
+      causes.push(...validateTokensInSecrets(spec));
+      return causes;
+    },
+    validateUpdate(object, old) {
+      // Upstream reports the attachRequired path with this spelling.
+      return [
+        ...immutable(
+          "spec.attachedRequired",
+          at(object, "spec.attachRequired"),
+          at(old, "spec.attachRequired"),
         ),
-      );
-    }
-    const modes = spec.volumeLifecycleModes;
-    if (Array.isArray(modes)) {
-      for (const mode of modes)
-        causes.push(...oneOf("spec.volumeLifecycleModes", mode, ["Persistent", "Ephemeral"]));
-    }
-    return causes;
-  },
-  validateUpdate(object, old) {
-    // Upstream reports the attachRequired path with this spelling.
-    return [
-      ...immutable(
-        "spec.attachedRequired",
-        at(object, "spec.attachRequired"),
-        at(old, "spec.attachRequired"),
+        ...immutable(
+          "spec.volumeLifecycleModes",
+          at(object, "spec.volumeLifecycleModes"),
+          at(old, "spec.volumeLifecycleModes"),
+        ),
+      ];
+    },
+    specChanged: () => false,
+    columns: [
+      NAME_COLUMN,
+      column(
+        "AttachRequired",
+        "boolean",
+        "attachRequired indicates this CSI volume driver requires an attach operation.",
       ),
-      ...immutable(
-        "spec.volumeLifecycleModes",
-        at(object, "spec.volumeLifecycleModes"),
-        at(old, "spec.volumeLifecycleModes"),
+      column(
+        "PodInfoOnMount",
+        "boolean",
+        "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations.",
       ),
-    ];
-  },
-  specChanged: () => false,
-  columns: [
-    NAME_COLUMN,
-    column(
-      "AttachRequired",
-      "boolean",
-      "attachRequired indicates this CSI volume driver requires an attach operation.",
-    ),
-    column(
-      "PodInfoOnMount",
-      "boolean",
-      "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations.",
-    ),
-    column(
-      "StorageCapacity",
-      "boolean",
-      "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report.",
-    ),
-    column(
-      "TokenRequests",
-      "string",
-      "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.",
-    ),
-    column(
-      "RequiresRepublish",
-      "boolean",
-      "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.",
-    ),
-    column(
-      "Modes",
-      "string",
-      "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.",
-    ),
-    AGE_COLUMN,
-  ],
-  row(object, now) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const tokenRequests = Array.isArray(spec.tokenRequests) ? spec.tokenRequests : [];
-    const audiences = tokenRequests.map((request: unknown) => str(at(request, "audience")));
-    const modes = Array.isArray(spec.volumeLifecycleModes) ? spec.volumeLifecycleModes.map(str) : [];
-    return [
-      nameOf(object),
-      spec.attachRequired !== false,
-      spec.podInfoOnMount === true,
-      spec.storageCapacity === true,
-      audiences.length > 0 ? audiences.join(",") : "<unset>",
-      spec.requiresRepublish === true,
-      modes.length > 0 ? modes.join(",") : "<none>",
-      age(object, now),
-    ];
-  },
-});
+      column(
+        "StorageCapacity",
+        "boolean",
+        "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report.",
+      ),
+      column(
+        "TokenRequests",
+        "string",
+        "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.",
+      ),
+      column(
+        "RequiresRepublish",
+        "boolean",
+        "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.",
+      ),
+      column(
+        "Modes",
+        "string",
+        "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.",
+      ),
+      AGE_COLUMN,
+    ],
+    row(object, now) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const tokenRequests = Array.isArray(spec.tokenRequests) ? spec.tokenRequests : [];
+      const audiences = tokenRequests.map((request: unknown) => str(at(request, "audience")));
+      const modes = Array.isArray(spec.volumeLifecycleModes) ? spec.volumeLifecycleModes.map(str) : [];
+      return [
+        nameOf(object),
+        spec.attachRequired !== false,
+        spec.podInfoOnMount === true,
+        spec.storageCapacity === true,
+        audiences.length > 0 ? audiences.join(",") : "<unset>",
+        spec.requiresRepublish === true,
+        modes.length > 0 ? modes.join(",") : "<none>",
+        age(object, now),
+      ];
+    },
+  });
+}
+
+/** CSIDriver as the default release (1.37, default gates) serves it. */
+export const csiDrivers: ResourceDef = csiDriversWith(kubeRelease().gates);
 
 // ---- CSINode ---------------------------------------------------------------------------
 
@@ -379,162 +420,196 @@ function driversOf(object: Obj): Obj[] {
   return Array.isArray(drivers) ? drivers.filter(isRecord) : [];
 }
 
-export const csiNodes: ResourceDef = defineResource({
-  group: GROUP,
-  version: VERSION,
-  resource: "csinodes",
-  allowUnconditionalUpdate: false,
-  kind: "CSINode",
-  namespaced: false,
-  defaults(object) {
-    if (!isRecord(object.spec)) object.spec = { drivers: [] };
-  },
-  validate(object) {
-    const drivers = at(object, "spec.drivers");
-    if (drivers !== undefined && drivers !== null && !Array.isArray(drivers)) {
-      return [fieldInvalid("spec.drivers", drivers, "must be a list")];
-    }
-    const causes: FieldCause[] = [];
-    const names = new Set<string>();
-    driversOf(object).forEach((driver, i) => {
-      const field = `spec.drivers[${i}]`;
-      causes.push(...validateCSIDriverName(driver.name, `${field}.name`));
-      const nodeID = str(driver.nodeID);
-      if (nodeID === "") causes.push(fieldRequired(`${field}.nodeID`));
-      if (nodeID.length > CSI_NODE_ID_MAX_LENGTH) {
-        causes.push(
-          fieldInvalid(`${field}.nodeID`, nodeID, `must be ${CSI_NODE_ID_MAX_LENGTH} characters or less`),
-        );
+/** CSINode as a server with these gates serves it. */
+export function csiNodesWith(gates: KubeFeatureGates): ResourceDef {
+  // MutableCSINodeAllocatableCount: kubelet refreshes a driver's allocatable.count in place.
+  const countMutable = gates.MutableCSINodeAllocatableCount === true;
+  return defineResource({
+    group: GROUP,
+    version: VERSION,
+    resource: "csinodes",
+    allowUnconditionalUpdate: false,
+    kind: "CSINode",
+    namespaced: false,
+    defaults(object) {
+      if (!isRecord(object.spec)) object.spec = { drivers: [] };
+    },
+    validate(object) {
+      const drivers = at(object, "spec.drivers");
+      if (drivers !== undefined && drivers !== null && !Array.isArray(drivers)) {
+        return [fieldInvalid("spec.drivers", drivers, "must be a list")];
       }
-      const count = at(driver, "allocatable.count");
-      if (typeof count === "number" && count < 0) {
-        causes.push(fieldInvalid(`${field}.allocatable.count`, count, "must be greater than or equal to 0"));
+      const causes: FieldCause[] = [];
+      const names = new Set<string>();
+      driversOf(object).forEach((driver, i) => {
+        const field = `spec.drivers[${i}]`;
+        causes.push(...validateCSIDriverName(driver.name, `${field}.name`));
+        const nodeID = str(driver.nodeID);
+        if (nodeID === "") causes.push(fieldRequired(`${field}.nodeID`));
+        if (nodeID.length > CSI_NODE_ID_MAX_LENGTH) {
+          causes.push(
+            fieldInvalid(`${field}.nodeID`, nodeID, `must be ${CSI_NODE_ID_MAX_LENGTH} characters or less`),
+          );
+        }
+        const count = at(driver, "allocatable.count");
+        if (typeof count === "number" && count < 0) {
+          causes.push(
+            fieldInvalid(`${field}.allocatable.count`, count, "must be greater than or equal to 0"),
+          );
+        }
+        const name = str(driver.name);
+        if (names.has(name)) causes.push(fieldDuplicate(`${field}.name`, name));
+        names.add(name);
+        // Upstream reports topology-key problems at the driver's path.
+        const keys = Array.isArray(driver.topologyKeys) ? driver.topologyKeys : [];
+        const seen = new Set<string>();
+        for (const key of keys) {
+          const text = str(key);
+          if (text === "") causes.push(fieldRequired(field));
+          if (seen.has(text)) causes.push(fieldDuplicate(field, text));
+          seen.add(text);
+          for (const message of isQualifiedName(text)) causes.push(fieldInvalid(field, text, message));
+        }
+      });
+      return causes;
+    },
+    validateUpdate(object, old) {
+      // An existing driver entry is immutable as a whole, but for allocatable.count when
+      // MutableCSINodeAllocatableCount is on.
+      // Drivers found by name through an index: a scan per old driver made a large update quadratic.
+      const causes: FieldCause[] = [];
+      const updated = new Map<string, Obj[]>();
+      for (const driver of driversOf(object)) {
+        const name = str(driver.name);
+        const named = updated.get(name);
+        if (named) named.push(driver);
+        else updated.set(name, [driver]);
       }
-      const name = str(driver.name);
-      if (names.has(name)) causes.push(fieldDuplicate(`${field}.name`, name));
-      names.add(name);
-      // Upstream reports topology-key problems at the driver's path.
-      const keys = Array.isArray(driver.topologyKeys) ? driver.topologyKeys : [];
-      const seen = new Set<string>();
-      for (const key of keys) {
-        const text = str(key);
-        if (text === "") causes.push(fieldRequired(field));
-        if (seen.has(text)) causes.push(fieldDuplicate(field, text));
-        seen.add(text);
-        for (const message of isQualifiedName(text)) causes.push(fieldInvalid(field, text, message));
+      for (const previous of driversOf(old)) {
+        for (const driver of updated.get(str(previous.name)) ?? [])
+          causes.push(
+            ...(countMutable
+              ? immutable("spec.drivers", withoutCount(driver), withoutCount(previous))
+              : immutable("spec.drivers", driver, previous)),
+          );
       }
-    });
-    return causes;
-  },
-  validateUpdate(object, old) {
-    // An existing driver entry is immutable as a whole (MutableCSINodeAllocatableCount off).
-    // Drivers found by name through an index: a scan per old driver made a large update quadratic.
-    const causes: FieldCause[] = [];
-    const updated = new Map<string, Obj[]>();
-    for (const driver of driversOf(object)) {
-      const name = str(driver.name);
-      const named = updated.get(name);
-      if (named) named.push(driver);
-      else updated.set(name, [driver]);
-    }
-    for (const previous of driversOf(old)) {
-      for (const driver of updated.get(str(previous.name)) ?? [])
-        causes.push(...immutable("spec.drivers", driver, previous));
-    }
-    return causes;
-  },
-  specChanged: () => false,
-  columns: [
-    NAME_COLUMN,
-    column("Drivers", "integer", "Drivers indicates the number of CSI drivers registered on the node"),
-    AGE_COLUMN,
-  ],
-  row(object, now) {
-    return [nameOf(object), driversOf(object).length, age(object, now)];
-  },
-  patchStrategies: { "spec.drivers": { mergeKey: "name" } },
-});
+      return causes;
+    },
+    specChanged: () => false,
+    columns: [
+      NAME_COLUMN,
+      column("Drivers", "integer", "Drivers indicates the number of CSI drivers registered on the node"),
+      AGE_COLUMN,
+    ],
+    row(object, now) {
+      return [nameOf(object), driversOf(object).length, age(object, now)];
+    },
+    patchStrategies: { "spec.drivers": { mergeKey: "name" } },
+  });
+}
+
+/** A CSINode driver entry without allocatable.count (the part of it that may change). */
+function withoutCount(driver: Obj): Obj {
+  if (!isRecord(driver.allocatable)) return driver;
+  const allocatable = { ...driver.allocatable };
+  delete allocatable.count;
+  return { ...driver, allocatable };
+}
+
+export const csiNodes: ResourceDef = csiNodesWith(kubeRelease().gates);
 
 // ---- VolumeAttachment ------------------------------------------------------------------
 
-export const volumeAttachments: ResourceDef = defineResource({
-  group: GROUP,
-  version: VERSION,
-  resource: "volumeattachments",
-  // Upstream: ResetObjectMetaForStatus on /status; updates need metadata.resourceVersion.
-  statusWritableMetadata: [],
-  allowUnconditionalUpdate: false,
-  kind: "VolumeAttachment",
-  namespaced: false,
-  subresources: ["status"],
-  validate(object) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const causes: FieldCause[] = [];
-    const attacher = str(spec.attacher);
-    if (attacher === "") causes.push(fieldRequired("spec.attacher"));
-    const source = isRecord(spec.source) ? spec.source : {};
-    const pvName = source.persistentVolumeName;
-    const hasPV = typeof pvName === "string";
-    const hasInline = isRecord(source.inlineVolumeSpec);
-    const exactlyOne = "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
-    if (!hasPV && !hasInline) causes.push(fieldRequired("spec.source", exactlyOne));
-    else if (hasPV && hasInline) causes.push(fieldForbidden("spec.source", exactlyOne));
-    else if (hasPV && pvName === "") {
-      causes.push(
-        fieldRequired("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"),
-      );
-    }
-    const nodeName = str(spec.nodeName);
-    for (const message of isDNS1123Subdomain(nodeName))
-      causes.push(fieldInvalid("spec.nodeName", nodeName, message));
-    causes.push(...validateAttachmentStatus(object));
-    // The v1-only checks.
-    causes.push(...validateCSIDriverName(attacher, "spec.attacher"));
-    if (hasPV) {
-      const name = str(pvName);
-      for (const message of isDNS1123Subdomain(name)) {
-        causes.push(fieldInvalid("spec.source.persistentVolumeName", name, message));
-      }
-    }
-    return causes;
-  },
-  validateUpdate(object, old) {
-    return immutable("spec", object.spec, old.spec);
-  },
-  validateStatus(object) {
-    return validateAttachmentStatus(object);
-  },
-  specChanged: () => false,
-  columns: [
-    NAME_COLUMN,
-    {
-      ...column(
-        "Attacher",
-        "string",
-        "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",
-      ),
-      format: "name",
+/** VolumeAttachment as a server with these gates serves it. */
+export function volumeAttachmentsWith(gates: KubeFeatureGates): ResourceDef {
+  return defineResource({
+    group: GROUP,
+    version: VERSION,
+    resource: "volumeattachments",
+    // Upstream: ResetObjectMetaForStatus on /status; updates need metadata.resourceVersion.
+    statusWritableMetadata: [],
+    allowUnconditionalUpdate: false,
+    kind: "VolumeAttachment",
+    namespaced: false,
+    subresources: ["status"],
+    dropDisabledFields(object, old) {
+      // errorCode (the gRPC code of the failed ControllerPublish/Unpublish) came with
+      // MutableCSINodeAllocatableCount's beta.
+      const enabled = gates.MutableCSINodeAllocatableCount === true;
+      dropUnlessUsed(object, old, "status.attachError.errorCode", enabled);
+      dropUnlessUsed(object, old, "status.detachError.errorCode", enabled);
     },
-    column("PV", "string", "Name of the persistent volume to attach."),
-    column("Node", "string", "The node that the volume should be attached to."),
-    column(
-      "Attached",
-      "boolean",
-      "Indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.",
-    ),
-    AGE_COLUMN,
-  ],
-  row(object, now) {
-    return [
-      nameOf(object),
-      str(at(object, "spec.attacher")),
-      str(at(object, "spec.source.persistentVolumeName")),
-      str(at(object, "spec.nodeName")),
-      at(object, "status.attached") === true,
-      age(object, now),
-    ];
-  },
-});
+    validate(object) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const causes: FieldCause[] = [];
+      const attacher = str(spec.attacher);
+      if (attacher === "") causes.push(fieldRequired("spec.attacher"));
+      const source = isRecord(spec.source) ? spec.source : {};
+      const pvName = source.persistentVolumeName;
+      const hasPV = typeof pvName === "string";
+      const hasInline = isRecord(source.inlineVolumeSpec);
+      const exactlyOne = "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
+      if (!hasPV && !hasInline) causes.push(fieldRequired("spec.source", exactlyOne));
+      else if (hasPV && hasInline) causes.push(fieldForbidden("spec.source", exactlyOne));
+      else if (hasPV && pvName === "") {
+        causes.push(
+          fieldRequired("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"),
+        );
+      }
+      const nodeName = str(spec.nodeName);
+      for (const message of isDNS1123Subdomain(nodeName))
+        causes.push(fieldInvalid("spec.nodeName", nodeName, message));
+      causes.push(...validateAttachmentStatus(object));
+      // The v1-only checks.
+      causes.push(...validateCSIDriverName(attacher, "spec.attacher"));
+      if (hasPV) {
+        const name = str(pvName);
+        for (const message of isDNS1123Subdomain(name)) {
+          causes.push(fieldInvalid("spec.source.persistentVolumeName", name, message));
+        }
+      }
+      return causes;
+    },
+    validateUpdate(object, old) {
+      return immutable("spec", object.spec, old.spec);
+    },
+    validateStatus(object) {
+      return validateAttachmentStatus(object);
+    },
+    specChanged: () => false,
+    columns: [
+      NAME_COLUMN,
+      {
+        ...column(
+          "Attacher",
+          "string",
+          "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",
+        ),
+        format: "name",
+      },
+      column("PV", "string", "Name of the persistent volume to attach."),
+      column("Node", "string", "The node that the volume should be attached to."),
+      column(
+        "Attached",
+        "boolean",
+        "Indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.",
+      ),
+      AGE_COLUMN,
+    ],
+    row(object, now) {
+      return [
+        nameOf(object),
+        str(at(object, "spec.attacher")),
+        str(at(object, "spec.source.persistentVolumeName")),
+        str(at(object, "spec.nodeName")),
+        at(object, "status.attached") === true,
+        age(object, now),
+      ];
+    },
+  });
+}
+
+export const volumeAttachments: ResourceDef = volumeAttachmentsWith(kubeRelease().gates);
 
 const MAX_ATTACHMENT_METADATA_SIZE = 256 * 1024;
 const MAX_VOLUME_ERROR_MESSAGE_SIZE = 1024;
@@ -676,12 +751,23 @@ export const volumeAttributesClasses: ResourceDef = defineResource({
  */
 export const volumeAttributesClassesV1beta1: ResourceDef = { ...volumeAttributesClasses, version: "v1beta1" };
 
-export const storageResources: readonly ResourceDef[] = Object.freeze([
-  storageClasses,
-  csiDrivers,
-  csiNodes,
-  volumeAttachments,
-  csiStorageCapacities,
-  volumeAttributesClasses,
-  volumeAttributesClassesV1beta1,
-]);
+export const storageResources: readonly ResourceDef[] = storageResourcesOf(kubeRelease());
+
+/**
+ * storage.k8s.io as a server acting as `release` serves it: VolumeAttributesClass at v1 from
+ * 1.34 (its GA); at v1beta1 whenever the VolumeAttributesClass gate is on, which from 1.34 it
+ * always is (kube-apiserver serves v1beta1 only with --runtime-config; csikit keeps it for the
+ * 2025 sidecars that read it: external-provisioner v5, external-resizer v1).
+ */
+export function storageResourcesOf(release: KubeRelease): readonly ResourceDef[] {
+  const gates = release.gates;
+  return Object.freeze([
+    storageClasses,
+    csiDriversWith(gates),
+    csiNodesWith(gates),
+    volumeAttachmentsWith(gates),
+    csiStorageCapacities,
+    ...(isKubeAtLeast(release.minor, "1.34") ? [volumeAttributesClasses] : []),
+    ...(gates.VolumeAttributesClass === true ? [volumeAttributesClassesV1beta1] : []),
+  ]);
+}

@@ -15,6 +15,9 @@ import {
   isDNS1123Subdomain,
   parseQuantity,
   tryParseQuantity,
+  kubeRelease,
+  type KubeFeatureGates,
+  type KubeRelease,
 } from "../../api/index.ts";
 import type { FieldCause, ResourceDef } from "../rest/resource.ts";
 import {
@@ -26,6 +29,7 @@ import {
   child,
   column,
   defineResource,
+  dropUnlessUsed,
   immutable,
   isRecord,
   metaOf,
@@ -37,6 +41,7 @@ import {
 import type { Obj } from "./common.ts";
 import { validateCSIDriverName } from "./storage.ts";
 import { validateLabelSelectorObject, validateNodeSelector } from "./selector-validation.ts";
+import { validateClaimModifyStatus, validateClaimResizeStatus } from "./claim-status.ts";
 
 const ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
 const ACCESS_MODE_SHORT: readonly [string, string][] = [
@@ -163,172 +168,182 @@ function pvSourceOf(spec: unknown): Obj {
   return source;
 }
 
-export const persistentVolumes: ResourceDef = defineResource({
-  group: "",
-  version: "v1",
-  resource: "persistentvolumes",
-  kind: "PersistentVolume",
-  namespaced: false,
-  shortNames: ["pv"],
-  subresources: ["status"],
-  defaults(object) {
-    const spec = child(object, "spec");
-    setDefault(spec, "persistentVolumeReclaimPolicy", "Retain");
-    setDefault(spec, "volumeMode", "Filesystem");
-    setDefault(child(object, "status"), "phase", "Pending");
-    canonicalizeResourceList(object, "spec.capacity");
-  },
-  validate(object) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const causes: FieldCause[] = [...validateAccessModes(spec.accessModes, "spec.accessModes")];
-    const capacity = spec.capacity;
-    if (!isRecord(capacity) || Object.keys(capacity).length === 0) {
-      causes.push(fieldRequired("spec.capacity"));
-    } else {
-      for (const [resource, value] of Object.entries(capacity)) {
-        if (resource !== "storage")
-          causes.push(fieldNotSupported(`spec.capacity[${resource}]`, resource, ["storage"]));
-        else causes.push(...validateStorageQuantity(value, "spec.capacity[storage]", false));
-      }
-    }
-    causes.push(...validatePVSource(spec));
-    causes.push(
-      ...oneOf("spec.persistentVolumeReclaimPolicy", spec.persistentVolumeReclaimPolicy, [
-        "Delete",
-        "Recycle",
-        "Retain",
-      ]),
-    );
-    causes.push(...validateStorageClassName(spec.storageClassName, "spec.storageClassName"));
-    causes.push(...validateVolumeMode(spec.volumeMode, "spec.volumeMode"));
-    if (spec.volumeAttributesClassName !== undefined && spec.volumeAttributesClassName !== null) {
-      if (spec.volumeAttributesClassName === "") {
-        causes.push(fieldRequired("spec.volumeAttributesClassName", "an empty string is disallowed"));
+/** PersistentVolume as a server with these gates serves it. */
+export function persistentVolumesWith(gates: KubeFeatureGates): ResourceDef {
+  // MutablePVNodeAffinity (alpha from 1.35): a set nodeAffinity may change, still validated.
+  const affinityMutable = gates.MutablePVNodeAffinity === true;
+  return defineResource({
+    group: "",
+    version: "v1",
+    resource: "persistentvolumes",
+    kind: "PersistentVolume",
+    namespaced: false,
+    shortNames: ["pv"],
+    subresources: ["status"],
+    defaults(object) {
+      const spec = child(object, "spec");
+      setDefault(spec, "persistentVolumeReclaimPolicy", "Retain");
+      setDefault(spec, "volumeMode", "Filesystem");
+      setDefault(child(object, "status"), "phase", "Pending");
+      canonicalizeResourceList(object, "spec.capacity");
+    },
+    dropDisabledFields(object, old) {
+      dropUnlessUsed(object, old, "spec.volumeAttributesClassName", gates.VolumeAttributesClass === true);
+    },
+    validate(object) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const causes: FieldCause[] = [...validateAccessModes(spec.accessModes, "spec.accessModes")];
+      const capacity = spec.capacity;
+      if (!isRecord(capacity) || Object.keys(capacity).length === 0) {
+        causes.push(fieldRequired("spec.capacity"));
       } else {
+        for (const [resource, value] of Object.entries(capacity)) {
+          if (resource !== "storage")
+            causes.push(fieldNotSupported(`spec.capacity[${resource}]`, resource, ["storage"]));
+          else causes.push(...validateStorageQuantity(value, "spec.capacity[storage]", false));
+        }
+      }
+      causes.push(...validatePVSource(spec));
+      causes.push(
+        ...oneOf("spec.persistentVolumeReclaimPolicy", spec.persistentVolumeReclaimPolicy, [
+          "Delete",
+          "Recycle",
+          "Retain",
+        ]),
+      );
+      causes.push(...validateStorageClassName(spec.storageClassName, "spec.storageClassName"));
+      causes.push(...validateVolumeMode(spec.volumeMode, "spec.volumeMode"));
+      if (spec.volumeAttributesClassName !== undefined && spec.volumeAttributesClassName !== null) {
+        if (spec.volumeAttributesClassName === "") {
+          causes.push(fieldRequired("spec.volumeAttributesClassName", "an empty string is disallowed"));
+        } else {
+          causes.push(
+            ...validateStorageClassName(spec.volumeAttributesClassName, "spec.volumeAttributesClassName"),
+          );
+        }
+        if (!isRecord(spec.csi)) {
+          causes.push(fieldRequired("spec.csi", "has to be specified when using volumeAttributesClassName"));
+        }
+      }
+      if (spec.nodeAffinity !== undefined && spec.nodeAffinity !== null) {
+        const required = at(spec, "nodeAffinity.required");
+        if (required === undefined)
+          causes.push(fieldRequired("spec.nodeAffinity.required", "must specify required node constraints"));
+        else causes.push(...validateNodeSelector(required, "spec.nodeAffinity.required"));
+      }
+      return causes;
+    },
+    validateUpdate(object, old) {
+      const causes: FieldCause[] = [];
+      const newSource = pvSourceOf(object.spec);
+      const oldSource = pvSourceOf(old.spec);
+      // A controllerExpandSecretRef may be added to a CSI volume that had none.
+      if (
+        isRecord(newSource.csi) &&
+        isRecord(oldSource.csi) &&
+        oldSource.csi.controllerExpandSecretRef === undefined
+      ) {
+        const csi: Obj = { ...newSource.csi };
+        delete csi.controllerExpandSecretRef;
+        newSource.csi = csi;
+      }
+      if (!jsonEqual(newSource, oldSource)) {
         causes.push(
-          ...validateStorageClassName(spec.volumeAttributesClassName, "spec.volumeAttributesClassName"),
+          fieldForbidden(
+            "spec.persistentvolumesource",
+            "spec.persistentvolumesource is immutable after creation",
+          ),
         );
       }
-      if (!isRecord(spec.csi)) {
-        causes.push(fieldRequired("spec.csi", "has to be specified when using volumeAttributesClassName"));
+      causes.push(...immutable("volumeMode", at(object, "spec.volumeMode"), at(old, "spec.volumeMode")));
+      const oldAffinity = at(old, "spec.nodeAffinity");
+      if (!affinityMutable && oldAffinity !== undefined && oldAffinity !== null) {
+        causes.push(...immutable("nodeAffinity", at(object, "spec.nodeAffinity"), oldAffinity));
       }
-    }
-    if (spec.nodeAffinity !== undefined && spec.nodeAffinity !== null) {
-      const required = at(spec, "nodeAffinity.required");
-      if (required === undefined)
-        causes.push(fieldRequired("spec.nodeAffinity.required", "must specify required node constraints"));
-      else causes.push(...validateNodeSelector(required, "spec.nodeAffinity.required"));
-    }
-    return causes;
-  },
-  validateUpdate(object, old) {
-    const causes: FieldCause[] = [];
-    const newSource = pvSourceOf(object.spec);
-    const oldSource = pvSourceOf(old.spec);
-    // A controllerExpandSecretRef may be added to a CSI volume that had none.
-    if (
-      isRecord(newSource.csi) &&
-      isRecord(oldSource.csi) &&
-      oldSource.csi.controllerExpandSecretRef === undefined
-    ) {
-      const csi: Obj = { ...newSource.csi };
-      delete csi.controllerExpandSecretRef;
-      newSource.csi = csi;
-    }
-    if (!jsonEqual(newSource, oldSource)) {
-      causes.push(
-        fieldForbidden(
-          "spec.persistentvolumesource",
-          "spec.persistentvolumesource is immutable after creation",
-        ),
-      );
-    }
-    causes.push(...immutable("volumeMode", at(object, "spec.volumeMode"), at(old, "spec.volumeMode")));
-    const oldAffinity = at(old, "spec.nodeAffinity");
-    if (oldAffinity !== undefined && oldAffinity !== null) {
-      causes.push(...immutable("nodeAffinity", at(object, "spec.nodeAffinity"), oldAffinity));
-    }
-    const oldClass = at(old, "spec.volumeAttributesClassName");
-    if (
-      oldClass !== undefined &&
-      oldClass !== null &&
-      at(object, "spec.volumeAttributesClassName") === undefined
-    ) {
-      causes.push(
-        fieldForbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"),
-      );
-    }
-    return causes;
-  },
-  validateStatus(object) {
-    const phase = at(object, "status.phase");
-    if (phase === undefined) return [];
-    return oneOf("status.phase", phase, ["Available", "Bound", "Failed", "Pending", "Released"]);
-  },
-  specChanged: () => false,
-  columns: [
-    NAME_COLUMN,
-    column(
-      "Capacity",
-      "string",
-      "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity",
-    ),
-    column(
-      "Access Modes",
-      "string",
-      "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes",
-    ),
-    column(
-      "Reclaim Policy",
-      "string",
-      "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming",
-    ),
-    column(
-      "Status",
-      "string",
-      "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase",
-    ),
-    column(
-      "Claim",
-      "string",
-      "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding",
-    ),
-    column("StorageClass", "string", "StorageClass of the pv"),
-    column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
-    column(
-      "Reason",
-      "string",
-      "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.",
-    ),
-    AGE_COLUMN,
-    column(
-      "VolumeMode",
-      "string",
-      "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.",
-      1,
-    ),
-  ],
-  row(object, now) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const claimRef = spec.claimRef;
-    const claim = isRecord(claimRef) ? `${str(claimRef.namespace)}/${str(claimRef.name)}` : "";
-    const phase =
-      metaOf(object).deletionTimestamp !== undefined ? "Terminating" : str(at(object, "status.phase"));
-    return [
-      nameOf(object),
-      quantityCell(at(spec, "capacity.storage")),
-      accessModesString(spec.accessModes),
-      str(spec.persistentVolumeReclaimPolicy),
-      phase,
-      claim,
-      storageClassOf(object),
-      str(spec.volumeAttributesClassName) || "<unset>",
-      str(at(object, "status.reason")),
-      age(object, now),
-      str(spec.volumeMode) || "<unset>",
-    ];
-  },
-});
+      const oldClass = at(old, "spec.volumeAttributesClassName");
+      if (
+        oldClass !== undefined &&
+        oldClass !== null &&
+        at(object, "spec.volumeAttributesClassName") === undefined
+      ) {
+        causes.push(
+          fieldForbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"),
+        );
+      }
+      return causes;
+    },
+    validateStatus(object) {
+      const phase = at(object, "status.phase");
+      if (phase === undefined) return [];
+      return oneOf("status.phase", phase, ["Available", "Bound", "Failed", "Pending", "Released"]);
+    },
+    specChanged: () => false,
+    columns: [
+      NAME_COLUMN,
+      column(
+        "Capacity",
+        "string",
+        "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity",
+      ),
+      column(
+        "Access Modes",
+        "string",
+        "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes",
+      ),
+      column(
+        "Reclaim Policy",
+        "string",
+        "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming",
+      ),
+      column(
+        "Status",
+        "string",
+        "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase",
+      ),
+      column(
+        "Claim",
+        "string",
+        "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding",
+      ),
+      column("StorageClass", "string", "StorageClass of the pv"),
+      column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
+      column(
+        "Reason",
+        "string",
+        "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.",
+      ),
+      AGE_COLUMN,
+      column(
+        "VolumeMode",
+        "string",
+        "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.",
+        1,
+      ),
+    ],
+    row(object, now) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const claimRef = spec.claimRef;
+      const claim = isRecord(claimRef) ? `${str(claimRef.namespace)}/${str(claimRef.name)}` : "";
+      const phase =
+        metaOf(object).deletionTimestamp !== undefined ? "Terminating" : str(at(object, "status.phase"));
+      return [
+        nameOf(object),
+        quantityCell(at(spec, "capacity.storage")),
+        accessModesString(spec.accessModes),
+        str(spec.persistentVolumeReclaimPolicy),
+        phase,
+        claim,
+        storageClassOf(object),
+        str(spec.volumeAttributesClassName) || "<unset>",
+        str(at(object, "status.reason")),
+        age(object, now),
+        str(spec.volumeMode) || "<unset>",
+      ];
+    },
+  });
+}
+
+export const persistentVolumes: ResourceDef = persistentVolumesWith(kubeRelease().gates);
 
 /** A quantity as Quantity.String() prints it ("0" when absent). */
 function quantityCell(value: unknown): string {
@@ -388,106 +403,121 @@ function requestedStorage(object: Obj): unknown {
   return at(object, "spec.resources.requests.storage");
 }
 
-export const persistentVolumeClaims: ResourceDef = defineResource({
-  group: "",
-  version: "v1",
-  resource: "persistentvolumeclaims",
-  kind: "PersistentVolumeClaim",
-  namespaced: true,
-  shortNames: ["pvc"],
-  subresources: ["status"],
-  patchStrategies: { "status.conditions": { mergeKey: "type" } },
-  defaults(object) {
-    const spec = child(object, "spec");
-    setDefault(spec, "volumeMode", "Filesystem");
-    setDefault(child(object, "status"), "phase", "Pending");
-    for (const path of [
-      "spec.resources.requests",
-      "spec.resources.limits",
-      "status.capacity",
-      "status.allocatedResources",
-    ]) {
-      canonicalizeResourceList(object, path);
-    }
-  },
-  validate(object) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const causes: FieldCause[] = [...validateAccessModes(spec.accessModes, "spec.accessModes")];
-    causes.push(...validateLabelSelectorObject(spec.selector, "spec.selector"));
-    const storage = requestedStorage(object);
-    if (storage === undefined || storage === null) causes.push(fieldRequired("spec.resources[storage]"));
-    else causes.push(...validateStorageQuantity(storage, "spec.resources[storage]", true));
-    causes.push(...validateStorageClassName(spec.storageClassName, "spec.storageClassName"));
-    causes.push(...validateVolumeMode(spec.volumeMode, "spec.volumeMode"));
-    causes.push(...validateDataSource(spec.dataSource, "spec.dataSource"));
-    causes.push(...validateDataSource(spec.dataSourceRef, "spec.dataSourceRef"));
-    causes.push(...validateDataSourcePair(spec));
-    if (typeof spec.volumeAttributesClassName === "string" && spec.volumeAttributesClassName !== "") {
-      causes.push(
-        ...validateStorageClassName(spec.volumeAttributesClassName, "spec.volumeAttributesClassName"),
-      );
-    }
-    return causes;
-  },
-  validateUpdate(object, old) {
-    return validateClaimSpecUpdate(object, old);
-  },
-  validateStatus(object) {
-    const causes: FieldCause[] = [];
-    const capacity = at(object, "status.capacity");
-    if (isRecord(capacity)) {
-      for (const [resource, value] of Object.entries(capacity)) {
-        causes.push(...validateStorageQuantity(value, `status.capacity[${resource}]`, false));
+/** PersistentVolumeClaim as a server with these gates serves it. */
+export function persistentVolumeClaimsWith(gates: KubeFeatureGates): ResourceDef {
+  const resize = gates.RecoverVolumeExpansionFailure === true;
+  const modify = gates.VolumeAttributesClass === true;
+  return defineResource({
+    group: "",
+    version: "v1",
+    resource: "persistentvolumeclaims",
+    kind: "PersistentVolumeClaim",
+    namespaced: true,
+    shortNames: ["pvc"],
+    subresources: ["status"],
+    patchStrategies: { "status.conditions": { mergeKey: "type" } },
+    defaults(object) {
+      const spec = child(object, "spec");
+      setDefault(spec, "volumeMode", "Filesystem");
+      setDefault(child(object, "status"), "phase", "Pending");
+      for (const path of [
+        "spec.resources.requests",
+        "spec.resources.limits",
+        "status.capacity",
+        "status.allocatedResources",
+      ]) {
+        canonicalizeResourceList(object, path);
       }
-    }
-    const phase = at(object, "status.phase");
-    if (phase !== undefined) causes.push(...oneOf("status.phase", phase, ["Bound", "Lost", "Pending"]));
-    return causes;
-  },
-  specChanged: () => false,
-  columns: [
-    NAME_COLUMN,
-    column("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
-    column(
-      "Volume",
-      "string",
-      "volumeName is the binding reference to the PersistentVolume backing this claim.",
-    ),
-    column("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
-    column(
-      "Access Modes",
-      "string",
-      "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1",
-    ),
-    column("StorageClass", "string", "StorageClass of the pvc"),
-    column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
-    AGE_COLUMN,
-    column(
-      "VolumeMode",
-      "string",
-      "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec.",
-      1,
-    ),
-  ],
-  row(object, now) {
-    const spec = isRecord(object.spec) ? object.spec : {};
-    const phase =
-      metaOf(object).deletionTimestamp !== undefined ? "Terminating" : str(at(object, "status.phase"));
-    const volumeName = str(spec.volumeName);
-    const bound = volumeName !== "";
-    return [
-      nameOf(object),
-      phase,
-      volumeName,
-      bound ? quantityCell(at(object, "status.capacity.storage")) : "",
-      bound ? accessModesString(at(object, "status.accessModes")) : "",
-      storageClassOf(object),
-      str(spec.volumeAttributesClassName) || "<unset>",
-      age(object, now),
-      str(spec.volumeMode) || "<unset>",
-    ];
-  },
-});
+    },
+    dropDisabledFields(object, old) {
+      dropUnlessUsed(object, old, "status.allocatedResourceStatuses", resize);
+      dropUnlessUsed(object, old, "spec.volumeAttributesClassName", modify);
+      dropUnlessUsed(object, old, "status.currentVolumeAttributesClassName", modify);
+      dropUnlessUsed(object, old, "status.modifyVolumeStatus", modify);
+    },
+    validate(object) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const causes: FieldCause[] = [...validateAccessModes(spec.accessModes, "spec.accessModes")];
+      causes.push(...validateLabelSelectorObject(spec.selector, "spec.selector"));
+      const storage = requestedStorage(object);
+      if (storage === undefined || storage === null) causes.push(fieldRequired("spec.resources[storage]"));
+      else causes.push(...validateStorageQuantity(storage, "spec.resources[storage]", true));
+      causes.push(...validateStorageClassName(spec.storageClassName, "spec.storageClassName"));
+      causes.push(...validateVolumeMode(spec.volumeMode, "spec.volumeMode"));
+      causes.push(...validateDataSource(spec.dataSource, "spec.dataSource"));
+      causes.push(...validateDataSource(spec.dataSourceRef, "spec.dataSourceRef"));
+      causes.push(...validateDataSourcePair(spec));
+      if (typeof spec.volumeAttributesClassName === "string" && spec.volumeAttributesClassName !== "") {
+        causes.push(
+          ...validateStorageClassName(spec.volumeAttributesClassName, "spec.volumeAttributesClassName"),
+        );
+      }
+      return causes;
+    },
+    validateUpdate(object, old) {
+      return validateClaimSpecUpdate(object, old);
+    },
+    validateStatus(object) {
+      const causes: FieldCause[] = [];
+      const capacity = at(object, "status.capacity");
+      if (isRecord(capacity)) {
+        for (const [resource, value] of Object.entries(capacity)) {
+          causes.push(...validateStorageQuantity(value, `status.capacity[${resource}]`, false));
+        }
+      }
+      const phase = at(object, "status.phase");
+      if (phase !== undefined) causes.push(...oneOf("status.phase", phase, ["Bound", "Lost", "Pending"]));
+      if (resize) causes.push(...validateClaimResizeStatus(object));
+      if (modify) causes.push(...validateClaimModifyStatus(object));
+      return causes;
+    },
+    specChanged: () => false,
+    columns: [
+      NAME_COLUMN,
+      column("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
+      column(
+        "Volume",
+        "string",
+        "volumeName is the binding reference to the PersistentVolume backing this claim.",
+      ),
+      column("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
+      column(
+        "Access Modes",
+        "string",
+        "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1",
+      ),
+      column("StorageClass", "string", "StorageClass of the pvc"),
+      column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+      AGE_COLUMN,
+      column(
+        "VolumeMode",
+        "string",
+        "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec.",
+        1,
+      ),
+    ],
+    row(object, now) {
+      const spec = isRecord(object.spec) ? object.spec : {};
+      const phase =
+        metaOf(object).deletionTimestamp !== undefined ? "Terminating" : str(at(object, "status.phase"));
+      const volumeName = str(spec.volumeName);
+      const bound = volumeName !== "";
+      return [
+        nameOf(object),
+        phase,
+        volumeName,
+        bound ? quantityCell(at(object, "status.capacity.storage")) : "",
+        bound ? accessModesString(at(object, "status.accessModes")) : "",
+        storageClassOf(object),
+        str(spec.volumeAttributesClassName) || "<unset>",
+        age(object, now),
+        str(spec.volumeMode) || "<unset>",
+      ];
+    },
+  });
+}
+
+export const persistentVolumeClaims: ResourceDef = persistentVolumeClaimsWith(kubeRelease().gates);
 
 const PVC_SPEC_IMMUTABLE =
   "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
@@ -580,3 +610,8 @@ export const volumeResources: readonly ResourceDef[] = Object.freeze([
   persistentVolumes,
   persistentVolumeClaims,
 ]);
+
+/** PersistentVolumes and claims as a server acting as `release` serves them. */
+export function volumeResourcesOf(release: KubeRelease): readonly ResourceDef[] {
+  return Object.freeze([persistentVolumesWith(release.gates), persistentVolumeClaimsWith(release.gates)]);
+}

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Clock, Logger } from "../../base/index.ts";
 import { CsikitError, errorMessage } from "../../base/index.ts";
+import type { KubeRelease } from "../../api/index.ts";
 import type { KubeObject, ResourceDef } from "./resource.ts";
 import { CRD_GROUP, CRD_RESOURCE, type CustomResourceSync } from "../admission/crds.ts";
 import {
@@ -57,24 +58,33 @@ import { serveWatch } from "./watch.ts";
 import { restContextFor } from "./storage-view.ts";
 import { isKubeletSubresource, servePodLog, type KubeletClientConfig } from "./kubelet-proxy.ts";
 
-/** The version kubectl sees; a minor close to current kubectl keeps its skew warning quiet. */
-export const SERVER_VERSION = {
-  major: "1",
-  minor: "33",
-  gitVersion: "v1.33.0+csikit",
-  gitCommit: "0000000000000000000000000000000000000000",
-  gitTreeState: "clean",
-  buildDate: "2026-01-01T00:00:00Z",
-  goVersion: "go1.24.0",
-  compiler: "gc",
-  platform: "linux/amd64",
-};
+/**
+ * /version of a server acting as `release` (--kubernetes-version): kubectl's skew warning and
+ * client-go's discovery read major/minor; gitVersion carries csikit's build metadata.
+ */
+export function serverVersion(release: KubeRelease): Record<string, string> {
+  const [major = "1", minor = ""] = release.minor.split(".");
+  return {
+    major,
+    minor,
+    // Upstream's own builds read "v1.37.2"; the suffix says this is not kube-apiserver.
+    gitVersion: `${release.gitVersion}+csikit`,
+    gitCommit: "0000000000000000000000000000000000000000",
+    gitTreeState: "clean",
+    buildDate: "2026-01-01T00:00:00Z",
+    goVersion: "go1.24.0",
+    compiler: "gc",
+    platform: "linux/amd64",
+  };
+}
 
 /** Serves /openapi/... documents; undefined = 404. */
 export type OpenApiProvider = (path: string) => unknown;
 
 export interface HandlerOptions {
   ctx: RestContext;
+  /** The Kubernetes release the server acts as (/version). */
+  release: KubeRelease;
   /** Serves/retires custom resources after CRD writes, when the registry supports CRDs. */
   crds?: CustomResourceSync;
   authenticator: Authenticator;
@@ -195,7 +205,7 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     case "health":
       return sendText(res, 200, "ok");
     case "version":
-      return sendJson(res, 200, SERVER_VERSION);
+      return sendJson(res, 200, serverVersion(options.release));
     case "openapi": {
       const document = options.openapi ? options.openapi(route.path) : openApiDocument(registry, route.path);
       if (document === undefined) throw pathNotFound();

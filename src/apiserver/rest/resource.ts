@@ -44,6 +44,12 @@ export interface ResourceDef {
 
   /** Defaults applied on create (and on update, to the new object), mutating `object`. */
   applyDefaults(object: KubeObject): void;
+  /**
+   * Upstream strategies' dropDisabledFields, after the defaults: clears the fields of feature
+   * gates that are off (--feature-gates, --kubernetes-version), unless `old` (an update's stored
+   * object; undefined on create) already uses them, so a downgrade does not erase data.
+   */
+  dropDisabledFields?(object: KubeObject, old: KubeObject | undefined): void;
   /** Validation of a new object (metadata already defaulted by the REST layer). */
   validateCreate(object: KubeObject): FieldCause[];
   /** Validation of an update of the main resource (immutability rules). */

@@ -264,6 +264,7 @@ export function createObject(
   object.kind = def.kind;
   checkUnknownFields(def, object, options);
   def.applyDefaults(object);
+  def.dropDisabledFields?.(object, undefined);
   for (const plugin of ctx.admission) plugin.admitCreate(ctx, def, object);
   const causes = def.validateCreate(object);
   if (causes.length > 0) throw invalid(def.group, def.kind, name, causes);
@@ -377,6 +378,7 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
   next.apiVersion = apiVersionOf(def);
   next.kind = def.kind;
   def.applyDefaults(next);
+  def.dropDisabledFields?.(next, old);
   const causes = [
     ...newFinalizerCauses(next, old),
     ...(target.subresource === "status"

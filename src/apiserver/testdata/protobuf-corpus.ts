@@ -331,6 +331,9 @@ export const CORPUS: readonly CorpusEntry[] = [
         tokenRequests: [{ audience: "csi", expirationSeconds: 3600 }],
         requiresRepublish: false,
         seLinuxMount: false,
+        nodeAllocatableUpdatePeriodSeconds: 60,
+        serviceAccountTokenInSecrets: true,
+        preventPodSchedulingIfMissing: true,
       },
     },
   },
@@ -375,7 +378,8 @@ export const CORPUS: readonly CorpusEntry[] = [
       status: {
         attached: true,
         attachmentMetadata: { devicePath: "/dev/loop3" },
-        detachError: { time: T, message: "rpc error: code = Internal desc = busy" },
+        // errorCode: the gRPC code (13 Internal), as external-attacher v4.10+ writes it.
+        detachError: { time: T, message: "rpc error: code = Internal desc = busy", errorCode: 13 },
       },
     },
   },

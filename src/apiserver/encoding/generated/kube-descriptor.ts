@@ -5757,6 +5757,18 @@ export const kubeDescriptor: Record<string, unknown> = {
               "seLinuxMount": {
                "type": "bool",
                "id": 8
+              },
+              "nodeAllocatableUpdatePeriodSeconds": {
+               "type": "int64",
+               "id": 9
+              },
+              "serviceAccountTokenInSecrets": {
+               "type": "bool",
+               "id": 10
+              },
+              "preventPodSchedulingIfMissing": {
+               "type": "bool",
+               "id": 11
               }
              }
             },
@@ -6050,6 +6062,10 @@ export const kubeDescriptor: Record<string, unknown> = {
               "message": {
                "type": "string",
                "id": 2
+              },
+              "errorCode": {
+               "type": "int32",
+               "id": 3
               }
              }
             },
