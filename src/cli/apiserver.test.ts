@@ -78,3 +78,73 @@ test("csikit apiserver names a bad --authorization-mode as kube-apiserver does",
   assert.equal(code, 2);
   assert.match(stderr, /authorization-mode "Bogus" is not a valid mode/);
 });
+
+/** Runs `csikit apiserver` with args that must fail before it starts; its exit code and stderr. */
+async function refused(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    [MAIN, "apiserver", "--state-dir", "/nonexistent-never-created", ...args],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (stderr += chunk));
+  const [code] = (await once(child, "exit")) as [number | null];
+  return { code, stderr };
+}
+
+test("csikit apiserver --feature-gates: an unknown gate and a locked GA gate are errors naming them", async () => {
+  const unknown = await refused(["--feature-gates=VolumeAttributesClass=true,NoSuchGate=true"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /feature-gates: unrecognized feature gate: NoSuchGate/);
+  const locked = await refused(["--feature-gates=MutableCSINodeAllocatableCount=false"]);
+  assert.equal(locked.code, 2);
+  assert.match(
+    locked.stderr,
+    /cannot set feature gate MutableCSINodeAllocatableCount to false, feature is locked to true/,
+  );
+  const old = await refused(["--kubernetes-version=1.31"]);
+  assert.equal(old.code, 2);
+  assert.match(old.stderr, /kubernetes-version: unsupported Kubernetes version "1.31"/);
+});
+
+test("csikit apiserver --kubernetes-version=1.34 reports 1.34 to kubectl", { skip }, async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "csikit-cli-apiserver-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const child = spawn(
+    process.execPath,
+    [
+      MAIN,
+      "apiserver",
+      "--state-dir",
+      join(dir, "state"),
+      "--kubernetes-version=1.34",
+      "--feature-gates=MutableCSINodeAllocatableCount=true",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  t.after(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  let stdout = "";
+  child.stdout.setEncoding("utf8");
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (chunk: string) => {
+      stdout += chunk;
+      if (/^Kubernetes version: .*\n/m.test(stdout)) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`exited early with ${code}: ${stdout}`)));
+  });
+  assert.match(stdout, /^Kubernetes version: v1\.34\.\d+$/m);
+  const version = await kubectl(["version", "-o", "json"], { kubeconfig: join(dir, "state", "kubeconfig") });
+  assert.equal(version.code, 0, version.stderr);
+  assert.equal(
+    (JSON.parse(version.stdout) as { serverVersion: { minor: string } }).serverVersion.minor,
+    "34",
+  );
+  child.kill("SIGTERM");
+  const [code] = (await once(child, "exit")) as [number | null];
+  assert.equal(code, 0);
+});

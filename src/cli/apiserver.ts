@@ -17,6 +17,7 @@ import {
   kubeRelease,
   parseKubernetesMinor,
   type KubeRelease,
+  type KubernetesMinor,
 } from "../api/index.ts";
 import type { Flags, FlagSpecs } from "../base/index.ts";
 
@@ -25,12 +26,7 @@ import type { Flags, FlagSpecs } from "../base/index.ts";
  * their defaults, the flag's values override them; errors name the flag.
  */
 export function releaseFromFlags(flags: Flags): KubeRelease {
-  let minor;
-  try {
-    minor = parseKubernetesMinor(flags.string("kubernetes-version"));
-  } catch (error) {
-    throw new FlagError(`invalid value for flag -kubernetes-version: ${(error as Error).message}`);
-  }
+  const minor = kubernetesMinorFlag(flags);
   try {
     return kubeRelease(minor, flags.map("feature-gates"));
   } catch (error) {
@@ -38,7 +34,16 @@ export function releaseFromFlags(flags: Flags): KubeRelease {
   }
 }
 
-/** The two flags, shared by `csikit apiserver` and `csikit up`. */
+/** --kubernetes-version, parsed; a bad value is a FlagError naming the flag. */
+export function kubernetesMinorFlag(flags: Flags): KubernetesMinor {
+  try {
+    return parseKubernetesMinor(flags.string("kubernetes-version"));
+  } catch (error) {
+    throw new FlagError(`invalid value for flag -kubernetes-version: ${(error as Error).message}`);
+  }
+}
+
+/** The two flags of `csikit apiserver` (`csikit up` takes --kubernetes-version). */
 export const RELEASE_FLAGS = {
   "kubernetes-version": {
     type: "string",

@@ -19,6 +19,8 @@ import {
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
 import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
+import { kubernetesMinorFlag, RELEASE_FLAGS } from "./apiserver.ts";
+import { KUBERNETES_MINORS, kubeRelease } from "../api/index.ts";
 
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
 const CLI_MAIN = join(CLI_DIR, "main.ts");
@@ -119,6 +121,13 @@ export const upCommand: Command = {
         "Run the commands of pods' containers as sandboxed host processes on their node (bubblewrap; the image is not " +
         "pulled, the command comes from the host's filesystem). false: pods are Running with nothing executed.",
     },
+    "kubernetes-version": {
+      ...RELEASE_FLAGS["kubernetes-version"],
+      help:
+        `Passed as --kubernetes-version to the API server: the release (${KUBERNETES_MINORS.join(", ")}) whose ` +
+        "/version, served group versions (storage.k8s.io/v1 VolumeAttributesClass from 1.34) and storage feature-gate " +
+        "defaults it has. The controllers, node agents and sidecars are csikit's own whatever this says.",
+    },
     "feature-gates": {
       ...FEATURE_GATES_FLAG,
       help:
@@ -133,6 +142,7 @@ export const upCommand: Command = {
       throw new FlagError(`invalid value ${nodes} for flag -nodes: want 1..50`);
     const walkthrough = walkthroughOf(flags.string("walkthrough"));
     featureGates(flags); // a bad gate fails here, naming itself, not in every component's log
+    const release = kubeRelease(kubernetesMinorFlag(flags));
     const gates = Object.entries(flags.map("feature-gates"))
       .map(([name, value]) => `${name}=${value}`)
       .join(",");
@@ -164,6 +174,7 @@ export const upCommand: Command = {
         ...(distributed ? { distributed } : {}),
         verbosity: flags.number("component-v"),
         featureGates: gates,
+        release,
         ...(flags.bool("pod-processes") ? {} : { podProcesses: false }),
         commands: availableSubcommands(),
         cliMain: CLI_MAIN,

@@ -9,7 +9,7 @@
 import { access, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GVR, type CSINode, type Node } from "../api/index.ts";
+import { GVR, kubeRelease, type CSINode, type KubeRelease, type Node } from "../api/index.ts";
 import { errorMessage, whenAborted, type Logger, CsikitError, FlagError } from "../base/index.ts";
 import type { CsiServer } from "../csi/index.ts";
 import { isNotFound, KubeClient, loadKubeConfig } from "../kube/index.ts";
@@ -67,6 +67,11 @@ export interface UpOptions {
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
   featureGates?: string;
+  /**
+   * The Kubernetes release the API server acts as (its --kubernetes-version: /version, served
+   * group versions, storage gate defaults). Default: the API server's (1.37).
+   */
+  release?: KubeRelease;
   /** false: pods' commands are not run (`up --pod-processes=false`). Default on. */
   podProcesses?: boolean;
   /** csikit subcommands available (optional sidecars run only when present). */
@@ -111,13 +116,19 @@ export function compileCacheEnv(env: NodeJS.ProcessEnv = process.env): Record<st
  * The API server's process: RBAC with the static identities' token file, and `--component-v`
  * like every other component (at 5 it logs each request it serves).
  */
-export function apiServerInstance(layout: ClusterLayout, port: number, verbosity: number): ComponentInstance {
+export function apiServerInstance(
+  layout: ClusterLayout,
+  port: number,
+  verbosity: number,
+  release: KubeRelease = kubeRelease(),
+): ComponentInstance {
   return {
     name: "apiserver",
     stage: "apiserver",
     subcommand: "apiserver",
     args: [
       `--v=${verbosity}`,
+      `--kubernetes-version=${release.minor}`,
       `--state-dir=${layout.stateDir}`,
       `--port=${port}`,
       // As a kubeadm cluster: node agents confined by the Node authorizer and NodeRestriction.
@@ -268,6 +279,8 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       `note: hostpath runs as ${driverName} without topology (its key is not the in-tree plugin's zone key); ` +
         `its volumes live on ${record.nodes[0]?.name} and attach there only${record.nodes.length > 1 ? ": --nodes=1 suits it" : ""}`,
     );
+  const release = options.release ?? kubeRelease();
+  print(`Kubernetes ${release.gitVersion} (the API server's /version, group versions and gate defaults)`);
   if (options.featureGates)
     print(`feature gates of the controllers and node agents: ${options.featureGates}`);
 
@@ -355,7 +368,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   try {
     print(`starting the API server…`);
     for (const instance of apiless) spawnComponent(instance);
-    spawnComponent(apiServerInstance(layout, record.port, options.verbosity));
+    spawnComponent(apiServerInstance(layout, record.port, options.verbosity, release));
     const readyTimeout = options.readyTimeoutMs ?? 120_000;
     await pollUntil("the API server", readyTimeout, signal, async () => {
       if ((supervisor.get("apiserver")?.starts ?? 0) > 3)

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apiServerInstance } from "./cluster.ts";
+import { kubeRelease } from "../api/index.ts";
 import { planComponents, type ClusterPlan } from "./components.ts";
 import { ClusterLayout, nodeSpecs } from "./layout.ts";
 
@@ -31,4 +32,14 @@ test("--component-v reaches every csikit component, the API server included", ()
       ["--v=7"],
       `${instance.name}: ${instance.args.join(" ")}`,
     );
+});
+
+test("up --kubernetes-version reaches the API server's command line (default 1.37)", () => {
+  const layout = new ClusterLayout("/tmp/csikit-plan");
+  const release = (instance: { args: readonly string[] }) =>
+    instance.args.filter((a) => a.startsWith("--kubernetes-version"));
+  assert.deepEqual(release(apiServerInstance(layout, 6443, 2)), ["--kubernetes-version=1.37"]);
+  assert.deepEqual(release(apiServerInstance(layout, 6443, 2, kubeRelease("1.33"))), [
+    "--kubernetes-version=1.33",
+  ]);
 });

@@ -303,7 +303,13 @@ export function defineResource(spec: KindSpec): ResourceDef {
       if (model !== undefined) pruneBuiltinFields(model, object);
       spec.defaults?.(object);
     },
-    ...(spec.dropDisabledFields ? { dropDisabledFields: spec.dropDisabledFields } : {}),
+    ...(spec.dropDisabledFields
+      ? {
+          dropDisabledFields(object: KubeObject, old: KubeObject | undefined) {
+            spec.dropDisabledFields?.(object, old);
+          },
+        }
+      : {}),
     validateCreate(object) {
       return [
         ...validateObjectMeta(object, spec.namespaced, nameValidator),
