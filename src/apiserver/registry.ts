@@ -31,7 +31,8 @@ function crdIdentity(crd: CustomResourceDefinition | KubeObject): { group: strin
 /** The built-in kinds as a server acting as `release` serves them (default: 1.37, its gates). */
 export function createBuiltinRegistry(release: KubeRelease = kubeRelease()): MutableResourceRegistry {
   const builtins = new Map<string, ResourceDef>();
-  for (const def of builtinResourceDefs(release)) builtins.set(keyOf(def.group, def.version, def.resource), def);
+  for (const def of builtinResourceDefs(release))
+    builtins.set(keyOf(def.group, def.version, def.resource), def);
   const builtinGroups = new Set([...builtins.values()].map((def) => def.group));
   /** "<group>/<plural>" → its served definitions. */
   const custom = new Map<string, ResourceDef[]>();

@@ -67,7 +67,8 @@ export const apiserverCommand: Command = {
   summary: "Run the embedded Kubernetes-compatible API server (HTTPS, SQLite state)",
   usage: "csikit apiserver --state-dir=DIR [--port=N] [--bind-address=ADDR] [--kubeconfig-out=FILE] [flags]",
   description:
-    "Serves the Kubernetes API over HTTPS with a CA and admin token generated on first start under " +
+    `Serves the Kubernetes API as kube-apiserver ${DEFAULT_KUBERNETES_MINOR} does (or the release --kubernetes-version names), ` +
+    "over HTTPS with a CA and admin token generated on first start under " +
     "<state-dir>/pki/, keeps objects in <state-dir>/apiserver.db and writes an admin kubeconfig to " +
     "<state-dir>/kubeconfig.",
   flags: {

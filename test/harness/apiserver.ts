@@ -34,7 +34,13 @@ export async function startTestServer(
   let handle: ApiServerHandle;
   try {
     handle = await startApiServer(
-      { stateDir: dir, port: 0, registry: createBuiltinRegistry(overrides.release), logger: silentLogger, ...overrides },
+      {
+        stateDir: dir,
+        port: 0,
+        registry: createBuiltinRegistry(overrides.release),
+        logger: silentLogger,
+        ...overrides,
+      },
       controller.signal,
     );
   } catch (error) {
