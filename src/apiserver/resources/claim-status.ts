@@ -40,9 +40,9 @@ function resourceKeyCauses(key: string, field: string): FieldCause[] {
   return causes;
 }
 
+/** A class name when one is given (empty: none, as a claim without a class reads). */
 function classNameCauses(value: unknown, field: string): FieldCause[] {
-  if (value === undefined || value === null) return [];
-  if (value === "") return [fieldRequired(field, "an empty string is disallowed")];
+  if (value === undefined || value === null || value === "") return [];
   return isDNS1123Subdomain(str(value)).map((message) => fieldInvalid(field, value, message));
 }
 
@@ -86,7 +86,7 @@ export function validateClaimModifyStatus(object: Obj): FieldCause[] {
       causes.push(fieldNotSupported("status.modifyVolumeStatus.status", status, MODIFY_VOLUME_STATUSES));
     causes.push(
       ...classNameCauses(
-        modify.targetVolumeAttributesClassName === "" ? undefined : modify.targetVolumeAttributesClassName,
+        modify.targetVolumeAttributesClassName,
         "status.modifyVolumeStatus.targetVolumeAttributesClassName",
       ),
     );
