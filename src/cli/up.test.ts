@@ -53,3 +53,25 @@ test("--feature-gates: a removed or malformed gate fails up at once (exit 2, nam
     await rm(base, { recursive: true, force: true });
   }
 });
+
+test("--kubernetes-version: a release csikit cannot act as fails up at once (exit 2), before any state is made", async () => {
+  const base = await mkdtemp(join(tmpdir(), "csikit-upkv-"));
+  try {
+    const run = spawnSync(
+      process.execPath,
+      [MAIN, "up", `--state-dir=${join(base, "s")}`, "--kubernetes-version=1.30"],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      /kubernetes-version: unsupported Kubernetes version "1.30": want one of 1.32, 1.33, 1.34, 1.35, 1.36, 1.37/,
+    );
+    assert.equal(existsSync(join(base, "s")), false, "no state dir made");
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+});
