@@ -202,7 +202,7 @@ export const hostpathCommand: Command = {
     "enable-alpha-capabilities": {
       type: "bool",
       default: "true",
-      help: "csikit's own: advertise and serve the CSI alpha controller capabilities newer than csi-lib-utils 0.21 (GET_SNAPSHOT, as upstream v1.18 does). =false withholds them (GetSnapshot answers UNIMPLEMENTED), as upstream v1.16 did, for sidecars built on csi-lib-utils < 0.21, which panic on a capability they do not know, and csi-sanity < v5.5. The older alpha ones (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are always on.",
+      help: "csikit's own: advertise and serve CSI v1.12's alpha controller capability GET_SNAPSHOT (GetSnapshot), as upstream v1.18 does. =false withholds it (GetSnapshot answers UNIMPLEMENTED), as upstream v1.16 did, for sidecars built on csi-lib-utils < 0.21, which panic on a capability value they do not know, and for csi-sanity < v5.5. The older alpha ones (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are always on.",
     },
     "enable-list-snapshots": {
       type: "bool",
@@ -212,7 +212,7 @@ export const hostpathCommand: Command = {
     automaxprocs: {
       type: "bool",
       default: "false",
-      help: "Upstream: set GOMAXPROCS to the container's CPU quota. Accepted for upstream manifests; no effect in csikit: a Node.js process has no GOMAXPROCS, and the driver does its work on one event loop.",
+      help: "Upstream: set GOMAXPROCS to the container's CPU quota. Accepted for upstream manifests; no effect in csikit: a Node.js process has no GOMAXPROCS.",
     },
     "enable-snapshot-metadata": {
       type: "bool",
@@ -226,7 +226,7 @@ export const hostpathCommand: Command = {
     },
     "proxy-endpoint": {
       type: "string",
-      help: "Upstream: instead of serving, connect to this endpoint and proxy the CSI calls to a mock driver embedded in a Kubernetes e2e test. csikit has no such mock: a non-empty value is accepted, logged as ignored, and csikit serves its own hostpath driver on --endpoint.",
+      help: "Upstream: run no driver; forward the calls arriving at --endpoint to this listening socket, where the mock CSI driver embedded in the Kubernetes e2e suite connects. csikit does not implement that forwarding (it needs the e2e suite's tunnel on the other side): a non-empty value is accepted, logged as ignored, and csikit serves its own hostpath driver on --endpoint.",
     },
     "enable-topology": {
       type: "bool",

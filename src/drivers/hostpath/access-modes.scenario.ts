@@ -8,9 +8,8 @@ import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus, type VolumeCapability_AccessMode_Mode } from "../../csi/index.ts";
 import { readMountInfo } from "./mountinfo.ts";
-import { detachLoops } from "./system.ts";
+import { detachLoops, unmount } from "./system.ts";
 import { MIB, rejectsWith, startTestDriver, type TestDriver } from "./test-helpers.ts";
-import { unmount } from "./system.ts";
 
 const scratch = process.env.HOSTPATH_TEST_DIR ?? "";
 if (scratch === "") throw new Error("HOSTPATH_TEST_DIR must be set (run through node.test.ts)");
@@ -51,17 +50,17 @@ interface AfterHook {
  * before the driver's own (which removes its dir), as after hooks run in order.
  */
 async function driverWithCleanup(t: AfterHook): Promise<TestDriver> {
-  let driver: TestDriver | undefined;
+  const made: { driver?: TestDriver } = {};
   const backings: string[] = [];
   t.after(async () => {
-    if (!driver) return;
-    await unmountUnder(driver.dir);
+    if (!made.driver) return;
+    await unmountUnder(made.driver.dir);
     for (const file of backings) await detachLoops(file).catch(() => undefined);
   });
-  driver = await startTestDriver(t);
-  const d = driver;
-  cleanups.set(d, (volumeId) => backings.push(join(d.stateDir, "volumes", `${volumeId}.img`)));
-  return d;
+  const driver = await startTestDriver(t);
+  made.driver = driver;
+  cleanups.set(driver, (volumeId) => backings.push(join(driver.stateDir, "volumes", `${volumeId}.img`)));
+  return driver;
 }
 
 /** Per driver: records a block volume's backing file for the loop cleanup. */
