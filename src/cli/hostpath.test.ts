@@ -19,12 +19,14 @@ function options(argv: string[]): ReturnType<typeof hostpathOptions> {
 }
 
 /**
- * Every flag of upstream hostpathplugin v1.16.1 (cmd/hostpathplugin/main.go) and of klog, in
- * upstream's single-dash form, each set to a non-default value of its type.
+ * Every flag of upstream hostpathplugin v1.18 (cmd/hostpathplugin/main.go: v1.16.1's, and
+ * v1.17's -automaxprocs and -enable-list-snapshots) and of klog, in upstream's single-dash form,
+ * each set to a non-default value of its type.
  */
 const UPSTREAM_ARGV: readonly string[] = [
   "-accepted-mutable-parameter-names=iops,throughput",
   "-attach-limit=7",
+  "-automaxprocs=true",
   "-capacity=slow=1Gi",
   "-check-volume-lifecycle=true",
   "-disable-controller-expansion=true",
@@ -32,6 +34,7 @@ const UPSTREAM_ARGV: readonly string[] = [
   "-drivername=hostpath.csi.k8s.io",
   "-enable-attach=true",
   "-enable-controller-modify-volume=true",
+  "-enable-list-snapshots=false",
   "-enable-snapshot-metadata=true",
   "-enable-topology=false",
   "-enable-volume-expansion=true",
@@ -60,7 +63,7 @@ const UPSTREAM_ARGV: readonly string[] = [
   "-log_backtrace_at=:0",
 ];
 
-test("hostpath accepts every upstream hostpathplugin v1.16.1 flag and klog's, with upstream's meaning", () => {
+test("hostpath accepts every upstream hostpathplugin v1.18 flag and klog's, with upstream's meaning", () => {
   const names = UPSTREAM_ARGV.map((arg) => arg.slice(1, arg.indexOf("=")));
   for (const name of names) {
     assert.ok(
@@ -77,6 +80,7 @@ test("hostpath accepts every upstream hostpathplugin v1.16.1 flag and klog's, wi
   assert.equal(got.disableControllerExpansion, true);
   assert.equal(got.disableNodeExpansion, true);
   assert.equal(got.enableControllerModifyVolume, true);
+  assert.equal(got.enableListSnapshots, false);
   assert.equal(got.enableSnapshotMetadata, true);
   assert.equal(got.snapshotMetadataBlockType, "VARIABLE_LENGTH");
   assert.equal(got.enableTopology, false);
@@ -90,9 +94,11 @@ test("hostpath accepts every upstream hostpathplugin v1.16.1 flag and klog's, wi
   // Upstream's -1 (a random limit per NodeGetInfo) is accepted in both flag forms.
   assert.equal(options(["-nodeid=n", "-attach-limit=-1"]).attachLimit, -1);
   assert.equal(options(["-nodeid=n", "-attach-limit", "-1"]).attachLimit, -1);
-  // Alpha capabilities newer than upstream v1.16 are off unless asked for.
-  assert.equal(options(["-nodeid=n"]).enableAlphaCapabilities, false);
-  assert.equal(options(["-nodeid=n", "-enable-alpha-capabilities"]).enableAlphaCapabilities, true);
+  // GET_SNAPSHOT is on, as upstream v1.18; =false withholds it for older sidecars.
+  assert.equal(options(["-nodeid=n"]).enableAlphaCapabilities, true);
+  assert.equal(options(["-nodeid=n", "-enable-alpha-capabilities=false"]).enableAlphaCapabilities, false);
+  // ListSnapshots is on by default, as upstream's -enable-list-snapshots.
+  assert.equal(options(["-nodeid=n"]).enableListSnapshots, true);
   // -node-expand-required is the deprecated name of -enable-volume-expansion.
   assert.equal(options(["-nodeid=n", "-node-expand-required=false"]).enableVolumeExpansion, false);
   assert.throws(

@@ -1,7 +1,7 @@
-// `csikit hostpath`: the reference CSI driver. It accepts every flag of upstream
-// csi-driver-host-path v1.16's hostpathplugin (and klog's) with upstream's type, default and
-// meaning; the two it cannot honour (--proxy-endpoint, --check-volume-lifecycle=false) are
-// accepted with a warning. csikit's own flags and spellings say so in their help; defaults that
+// `csikit hostpath`: the reference CSI driver, matching upstream csi-driver-host-path v1.18. It
+// accepts every flag of that release's hostpathplugin (and klog's, and the v1.16 ones) with
+// upstream's type, default and meaning; the ones it cannot honour (--proxy-endpoint,
+// --check-volume-lifecycle=false, --automaxprocs) are accepted and say so. csikit's own flags and spellings say so in their help; defaults that
 // differ from upstream (--endpoint, --enable-attach) are listed in docs/hostpath.md.
 // This file only turns flags into options for startHostpathDriver.
 
@@ -98,6 +98,7 @@ export function hostpathOptions(flags: Flags): HostpathServerOptions {
     acceptedMutableParameterNames: flags.strings("accepted-mutable-parameter-names"),
     enableSnapshotMetadata: flags.bool("enable-snapshot-metadata"),
     enableAlphaCapabilities: flags.bool("enable-alpha-capabilities"),
+    enableListSnapshots: flags.bool("enable-list-snapshots"),
     snapshotMetadataBlockType: blockType(flags.string("snapshot-metadata-block-type")),
     allowedPathRoots: flags.strings("allowed-path-roots"),
   };
@@ -108,8 +109,10 @@ export const hostpathCommand: Command = {
   summary: "Run the hostpath reference CSI driver (controller and/or node service) on a Unix socket",
   usage: "csikit hostpath --nodeid=NODE [--endpoint=unix:///csi/csi.sock] [--state-dir=DIR] [flags]",
   description:
-    "Volumes are directories under --state-dir (block volumes: sparse files on loop devices), bind-mounted\n" +
-    "on NodeStage/NodePublish. Mounting needs root; without it node calls answer FAILED_PRECONDITION.",
+    "A drop-in for upstream csi-driver-host-path v1.18's hostpathplugin (registry.k8s.io/sig-storage/hostpathplugin):\n" +
+    "its flags, capabilities (GetSnapshot included) and access-mode rules. Volumes are directories under\n" +
+    "--state-dir (block volumes: sparse files on loop devices), bind-mounted on NodeStage/NodePublish.\n" +
+    "Mounting needs root; without it node calls answer FAILED_PRECONDITION.",
   flags: {
     endpoint: {
       type: "string",
@@ -198,8 +201,18 @@ export const hostpathCommand: Command = {
     },
     "enable-alpha-capabilities": {
       type: "bool",
+      default: "true",
+      help: "csikit's own: advertise and serve CSI v1.12's alpha controller capability GET_SNAPSHOT (GetSnapshot), as upstream v1.18 does. =false withholds it (GetSnapshot answers UNIMPLEMENTED), as upstream v1.16 did, for sidecars built on csi-lib-utils < 0.21, which panic on a capability value they do not know, and for csi-sanity < v5.5. The older alpha ones (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are always on.",
+    },
+    "enable-list-snapshots": {
+      type: "bool",
+      default: "true",
+      help: "Advertise LIST_SNAPSHOTS; =false withholds it (ListSnapshots answers UNIMPLEMENTED; upstream: INVALID_ARGUMENT) to emulate a driver without ListSnapshots.",
+    },
+    automaxprocs: {
+      type: "bool",
       default: "false",
-      help: 'csikit\'s own: also advertise and serve the CSI alpha capabilities newer than upstream hostpath v1.16 (controller GET_SNAPSHOT). Off, as upstream v1.16: sidecars built on csi-lib-utils < 0.21 panic on a capability they do not know, and csi-sanity v5.4 fails "Unknown capability". The older alpha ones upstream advertises (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are always on.',
+      help: "Upstream: set GOMAXPROCS to the container's CPU quota. Accepted for upstream manifests; no effect in csikit: a Node.js process has no GOMAXPROCS.",
     },
     "enable-snapshot-metadata": {
       type: "bool",
@@ -213,7 +226,7 @@ export const hostpathCommand: Command = {
     },
     "proxy-endpoint": {
       type: "string",
-      help: "Upstream: proxy to the Kubernetes e2e embedded mock driver instead of serving. csikit cannot; a non-empty value logs that it is ignored.",
+      help: "Upstream: run no driver; forward the calls arriving at --endpoint to this listening socket, where the mock CSI driver embedded in the Kubernetes e2e suite connects. csikit does not implement that forwarding (it needs the e2e suite's tunnel on the other side): a non-empty value is accepted, logged as ignored, and csikit serves its own hostpath driver on --endpoint.",
     },
     "enable-topology": {
       type: "bool",

@@ -27,8 +27,8 @@ import {
 import type { Command, CommandContext } from "./command.ts";
 
 /**
- * csi-sanity v5.4.0's flags (and Ginkgo's) that mean the same as one of csikit's: the value of
- * whichever was given is used (csikit's own wins when both are), so an existing CI line
+ * csi-sanity v5.5.0's flags (v5.4.0's: v5.5.0's changelog adds none) and Ginkgo's that mean the
+ * same as one of csikit's: the value of whichever was given is used (csikit's own wins when both are), so an existing CI line
  * switches by changing the binary name. docs/sanity.md maps every one.
  */
 export const CSI_SANITY_ALIASES: Readonly<Record<string, string>> = {
@@ -473,7 +473,9 @@ export const sanityCommand: Command = {
     "Runs tests derived from the CSI v1.12.0 spec against the driver: required fields, idempotency,\n" +
     "NOT_FOUND cases, capability-gated behaviour, full volume lifecycles with real mounts, pagination,\n" +
     "snapshots, clones, expansion, stats. Prints one line per test and `N passed, N failed, N skipped`;\n" +
-    "exits 1 on any failure. Everything a test creates is removed again, also when it fails.",
+    "exits 1 on any failure. Everything a test creates is removed again, also when it fails.\n" +
+    "Matches csi-test v5.5.0's csi-sanity: its flags, and its specs' rules (GetSnapshot, a second target\n" +
+    "path of a SINGLE_NODE_SINGLE_WRITER volume refused); beyond it, SnapshotMetadata and GroupController tests.",
   flags: {
     endpoint: {
       type: "string",

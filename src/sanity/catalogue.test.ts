@@ -162,12 +162,17 @@ test("a driver making the spec's open choices (volume checked first, abnormal vo
   );
 });
 
+const SINGLE_WRITER_TEST =
+  "Node NodePublishVolume SINGLE_NODE_SINGLE_WRITER fails with FAILED_PRECONDITION when published at a second target path";
+
 const BUGS: { bug: DriverBug; expansion?: "OFFLINE"; fails: Record<string, RegExp> }[] = [
   {
     bug: "publish-not-idempotent",
     fails: {
       "Node NodePublishVolume publishes, and publishing again with the same arguments succeeds":
         /^NodePublishVolume again: want OK, got ALREADY_EXISTS/,
+      "Node NodePublishVolume SINGLE_NODE_SINGLE_WRITER publishes again at the same target path (the kubelet republishes)":
+        /^NodePublishVolume of a SINGLE_NODE_SINGLE_WRITER volume again at its target path: want OK, got ALREADY_EXISTS/,
     },
   },
   {
@@ -214,6 +219,13 @@ const BUGS: { bug: DriverBug; expansion?: "OFFLINE"; fails: Record<string, RegEx
     },
   },
   {
+    bug: "single-writer-published-twice",
+    fails: {
+      [SINGLE_WRITER_TEST]:
+        /^NodePublishVolume of a SINGLE_NODE_SINGLE_WRITER volume at a second target path: want FAILED_PRECONDITION, got OK$/,
+    },
+  },
+  {
     bug: "expands-online",
     expansion: "OFFLINE",
     fails: {
@@ -232,3 +244,23 @@ for (const { bug, expansion, fails } of BUGS) {
     for (const [name, reason] of Object.entries(fails)) assert.match(failed[name] ?? "", reason, name);
   });
 }
+
+// csi-test v5.5 never unpublishes the second target a driver wrongly accepts, and that mount
+// fails most of its later specs. Here the suite unpublishes it after the test (the scripted
+// driver refuses to delete a volume still published somewhere, so a leftover would show as a
+// cleanup failure), and every later test runs as it would against a correct driver.
+test("a second target a driver wrongly accepted is unpublished after the test: nothing cascades", async (t) => {
+  const correct = await runScripted(t, {});
+  const buggy = await runScripted(t, { bugs: ["single-writer-published-twice"] });
+  assert.deepEqual(Object.keys(buggy.failed), [SINGLE_WRITER_TEST]);
+  // Failed for the refusal it did not get, and nothing else: its cleanup undid everything.
+  assert.match(buggy.failed[SINGLE_WRITER_TEST] ?? "", /: want FAILED_PRECONDITION, got OK$/);
+  assert.doesNotMatch(buggy.failed[SINGLE_WRITER_TEST] ?? "", /cleanup/);
+  assert.deepEqual(buggy.report.warnings, []);
+  const outcomes = (report: SanityReport): Record<string, string> =>
+    Object.fromEntries(
+      report.results.filter((r) => fullName(r) !== SINGLE_WRITER_TEST).map((r) => [fullName(r), r.outcome]),
+    );
+  assert.deepEqual(outcomes(buggy.report), outcomes(correct.report));
+  assert.equal(buggy.report.passed, correct.report.passed - 1);
+});

@@ -29,7 +29,9 @@ export type DriverBug =
   /** ControllerExpandVolume expands a published volume though expansion is OFFLINE. */
   | "expands-online"
   /** NodeGetVolumeStats/NodeExpandVolume answer NOT_FOUND only for a missing path. */
-  | "node-checks-path-only";
+  | "node-checks-path-only"
+  /** A SINGLE_NODE_SINGLE_WRITER volume is published at a second target path (csi-test#602). */
+  | "single-writer-published-twice";
 
 /**
  * Choices the spec leaves to the driver, which the suite must accept: each differs from the
@@ -175,6 +177,10 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
       },
       deleteVolume: async (request) => {
         require(request.volumeId, "volume_id");
+        // In use on the node: refused, so a publish the suite failed to undo shows in its cleanup.
+        const targets = volumes.get(request.volumeId)?.targets.size ?? 0;
+        if (targets > 0)
+          fail(FAILED_PRECONDITION, `volume ${request.volumeId} is published at ${targets} targets`);
         if (!volumes.delete(request.volumeId) && bugs.has("delete-unknown-not-found")) {
           fail(NOT_FOUND, `volume ${request.volumeId} does not exist`);
         }
@@ -263,6 +269,7 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
         capabilities: [
           { rpc: { type: "GET_VOLUME_STATS" } },
           { rpc: { type: "EXPAND_VOLUME" } },
+          { rpc: { type: "SINGLE_NODE_MULTI_WRITER" } },
           ...(abnormal ? [{ rpc: { type: "VOLUME_CONDITION" as const } }] : []),
         ],
       }),
@@ -279,6 +286,9 @@ export async function serveTestDriver(options: TestDriverOptions): Promise<CsiSe
           }
           return {};
         }
+        const single = request.volumeCapability?.accessMode?.mode === "SINGLE_NODE_SINGLE_WRITER";
+        if (single && found.targets.size > 0 && !bugs.has("single-writer-published-twice"))
+          fail(FAILED_PRECONDITION, `volume ${request.volumeId} is a single writer published elsewhere`);
         await mkdir(request.targetPath, { recursive: false }).catch(() => undefined);
         found.targets.set(request.targetPath, request.readonly);
         return {};

@@ -43,6 +43,7 @@ const CONTROLLER_BASE = [
   "CREATE_DELETE_VOLUME",
   "EXPAND_VOLUME",
   "GET_CAPACITY",
+  "GET_SNAPSHOT",
   "GET_VOLUME",
   "LIST_SNAPSHOTS",
   "LIST_VOLUMES",
@@ -102,6 +103,16 @@ test("each service flag changes exactly the capabilities and services it names",
       },
     ],
     [
+      "--enable-list-snapshots=false",
+      { enableListSnapshots: false },
+      {
+        plugin: PLUGIN_ALL,
+        controller: [...CONTROLLER_BASE, ...CONTROLLER_ATTACH].filter((c) => c !== "LIST_SNAPSHOTS").sort(),
+        node: NODE_ALL,
+        group: GROUP_ALL,
+      },
+    ],
+    [
       "--node-service=false",
       { nodeService: false },
       {
@@ -143,38 +154,62 @@ async function alphaControllerCapabilities(): Promise<string[]> {
     .sort();
 }
 
-// Upstream hostpath v1.16.1 (the release csikit matches) advertises these alpha controller
-// capabilities, all known to csi-lib-utils long before 0.21; GET_SNAPSHOT arrived in v1.18.0.
+// Upstream hostpath v1.16.1 advertised these alpha controller capabilities, all known to
+// csi-lib-utils long before 0.21; v1.18.0 (the release csikit matches) added GET_SNAPSHOT.
 const UPSTREAM_V1_16_ALPHA = ["GET_VOLUME", "SINGLE_NODE_MULTI_WRITER", "VOLUME_CONDITION"];
 
-test("alpha capabilities: by default only those upstream v1.16 advertises; --enable-alpha-capabilities adds GET_SNAPSHOT", async (t) => {
+test("alpha capabilities: every one by default, as upstream v1.18; --enable-alpha-capabilities=false keeps v1.16's", async (t) => {
   const alpha = await alphaControllerCapabilities();
   assert.ok(alpha.includes("GET_SNAPSHOT"), `proto alpha values: ${alpha.join(", ")}`);
   const plain = await startTestDriver(t);
-  const advertised = (await served(plain.client)).controller;
+  const all = (await served(plain.client)).controller;
+  assert.ok(Array.isArray(all));
+  assert.deepEqual(
+    all.filter((c) => alpha.includes(c)).sort(),
+    [...alpha].sort(),
+    "every alpha controller capability by default",
+  );
+  await rejectsWith(
+    plain.client.controller.getSnapshot({ snapshotId: "snap-00000000000000000000000000000000" }),
+    GrpcStatus.NOT_FOUND,
+  );
+
+  const withheld = await startTestDriver(t, { enableAlphaCapabilities: false });
+  const advertised = (await served(withheld.client)).controller;
   assert.ok(Array.isArray(advertised));
   assert.deepEqual(
-    advertised.filter((c) => alpha.includes(c)),
+    advertised.filter((c) => alpha.includes(c)).sort(),
     UPSTREAM_V1_16_ALPHA,
-    "no alpha capability newer than upstream v1.16 by default",
+    "only v1.16's alpha capabilities when withheld",
   );
   // Not advertised means not served either.
   await rejectsWith(
-    plain.client.controller.getSnapshot({ snapshotId: "snap-00000000000000000000000000000000" }),
+    withheld.client.controller.getSnapshot({ snapshotId: "snap-00000000000000000000000000000000" }),
     GrpcStatus.UNIMPLEMENTED,
   );
+});
 
-  const enabled = await startTestDriver(t, { enableAlphaCapabilities: true });
-  const all = (await served(enabled.client)).controller;
-  assert.ok(Array.isArray(all));
-  assert.deepEqual(
-    all.filter((c) => alpha.includes(c)),
-    alpha,
-    "every alpha controller capability with the flag",
+test("--enable-list-snapshots=false withholds LIST_SNAPSHOTS and ListSnapshots; snapshots still work", async (t) => {
+  const on = await startTestDriver(t);
+  assert.ok(
+    (await on.client.controller.controllerGetCapabilities({})).capabilities.some(
+      (c) => c.rpc?.type === "LIST_SNAPSHOTS",
+    ),
   );
-  await rejectsWith(
-    enabled.client.controller.getSnapshot({ snapshotId: "snap-00000000000000000000000000000000" }),
-    GrpcStatus.NOT_FOUND,
+  const off = await startTestDriver(t, { enableListSnapshots: false });
+  const { client } = off;
+  const types = (await client.controller.controllerGetCapabilities({})).capabilities.map((c) => c.rpc?.type);
+  assert.ok(!types.includes("LIST_SNAPSHOTS"), `capabilities: ${types.join(", ")}`);
+  assert.ok(types.includes("CREATE_DELETE_SNAPSHOT") && types.includes("GET_SNAPSHOT"));
+  const message = await rejectsWith(client.controller.listSnapshots({}), GrpcStatus.UNIMPLEMENTED);
+  assert.match(message, /--enable-list-snapshots/);
+  const volumeId = (await client.controller.createVolume({ name: "v", volumeCapabilities: [MOUNT_RW] }))
+    .volume!.volumeId;
+  const snapshot = (await client.controller.createSnapshot({ name: "s", sourceVolumeId: volumeId }))
+    .snapshot!;
+  assert.equal(
+    (await client.controller.getSnapshot({ snapshotId: snapshot.snapshotId })).snapshot?.sourceVolumeId,
+    volumeId,
   );
 });
 

@@ -82,12 +82,12 @@ export function controllerCapabilities(config: HostpathConfig): ControllerServic
     "LIST_VOLUMES_PUBLISHED_NODES",
     "GET_CAPACITY",
     "CREATE_DELETE_SNAPSHOT",
-    "LIST_SNAPSHOTS",
     "CLONE_VOLUME",
     "VOLUME_CONDITION",
     "GET_VOLUME",
     "SINGLE_NODE_MULTI_WRITER",
   ];
+  if (config.enableListSnapshots) list.push("LIST_SNAPSHOTS");
   if (config.controllerExpansion) list.push("EXPAND_VOLUME");
   if (config.enableControllerModifyVolume) list.push("MODIFY_VOLUME");
   if (config.enableAttach) list.push("PUBLISH_UNPUBLISH_VOLUME", "PUBLISH_READONLY");

@@ -1,5 +1,5 @@
 // The hostpath driver's configuration, validated once in the constructor so every service can
-// trust it. No I/O here. Defaults follow upstream csi-driver-host-path where it has the same
+// trust it. No I/O here. Defaults follow upstream csi-driver-host-path v1.18 where it has the same
 // knob (driver name, topology on, 1 TiB max volume size), except two: the endpoint (upstream:
 // unix://tmp/csi.sock, csikit: the /csi directory its deployments mount) and enable-attach
 // (upstream: false, csikit: true because csikit runs an attacher).
@@ -21,12 +21,13 @@ export const DEFAULT_VOLUME_SIZE = 1024 * 1024;
 /** Example mutable parameter keys (tests and `csikit start` use them; the driver accepts any by default). */
 export const DEFAULT_MUTABLE_PARAMETERS: readonly string[] = ["iops", "throughput"];
 /**
- * Alpha controller capabilities of CSI v1.12 that upstream hostpath v1.16.1 does not advertise
- * (GetSnapshot arrived in upstream v1.18.0). Offered only with --enable-alpha-capabilities: the
- * protosanitizer of csi-lib-utils < 0.21 dereferences nil on a capability value its vendored
- * spec lacks (external-provisioner v5.2.0 panics in ControllerGetCapabilities), and csi-sanity
- * v5.4 fails "Unknown capability". The older alpha values upstream v1.16 advertises
- * (VOLUME_CONDITION, GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are known to every such release.
+ * Alpha controller capabilities of CSI v1.12 newer than those every sidecar knows: GET_SNAPSHOT
+ * (GetSnapshot, advertised by upstream hostpath since v1.18.0, PR #606). Advertised by default,
+ * as upstream v1.18; --enable-alpha-capabilities=false withholds them for sidecars built on
+ * csi-lib-utils < 0.21, whose protosanitizer dereferences nil on a capability value its vendored
+ * spec lacks (external-provisioner v5.2.0 panics in ControllerGetCapabilities), and for
+ * csi-sanity before v5.5 ("Unknown capability"). The older alpha values (VOLUME_CONDITION,
+ * GET_VOLUME, SINGLE_NODE_MULTI_WRITER) are known to every such release and always on.
  */
 export const NEWER_ALPHA_CONTROLLER_CAPABILITIES = ["GET_SNAPSHOT"] as const;
 /** --attach-limit's value for "report a random limit on every NodeGetInfo" (upstream's -1). */
@@ -96,11 +97,13 @@ export interface HostpathOptions {
   /** Block metadata type the SnapshotMetadata service answers with. Default FIXED_LENGTH. */
   snapshotMetadataBlockType?: "FIXED_LENGTH" | "VARIABLE_LENGTH";
   /**
-   * Also advertise (and serve) the alpha capabilities newer than upstream hostpath v1.16, the
-   * release csikit matches: NEWER_ALPHA_CONTROLLER_CAPABILITIES. Default false, as upstream
-   * v1.16: sidecars built on csi-lib-utils < 0.21 panic on an enum value they do not know.
+   * Advertise (and serve) NEWER_ALPHA_CONTROLLER_CAPABILITIES (GET_SNAPSHOT). Default true, as
+   * upstream v1.18 (the release csikit matches); false for sidecars built on csi-lib-utils
+   * < 0.21, which panic on an enum value they do not know.
    */
   enableAlphaCapabilities?: boolean;
+  /** Advertise (and serve) LIST_SNAPSHOTS. Default true, as upstream's --enable-list-snapshots. */
+  enableListSnapshots?: boolean;
   /** Default silent. */
   logger?: Logger;
   /** Wall clock in ms, for snapshot creation times. Default Date.now. */
@@ -157,6 +160,7 @@ export class HostpathConfig {
   readonly enableSnapshotMetadata: boolean;
   readonly snapshotMetadataBlockType: "FIXED_LENGTH" | "VARIABLE_LENGTH";
   readonly enableAlphaCapabilities: boolean;
+  readonly enableListSnapshots: boolean;
   /** Normalized, absolute; not yet symlink-resolved (that is I/O, done by the server). */
   readonly allowedPathRoots: readonly string[];
   readonly logger: Logger;
@@ -212,7 +216,8 @@ export class HostpathConfig {
       throw new ValidationError(
         `snapshot metadata block type ${JSON.stringify(this.snapshotMetadataBlockType)} is invalid (flag --snapshot-metadata-block-type): want FIXED_LENGTH or VARIABLE_LENGTH`,
       );
-    this.enableAlphaCapabilities = options.enableAlphaCapabilities ?? false;
+    this.enableAlphaCapabilities = options.enableAlphaCapabilities ?? true;
+    this.enableListSnapshots = options.enableListSnapshots ?? true;
     this.allowedPathRoots = allowedRoots(options.allowedPathRoots ?? DEFAULT_ALLOWED_PATH_ROOTS);
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;

@@ -51,7 +51,12 @@ test("filesystem volume: stage, publish rw and ro, stats, idempotency, teardown"
   const stage = { volumeId, stagingTargetPath: staging, volumeCapability: MOUNT_RW };
   await client.node.nodeStageVolume(stage);
   await client.node.nodeStageVolume(stage);
-  const publish = { volumeId, stagingTargetPath: staging, volumeCapability: MOUNT_RW };
+  // Two target paths on one node: a mode that allows it (access-modes.scenario.ts has the rest).
+  const publish = {
+    volumeId,
+    stagingTargetPath: staging,
+    volumeCapability: { ...MOUNT_RW, accessMode: { mode: "SINGLE_NODE_MULTI_WRITER" as const } },
+  };
   await client.node.nodePublishVolume({ ...publish, targetPath: rw });
   await client.node.nodePublishVolume({ ...publish, targetPath: rw });
   await client.node.nodePublishVolume({ ...publish, targetPath: ro, readonly: true });

@@ -43,3 +43,22 @@ export async function mountAtPath(target: string): Promise<MountEntry | undefine
 export function isLoopBind(entry: MountEntry, device: string): boolean {
   return entry.root === `/${basename(device)}`;
 }
+
+/**
+ * Mount points strictly inside one of `roots` that show the same data as `identity` (a mount
+ * of the volume), other than the paths in `except`: where else this node has the volume
+ * mounted. The roots scope the answer to this node: several node instances may share one
+ * machine's mount table, each with its own roots.
+ */
+export async function otherMountsOf(
+  identity: MountEntry,
+  options: { roots: readonly string[]; except: readonly string[] },
+): Promise<string[]> {
+  const found = new Set<string>();
+  for (const entry of await readMountInfo()) {
+    if (!sameData(entry, identity) || options.except.includes(entry.mountPoint)) continue;
+    if (options.roots.some((root) => entry.mountPoint !== root && isInside(entry.mountPoint, root)))
+      found.add(entry.mountPoint);
+  }
+  return [...found];
+}

@@ -45,13 +45,13 @@ async function detachLoopsUnder(dir: string): Promise<void> {
   }
 }
 
-test("node service with real mounts in a private mount namespace", { skip: NEEDS_ROOT }, async (t) => {
+/** Runs a scenario file in its own private mount namespace; asserts it passed `passes` tests. */
+async function runScenario(t: { after(fn: () => Promise<void>): void }, file: string, passes: number) {
   const dir = await mkdtemp(join(tmpdir(), "hostpath-mounts-"));
   t.after(async () => {
     await detachLoopsUnder(dir);
     await rm(dir, { recursive: true, force: true });
   });
-  const scenario = join(import.meta.dirname, "node-mounts.scenario.ts");
   const { code, output } = await runChild(
     [
       "unshare",
@@ -61,13 +61,21 @@ test("node service with real mounts in a private mount namespace", { skip: NEEDS
       process.execPath,
       "--test",
       "--test-reporter=spec",
-      scenario,
+      join(import.meta.dirname, file),
     ],
     { HOSTPATH_TEST_DIR: dir, TMPDIR: dir },
   );
   assert.equal(code, 0, output);
-  assert.match(output, /pass 10/);
-});
+  assert.match(output, new RegExp(`pass ${passes}\\b`), output);
+}
+
+test("node service with real mounts in a private mount namespace", { skip: NEEDS_ROOT }, (t) =>
+  runScenario(t, "node-mounts.scenario.ts", 10),
+);
+
+test("NodePublishVolume honours each access mode, with real mounts", { skip: NEEDS_ROOT }, (t) =>
+  runScenario(t, "access-modes.scenario.ts", 10),
+);
 
 test(
   "without mount privilege node calls answer FAILED_PRECONDITION",

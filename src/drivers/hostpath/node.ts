@@ -26,7 +26,7 @@ import type {
 } from "../../csi/index.ts";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, rm, rmdir, statfs, unlink } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { isErrno, errorMessage } from "../../base/index.ts";
 import {
   CsiError,
@@ -34,12 +34,15 @@ import {
   type NodeService,
   type NodeServiceCapability_RPC_Type,
   type NodePublishVolumeRequest,
+  type VolumeCapability_AccessMode_Mode,
 } from "../../csi/index.ts";
 import { EPHEMERAL_CONTEXT_KEY, type HostpathConfig } from "./driver.ts";
 import { dataProblem, type DataLayout } from "./data.ts";
 import { ephemeralDirName, isVolumeId } from "./ids.ts";
 
-import { isLoopBind, mountAtPath, mountStateOf, type MountState } from "./node-mounts.ts";
+import { isLoopBind, mountAtPath, mountStateOf, otherMountsOf, type MountState } from "./node-mounts.ts";
+import type { MountEntry } from "./mountinfo.ts";
+import { mountsReadOnly, publishesAtOneTarget } from "./access-modes.ts";
 import { pathProblem, type PathRules } from "./paths.ts";
 import { Locks, capabilityAccessType, invalid, required, sizeRange } from "./requests.ts";
 import type { AccessType, NodeStore, VolumeSource } from "./state.ts";
@@ -288,12 +291,42 @@ async function unstageVolume(context: NodeContext, volume: NodeVolume, staging: 
   await detachLoops(volume.dataPath);
 }
 
-async function publishVolume(
+/** How a NodePublishVolume asks to publish: its access mode and readonly flag. */
+interface PublishMode {
+  mode: VolumeCapability_AccessMode_Mode;
+  readonly: boolean;
+}
+
+/**
+ * FAILED_PRECONDITION when the access mode allows one target path per node (access-modes.ts)
+ * and this node already has the volume mounted at another one. `identity` is the volume's
+ * staged mount, whose data every publish of it shows; `except` the staging and target paths.
+ */
+async function requireSoleTarget(
+  context: NodeContext,
   volume: NodeVolume,
-  readonly: boolean,
+  request: PublishMode & { identity: MountEntry; except: readonly string[] },
+): Promise<void> {
+  if (!publishesAtOneTarget(request.mode)) return;
+  const elsewhere = await otherMountsOf(request.identity, {
+    roots: context.allowedRoots,
+    except: request.except,
+  });
+  if (elsewhere.length > 0)
+    throw new CsiError(
+      GrpcStatus.FAILED_PRECONDITION,
+      `volume ${volume.id} has access mode ${request.mode}, which allows one target path on a node, and is already published at ${elsewhere.join(", ")}: unpublish it there first`,
+    );
+}
+
+async function publishVolume(
+  context: NodeContext,
+  volume: NodeVolume,
+  request: PublishMode,
   staging: Beneath,
   target: Beneath,
 ): Promise<void> {
+  const readonly = mountsReadOnly(request.mode, request.readonly);
   if (volume.accessType === "mount") {
     const staged = await mountStateOf(staging.real, volume.dataPath);
     if (staged.kind !== "ours")
@@ -308,31 +341,37 @@ async function publishVolume(
       return;
     }
     if (state.kind === "other") throw conflict("target_path", target.real, "another mount");
+    await requireSoleTarget(context, volume, {
+      ...request,
+      identity: staged.entry,
+      except: [staging.real, target.real],
+    });
     await ensureDirectory(target, "target_path");
     await mountOnto(staging, target, readonly);
     return;
   }
   const stagedFile = await staging.child(volume.id);
   try {
-    await publishBlock(volume, readonly, staging, stagedFile, target);
+    await publishBlock(context, volume, request, stagedFile, target);
   } finally {
     await stagedFile.close();
   }
 }
 
 async function publishBlock(
+  context: NodeContext,
   volume: NodeVolume,
-  readonly: boolean,
-  staging: Beneath,
+  request: PublishMode,
   stagedFile: Beneath,
   target: Beneath,
 ): Promise<void> {
+  const readonly = mountsReadOnly(request.mode, request.readonly);
   const stagedMount = await mountAtPath(stagedFile.real);
   const device = stagedMount ? `/dev/${stagedMount.root.slice(1)}` : undefined;
   if (!stagedMount || !device || !isLoopBind(stagedMount, device) || !/^\/dev\/loop\d+$/.test(device))
     throw new CsiError(
       GrpcStatus.FAILED_PRECONDITION,
-      `volume ${volume.id} is not staged at staging_target_path ${staging.real}`,
+      `volume ${volume.id} is not staged at staging_target_path ${dirname(stagedFile.real)}`,
     );
   const state = await mountStateOf(target.real, device);
   if (state.kind === "ours") {
@@ -341,6 +380,11 @@ async function publishBlock(
     return;
   }
   if (state.kind === "other") throw conflict("target_path", target.real, "another mount");
+  await requireSoleTarget(context, volume, {
+    ...request,
+    identity: stagedMount,
+    except: [stagedFile.real, target.real],
+  });
   await ensureFile(target, "target_path");
   await mountOnto(device, target, readonly);
 }
@@ -548,6 +592,8 @@ async function nodePublishVolume(
   const id = required(request.volumeId, "volume_id");
   checkPath(context, request.targetPath, "target_path");
   const accessType = capabilityAccessType(request.volumeCapability, "volume_capability");
+  // capabilityAccessType refused a capability without a mode.
+  const mode = request.volumeCapability?.accessMode?.mode ?? "UNKNOWN";
   if (isEphemeralRequest(context, request)) {
     await requireMountPrivilege(context);
     await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
@@ -573,7 +619,7 @@ async function nodePublishVolume(
   await context.locks.run([`node-volume:${id}`, `target:${request.targetPath}`], () =>
     withPath(context, request.stagingTargetPath, "staging_target_path", (staging) =>
       withPath(context, request.targetPath, "target_path", (target) =>
-        publishVolume(volume, request.readonly, staging, target),
+        publishVolume(context, volume, { mode, readonly: request.readonly }, staging, target),
       ),
     ),
   );

@@ -158,6 +158,12 @@ async function listSnapshots(
   context: ControllerContext,
   request: ListSnapshotsRequest,
 ): Promise<ListSnapshotsResponseInput> {
+  // Not advertised means not served (upstream answers INVALID_ARGUMENT "unsupported capability").
+  if (!context.config.enableListSnapshots)
+    throw new CsiError(
+      GrpcStatus.UNIMPLEMENTED,
+      "ListSnapshots is not offered: LIST_SNAPSHOTS is off (flag --enable-list-snapshots)",
+    );
   const state = context.store.current;
   let ready = Object.values(state.snapshots).filter((s) => s.phase === "ready");
   if (request.snapshotId !== "") ready = ready.filter((s) => s.id === request.snapshotId);
@@ -176,7 +182,7 @@ async function getSnapshot(
   if (!context.config.enableAlphaCapabilities)
     throw new CsiError(
       GrpcStatus.UNIMPLEMENTED,
-      "GetSnapshot is not offered: GET_SNAPSHOT is an alpha capability newer than upstream hostpath v1.16 (flag --enable-alpha-capabilities)",
+      "GetSnapshot is not offered: GET_SNAPSHOT is withheld (flag --enable-alpha-capabilities=false)",
     );
   const id = required(request.snapshotId, "snapshot_id");
   if (!isSnapshotId(id))

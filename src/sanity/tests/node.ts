@@ -292,6 +292,56 @@ export function nodeTests(): SanityTest[] {
       );
     }),
 
+    ...describe(
+      "Node",
+      "NodePublishVolume SINGLE_NODE_SINGLE_WRITER",
+      // As csi-test v5.5 (#602): a driver with the node's SINGLE_NODE_MULTI_WRITER capability
+      // tells single from multi writers, so it must refuse a second target (CSI v1.12's
+      // NodePublishVolume table: T1!=T2 is FAILED_PRECONDITION for SINGLE_NODE_SINGLE_WRITER).
+      { requires: [...VOLUMES.requires, "node:SINGLE_NODE_MULTI_WRITER"], mounts: true },
+      ({ it }) => {
+        const singleWriter = async (t: TestContext) => {
+          const capability = t.mountCapability("SINGLE_NODE_SINGLE_WRITER");
+          const volume = await t.createVolume({ volumeCapabilities: [capability] });
+          const publishContext = await t.controllerPublish(volume.volumeId, capability);
+          const stagingPath = await t.stage(volume, capability, publishContext);
+          const targetPath = await t.publish(volume, capability, { stagingPath, publishContext });
+          return { volume, capability, publishContext, stagingPath, targetPath };
+        };
+        it("fails with FAILED_PRECONDITION when published at a second target path", async (t) => {
+          const first = await singleWriter(t);
+          const second = await t.makeTargetPath();
+          // Tracked before the call: a driver that wrongly accepts is unpublished there after
+          // the test, so its extra mount cannot break the tests that follow (csi-test v5.5
+          // leaves it mounted).
+          t.resources.published(first.volume.volumeId, second);
+          await expectCode(
+            t.node.nodePublishVolume(
+              t.publishRequest(first.volume, first.capability, { ...first, targetPath: second }),
+            ),
+            FAILED_PRECONDITION,
+            "NodePublishVolume of a SINGLE_NODE_SINGLE_WRITER volume at a second target path",
+          );
+        });
+        it("publishes again at the same target path (the kubelet republishes)", async (t) => {
+          const first = await singleWriter(t);
+          await expectOk(
+            t.node.nodePublishVolume(t.publishRequest(first.volume, first.capability, first)),
+            "NodePublishVolume of a SINGLE_NODE_SINGLE_WRITER volume again at its target path",
+          );
+        });
+        it("publishes at another target path once unpublished from the first", async (t) => {
+          const first = await singleWriter(t);
+          await expectOk(
+            t.node.nodeUnpublishVolume({ volumeId: first.volume.volumeId, targetPath: first.targetPath }),
+            "NodeUnpublishVolume",
+          );
+          t.resources.forget("nodePublish", first.volume.volumeId, first.targetPath);
+          await t.publish(first.volume, first.capability, first);
+        });
+      },
+    ),
+
     ...describe("Node", "NodeUnpublishVolume", {}, ({ it }) => {
       it("fails with INVALID_ARGUMENT when the volume id is missing", async (t) => {
         await expectCode(

@@ -272,6 +272,13 @@ export function snapshotTests(): SanityTest[] {
             response.snapshot.sourceVolumeId === volume.volumeId,
             `GetSnapshot: source_volume_id ${response.snapshot.sourceVolumeId}`,
           );
+          check(response.snapshot.creationTime !== null, "GetSnapshot: creation_time is unset (REQUIRED)");
+        });
+        it("fails with NOT_FOUND for a snapshot that was deleted", async (t) => {
+          const volume = await t.createVolume();
+          const snapshot = await t.createSnapshot(volume.volumeId);
+          await t.deleteSnapshot(snapshot.snapshotId);
+          await expectCode(get(t, snapshot.snapshotId), NOT_FOUND, "GetSnapshot of a deleted snapshot");
         });
       },
     ),
