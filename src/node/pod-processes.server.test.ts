@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { test, type TestContext } from "node:test";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../api/index.ts";
-import { FakeClock } from "../base/index.ts";
+import { FakeClock, memoryLogger, type Logger } from "../base/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
 import {
   boundClaim,
@@ -38,7 +38,7 @@ if (unavailable) console.log(`# sandbox-dependent tests skip: ${unavailable}`);
 
 async function setup(
   t: TestContext,
-  options: { clock?: FakeClock; podProcesses?: boolean; csiDriver?: boolean } = {},
+  options: { clock?: FakeClock; podProcesses?: boolean; csiDriver?: boolean; logger?: Logger } = {},
 ) {
   const api = await testServer(t);
   const client = api.client();
@@ -63,6 +63,7 @@ async function setup(
     rootDir: root,
     ...(options.clock ? { runtimeClock: options.clock } : {}),
     ...(options.podProcesses !== undefined ? { podProcesses: options.podProcesses } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     onReady: (info) => (streams = info.streams),
   });
   if (options.csiDriver)
@@ -459,6 +460,97 @@ test(
     // The secret value reached the container, never an event.
     for (const event of await events(client)) assert.ok(!(event.message ?? "").includes("s3cr3t-value"));
     assert.ok(created.metadata?.uid);
+  },
+);
+
+test(
+  "a running pod's configMap, secret and downwardAPI volumes follow their sources (atomic swap), a subPath file and an immutable configMap do not; secret data never logged",
+  { skip: needsSandbox },
+  async (t) => {
+    const { logger, lines } = memoryLogger({ verbosity: 10 });
+    const { client, streams } = await setup(t, { logger });
+    const configMap = (name: string, data: Record<string, string>, immutable?: boolean): ConfigMap => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: NS },
+      data,
+      ...(immutable ? { immutable } : {}),
+    });
+    await client.create<ConfigMap>(GVR.configMaps, configMap("live", { key: "v1", sub: "s1" }));
+    await client.create<ConfigMap>(GVR.configMaps, configMap("frozen", { key: "f1" }, true));
+    await client.create<Secret>(GVR.secrets, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "pw", namespace: NS },
+      stringData: { password: "first-s3cret" },
+    });
+    await create(
+      client,
+      podOf("refresh", {
+        volumes: [
+          { name: "cfg", configMap: { name: "live" } },
+          { name: "frozen", configMap: { name: "frozen" } },
+          { name: "sec", secret: { secretName: "pw" } },
+          {
+            name: "info",
+            downwardAPI: { items: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] },
+          },
+          {
+            name: "all",
+            projected: { sources: [{ secret: { name: "pw" } }, { configMap: { name: "live" } }] },
+          },
+        ],
+        containers: [
+          sh("app", "trap 'exit 0' TERM; sleep 3600 & wait", {
+            volumeMounts: [
+              { name: "cfg", mountPath: "/cfg" },
+              { name: "cfg", mountPath: "/sub.txt", subPath: "sub" },
+              { name: "frozen", mountPath: "/frozen" },
+              { name: "sec", mountPath: "/sec" },
+              { name: "info", mountPath: "/info" },
+              { name: "all", mountPath: "/all" },
+            ],
+          }),
+        ],
+      }),
+    );
+    await waitPod(client, "refresh", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const read = async () => {
+      const result = await exec(streams, "refresh", "app", [
+        "sh",
+        "-c",
+        "for f in /cfg/key /sub.txt /frozen/key /sec/password /info/labels /all/password /all/key; do printf '%s|' \"$(cat $f)\"; done",
+      ]);
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout;
+    };
+    assert.equal(await read(), 'v1|s1|f1|first-s3cret|app="refresh"|first-s3cret|v1|');
+
+    // A reader that enters ..data once per round while the volume is swapped sees the old set
+    // or the new one (or, when the old dir is removed under it, part of the old), never a mix.
+    const watcher = exec(streams, "refresh", "app", [
+      "sh",
+      "-c",
+      'i=0; while [ $i -lt 20000 ]; do p=$(cd /cfg/..data 2>/dev/null && echo "$(cat key 2>/dev/null)$(cat sub 2>/dev/null)"); echo "$p"; [ "$p" = v2s2 ] && break; i=$((i+1)); done',
+    ]);
+    await client.update<ConfigMap>(GVR.configMaps, configMap("live", { key: "v2", sub: "s2" }));
+    await client.patch(GVR.secrets, "pw", { stringData: { password: "second-s3cret" } }, { namespace: NS });
+    await client.patch(GVR.pods, "refresh", { metadata: { labels: { tier: "two" } } }, { namespace: NS });
+    // An immutable object is not watched: one deleted and made again with new data is not picked up.
+    await client.delete(GVR.configMaps, "frozen", { namespace: NS });
+    await client.create<ConfigMap>(GVR.configMaps, configMap("frozen", { key: "f2" }, true));
+    const want = 'v2|s1|f1|second-s3cret|app="refresh"\ntier="two"|second-s3cret|v2|';
+    let seen = "";
+    await until(async () => (seen = await read()) === want, `volumes refreshed (last read ${JSON.stringify(seen)})`);
+    const rounds = (await watcher).stdout.trim().split("\n");
+    assert.equal(rounds.at(-1), "v2s2");
+    for (const round of new Set(rounds)) assert.match(round, /^(v1(s1)?|v2s2|)$/, "a mixed read");
+    // A later refresh (another change) still leaves the subPath file and the immutable one alone.
+    await client.update<ConfigMap>(GVR.configMaps, configMap("live", { key: "v3", sub: "s3" }));
+    await until(async () => (seen = await read()).startsWith("v3|"), "second refresh");
+    assert.match(seen, /^v3\|s1\|f1\|/);
+    for (const line of lines) assert.ok(!/s3cret/.test(line), `secret data in a log line: ${line}`);
+    for (const event of await events(client)) assert.ok(!(event.message ?? "").includes("s3cret"));
   },
 );
 

@@ -16,6 +16,7 @@ import { ContainerProcess, type Exit } from "./container-process.ts";
 import { containerLogPath, CriLogWriter, podLogDir } from "./cri-log.ts";
 import { buildEnv, DEFAULT_PATH, expand, expandCommand } from "./env.ts";
 import {
+  refreshPodVolumes,
   setUpPodVolumes,
   unmountPodTmpfs,
   tearDownPodVolumes,
@@ -39,6 +40,8 @@ export interface WorkerDeps {
   objects: VolumeSetupContext["objects"];
   /** Host paths no container may see. */
   hidden: string[];
+  /** Period of the file volumes' refresh besides the one a change triggers (the kubelet's sync frequency). */
+  volumeRefreshMs: number;
 }
 
 interface Instance {
@@ -152,6 +155,16 @@ export class PodWorker {
   }
 
   #seen = false;
+
+  /** An object the pod's volumes use changed: write them again on the next step. */
+  refreshVolumes(): void {
+    this.#refreshWanted = true;
+    this.kick();
+  }
+
+  #refreshWanted = false;
+  /** The pod's labels and annotations the downward API files were last written from. */
+  #refreshedMetadata = "";
 
   terminate(pod: Pod | undefined): void {
     if (pod) this.#pod = pod;
@@ -579,13 +592,7 @@ export class PodWorker {
     }
     if (!this.#volumes) {
       try {
-        this.#volumes = await setUpPodVolumes(this.#pod, this.#csiVolumes, {
-          paths: this.#deps.context.paths,
-          objects: this.#deps.objects,
-          hostIP: this.#deps.hostIP,
-          nowMs: this.#deps.clock.now(),
-          canMount: process.getuid?.() === 0,
-        });
+        this.#volumes = await setUpPodVolumes(this.#pod, this.#csiVolumes, this.#volumeContext());
       } catch (error) {
         const message = errorMessage(error);
         this.#eventOnce(
@@ -597,6 +604,10 @@ export class PodWorker {
         this.#timer(SETUP_RETRY_MS, () => this.kick());
         return;
       }
+      this.#refreshedMetadata = this.#metadataKey();
+      this.#scheduleRefresh();
+    } else if (this.#refreshWanted || this.#refreshedMetadata !== this.#metadataKey()) {
+      await this.#refresh();
     }
     // Init containers, in order: each must complete before the next starts.
     let initialized = true;
@@ -640,6 +651,46 @@ export class PodWorker {
   }
 
   #recovered = false;
+
+  #volumeContext(): VolumeSetupContext {
+    return {
+      paths: this.#deps.context.paths,
+      objects: this.#deps.objects,
+      hostIP: this.#deps.hostIP,
+      nowMs: this.#deps.clock.now(),
+      canMount: process.getuid?.() === 0,
+    };
+  }
+
+  /** What the downward API reads of the pod that can change while it runs. */
+  #metadataKey(): string {
+    const meta = this.#pod.metadata ?? {};
+    return JSON.stringify([meta.labels ?? {}, meta.annotations ?? {}]);
+  }
+
+  /** The periodic refresh, re-armed each time (the worker's timers all stop at teardown). */
+  #scheduleRefresh(): void {
+    this.#timer(this.#deps.volumeRefreshMs, () => {
+      this.refreshVolumes();
+      this.#scheduleRefresh();
+    });
+  }
+
+  /** Writes the file volumes again where their sources changed; a failure keeps the old files. */
+  async #refresh(): Promise<void> {
+    this.#refreshWanted = false;
+    this.#refreshedMetadata = this.#metadataKey();
+    const { updated, failed } = await refreshPodVolumes(this.#pod, this.#volumeContext());
+    for (const name of updated)
+      this.#deps.context.logger.info(4, "pod volume refreshed", { pod: objectKey(this.#pod), volume: name });
+    for (const [name, message] of failed)
+      this.#eventOnce(
+        `refresh:${name}:${message}`,
+        "Warning",
+        "FailedMount",
+        `MountVolume.SetUp failed for volume "${name}" : ${message}`,
+      );
+  }
 
   /**
    * A pod this node ran before it restarted: the kubelet's calcRestartCountByLogDir — the next

@@ -9,10 +9,10 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../../api/index.ts";
 import type { Clock } from "../../base/index.ts";
-import { isNotFound } from "../../kube/index.ts";
 import type { RuntimeContext } from "./context.ts";
 import { CrashLoopBackoff, INITIAL_BACKOFF_MS, MAX_BACKOFF_MS } from "./backoff.ts";
 import { containerLogPath, LogFormatter, readLogFile } from "./cri-log.ts";
+import { ObjectManager } from "./object-manager.ts";
 import { PodWorker } from "./pod-worker.ts";
 import type { HostVolume, VolumeSetupContext } from "./pod-volumes.ts";
 import { bwrapArgs, execArgs, sandboxUnavailable } from "./sandbox.ts";
@@ -38,7 +38,16 @@ export interface PodRuntimeOptions {
   hostIP?: string;
   /** Host paths no sandbox sees besides the node's root dir. */
   hiddenPaths?: string[];
+  /**
+   * How often a running pod's configMap, secret, downwardAPI and projected volumes are
+   * written again from the current objects besides on a watched change (the kubelet's
+   * --sync-frequency, 1m).
+   */
+  volumeRefreshMs?: number;
 }
+
+/** A ServiceAccount token is requested again after 80% of its lifetime (the kubelet's token manager). */
+const TOKEN_REFRESH_FRACTION = 0.8;
 
 function shellQuote(argv: string[]): string {
   return argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
@@ -49,6 +58,7 @@ export class PodRuntime implements ContainerStreams {
   readonly #clock: Clock;
   readonly #backoff: CrashLoopBackoff;
   readonly #workers = new Map<string, PodWorker>();
+  readonly #objectManager: ObjectManager;
   readonly logsDir: string;
 
   constructor(options: PodRuntimeOptions) {
@@ -59,6 +69,14 @@ export class PodRuntime implements ContainerStreams {
       options.backoffMaxMs ?? MAX_BACKOFF_MS,
     );
     this.logsDir = options.logsDir ?? join(options.context.paths.root, "logs", "pods");
+    this.#objectManager = new ObjectManager({
+      client: options.context.client,
+      clock: options.context.clock,
+      logger: options.context.logger,
+      onChange: (uids) => {
+        for (const uid of uids) this.#workers.get(uid)?.refreshVolumes();
+      },
+    });
   }
 
   /** Whether this runtime runs the pod (else it is Running with nothing executed, as before). */
@@ -84,8 +102,10 @@ export class PodRuntime implements ContainerStreams {
         hostIP: this.#o.hostIP ?? "127.0.0.1",
         objects: this.#objects(pod),
         hidden: [this.#o.context.paths.root, ...(this.#o.hiddenPaths ?? [])],
+        volumeRefreshMs: this.#o.volumeRefreshMs ?? 60_000,
       });
       this.#workers.set(uid, worker);
+      this.#objectManager.register(pod);
     }
     worker.update(pod, csiVolumes);
   }
@@ -119,6 +139,7 @@ export class PodRuntime implements ContainerStreams {
       worker.terminate(undefined);
       if (!worker.busy) {
         this.#workers.delete(uid);
+        this.#objectManager.unregister(uid);
         this.#backoff.forgetPod(`${uid}/`);
         void rm(worker.logDir, { recursive: true, force: true });
       }
@@ -135,49 +156,55 @@ export class PodRuntime implements ContainerStreams {
   /** SIGKILLs every container (the node is stopping). */
   async stop(): Promise<void> {
     await Promise.all([...this.#workers.values()].map((w) => w.kill()));
+    await this.#objectManager.stop();
   }
 
   #objects(pod: Pod): VolumeSetupContext["objects"] {
     const { client } = this.#o.context;
     const namespace = pod.metadata?.namespace ?? "";
-    const get = async <T extends ConfigMap | Secret>(
-      gvr: typeof GVR.secrets,
-      name: string,
-    ): Promise<T | undefined> => {
-      try {
-        return await client.get<T>(gvr, name, { namespace });
-      } catch (error) {
-        if (isNotFound(error)) return undefined;
-        throw error;
-      }
-    };
-    return {
-      configMap: (name) => get<ConfigMap>(GVR.configMaps, name),
-      secret: (name) => get<Secret>(GVR.secrets, name),
-      token: async (serviceAccount, audience, expirationSeconds) => {
-        const response = await client.request<{ status?: { token?: string } }>({
-          method: "POST",
-          path: client.resourcePath(GVR.serviceAccounts, {
-            namespace,
-            name: serviceAccount,
-            subresource: "token",
-          }),
-          body: {
-            apiVersion: "authentication.k8s.io/v1",
-            kind: "TokenRequest",
-            spec: {
-              ...(audience ? { audiences: [audience] } : {}),
-              expirationSeconds,
-              boundObjectRef: {
-                apiVersion: "v1",
-                kind: "Pod",
-                name: pod.metadata?.name ?? "",
-                uid: pod.metadata?.uid ?? "",
-              },
+    // Tokens are kept until 80% of their lifetime has passed, so a volume refresh does not ask
+    // for (and write) a new one each time.
+    const tokens = new Map<string, { token: string; refreshAt: number }>();
+    const requestToken = async (
+      serviceAccount: string,
+      audience: string | undefined,
+      expirationSeconds: number,
+    ): Promise<string> => {
+      const response = await client.request<{ status?: { token?: string } }>({
+        method: "POST",
+        path: client.resourcePath(GVR.serviceAccounts, {
+          namespace,
+          name: serviceAccount,
+          subresource: "token",
+        }),
+        body: {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenRequest",
+          spec: {
+            ...(audience ? { audiences: [audience] } : {}),
+            expirationSeconds,
+            boundObjectRef: {
+              apiVersion: "v1",
+              kind: "Pod",
+              name: pod.metadata?.name ?? "",
+              uid: pod.metadata?.uid ?? "",
             },
           },
-        });
-        return response.status?.token ?? "";
+        },
+      });
+      return response.status?.token ?? "";
+    };
+    return {
+      configMap: (name) => this.#objectManager.get<ConfigMap>("configmap", namespace, name),
+      secret: (name) => this.#objectManager.get<Secret>("secret", namespace, name),
+      token: async (serviceAccount, audience, expirationSeconds) => {
+        const key = JSON.stringify([serviceAccount, audience ?? "", expirationSeconds]);
+        const now = this.#clock.now();
+        const cached = tokens.get(key);
+        if (cached && now < cached.refreshAt) return cached.token;
+        const token = await requestToken(serviceAccount, audience, expirationSeconds);
+        tokens.set(key, { token, refreshAt: now + expirationSeconds * 1000 * TOKEN_REFRESH_FRACTION });
+        return token;
       },
     };
   }
