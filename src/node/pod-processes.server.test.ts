@@ -622,6 +622,88 @@ test(
   },
 );
 
+/** Terminal sizes pushed by the test, as a client's resize stream delivers them. */
+function sizeQueue() {
+  const items: { width: number; height: number }[] = [];
+  let wake: (() => void) | undefined;
+  let ended = false;
+  return {
+    push(size: { width: number; height: number }) {
+      items.push(size);
+      wake?.();
+    },
+    end() {
+      ended = true;
+      wake?.();
+    },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        while (items.length > 0) yield items.shift()!;
+        if (ended) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+  };
+}
+
+test(
+  "exec with a tty: the client's first size is the terminal's from the start, a later resize changes it (stty size reads it back)",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await create(
+      client,
+      podOf("tty", { containers: [sh("app", "trap 'exit 0' TERM; sleep 3600 & wait")] }),
+    );
+    await waitPod(client, "tty", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const session = (command: string[], sizes: ReturnType<typeof sizeQueue>, stdin: PassThrough) => {
+      const stdout = new PassThrough();
+      let out = "";
+      stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+      const done = streams.exec(
+        { namespace: NS, pod: "tty", container: "app" },
+        command,
+        { stdin, stdout, tty: true, resize: sizes },
+        AbortSignal.timeout(30_000),
+      );
+      return { done, output: () => out };
+    };
+
+    // The whole command is `stty size`: it must see the size sent with the session.
+    const first = sizeQueue();
+    first.push({ width: 100, height: 30 });
+    const once = session(["stty", "size"], first, new PassThrough());
+    assert.equal(await once.done, 0);
+    first.end();
+    assert.equal(once.output().trim(), "30 100");
+
+    // An interactive shell: a resize while it runs is what its terminal reports next.
+    const sizes = sizeQueue();
+    const stdin = new PassThrough();
+    sizes.push({ width: 80, height: 24 });
+    const shell = session(["sh"], sizes, stdin);
+    stdin.write("stty size\n");
+    // Lines come back as "# 24 80\r\n" (the shell's prompt, then the answer).
+    const saw = (rows: number, cols: number) => shell.output().includes(` ${rows} ${cols}\r\n`);
+    await until(() => saw(24, 80), "first size in the shell");
+    sizes.push({ width: 132, height: 43 });
+    await until(() => {
+      stdin.write("stty size\n");
+      return saw(43, 132);
+    }, "size after the resize");
+    // A size no uint16 pair can carry is ignored, not applied.
+    sizes.push({ width: -1, height: 1e9 });
+    sizes.push({ width: 90, height: 20 });
+    await until(() => {
+      stdin.write("stty size\n");
+      return saw(20, 90);
+    }, "size after the second resize");
+    stdin.write("exit 3\n");
+    assert.equal(await shell.done, 3);
+    sizes.end();
+  },
+);
+
 test(
   "exec into a container without a command runs in a fresh sandbox with its volumes",
   { skip: needsSandbox },

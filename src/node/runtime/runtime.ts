@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../../api/index.ts";
-import type { Clock } from "../../base/index.ts";
+import { errorMessage, type Clock } from "../../base/index.ts";
 import type { RuntimeContext } from "./context.ts";
 import { CrashLoopBackoff, INITIAL_BACKOFF_MS, MAX_BACKOFF_MS } from "./backoff.ts";
 import { containerLogPath, LogFormatter, readLogFile } from "./cri-log.ts";
@@ -16,6 +16,7 @@ import { ObjectManager } from "./object-manager.ts";
 import { PodWorker } from "./pod-worker.ts";
 import type { HostVolume, VolumeSetupContext } from "./pod-volumes.ts";
 import { bwrapArgs, execArgs, sandboxUnavailable } from "./sandbox.ts";
+import { INITIAL_SIZE_WAIT_MS, resizePty, TerminalSizes, ttyCommandLine } from "./terminal.ts";
 import {
   RuntimeNotFoundError,
   type ContainerStreams,
@@ -236,8 +237,19 @@ export class PodRuntime implements ContainerStreams {
     let file: string;
     let args: string[];
     let env: Record<string, string>;
+    // A tty: the client's first size (if it comes soon) is set before the command runs.
+    const sizes = io.tty && io.resize ? new TerminalSizes(io.resize) : undefined;
+    const initial = await sizes?.first(INITIAL_SIZE_WAIT_MS, signal).catch(() => undefined);
     const argv = io.tty
-      ? ["script", "--quiet", "--return", "--flush", "--command", shellQuote(command), "/dev/null"]
+      ? [
+          "script",
+          "--quiet",
+          "--return",
+          "--flush",
+          "--command",
+          ttyCommandLine(shellQuote(command), initial),
+          "/dev/null",
+        ]
       : command;
     if (running) {
       const pid = await running.process.pid;
@@ -277,11 +289,7 @@ export class PodRuntime implements ContainerStreams {
     }
     if (io.stdout && child.stdout) child.stdout.pipe(io.stdout, { end: false });
     if (io.stderr && child.stderr) child.stderr.pipe(io.stderr, { end: false });
-    if (io.resize)
-      void (async () => {
-        // script gives the command a terminal but no way to resize it from outside; drained.
-        for await (const _ of io.resize!) if (signal.aborted) break;
-      })().catch(() => undefined);
+    if (sizes && child.pid !== undefined) void this.#followResizes(child.pid, sizes, signal);
     try {
       return await new Promise<number>((resolve, reject) => {
         child.once("error", reject);
@@ -290,6 +298,18 @@ export class PodRuntime implements ContainerStreams {
     } finally {
       signal.removeEventListener("abort", kill);
       if (io.stdin && child.stdin) io.stdin.unpipe(child.stdin);
+    }
+  }
+
+  /** Applies each later size to the exec's pty, until the client's resize stream ends. */
+  async #followResizes(rootPid: number, sizes: TerminalSizes, signal: AbortSignal): Promise<void> {
+    const { logger } = this.#o.context;
+    try {
+      for (let size = await sizes.next(); size && !signal.aborted; size = await sizes.next()) {
+        if (!(await resizePty(rootPid, size, signal))) logger.info(4, "exec resize: no terminal found", { ...size });
+      }
+    } catch (error) {
+      logger.info(4, "exec resize failed", { err: errorMessage(error) });
     }
   }
 
