@@ -6,9 +6,11 @@
 // why, and one test checks that such a pod fails with an event instead of running unsandboxed.
 
 import assert from "node:assert/strict";
-import { readFile, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
+import { promisify } from "node:util";
 import { test, type TestContext } from "node:test";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../api/index.ts";
 import { FakeClock, memoryLogger, type Logger } from "../base/index.ts";
@@ -25,9 +27,10 @@ import {
 } from "../../test/harness/node.ts";
 import { until } from "../../test/harness/until.ts";
 import { kubectl } from "../../test/harness/kubectl.ts";
-import { tempDir } from "../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 import { podLogDir, sandboxUnavailable, type ContainerStreams, type LogOptions } from "./index.ts";
 
+const execFileAsync = promisify(execFile);
 const NODE = "node-a";
 const NS = "default";
 const DRIVER = "scripted.csi.k8s.io";
@@ -701,6 +704,73 @@ test(
     stdin.write("exit 3\n");
     assert.equal(await shell.done, 3);
     sizes.end();
+  },
+);
+
+test(
+  "mountPropagation: HostToContainer sees the host's later mounts, None does not; Bidirectional refused by the API server, a privileged container by the node with an event",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, root, streams } = await setup(t);
+    const created = await create(
+      client,
+      podOf("propagation", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [
+          sh("app", "mkdir -p /none/sub; trap 'exit 0' TERM; sleep 3600 & wait", {
+            volumeMounts: [
+              { name: "data", mountPath: "/h2c", mountPropagation: "HostToContainer" },
+              { name: "data", mountPath: "/none" },
+            ],
+          }),
+        ],
+      }),
+    );
+    await waitPod(client, "propagation", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const sub = join(root, "pods", created.metadata?.uid ?? "", "volumes", "kubernetes.io~empty-dir", "data", "sub");
+    await until(async () => (await readdir(sub).catch(() => undefined)) !== undefined, "sub dir made");
+    // A mount the host makes below the volume after the container started.
+    await execFileAsync("mount", ["-t", "tmpfs", "csikit-propagation-test", sub]);
+    defer(t, () => execFileAsync("umount", [sub]));
+    await writeFile(join(sub, "seen"), "from-host");
+    const look = await exec(streams, "propagation", "app", [
+      "sh",
+      "-c",
+      "cat /h2c/sub/seen; echo; ls -A /none/sub | wc -l",
+    ]);
+    assert.equal(look.stdout, "from-host\n0\n", look.stderr);
+
+    // Bidirectional: only for a privileged container (the API server's validation) ...
+    const bidirectional = (privileged: boolean) =>
+      podOf(privileged ? "bidi-privileged" : "bidi", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [
+          sh("app", "sleep 3600", {
+            ...(privileged ? { securityContext: { privileged: true } } : {}),
+            volumeMounts: [{ name: "data", mountPath: "/data", mountPropagation: "Bidirectional" }],
+          }),
+        ],
+      });
+    await assert.rejects(
+      create(client, bidirectional(false)),
+      /Bidirectional mount propagation is available only to privileged containers/,
+    );
+    // ... and a privileged container is one the sandbox cannot run: refused with an event.
+    await create(client, bidirectional(true));
+    const refused = await waitPod(
+      client,
+      "bidi-privileged",
+      "privileged container refused",
+      (p) => status(p, "app")?.state?.waiting?.reason === "CreateContainerConfigError",
+    );
+    assert.match(String(status(refused, "app")?.state?.waiting?.message), /is privileged.*drops every capability/);
+    await until(
+      async () =>
+        (await events(client)).some(
+          (e) => e.involvedObject?.name === "bidi-privileged" && e.reason === "Failed" && /privileged/.test(e.message ?? ""),
+        ),
+      "Failed event for the privileged container",
+    );
   },
 );
 

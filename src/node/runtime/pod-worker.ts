@@ -23,6 +23,7 @@ import {
   type HostVolume,
   type VolumeSetupContext,
 } from "./pod-volumes.ts";
+import { ContainerCreateError, ensureHostToContainer } from "./propagation.ts";
 import { sandboxUnavailable, type SandboxMount, type SandboxUser } from "./sandbox.ts";
 import { podStatus, type ContainerState, type ContainerView } from "./status.ts";
 
@@ -42,6 +43,8 @@ export interface WorkerDeps {
   hidden: string[];
   /** Period of the file volumes' refresh besides the one a change triggers (the kubelet's sync frequency). */
   volumeRefreshMs: number;
+  /** Makes the node's root dir rshared (once), for HostToContainer volumes below it. */
+  shareNodeRoot: () => Promise<void>;
 }
 
 interface Instance {
@@ -265,6 +268,7 @@ export class PodWorker {
   > {
     const record = this.#main.find((r) => r.spec.name === name);
     if (!record?.idle || record.state.kind !== "running" || !this.#volumes) return undefined;
+    this.#refusePrivileged(record);
     const env = await this.#env(record);
     return {
       mounts: await this.#mounts(record, env),
@@ -391,6 +395,17 @@ export class PodWorker {
     return env;
   }
 
+  /**
+   * A privileged container cannot run here: the sandbox drops every capability, and running it
+   * without them would quietly break what it was made privileged for.
+   */
+  #refusePrivileged(record: ContainerRecord): void {
+    if (asRecord(record.spec.securityContext).privileged === true)
+      throw new Error(
+        `container "${record.spec.name}" is privileged, which csikit cannot run: its sandbox drops every capability (run it on a real cluster's node)`,
+      );
+  }
+
   /** The container's binds: volumeMounts (subPath, subPathExpr, readOnly) and volumeDevices. */
   async #mounts(record: ContainerRecord, env: Record<string, string>): Promise<SandboxMount[]> {
     const volumes = this.#volumes ?? new Map<string, HostVolume>();
@@ -399,6 +414,8 @@ export class PodWorker {
       const volume = volumes.get(mount.name);
       if (!volume)
         throw new Error(`cannot find volume "${mount.name}" to mount into container "${record.spec.name}"`);
+      // The API server refuses Bidirectional in a container that is not privileged, and a
+      // privileged one never gets here (#refusePrivileged).
       if (mount.mountPropagation === "Bidirectional")
         throw new Error("Bidirectional mount propagation is available only to privileged containers");
       let subPath = mount.subPath ?? "";
@@ -425,11 +442,15 @@ export class PodWorker {
           throw new Error(`subpath "${subPath}" of volumeMount "${mount.name}" points outside the volume`);
         source = resolved;
       }
+      const propagation = mount.mountPropagation === "HostToContainer" ? "HostToContainer" : "None";
+      if (propagation === "HostToContainer")
+        await ensureHostToContainer(source, this.#deps.shareNodeRoot, this.#deps.context.paths.root);
       mounts.push({
         source,
         dest: mount.mountPath,
         readOnly: mount.readOnly === true || volume.readOnly,
         device: false,
+        propagation,
       });
     }
     for (const device of record.spec.volumeDevices ?? []) {
@@ -460,11 +481,13 @@ export class PodWorker {
     let env: Record<string, string>;
     let mounts: SandboxMount[];
     try {
+      this.#refusePrivileged(record);
       env = await this.#env(record);
       mounts = await this.#mounts(record, env);
     } catch (error) {
       const message = errorMessage(error);
-      record.state = { kind: "waiting", reason: "CreateContainerConfigError", message };
+      const reason = error instanceof ContainerCreateError ? "CreateContainerError" : "CreateContainerConfigError";
+      record.state = { kind: "waiting", reason, message };
       this.#eventOnce(
         `config:${record.spec.name}:${message}`,
         "Warning",

@@ -4,15 +4,17 @@
 // CRI log files, exec by entering a running container's namespaces with nsenter (or, for a
 // container with no command, in a fresh sandbox with its mounts, user and environment).
 
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../../api/index.ts";
 import { errorMessage, type Clock } from "../../base/index.ts";
 import type { RuntimeContext } from "./context.ts";
 import { CrashLoopBackoff, INITIAL_BACKOFF_MS, MAX_BACKOFF_MS } from "./backoff.ts";
 import { containerLogPath, LogFormatter, readLogFile } from "./cri-log.ts";
 import { ObjectManager } from "./object-manager.ts";
+import { makeRShared } from "./propagation.ts";
 import { PodWorker } from "./pod-worker.ts";
 import type { HostVolume, VolumeSetupContext } from "./pod-volumes.ts";
 import { bwrapArgs, execArgs, sandboxUnavailable } from "./sandbox.ts";
@@ -50,6 +52,8 @@ export interface PodRuntimeOptions {
 /** A ServiceAccount token is requested again after 80% of its lifetime (the kubelet's token manager). */
 const TOKEN_REFRESH_FRACTION = 0.8;
 
+const run = promisify(execFile);
+
 function shellQuote(argv: string[]): string {
   return argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
 }
@@ -60,6 +64,9 @@ export class PodRuntime implements ContainerStreams {
   readonly #backoff: CrashLoopBackoff;
   readonly #workers = new Map<string, PodWorker>();
   readonly #objectManager: ObjectManager;
+  /** The node's root dir made rshared (resolves whether that took a bind to undo at stop). */
+  #sharedRoot: Promise<void> | undefined;
+  #rootBound = false;
   readonly logsDir: string;
 
   constructor(options: PodRuntimeOptions) {
@@ -104,6 +111,7 @@ export class PodRuntime implements ContainerStreams {
         objects: this.#objects(pod),
         hidden: [this.#o.context.paths.root, ...(this.#o.hiddenPaths ?? [])],
         volumeRefreshMs: this.#o.volumeRefreshMs ?? 60_000,
+        shareNodeRoot: () => (this.#sharedRoot ??= this.#shareRoot()),
       });
       this.#workers.set(uid, worker);
       this.#objectManager.register(pod);
@@ -158,6 +166,22 @@ export class PodRuntime implements ContainerStreams {
   async stop(): Promise<void> {
     await Promise.all([...this.#workers.values()].map((w) => w.kill()));
     await this.#objectManager.stop();
+    // The bind made for HostToContainer goes if nothing is mounted below it any more (volumes
+    // left for a restarted node keep it, as a kubelet's root stays shared).
+    if (this.#rootBound)
+      await run("umount", [this.#o.context.paths.root]).then(
+        () => (this.#rootBound = false),
+        () => undefined,
+      );
+  }
+
+  async #shareRoot(): Promise<void> {
+    try {
+      this.#rootBound = await makeRShared(this.#o.context.paths.root);
+    } catch (error) {
+      this.#sharedRoot = undefined; // asked again by the next container that needs it
+      throw error;
+    }
   }
 
   #objects(pod: Pod): VolumeSetupContext["objects"] {
