@@ -544,7 +544,10 @@ test(
     await client.create<ConfigMap>(GVR.configMaps, configMap("frozen", { key: "f2" }, true));
     const want = 'v2|s1|f1|second-s3cret|app="refresh"\ntier="two"|second-s3cret|v2|';
     let seen = "";
-    await until(async () => (seen = await read()) === want, `volumes refreshed (last read ${JSON.stringify(seen)})`);
+    await until(
+      async () => (seen = await read()) === want,
+      `volumes refreshed (last read ${JSON.stringify(seen)})`,
+    );
     const rounds = (await watcher).stdout.trim().split("\n");
     assert.equal(rounds.at(-1), "v2s2");
     for (const round of new Set(rounds)) assert.match(round, /^(v1(s1)?|v2s2|)$/, "a mixed read");
@@ -654,10 +657,7 @@ test(
   { skip: needsSandbox },
   async (t) => {
     const { client, streams } = await setup(t);
-    await create(
-      client,
-      podOf("tty", { containers: [sh("app", "trap 'exit 0' TERM; sleep 3600 & wait")] }),
-    );
+    await create(client, podOf("tty", { containers: [sh("app", "trap 'exit 0' TERM; sleep 3600 & wait")] }));
     await waitPod(client, "tty", "Running", (p) => status(p, "app")?.state?.running !== undefined);
     const session = (command: string[], sizes: ReturnType<typeof sizeQueue>, stdin: PassThrough) => {
       const stdout = new PassThrough();
@@ -727,7 +727,15 @@ test(
       }),
     );
     await waitPod(client, "propagation", "Running", (p) => status(p, "app")?.state?.running !== undefined);
-    const sub = join(root, "pods", created.metadata?.uid ?? "", "volumes", "kubernetes.io~empty-dir", "data", "sub");
+    const sub = join(
+      root,
+      "pods",
+      created.metadata?.uid ?? "",
+      "volumes",
+      "kubernetes.io~empty-dir",
+      "data",
+      "sub",
+    );
     await until(async () => (await readdir(sub).catch(() => undefined)) !== undefined, "sub dir made");
     // A mount the host makes below the volume after the container started.
     await execFileAsync("mount", ["-t", "tmpfs", "csikit-propagation-test", sub]);
@@ -763,11 +771,17 @@ test(
       "privileged container refused",
       (p) => status(p, "app")?.state?.waiting?.reason === "CreateContainerConfigError",
     );
-    assert.match(String(status(refused, "app")?.state?.waiting?.message), /is privileged.*drops every capability/);
+    assert.match(
+      String(status(refused, "app")?.state?.waiting?.message),
+      /is privileged.*drops every capability/,
+    );
     await until(
       async () =>
         (await events(client)).some(
-          (e) => e.involvedObject?.name === "bidi-privileged" && e.reason === "Failed" && /privileged/.test(e.message ?? ""),
+          (e) =>
+            e.involvedObject?.name === "bidi-privileged" &&
+            e.reason === "Failed" &&
+            /privileged/.test(e.message ?? ""),
         ),
       "Failed event for the privileged container",
     );

@@ -197,7 +197,14 @@ async function onTerminal(
   const quoted = ["kubectl", ...global, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
   const child = spawn(
     "script",
-    ["--quiet", "--return", "--flush", "--command", `stty rows ${size.rows} cols ${size.cols}; ${quoted}`, "/dev/null"],
+    [
+      "--quiet",
+      "--return",
+      "--flush",
+      "--command",
+      `stty rows ${size.rows} cols ${size.cols}; ${quoted}`,
+      "/dev/null",
+    ],
     { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } },
   );
   let out = "";

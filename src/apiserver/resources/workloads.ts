@@ -291,7 +291,9 @@ function validateMountPropagation(mount: unknown, container: Obj, field: string)
   if (!(MOUNT_PROPAGATIONS as readonly unknown[]).includes(propagation))
     causes.push(fieldNotSupported(field, propagation, MOUNT_PROPAGATIONS));
   if (propagation === "Bidirectional" && at(container, "securityContext.privileged") !== true)
-    causes.push(fieldForbidden(field, "Bidirectional mount propagation is available only to privileged containers"));
+    causes.push(
+      fieldForbidden(field, "Bidirectional mount propagation is available only to privileged containers"),
+    );
   return causes;
 }
 

@@ -93,10 +93,12 @@ export class ObjectManager {
   register(pod: Pod): void {
     const uid = pod.metadata?.uid ?? "";
     const namespace = pod.metadata?.namespace ?? "";
-    const keys = new Set([...referencedObjects(pod)].map((ref) => {
-      const [kind, name] = ref.split("/") as [ObjectKind, string];
-      return `${kind}/${namespace}/${name}`;
-    }));
+    const keys = new Set(
+      [...referencedObjects(pod)].map((ref) => {
+        const [kind, name] = ref.split("/") as [ObjectKind, string];
+        return `${kind}/${namespace}/${name}`;
+      }),
+    );
     for (const key of this.#pods.get(uid) ?? []) if (!keys.has(key)) this.#release(key, uid);
     this.#pods.set(uid, keys);
     for (const key of keys) {
@@ -117,12 +119,19 @@ export class ObjectManager {
   }
 
   /** The object now: from its synced watch, else from the API; undefined when it does not exist. */
-  async get<T extends ConfigMap | Secret>(kind: ObjectKind, namespace: string, name: string): Promise<T | undefined> {
+  async get<T extends ConfigMap | Secret>(
+    kind: ObjectKind,
+    namespace: string,
+    name: string,
+  ): Promise<T | undefined> {
     const watched = this.#watched.get(`${kind}/${namespace}/${name}`);
     if (watched?.frozen) return watched.frozen as T;
-    if (watched?.informer?.hasSynced()) return watched.informer.store.get(`${namespace}/${name}`) as T | undefined;
+    if (watched?.informer?.hasSynced())
+      return watched.informer.store.get(`${namespace}/${name}`) as T | undefined;
     try {
-      return await this.#o.client.get<T>(kind === "secret" ? GVR.secrets : GVR.configMaps, name, { namespace });
+      return await this.#o.client.get<T>(kind === "secret" ? GVR.secrets : GVR.configMaps, name, {
+        namespace,
+      });
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;

@@ -304,7 +304,12 @@ async function fileVolumePayload(
   let kind: FileKind;
   if (volume.configMap) {
     kind = "configMap";
-    await configMapPayload(payload, record(volume.configMap), mode(volume.configMap.defaultMode, 0o644), context);
+    await configMapPayload(
+      payload,
+      record(volume.configMap),
+      mode(volume.configMap.defaultMode, 0o644),
+      context,
+    );
   } else if (volume.secret) {
     kind = "secret";
     await secretPayload(

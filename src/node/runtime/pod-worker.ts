@@ -486,7 +486,8 @@ export class PodWorker {
       mounts = await this.#mounts(record, env);
     } catch (error) {
       const message = errorMessage(error);
-      const reason = error instanceof ContainerCreateError ? "CreateContainerError" : "CreateContainerConfigError";
+      const reason =
+        error instanceof ContainerCreateError ? "CreateContainerError" : "CreateContainerConfigError";
       record.state = { kind: "waiting", reason, message };
       this.#eventOnce(
         `config:${record.spec.name}:${message}`,

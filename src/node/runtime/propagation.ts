@@ -78,7 +78,11 @@ export async function makeRShared(dir: string): Promise<boolean> {
  * Checks that a HostToContainer volume's host side propagates (containerd's ensureSharedOrSlave),
  * first making the node's root dir rshared when the volume is below it.
  */
-export async function ensureHostToContainer(source: string, nodeRoot: () => Promise<void>, rootDir: string): Promise<void> {
+export async function ensureHostToContainer(
+  source: string,
+  nodeRoot: () => Promise<void>,
+  rootDir: string,
+): Promise<void> {
   let holder = await mountOf(source);
   if (holder.shared || holder.slave) return;
   if (under(await realpath(source), await realpath(rootDir))) {

@@ -330,7 +330,8 @@ export class PodRuntime implements ContainerStreams {
     const { logger } = this.#o.context;
     try {
       for (let size = await sizes.next(); size && !signal.aborted; size = await sizes.next()) {
-        if (!(await resizePty(rootPid, size, signal))) logger.info(4, "exec resize: no terminal found", { ...size });
+        if (!(await resizePty(rootPid, size, signal)))
+          logger.info(4, "exec resize: no terminal found", { ...size });
       }
     } catch (error) {
       logger.info(4, "exec resize failed", { err: errorMessage(error) });

@@ -114,7 +114,14 @@ export async function resizePty(rootPid: number, size: TerminalSize, signal: Abo
   for (let waited = 0; waited <= PTY_WAIT_MS && !signal.aborted; waited += PTY_POLL_MS) {
     const holder = await ptyHolder(rootPid);
     if (holder !== undefined) {
-      await run("stty", ["-F", `/proc/${holder}/fd/0`, "rows", String(size.height), "cols", String(size.width)]);
+      await run("stty", [
+        "-F",
+        `/proc/${holder}/fd/0`,
+        "rows",
+        String(size.height),
+        "cols",
+        String(size.width),
+      ]);
       return true;
     }
     await new Promise((resolve) => setTimeout(resolve, PTY_POLL_MS));
