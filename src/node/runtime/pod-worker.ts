@@ -2,7 +2,9 @@
 // init containers one after another (a failure restarts it, or fails the pod under
 // restartPolicy Never), then every container; an exit restarts the container as the restart
 // policy says, through the crash-loop back-off; each change written to the pod's status.
-// terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
+// While the pod runs, its configMap, secret, downwardAPI and projected volumes are written
+// again when an object they use changes (refreshVolumes), when its labels or annotations do,
+// and every volumeRefreshMs (the kubelet's remount on pod sync). terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
 // pod's own volumes down; `settled` tells the reconciler when the pod's CSI volumes may go.
 
 import { mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
