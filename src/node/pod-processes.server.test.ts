@@ -555,6 +555,18 @@ test(
     await client.update<ConfigMap>(GVR.configMaps, configMap("live", { key: "v3", sub: "s3" }));
     await until(async () => (seen = await read()).startsWith("v3|"), "second refresh");
     assert.match(seen, /^v3\|s1\|f1\|/);
+    // A source deleted while the pod runs: the files stay, a FailedMount event says why.
+    await client.delete(GVR.configMaps, "live", { namespace: NS });
+    await until(
+      async () =>
+        (await events(client)).some(
+          (e) =>
+            e.reason === "FailedMount" &&
+            e.message === 'MountVolume.SetUp failed for volume "cfg" : configmap "live" not found',
+        ),
+      "FailedMount event for the deleted configmap",
+    );
+    assert.match(await read(), /^v3\|s1\|/);
     for (const line of lines) assert.ok(!/s3cret/.test(line), `secret data in a log line: ${line}`);
     for (const event of await events(client)) assert.ok(!(event.message ?? "").includes("s3cret"));
   },
