@@ -129,7 +129,7 @@ export const nodeCommand: Command = {
     "sync-frequency": {
       type: "duration",
       default: "1m",
-      help: "Max period between pod syncs: volumes of a CSIDriver with requiresRepublish are published again at this period (the kubelet's --sync-frequency).",
+      help: "Max period between pod syncs: volumes of a CSIDriver with requiresRepublish are published again, and running pods' configMap, secret, downwardAPI and projected volumes written again from their sources, at this period (the kubelet's --sync-frequency; a watched ConfigMap or Secret change is applied at once).",
     },
     "volume-stats-agg-period": {
       type: "duration",

@@ -137,6 +137,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       context,
       enabled: options.podProcesses ?? true,
       hiddenPaths: [...(options.podHiddenPaths ?? [])],
+      volumeRefreshMs: options.syncFrequencyMs ?? 60_000,
       ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
     });
     const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client });

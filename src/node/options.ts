@@ -40,7 +40,8 @@ export interface NodeOptions {
   pluginRescanIntervalMs?: number;
   /**
    * Max period between pod syncs (--sync-frequency): a published volume of a CSIDriver with
-   * `requiresRepublish` gets NodePublishVolume again at this period. Default 60000.
+   * `requiresRepublish` gets NodePublishVolume again at this period, and a running pod's
+   * configMap, secret, downwardAPI and projected volumes are written again. Default 60000.
    */
   syncFrequencyMs?: number;
   /** How often NodeGetVolumeStats runs for the metrics, in ms (--volume-stats-agg-period). Default 60000. */

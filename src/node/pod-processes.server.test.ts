@@ -6,12 +6,14 @@
 // why, and one test checks that such a pod fails with an event instead of running unsandboxed.
 
 import assert from "node:assert/strict";
-import { readFile, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
+import { promisify } from "node:util";
 import { test, type TestContext } from "node:test";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../api/index.ts";
-import { FakeClock } from "../base/index.ts";
+import { FakeClock, memoryLogger, type Logger } from "../base/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
 import {
   boundClaim,
@@ -25,9 +27,10 @@ import {
 } from "../../test/harness/node.ts";
 import { until } from "../../test/harness/until.ts";
 import { kubectl } from "../../test/harness/kubectl.ts";
-import { tempDir } from "../../test/harness/cleanup.ts";
+import { defer, tempDir } from "../../test/harness/cleanup.ts";
 import { podLogDir, sandboxUnavailable, type ContainerStreams, type LogOptions } from "./index.ts";
 
+const execFileAsync = promisify(execFile);
 const NODE = "node-a";
 const NS = "default";
 const DRIVER = "scripted.csi.k8s.io";
@@ -38,7 +41,7 @@ if (unavailable) console.log(`# sandbox-dependent tests skip: ${unavailable}`);
 
 async function setup(
   t: TestContext,
-  options: { clock?: FakeClock; podProcesses?: boolean; csiDriver?: boolean } = {},
+  options: { clock?: FakeClock; podProcesses?: boolean; csiDriver?: boolean; logger?: Logger } = {},
 ) {
   const api = await testServer(t);
   const client = api.client();
@@ -63,6 +66,7 @@ async function setup(
     rootDir: root,
     ...(options.clock ? { runtimeClock: options.clock } : {}),
     ...(options.podProcesses !== undefined ? { podProcesses: options.podProcesses } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     onReady: (info) => (streams = info.streams),
   });
   if (options.csiDriver)
@@ -463,6 +467,112 @@ test(
 );
 
 test(
+  "a running pod's configMap, secret and downwardAPI volumes follow their sources (atomic swap), a subPath file and an immutable configMap do not; secret data never logged",
+  { skip: needsSandbox },
+  async (t) => {
+    const { logger, lines } = memoryLogger({ verbosity: 10 });
+    const { client, streams } = await setup(t, { logger });
+    const configMap = (name: string, data: Record<string, string>, immutable?: boolean): ConfigMap => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: NS },
+      data,
+      ...(immutable ? { immutable } : {}),
+    });
+    await client.create<ConfigMap>(GVR.configMaps, configMap("live", { key: "v1", sub: "s1" }));
+    await client.create<ConfigMap>(GVR.configMaps, configMap("frozen", { key: "f1" }, true));
+    await client.create<Secret>(GVR.secrets, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "pw", namespace: NS },
+      stringData: { password: "first-s3cret" },
+    });
+    await create(
+      client,
+      podOf("refresh", {
+        volumes: [
+          { name: "cfg", configMap: { name: "live" } },
+          { name: "frozen", configMap: { name: "frozen" } },
+          { name: "sec", secret: { secretName: "pw" } },
+          {
+            name: "info",
+            downwardAPI: { items: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] },
+          },
+          {
+            name: "all",
+            projected: { sources: [{ secret: { name: "pw" } }, { configMap: { name: "live" } }] },
+          },
+        ],
+        containers: [
+          sh("app", "trap 'exit 0' TERM; sleep 3600 & wait", {
+            volumeMounts: [
+              { name: "cfg", mountPath: "/cfg" },
+              { name: "cfg", mountPath: "/sub.txt", subPath: "sub" },
+              { name: "frozen", mountPath: "/frozen" },
+              { name: "sec", mountPath: "/sec" },
+              { name: "info", mountPath: "/info" },
+              { name: "all", mountPath: "/all" },
+            ],
+          }),
+        ],
+      }),
+    );
+    await waitPod(client, "refresh", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const read = async () => {
+      const result = await exec(streams, "refresh", "app", [
+        "sh",
+        "-c",
+        "for f in /cfg/key /sub.txt /frozen/key /sec/password /info/labels /all/password /all/key; do printf '%s|' \"$(cat $f)\"; done",
+      ]);
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout;
+    };
+    assert.equal(await read(), 'v1|s1|f1|first-s3cret|app="refresh"|first-s3cret|v1|');
+
+    // A reader that enters ..data once per round while the volume is swapped sees the old set
+    // or the new one (or, when the old dir is removed under it, part of the old), never a mix.
+    const watcher = exec(streams, "refresh", "app", [
+      "sh",
+      "-c",
+      'i=0; while [ $i -lt 20000 ]; do p=$(cd /cfg/..data 2>/dev/null && echo "$(cat key 2>/dev/null)$(cat sub 2>/dev/null)"); echo "$p"; [ "$p" = v2s2 ] && break; i=$((i+1)); done',
+    ]);
+    await client.update<ConfigMap>(GVR.configMaps, configMap("live", { key: "v2", sub: "s2" }));
+    await client.patch(GVR.secrets, "pw", { stringData: { password: "second-s3cret" } }, { namespace: NS });
+    await client.patch(GVR.pods, "refresh", { metadata: { labels: { tier: "two" } } }, { namespace: NS });
+    // An immutable object is not watched: one deleted and made again with new data is not picked up.
+    await client.delete(GVR.configMaps, "frozen", { namespace: NS });
+    await client.create<ConfigMap>(GVR.configMaps, configMap("frozen", { key: "f2" }, true));
+    const want = 'v2|s1|f1|second-s3cret|app="refresh"\ntier="two"|second-s3cret|v2|';
+    let seen = "";
+    await until(
+      async () => (seen = await read()) === want,
+      `volumes refreshed (last read ${JSON.stringify(seen)})`,
+    );
+    const rounds = (await watcher).stdout.trim().split("\n");
+    assert.equal(rounds.at(-1), "v2s2");
+    for (const round of new Set(rounds)) assert.match(round, /^(v1(s1)?|v2s2|)$/, "a mixed read");
+    // A later refresh (another change) still leaves the subPath file and the immutable one alone.
+    await client.update<ConfigMap>(GVR.configMaps, configMap("live", { key: "v3", sub: "s3" }));
+    await until(async () => (seen = await read()).startsWith("v3|"), "second refresh");
+    assert.match(seen, /^v3\|s1\|f1\|/);
+    // A source deleted while the pod runs: the files stay, a FailedMount event says why.
+    await client.delete(GVR.configMaps, "live", { namespace: NS });
+    await until(
+      async () =>
+        (await events(client)).some(
+          (e) =>
+            e.reason === "FailedMount" &&
+            e.message === 'MountVolume.SetUp failed for volume "cfg" : configmap "live" not found',
+        ),
+      "FailedMount event for the deleted configmap",
+    );
+    assert.match(await read(), /^v3\|s1\|/);
+    for (const line of lines) assert.ok(!/s3cret/.test(line), `secret data in a log line: ${line}`);
+    for (const event of await events(client)) assert.ok(!(event.message ?? "").includes("s3cret"));
+  },
+);
+
+test(
   "the sandbox: host root read-only, another pod's volume not visible, own PID namespace; exec runs in it and returns the exit code",
   { skip: needsSandbox },
   async (t) => {
@@ -526,6 +636,166 @@ test(
     await assert.rejects(
       exec(streams, "probe", "nope", ["true"]),
       (e: Error) => e.name === "RuntimeNotFoundError",
+    );
+  },
+);
+
+/** Terminal sizes pushed by the test, as a client's resize stream delivers them. */
+function sizeQueue() {
+  const items: { width: number; height: number }[] = [];
+  let wake: (() => void) | undefined;
+  let ended = false;
+  return {
+    push(size: { width: number; height: number }) {
+      items.push(size);
+      wake?.();
+    },
+    end() {
+      ended = true;
+      wake?.();
+    },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        while (items.length > 0) yield items.shift()!;
+        if (ended) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+  };
+}
+
+test(
+  "exec with a tty: the client's first size is the terminal's from the start, a later resize changes it (stty size reads it back)",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, streams } = await setup(t);
+    await create(client, podOf("tty", { containers: [sh("app", "trap 'exit 0' TERM; sleep 3600 & wait")] }));
+    await waitPod(client, "tty", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const session = (command: string[], sizes: ReturnType<typeof sizeQueue>, stdin: PassThrough) => {
+      const stdout = new PassThrough();
+      let out = "";
+      stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+      const done = streams.exec(
+        { namespace: NS, pod: "tty", container: "app" },
+        command,
+        { stdin, stdout, tty: true, resize: sizes },
+        AbortSignal.timeout(30_000),
+      );
+      return { done, output: () => out };
+    };
+
+    // The whole command is `stty size`: it must see the size sent with the session.
+    const first = sizeQueue();
+    first.push({ width: 100, height: 30 });
+    const once = session(["stty", "size"], first, new PassThrough());
+    assert.equal(await once.done, 0);
+    first.end();
+    assert.equal(once.output().trim(), "30 100");
+
+    // An interactive shell: a resize while it runs is what its terminal reports next.
+    const sizes = sizeQueue();
+    const stdin = new PassThrough();
+    sizes.push({ width: 80, height: 24 });
+    const shell = session(["sh"], sizes, stdin);
+    stdin.write("stty size\n");
+    // Lines come back as "# 24 80\r\n" (the shell's prompt, then the answer).
+    const saw = (rows: number, cols: number) => shell.output().includes(` ${rows} ${cols}\r\n`);
+    await until(() => saw(24, 80), "first size in the shell");
+    sizes.push({ width: 132, height: 43 });
+    await until(() => {
+      stdin.write("stty size\n");
+      return saw(43, 132);
+    }, "size after the resize");
+    // A size no uint16 pair can carry is ignored, not applied.
+    sizes.push({ width: -1, height: 1e9 });
+    sizes.push({ width: 90, height: 20 });
+    await until(() => {
+      stdin.write("stty size\n");
+      return saw(20, 90);
+    }, "size after the second resize");
+    stdin.write("exit 3\n");
+    assert.equal(await shell.done, 3);
+    sizes.end();
+  },
+);
+
+test(
+  "mountPropagation: HostToContainer sees the host's later mounts, None does not; Bidirectional refused by the API server, a privileged container by the node with an event",
+  { skip: needsSandbox },
+  async (t) => {
+    const { client, root, streams } = await setup(t);
+    const created = await create(
+      client,
+      podOf("propagation", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [
+          sh("app", "mkdir -p /none/sub; trap 'exit 0' TERM; sleep 3600 & wait", {
+            volumeMounts: [
+              { name: "data", mountPath: "/h2c", mountPropagation: "HostToContainer" },
+              { name: "data", mountPath: "/none" },
+            ],
+          }),
+        ],
+      }),
+    );
+    await waitPod(client, "propagation", "Running", (p) => status(p, "app")?.state?.running !== undefined);
+    const sub = join(
+      root,
+      "pods",
+      created.metadata?.uid ?? "",
+      "volumes",
+      "kubernetes.io~empty-dir",
+      "data",
+      "sub",
+    );
+    await until(async () => (await readdir(sub).catch(() => undefined)) !== undefined, "sub dir made");
+    // A mount the host makes below the volume after the container started.
+    await execFileAsync("mount", ["-t", "tmpfs", "csikit-propagation-test", sub]);
+    defer(t, () => execFileAsync("umount", [sub]));
+    await writeFile(join(sub, "seen"), "from-host");
+    const look = await exec(streams, "propagation", "app", [
+      "sh",
+      "-c",
+      "cat /h2c/sub/seen; echo; ls -A /none/sub | wc -l",
+    ]);
+    assert.equal(look.stdout, "from-host\n0\n", look.stderr);
+
+    // Bidirectional: only for a privileged container (the API server's validation) ...
+    const bidirectional = (privileged: boolean) =>
+      podOf(privileged ? "bidi-privileged" : "bidi", {
+        volumes: [{ name: "data", emptyDir: {} }],
+        containers: [
+          sh("app", "sleep 3600", {
+            ...(privileged ? { securityContext: { privileged: true } } : {}),
+            volumeMounts: [{ name: "data", mountPath: "/data", mountPropagation: "Bidirectional" }],
+          }),
+        ],
+      });
+    await assert.rejects(
+      create(client, bidirectional(false)),
+      /Bidirectional mount propagation is available only to privileged containers/,
+    );
+    // ... and a privileged container is one the sandbox cannot run: refused with an event.
+    await create(client, bidirectional(true));
+    const refused = await waitPod(
+      client,
+      "bidi-privileged",
+      "privileged container refused",
+      (p) => status(p, "app")?.state?.waiting?.reason === "CreateContainerConfigError",
+    );
+    assert.match(
+      String(status(refused, "app")?.state?.waiting?.message),
+      /is privileged.*drops every capability/,
+    );
+    await until(
+      async () =>
+        (await events(client)).some(
+          (e) =>
+            e.involvedObject?.name === "bidi-privileged" &&
+            e.reason === "Failed" &&
+            /privileged/.test(e.message ?? ""),
+        ),
+      "Failed event for the privileged container",
     );
   },
 );

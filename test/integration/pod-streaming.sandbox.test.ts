@@ -168,7 +168,53 @@ test("kubectl logs and exec on sandboxed pods of the real runtime", { skip }, as
         );
         assert.notEqual(outside.code, 0);
         assert.match(outside.stderr, /Read-only file system/);
+
+        // `kubectl exec -it` on a terminal of 33 rows × 111 columns: kubectl sends that size
+        // on the resize channel (WebSocket channel 4, or the SPDY resize stream), and the
+        // command's own terminal has it.
+        const size = await onTerminal(
+          { rows: 33, cols: 111 },
+          ["--kubeconfig", kubeconfig, "--cache-dir", join(dirname(kubeconfig), "kubectl-cache")],
+          ["exec", "-it", "worker", "-c", "main", "--", "stty", "size"],
+          env,
+        );
+        assert.match(size, /^33 111\r?$/m);
       },
     );
   }
 });
+
+/**
+ * kubectl run on a pseudo-terminal of the given size (util-linux `script` makes it), for the
+ * commands that act only on a terminal (`exec -it`); its terminal output, bounded to 60 s.
+ */
+async function onTerminal(
+  size: { rows: number; cols: number },
+  global: string[],
+  args: string[],
+  env: Record<string, string>,
+): Promise<string> {
+  const quoted = ["kubectl", ...global, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  const child = spawn(
+    "script",
+    [
+      "--quiet",
+      "--return",
+      "--flush",
+      "--command",
+      `stty rows ${size.rows} cols ${size.cols}; ${quoted}`,
+      "/dev/null",
+    ],
+    { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } },
+  );
+  let out = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  // script's stdin stays open while kubectl runs (an end would reach kubectl as end of input).
+  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  clearTimeout(timer);
+  child.stdin.end();
+  assert.equal(code, 0, out);
+  return out;
+}

@@ -409,6 +409,29 @@ test("pods: defaults, validation, update rules, grace, printing", () => {
   const missingVolume = pods.validateCreate(setAt(p, "spec.volumes", undefined));
   assert.deepEqual(fields(missingVolume), ["spec.containers[0].volumeMounts[0].name"]);
   assert.equal(missingVolume[0]?.message, 'Not found: "data"');
+  // mountPropagation: a known mode; Bidirectional only for a privileged container (upstream's messages).
+  const propagated = (mode: string, privileged?: boolean) => {
+    const copy = structuredClone(p);
+    const container = (copy.spec as { containers: Record<string, unknown>[] }).containers[0]!;
+    (container.volumeMounts as Record<string, unknown>[])[0]!.mountPropagation = mode;
+    if (privileged !== undefined) container.securityContext = { privileged };
+    return pods.validateCreate(copy);
+  };
+  const propagation = "spec.containers[0].volumeMounts[0].mountPropagation";
+  const bidirectional = propagated("Bidirectional");
+  assert.deepEqual(fields(bidirectional), [propagation]);
+  assert.equal(
+    bidirectional[0]?.message,
+    "Forbidden: Bidirectional mount propagation is available only to privileged containers",
+  );
+  assert.deepEqual(fields(propagated("Bidirectional", false)), [propagation]);
+  assert.deepEqual(propagated("Bidirectional", true), []);
+  assert.deepEqual(propagated("HostToContainer"), []);
+  assert.deepEqual(propagated("None"), []);
+  assert.equal(
+    propagated("rshared")[0]?.message,
+    'Unsupported value: "rshared": supported values: "Bidirectional", "HostToContainer", "None"',
+  );
   assert.deepEqual(fields(pods.validateCreate(setAt(p, "spec.restartPolicy", "Sometimes"))), [
     "spec.restartPolicy",
   ]);

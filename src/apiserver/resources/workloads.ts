@@ -7,6 +7,7 @@ import {
   fieldDuplicate,
   fieldForbidden,
   fieldInvalid,
+  fieldNotSupported,
   fieldRequired,
   isDNS1123Label,
   LABELS,
@@ -280,6 +281,22 @@ function containersOf(spec: Obj, key: string): Obj[] {
   return Array.isArray(list) ? list.filter(isRecord) : [];
 }
 
+const MOUNT_PROPAGATIONS = ["Bidirectional", "HostToContainer", "None"] as const;
+
+/** upstream's validateMountPropagation: a known mode, and Bidirectional only in a privileged container. */
+function validateMountPropagation(mount: unknown, container: Obj, field: string): FieldCause[] {
+  const propagation = at(mount, "mountPropagation");
+  if (propagation === undefined || propagation === null) return [];
+  const causes: FieldCause[] = [];
+  if (!(MOUNT_PROPAGATIONS as readonly unknown[]).includes(propagation))
+    causes.push(fieldNotSupported(field, propagation, MOUNT_PROPAGATIONS));
+  if (propagation === "Bidirectional" && at(container, "securityContext.privileged") !== true)
+    causes.push(
+      fieldForbidden(field, "Bidirectional mount propagation is available only to privileged containers"),
+    );
+  return causes;
+}
+
 function validateContainers(
   spec: Obj,
   key: string,
@@ -323,6 +340,7 @@ function validateContainers(
       else if (mountPaths.has(mountPath))
         causes.push(fieldInvalid(`${path}.mountPath`, mountPath, "must be unique"));
       mountPaths.add(mountPath);
+      causes.push(...validateMountPropagation(mount, container, `${path}.mountPropagation`));
     });
     const devices = Array.isArray(container.volumeDevices) ? container.volumeDevices : [];
     devices.forEach((device: unknown, j) => {

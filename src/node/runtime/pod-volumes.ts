@@ -3,7 +3,9 @@
 // Memory when root), configMap, secret, downwardAPI and projected (files in the atomic writer
 // layout, secrets on a tmpfs when root), and hostPath (the host path, checked by its type).
 // With the CSI volumes the reconciler published, they give every pod volume a host path the
-// sandbox binds. Teardown unmounts the tmpfs ones and removes the dirs.
+// sandbox binds. While the pod runs, refreshPodVolumes writes the file volumes again from the
+// current objects and pod (only what changed, swapped atomically), as the kubelet remounts
+// them on each pod sync. Teardown unmounts the tmpfs ones and removes the dirs.
 
 import { execFile } from "node:child_process";
 import { lstat, mkdir, readdir, rm, stat, writeFile, chmod, chown } from "node:fs/promises";
@@ -278,45 +280,86 @@ export async function setUpPodVolumes(
       result.set(volume.name, { path: dir, block: false, readOnly: false });
       continue;
     }
-    const payload: Payload = new Map();
-    let kind: keyof typeof PLUGIN_DIRS;
-    if (volume.configMap) {
-      kind = "configMap";
-      await configMapPayload(
-        payload,
-        record(volume.configMap),
-        mode(volume.configMap.defaultMode, 0o644),
-        context,
-      );
-    } else if (volume.secret) {
-      kind = "secret";
-      await secretPayload(
-        payload,
-        record(volume.secret),
-        "secretName",
-        mode(volume.secret.defaultMode, 0o644),
-        context,
-      );
-    } else if (volume.downwardAPI !== undefined) {
-      kind = "downwardAPI";
-      const source = record(volume.downwardAPI);
-      downwardPayload(payload, pod, list(source.items), mode(source.defaultMode, 0o644), context);
-    } else if (volume.projected !== undefined) {
-      kind = "projected";
-      await projectedPayload(payload, pod, record(volume.projected), context);
-    } else {
-      continue; // a CSI volume not published (the reconciler waits for it) or one csikit has no plugin for
-    }
-    const dir = volumeDir(context.paths, uid, kind, volume.name);
+    const file = await fileVolumePayload(pod, volume, context);
+    if (!file) continue; // a CSI volume not published (the reconciler waits for it) or one csikit has no plugin for
+    const dir = volumeDir(context.paths, uid, file.kind, volume.name);
     await mkdir(dir, { recursive: true });
     // Secrets and tokens never touch the disk when a tmpfs is possible (the kubelet's secret plugin).
-    if ((kind === "secret" || kind === "projected") && context.canMount) await mountTmpfs(dir);
-    // With an fsGroup the group may read every file (SetVolumeOwnership on a read-only volume).
-    if (gid !== undefined) for (const file of payload.values()) file.mode |= 0o440;
-    await writeAtomic(dir, payload, context.nowMs, gid);
+    if ((file.kind === "secret" || file.kind === "projected") && context.canMount) await mountTmpfs(dir);
+    await writeAtomic(dir, file.payload, context.nowMs, gid);
     result.set(volume.name, { path: dir, block: false, readOnly: true });
   }
   return result;
+}
+
+type FileKind = "configMap" | "secret" | "downwardAPI" | "projected";
+
+/** The files of a configMap, secret, downwardAPI or projected volume now; undefined for other kinds. */
+async function fileVolumePayload(
+  pod: Pod,
+  volume: Volume,
+  context: VolumeSetupContext,
+): Promise<{ kind: FileKind; payload: Payload } | undefined> {
+  const payload: Payload = new Map();
+  let kind: FileKind;
+  if (volume.configMap) {
+    kind = "configMap";
+    await configMapPayload(
+      payload,
+      record(volume.configMap),
+      mode(volume.configMap.defaultMode, 0o644),
+      context,
+    );
+  } else if (volume.secret) {
+    kind = "secret";
+    await secretPayload(
+      payload,
+      record(volume.secret),
+      "secretName",
+      mode(volume.secret.defaultMode, 0o644),
+      context,
+    );
+  } else if (volume.downwardAPI !== undefined) {
+    kind = "downwardAPI";
+    const source = record(volume.downwardAPI);
+    downwardPayload(payload, pod, list(source.items), mode(source.defaultMode, 0o644), context);
+  } else if (volume.projected !== undefined) {
+    kind = "projected";
+    await projectedPayload(payload, pod, record(volume.projected), context);
+  } else {
+    return undefined;
+  }
+  // With an fsGroup the group may read every file (SetVolumeOwnership on a read-only volume).
+  if (fsGroupOf(pod) !== undefined) for (const file of payload.values()) file.mode |= 0o440;
+  return { kind, payload };
+}
+
+/**
+ * The kubelet's remount of a running pod's configMap, secret, downwardAPI and projected
+ * volumes (their plugins' RequiresRemount): each one's files built again from the current
+ * objects and pod, and swapped in atomically where they changed. A volume whose source cannot
+ * be read now (a non-optional object deleted) keeps its files. Resolves the names of the
+ * volumes rewritten and the failures, by volume name (messages name objects, never data).
+ */
+export async function refreshPodVolumes(
+  pod: Pod,
+  context: VolumeSetupContext,
+): Promise<{ updated: string[]; failed: Map<string, string> }> {
+  const uid = pod.metadata?.uid ?? "";
+  const updated: string[] = [];
+  const failed = new Map<string, string>();
+  for (const volume of pod.spec?.volumes ?? []) {
+    try {
+      const file = await fileVolumePayload(pod, volume, context);
+      if (!file) continue;
+      const dir = volumeDir(context.paths, uid, file.kind, volume.name);
+      if ((await lstat(join(dir, "..data")).catch(() => undefined)) === undefined) continue; // not set up
+      if (await writeAtomic(dir, file.payload, context.nowMs, fsGroupOf(pod))) updated.push(volume.name);
+    } catch (error) {
+      failed.set(volume.name, errorMessage(error));
+    }
+  }
+  return { updated, failed };
 }
 
 /** Unmounts and removes every non-CSI volume dir of the pod. */

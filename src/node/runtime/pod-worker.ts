@@ -2,7 +2,9 @@
 // init containers one after another (a failure restarts it, or fails the pod under
 // restartPolicy Never), then every container; an exit restarts the container as the restart
 // policy says, through the crash-loop back-off; each change written to the pod's status.
-// terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
+// While the pod runs, its configMap, secret, downwardAPI and projected volumes are written
+// again when an object they use changes (refreshVolumes), when its labels or annotations do,
+// and every volumeRefreshMs (the kubelet's remount on pod sync). terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
 // pod's own volumes down; `settled` tells the reconciler when the pod's CSI volumes may go.
 
 import { mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
@@ -16,12 +18,14 @@ import { ContainerProcess, type Exit } from "./container-process.ts";
 import { containerLogPath, CriLogWriter, podLogDir } from "./cri-log.ts";
 import { buildEnv, DEFAULT_PATH, expand, expandCommand } from "./env.ts";
 import {
+  refreshPodVolumes,
   setUpPodVolumes,
   unmountPodTmpfs,
   tearDownPodVolumes,
   type HostVolume,
   type VolumeSetupContext,
 } from "./pod-volumes.ts";
+import { ContainerCreateError, ensureHostToContainer } from "./propagation.ts";
 import { sandboxUnavailable, type SandboxMount, type SandboxUser } from "./sandbox.ts";
 import { podStatus, type ContainerState, type ContainerView } from "./status.ts";
 
@@ -39,6 +43,10 @@ export interface WorkerDeps {
   objects: VolumeSetupContext["objects"];
   /** Host paths no container may see. */
   hidden: string[];
+  /** Period of the file volumes' refresh besides the one a change triggers (the kubelet's sync frequency). */
+  volumeRefreshMs: number;
+  /** Makes the node's root dir rshared (once), for HostToContainer volumes below it. */
+  shareNodeRoot: () => Promise<void>;
 }
 
 interface Instance {
@@ -153,6 +161,16 @@ export class PodWorker {
 
   #seen = false;
 
+  /** An object the pod's volumes use changed: write them again on the next step. */
+  refreshVolumes(): void {
+    this.#refreshWanted = true;
+    this.kick();
+  }
+
+  #refreshWanted = false;
+  /** The pod's labels and annotations the downward API files were last written from. */
+  #refreshedMetadata = "";
+
   terminate(pod: Pod | undefined): void {
     if (pod) this.#pod = pod;
     if (this.#terminating) return;
@@ -252,6 +270,7 @@ export class PodWorker {
   > {
     const record = this.#main.find((r) => r.spec.name === name);
     if (!record?.idle || record.state.kind !== "running" || !this.#volumes) return undefined;
+    this.#refusePrivileged(record);
     const env = await this.#env(record);
     return {
       mounts: await this.#mounts(record, env),
@@ -378,6 +397,17 @@ export class PodWorker {
     return env;
   }
 
+  /**
+   * A privileged container cannot run here: the sandbox drops every capability, and running it
+   * without them would quietly break what it was made privileged for.
+   */
+  #refusePrivileged(record: ContainerRecord): void {
+    if (asRecord(record.spec.securityContext).privileged === true)
+      throw new Error(
+        `container "${record.spec.name}" is privileged, which csikit cannot run: its sandbox drops every capability (run it on a real cluster's node)`,
+      );
+  }
+
   /** The container's binds: volumeMounts (subPath, subPathExpr, readOnly) and volumeDevices. */
   async #mounts(record: ContainerRecord, env: Record<string, string>): Promise<SandboxMount[]> {
     const volumes = this.#volumes ?? new Map<string, HostVolume>();
@@ -386,6 +416,8 @@ export class PodWorker {
       const volume = volumes.get(mount.name);
       if (!volume)
         throw new Error(`cannot find volume "${mount.name}" to mount into container "${record.spec.name}"`);
+      // The API server refuses Bidirectional in a container that is not privileged, and a
+      // privileged one never gets here (#refusePrivileged).
       if (mount.mountPropagation === "Bidirectional")
         throw new Error("Bidirectional mount propagation is available only to privileged containers");
       let subPath = mount.subPath ?? "";
@@ -412,11 +444,15 @@ export class PodWorker {
           throw new Error(`subpath "${subPath}" of volumeMount "${mount.name}" points outside the volume`);
         source = resolved;
       }
+      const propagation = mount.mountPropagation === "HostToContainer" ? "HostToContainer" : "None";
+      if (propagation === "HostToContainer")
+        await ensureHostToContainer(source, this.#deps.shareNodeRoot, this.#deps.context.paths.root);
       mounts.push({
         source,
         dest: mount.mountPath,
         readOnly: mount.readOnly === true || volume.readOnly,
         device: false,
+        propagation,
       });
     }
     for (const device of record.spec.volumeDevices ?? []) {
@@ -447,11 +483,14 @@ export class PodWorker {
     let env: Record<string, string>;
     let mounts: SandboxMount[];
     try {
+      this.#refusePrivileged(record);
       env = await this.#env(record);
       mounts = await this.#mounts(record, env);
     } catch (error) {
       const message = errorMessage(error);
-      record.state = { kind: "waiting", reason: "CreateContainerConfigError", message };
+      const reason =
+        error instanceof ContainerCreateError ? "CreateContainerError" : "CreateContainerConfigError";
+      record.state = { kind: "waiting", reason, message };
       this.#eventOnce(
         `config:${record.spec.name}:${message}`,
         "Warning",
@@ -579,13 +618,7 @@ export class PodWorker {
     }
     if (!this.#volumes) {
       try {
-        this.#volumes = await setUpPodVolumes(this.#pod, this.#csiVolumes, {
-          paths: this.#deps.context.paths,
-          objects: this.#deps.objects,
-          hostIP: this.#deps.hostIP,
-          nowMs: this.#deps.clock.now(),
-          canMount: process.getuid?.() === 0,
-        });
+        this.#volumes = await setUpPodVolumes(this.#pod, this.#csiVolumes, this.#volumeContext());
       } catch (error) {
         const message = errorMessage(error);
         this.#eventOnce(
@@ -597,6 +630,10 @@ export class PodWorker {
         this.#timer(SETUP_RETRY_MS, () => this.kick());
         return;
       }
+      this.#refreshedMetadata = this.#metadataKey();
+      this.#scheduleRefresh();
+    } else if (this.#refreshWanted || this.#refreshedMetadata !== this.#metadataKey()) {
+      await this.#refresh();
     }
     // Init containers, in order: each must complete before the next starts.
     let initialized = true;
@@ -640,6 +677,46 @@ export class PodWorker {
   }
 
   #recovered = false;
+
+  #volumeContext(): VolumeSetupContext {
+    return {
+      paths: this.#deps.context.paths,
+      objects: this.#deps.objects,
+      hostIP: this.#deps.hostIP,
+      nowMs: this.#deps.clock.now(),
+      canMount: process.getuid?.() === 0,
+    };
+  }
+
+  /** What the downward API reads of the pod that can change while it runs. */
+  #metadataKey(): string {
+    const meta = this.#pod.metadata ?? {};
+    return JSON.stringify([meta.labels ?? {}, meta.annotations ?? {}]);
+  }
+
+  /** The periodic refresh, re-armed each time (the worker's timers all stop at teardown). */
+  #scheduleRefresh(): void {
+    this.#timer(this.#deps.volumeRefreshMs, () => {
+      this.refreshVolumes();
+      this.#scheduleRefresh();
+    });
+  }
+
+  /** Writes the file volumes again where their sources changed; a failure keeps the old files. */
+  async #refresh(): Promise<void> {
+    this.#refreshWanted = false;
+    this.#refreshedMetadata = this.#metadataKey();
+    const { updated, failed } = await refreshPodVolumes(this.#pod, this.#volumeContext());
+    for (const name of updated)
+      this.#deps.context.logger.info(4, "pod volume refreshed", { pod: objectKey(this.#pod), volume: name });
+    for (const [name, message] of failed)
+      this.#eventOnce(
+        `refresh:${name}:${message}`,
+        "Warning",
+        "FailedMount",
+        `MountVolume.SetUp failed for volume "${name}" : ${message}`,
+      );
+  }
 
   /**
    * A pod this node ran before it restarted: the kubelet's calcRestartCountByLogDir — the next

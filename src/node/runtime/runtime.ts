@@ -4,18 +4,21 @@
 // CRI log files, exec by entering a running container's namespaces with nsenter (or, for a
 // container with no command, in a fresh sandbox with its mounts, user and environment).
 
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { GVR, type ConfigMap, type Pod, type Secret } from "../../api/index.ts";
-import type { Clock } from "../../base/index.ts";
-import { isNotFound } from "../../kube/index.ts";
+import { errorMessage, type Clock } from "../../base/index.ts";
 import type { RuntimeContext } from "./context.ts";
 import { CrashLoopBackoff, INITIAL_BACKOFF_MS, MAX_BACKOFF_MS } from "./backoff.ts";
 import { containerLogPath, LogFormatter, readLogFile } from "./cri-log.ts";
+import { ObjectManager } from "./object-manager.ts";
+import { makeRShared } from "./propagation.ts";
 import { PodWorker } from "./pod-worker.ts";
 import type { HostVolume, VolumeSetupContext } from "./pod-volumes.ts";
 import { bwrapArgs, execArgs, sandboxUnavailable } from "./sandbox.ts";
+import { INITIAL_SIZE_WAIT_MS, resizePty, TerminalSizes, ttyCommandLine } from "./terminal.ts";
 import {
   RuntimeNotFoundError,
   type ContainerStreams,
@@ -38,7 +41,18 @@ export interface PodRuntimeOptions {
   hostIP?: string;
   /** Host paths no sandbox sees besides the node's root dir. */
   hiddenPaths?: string[];
+  /**
+   * How often a running pod's configMap, secret, downwardAPI and projected volumes are
+   * written again from the current objects besides on a watched change (the kubelet's
+   * --sync-frequency, 1m).
+   */
+  volumeRefreshMs?: number;
 }
+
+/** A ServiceAccount token is requested again after 80% of its lifetime (the kubelet's token manager). */
+const TOKEN_REFRESH_FRACTION = 0.8;
+
+const run = promisify(execFile);
 
 function shellQuote(argv: string[]): string {
   return argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
@@ -49,6 +63,10 @@ export class PodRuntime implements ContainerStreams {
   readonly #clock: Clock;
   readonly #backoff: CrashLoopBackoff;
   readonly #workers = new Map<string, PodWorker>();
+  readonly #objectManager: ObjectManager;
+  /** The node's root dir made rshared (resolves whether that took a bind to undo at stop). */
+  #sharedRoot: Promise<void> | undefined;
+  #rootBound = false;
   readonly logsDir: string;
 
   constructor(options: PodRuntimeOptions) {
@@ -59,6 +77,14 @@ export class PodRuntime implements ContainerStreams {
       options.backoffMaxMs ?? MAX_BACKOFF_MS,
     );
     this.logsDir = options.logsDir ?? join(options.context.paths.root, "logs", "pods");
+    this.#objectManager = new ObjectManager({
+      client: options.context.client,
+      clock: options.context.clock,
+      logger: options.context.logger,
+      onChange: (uids) => {
+        for (const uid of uids) this.#workers.get(uid)?.refreshVolumes();
+      },
+    });
   }
 
   /** Whether this runtime runs the pod (else it is Running with nothing executed, as before). */
@@ -84,8 +110,11 @@ export class PodRuntime implements ContainerStreams {
         hostIP: this.#o.hostIP ?? "127.0.0.1",
         objects: this.#objects(pod),
         hidden: [this.#o.context.paths.root, ...(this.#o.hiddenPaths ?? [])],
+        volumeRefreshMs: this.#o.volumeRefreshMs ?? 60_000,
+        shareNodeRoot: () => (this.#sharedRoot ??= this.#shareRoot()),
       });
       this.#workers.set(uid, worker);
+      this.#objectManager.register(pod);
     }
     worker.update(pod, csiVolumes);
   }
@@ -119,6 +148,7 @@ export class PodRuntime implements ContainerStreams {
       worker.terminate(undefined);
       if (!worker.busy) {
         this.#workers.delete(uid);
+        this.#objectManager.unregister(uid);
         this.#backoff.forgetPod(`${uid}/`);
         void rm(worker.logDir, { recursive: true, force: true });
       }
@@ -135,49 +165,71 @@ export class PodRuntime implements ContainerStreams {
   /** SIGKILLs every container (the node is stopping). */
   async stop(): Promise<void> {
     await Promise.all([...this.#workers.values()].map((w) => w.kill()));
+    await this.#objectManager.stop();
+    // The bind made for HostToContainer goes if nothing is mounted below it any more (volumes
+    // left for a restarted node keep it, as a kubelet's root stays shared).
+    if (this.#rootBound)
+      await run("umount", [this.#o.context.paths.root]).then(
+        () => (this.#rootBound = false),
+        () => undefined,
+      );
+  }
+
+  async #shareRoot(): Promise<void> {
+    try {
+      this.#rootBound = await makeRShared(this.#o.context.paths.root);
+    } catch (error) {
+      this.#sharedRoot = undefined; // asked again by the next container that needs it
+      throw error;
+    }
   }
 
   #objects(pod: Pod): VolumeSetupContext["objects"] {
     const { client } = this.#o.context;
     const namespace = pod.metadata?.namespace ?? "";
-    const get = async <T extends ConfigMap | Secret>(
-      gvr: typeof GVR.secrets,
-      name: string,
-    ): Promise<T | undefined> => {
-      try {
-        return await client.get<T>(gvr, name, { namespace });
-      } catch (error) {
-        if (isNotFound(error)) return undefined;
-        throw error;
-      }
-    };
-    return {
-      configMap: (name) => get<ConfigMap>(GVR.configMaps, name),
-      secret: (name) => get<Secret>(GVR.secrets, name),
-      token: async (serviceAccount, audience, expirationSeconds) => {
-        const response = await client.request<{ status?: { token?: string } }>({
-          method: "POST",
-          path: client.resourcePath(GVR.serviceAccounts, {
-            namespace,
-            name: serviceAccount,
-            subresource: "token",
-          }),
-          body: {
-            apiVersion: "authentication.k8s.io/v1",
-            kind: "TokenRequest",
-            spec: {
-              ...(audience ? { audiences: [audience] } : {}),
-              expirationSeconds,
-              boundObjectRef: {
-                apiVersion: "v1",
-                kind: "Pod",
-                name: pod.metadata?.name ?? "",
-                uid: pod.metadata?.uid ?? "",
-              },
+    // Tokens are kept until 80% of their lifetime has passed, so a volume refresh does not ask
+    // for (and write) a new one each time.
+    const tokens = new Map<string, { token: string; refreshAt: number }>();
+    const requestToken = async (
+      serviceAccount: string,
+      audience: string | undefined,
+      expirationSeconds: number,
+    ): Promise<string> => {
+      const response = await client.request<{ status?: { token?: string } }>({
+        method: "POST",
+        path: client.resourcePath(GVR.serviceAccounts, {
+          namespace,
+          name: serviceAccount,
+          subresource: "token",
+        }),
+        body: {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenRequest",
+          spec: {
+            ...(audience ? { audiences: [audience] } : {}),
+            expirationSeconds,
+            boundObjectRef: {
+              apiVersion: "v1",
+              kind: "Pod",
+              name: pod.metadata?.name ?? "",
+              uid: pod.metadata?.uid ?? "",
             },
           },
-        });
-        return response.status?.token ?? "";
+        },
+      });
+      return response.status?.token ?? "";
+    };
+    return {
+      configMap: (name) => this.#objectManager.get<ConfigMap>("configmap", namespace, name),
+      secret: (name) => this.#objectManager.get<Secret>("secret", namespace, name),
+      token: async (serviceAccount, audience, expirationSeconds) => {
+        const key = JSON.stringify([serviceAccount, audience ?? "", expirationSeconds]);
+        const now = this.#clock.now();
+        const cached = tokens.get(key);
+        if (cached && now < cached.refreshAt) return cached.token;
+        const token = await requestToken(serviceAccount, audience, expirationSeconds);
+        tokens.set(key, { token, refreshAt: now + expirationSeconds * 1000 * TOKEN_REFRESH_FRACTION });
+        return token;
       },
     };
   }
@@ -209,8 +261,19 @@ export class PodRuntime implements ContainerStreams {
     let file: string;
     let args: string[];
     let env: Record<string, string>;
+    // A tty: the client's first size (if it comes soon) is set before the command runs.
+    const sizes = io.tty && io.resize ? new TerminalSizes(io.resize) : undefined;
+    const initial = await sizes?.first(INITIAL_SIZE_WAIT_MS, signal).catch(() => undefined);
     const argv = io.tty
-      ? ["script", "--quiet", "--return", "--flush", "--command", shellQuote(command), "/dev/null"]
+      ? [
+          "script",
+          "--quiet",
+          "--return",
+          "--flush",
+          "--command",
+          ttyCommandLine(shellQuote(command), initial),
+          "/dev/null",
+        ]
       : command;
     if (running) {
       const pid = await running.process.pid;
@@ -250,11 +313,7 @@ export class PodRuntime implements ContainerStreams {
     }
     if (io.stdout && child.stdout) child.stdout.pipe(io.stdout, { end: false });
     if (io.stderr && child.stderr) child.stderr.pipe(io.stderr, { end: false });
-    if (io.resize)
-      void (async () => {
-        // script gives the command a terminal but no way to resize it from outside; drained.
-        for await (const _ of io.resize!) if (signal.aborted) break;
-      })().catch(() => undefined);
+    if (sizes && child.pid !== undefined) void this.#followResizes(child.pid, sizes, signal);
     try {
       return await new Promise<number>((resolve, reject) => {
         child.once("error", reject);
@@ -263,6 +322,19 @@ export class PodRuntime implements ContainerStreams {
     } finally {
       signal.removeEventListener("abort", kill);
       if (io.stdin && child.stdin) io.stdin.unpipe(child.stdin);
+    }
+  }
+
+  /** Applies each later size to the exec's pty, until the client's resize stream ends. */
+  async #followResizes(rootPid: number, sizes: TerminalSizes, signal: AbortSignal): Promise<void> {
+    const { logger } = this.#o.context;
+    try {
+      for (let size = await sizes.next(); size && !signal.aborted; size = await sizes.next()) {
+        if (!(await resizePty(rootPid, size, signal)))
+          logger.info(4, "exec resize: no terminal found", { ...size });
+      }
+    } catch (error) {
+      logger.info(4, "exec resize failed", { err: errorMessage(error) });
     }
   }
 

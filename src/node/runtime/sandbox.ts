@@ -3,7 +3,8 @@
 // the host lacks can be made on bwrap's own root, which is then remounted read-only); the
 // virtual node's root dir hidden under an empty read-only tmpfs (no pod sees another pod's
 // volumes there); minimal /dev and a fresh /proc; the pod's volumes bound at their paths.
-// The command runs as the container's user through setpriv with every capability dropped
+// Volumes whose mountPropagation is None are made private first (propagation.ts). The
+// command runs as the container's user through setpriv with every capability dropped
 // (bounding, inheritable and ambient sets, no_new_privs), so even uid 0 inside holds none.
 // This module only builds command lines and probes whether the machine can sandbox at all.
 
@@ -12,6 +13,7 @@ import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { errorMessage } from "../../base/index.ts";
+import { privateMountsPrelude, type MountPropagation } from "./propagation.ts";
 
 const run = promisify(execFile);
 
@@ -23,6 +25,8 @@ export interface SandboxMount {
   readOnly: boolean;
   /** A block device (volumeDevices): bound with its device node usable. */
   device: boolean;
+  /** The volumeMount's mountPropagation (default None: private in the sandbox). */
+  propagation?: MountPropagation;
 }
 
 export interface SandboxUser {
@@ -135,6 +139,9 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
     "--json-status-fd",
     "3",
     "--",
+    ...privateMountsPrelude(
+      mounts.filter((m) => !m.device && m.propagation !== "HostToContainer").map((m) => m.dest),
+    ),
     ...dropPrivileges(spec.user),
     ...spec.argv,
   );

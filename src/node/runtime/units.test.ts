@@ -2,7 +2,7 @@
 // (written and read back), $(VAR) expansion, the atomic writer's layout and swap, getPhase.
 
 import assert from "node:assert/strict";
-import { lstat, readFile, readdir, readlink } from "node:fs/promises";
+import { lstat, mkdir, readFile, readdir, readlink, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { test } from "node:test";
@@ -106,6 +106,31 @@ test("atomic writer: ..data → timestamped dir, names link into ..data; an upda
   assert.equal(await readFile(join(dir, "a"), "utf8"), "3");
   assert.deepEqual((await readdir(dir)).sort(), ["..data", second, "a"].sort());
   await assert.rejects(writeAtomic(dir, new Map([["../escape", file("x")]]), 0), /invalid path/);
+});
+
+test("atomic writer: an unchanged payload is not rewritten; a mode or byte change is; crash leftovers go", async (t) => {
+  const dir = await tempDir(t);
+  const file = (text: string, mode = 0o644) => ({ data: Buffer.from(text), mode });
+  const payload = new Map([
+    ["a", file("1")],
+    ["sub/b", file("2")],
+  ]);
+  assert.equal(await writeAtomic(dir, payload, Date.UTC(2026, 0, 2, 3, 4, 5)), true);
+  const first = await readlink(join(dir, "..data"));
+  assert.equal(await writeAtomic(dir, new Map(payload), Date.UTC(2026, 0, 2, 3, 4, 6)), false);
+  assert.equal(await readlink(join(dir, "..data")), first);
+  // A crash between writing a timestamped dir and the swap, and one before the links were made.
+  await mkdir(join(dir, "..2026_01_01_00_00_00.1"));
+  await rm(join(dir, "a"));
+  assert.equal(await writeAtomic(dir, new Map(payload), Date.UTC(2026, 0, 2, 3, 4, 7)), false);
+  assert.deepEqual((await readdir(dir)).sort(), ["..data", first, "a", "sub"].sort());
+  assert.equal(await readFile(join(dir, "a"), "utf8"), "1");
+  assert.equal(await writeAtomic(dir, new Map([...payload, ["a", file("1", 0o600)]]), 0), true);
+  assert.notEqual(await readlink(join(dir, "..data")), first);
+  const second = await readlink(join(dir, "..data"));
+  assert.equal(await writeAtomic(dir, new Map([...payload, ["a", file("9", 0o600)]]), 0), true);
+  assert.notEqual(await readlink(join(dir, "..data")), second);
+  assert.equal(await readFile(join(dir, "a"), "utf8"), "9");
 });
 
 test("pod phase as the kubelet's getPhase", () => {
