@@ -327,8 +327,16 @@ function newFinalizerCauses(next: KubeObject, old: KubeObject): FieldCause[] {
 /**
  * The object a write of `incoming` to `target` would store, given the current `old` object:
  * server-owned metadata from old, status split applied, defaults applied, generation bumped.
+ * `admitted` is what admission is shown of both objects when the write came through a
+ * subresource with a kind of its own (a scale write shows Scales, as upstream).
  */
-function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incoming: KubeObject): KubeObject {
+function prepareUpdate(
+  ctx: RestContext,
+  target: Target,
+  old: KubeObject,
+  incoming: KubeObject,
+  admitted: (object: KubeObject) => KubeObject = (object) => object,
+): KubeObject {
   const { def } = target;
   const oldMeta = metadataOf(old);
   let next: KubeObject;
@@ -391,11 +399,12 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
     subresource: target.subresource,
     namespace: target.namespace,
     name: target.name,
-    object: next,
-    old,
+    object: admitted(next),
+    old: admitted(old),
   });
   if (target.subresource === "") ctx.checkWrite?.({ def, namespace: target.namespace, object: next, old });
-  if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
+  // Only a status write leaves the spec alone; the main resource and scale change it.
+  if ((def.tracksGeneration ?? true) && target.subresource !== "status" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
   }
   meta.resourceVersion = oldMeta.resourceVersion;
@@ -499,6 +508,22 @@ export function updateObject(
   checkPrecondition(target, old, requested);
   const next = prepareUpdate(ctx, target, old.object, incoming);
   return commit(ctx, target, old, next, options);
+}
+
+/**
+ * Stores `next`, the parent object a subresource with a kind of its own (scale) derived from
+ * the stored `old`, under the main resource's update rules; admission sees `admitted` of both.
+ * The caller has checked the subresource's own preconditions against `old`.
+ */
+export function updateThroughSubresource(
+  ctx: RestContext,
+  target: Target,
+  old: StoredObject,
+  next: KubeObject,
+  options: WriteOptions,
+  admitted: (object: KubeObject) => KubeObject,
+): RestResult {
+  return commit(ctx, target, old, prepareUpdate(ctx, target, old.object, next, admitted), options);
 }
 
 export const PATCH_CONTENT_TYPES = [
