@@ -112,7 +112,7 @@ describe("the scale subresource via kubectl", { skip: kubectlMissing() }, () => 
   const getJson = async (path: string): Promise<Obj> => {
     const res = await raw(server.handle, { path });
     assert.equal(res.status, 200, res.text);
-    return res.json() as Obj;
+    return res.json();
   };
 
   test("kubectl scale sets spec.replicas of a statefulset, a deployment and a replicaset", async () => {
@@ -318,7 +318,13 @@ describe("the scale subresource via kubectl", { skip: kubectlMissing() }, () => 
     const allowed = await as("scaler-token", ["scale", "statefulset", "web", "--replicas=1"]);
     assert.equal(allowed.code, 0, allowed.stderr);
     assert.equal((await getJson(SCALE_PATH)).spec?.replicas, 1);
-    const cannot = await as("viewer-token", ["auth", "can-i", "update", "statefulsets", "--subresource=scale"]);
+    const cannot = await as("viewer-token", [
+      "auth",
+      "can-i",
+      "update",
+      "statefulsets",
+      "--subresource=scale",
+    ]);
     assert.equal(cannot.stdout.trim(), "no");
     const can = await as("scaler-token", ["auth", "can-i", "update", "statefulsets", "--subresource=scale"]);
     assert.equal(can.stdout.trim(), "yes");

@@ -8,7 +8,7 @@
 
 import type { KubeObject } from "./resource.ts";
 import type { RestContext, RestResult, Target, WriteOptions } from "./rest-types.ts";
-import { formatLabelSelector, labelSelectorRequirements, type LabelSelector } from "../../api/index.ts";
+import { formatLabelSelector, labelSelectorRequirements } from "../../api/index.ts";
 import { errorMessage } from "../../base/index.ts";
 import { metadataOf, objectKey, stringField } from "./objects.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
@@ -42,7 +42,7 @@ function selectorString(spec: Record<string, unknown>): string {
   const selector = spec.selector;
   if (typeof selector !== "object" || selector === null) return "";
   try {
-    return formatLabelSelector(labelSelectorRequirements(selector as LabelSelector));
+    return formatLabelSelector(labelSelectorRequirements(selector));
   } catch (error) {
     throw badRequest(errorMessage(error));
   }
@@ -90,9 +90,11 @@ function checkScaleBody(body: unknown): KubeObject {
       `the object provided is unrecognized (must be of type ${SCALE_KIND}): kind ${JSON.stringify(scale.kind)} does not match`,
     );
   }
-  if (scale.apiVersion !== undefined && scale.apiVersion !== "" && scale.apiVersion !== SCALE_API_VERSION) {
+  const apiVersion = scale.apiVersion;
+  if (apiVersion !== undefined && apiVersion !== "" && apiVersion !== SCALE_API_VERSION) {
+    const shown = typeof apiVersion === "string" ? apiVersion : JSON.stringify(apiVersion);
     throw badRequest(
-      `the API version in the data (${String(scale.apiVersion)}) does not match the expected API version (${SCALE_API_VERSION})`,
+      `the API version in the data (${shown}) does not match the expected API version (${SCALE_API_VERSION})`,
     );
   }
   if (scale.metadata !== undefined && (typeof scale.metadata !== "object" || scale.metadata === null)) {
@@ -121,7 +123,9 @@ function writeScale(ctx: RestContext, target: Target, scale: KubeObject, options
   const meta = metadataOf(scale);
   const bodyName = stringField(meta, "name");
   if (bodyName !== target.name) {
-    throw badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${target.name})`);
+    throw badRequest(
+      `the name of the object (${bodyName}) does not match the name on the URL (${target.name})`,
+    );
   }
   const bodyNamespace = stringField(meta, "namespace");
   if (def.namespaced && bodyNamespace !== "" && bodyNamespace !== target.namespace) {
@@ -168,7 +172,12 @@ function writeScale(ctx: RestContext, target: Target, scale: KubeObject, options
 }
 
 /** PUT <resource>/<name>/scale. */
-export function updateScale(ctx: RestContext, target: Target, body: unknown, options: WriteOptions): RestResult {
+export function updateScale(
+  ctx: RestContext,
+  target: Target,
+  body: unknown,
+  options: WriteOptions,
+): RestResult {
   return writeScale(ctx, target, checkScaleBody(body), options);
 }
 
@@ -188,7 +197,8 @@ export function patchScale(
       `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
     );
   }
-  if (!accepted.includes(patch.contentType as (typeof accepted)[number])) throw unsupportedMediaType(accepted);
+  if (!accepted.includes(patch.contentType as (typeof accepted)[number]))
+    throw unsupportedMediaType(accepted);
   const current = scaleOf(loadParent(ctx, target).object);
   let patched: unknown;
   switch (patch.contentType) {

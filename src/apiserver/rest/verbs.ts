@@ -204,7 +204,8 @@ async function patch(call: VerbCall): Promise<RestResult> {
   // Patches are JSON-bodied (apply YAML is parsed later); any other type, protobuf included,
   // is left undecoded for patchObject's 415 listing the patch types, as upstream.
   const body = contentType.endsWith("json") ? decodeJson(raw) : undefined;
-  if (call.target.subresource === "scale") return patchScale(call.ctx, call.target, { contentType, body }, options);
+  if (call.target.subresource === "scale")
+    return patchScale(call.ctx, call.target, { contentType, body }, options);
   return patchObject(call.ctx, call.target, { contentType, body }, options);
 }
 
