@@ -1,13 +1,14 @@
 // kube-controller-manager's daemonset loop (pkg/controller/daemon): informers on DaemonSets,
 // pods and nodes feed one queue of DaemonSet keys. A node added, removed or changed (labels,
-// taints) enqueues every DaemonSet, since any of them may now belong on it or off it. The
+// taints) enqueues every DaemonSet, since any of them may now belong on it or off it; a
+// ControllerRevision's event enqueues the DaemonSet controlling it. The
 // wiring shared with the other workload loops is workload/loop.ts's. Events are reported as
 // "daemonset-controller", as upstream.
 
-import { GVR, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
+import { GVR, type ControllerRevision, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
-import type { InformerFactory, KubeClient } from "../../kube/index.ts";
-import { ControllerExpectations, WorkloadLoop } from "../workload/index.ts";
+import { deletedObject, type InformerFactory, type KubeClient } from "../../kube/index.ts";
+import { ControllerExpectations, WorkloadLoop, controllerOf } from "../workload/index.ts";
 import { syncDaemonSet } from "./sync.ts";
 
 export const DAEMONSET_CONTROLLER_COMPONENT = "daemonset-controller";
@@ -33,6 +34,7 @@ export async function startDaemonSetController(
   const daemonSets = options.informers.informer<DaemonSet>(GVR.daemonSets);
   const pods = options.informers.informer<Pod>(GVR.pods);
   const nodes = options.informers.informer<Node>(GVR.nodes);
+  const revisions = options.informers.informer<ControllerRevision>(GVR.controllerRevisions);
   const expectations = new ControllerExpectations(options.clock);
   const loop = new WorkloadLoop({
     name: DAEMONSET_CONTROLLER_COMPONENT,
@@ -45,6 +47,11 @@ export async function startDaemonSetController(
   const { queue, clock } = loop;
   const enqueueAll = (): void => {
     for (const key of daemonSets.store.keys()) queue.add(key);
+  };
+  /** A revision's event enqueues the DaemonSet it belongs to (upstream's add/update/deleteHistory). */
+  const enqueueRevisionOwner = (revision: ControllerRevision): void => {
+    const ref = controllerOf(revision);
+    if (ref?.kind === "DaemonSet") queue.add(`${revision.metadata.namespace ?? ""}/${ref.name}`);
   };
   loop.handle(
     daemonSets.addEventHandler(loop.ownerHandlers<DaemonSet>()),
@@ -59,6 +66,11 @@ export async function startDaemonSetController(
         if (changed) enqueueAll();
       },
       onDelete: enqueueAll,
+    }),
+    revisions.addEventHandler({
+      onAdd: enqueueRevisionOwner,
+      onUpdate: (_old, revision) => enqueueRevisionOwner(revision),
+      onDelete: (value) => enqueueRevisionOwner(deletedObject(value)),
     }),
   );
   // Per ds/node: when the next failed-pod delete may happen and the current backoff step.
@@ -81,7 +93,7 @@ export async function startDaemonSetController(
     [
       {
         name: DAEMONSET_CONTROLLER_COMPONENT,
-        informers: [daemonSets, pods, nodes],
+        informers: [daemonSets, pods, nodes, revisions],
         queue,
         workers: options.workers ?? 2,
         reconcile: loop.reconcileOwner(
@@ -93,6 +105,7 @@ export async function startDaemonSetController(
                 ...tools,
                 pods: pods.store,
                 nodes: nodes.store,
+                revisions: revisions.store,
                 expectations,
                 failedPodBackoff,
                 now: () => clock.now(),
