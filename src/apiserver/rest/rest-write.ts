@@ -451,7 +451,8 @@ function commit(
   }
 }
 
-function checkPrecondition(target: Target, old: StoredObject, requested: unknown): void {
+/** A resourceVersion the write names must be the stored one (409 otherwise); none: unconditional. */
+export function checkPrecondition(target: Target, old: StoredObject, requested: unknown): void {
   if (requested === undefined || requested === null || requested === "") return;
   if (typeof requested !== "string" || !/^\d+$/.test(requested)) {
     throw badRequest(
@@ -533,6 +534,41 @@ export const PATCH_CONTENT_TYPES = [
   PATCH_TYPES.apply,
 ];
 
+/**
+ * Refuses a patch type the endpoint does not take (415 listing `accepted`); server-side apply
+ * is refused even where upstream takes it, saying so.
+ */
+export function checkPatchType(contentType: string, accepted: readonly string[]): void {
+  if (contentType === PATCH_TYPES.apply) {
+    const base = unsupportedMediaType(accepted.filter((t) => t !== PATCH_TYPES.apply));
+    throw new ApiError(
+      415,
+      base.reason,
+      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
+    );
+  }
+  if (!accepted.includes(contentType)) throw unsupportedMediaType(accepted);
+}
+
+/** `original` with a patch of a type checkPatchType let through applied (a new object). */
+export function applyPatch(
+  original: KubeObject,
+  patch: { contentType: string; body: unknown },
+  strategies: ResourceDef["patchStrategies"],
+): unknown {
+  switch (patch.contentType) {
+    case PATCH_TYPES.json:
+      return applyJsonPatch(original, patch.body);
+    case PATCH_TYPES.merge:
+      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
+        throw badRequest("merge patch must be a JSON object");
+      }
+      return applyMergePatch(original, patch.body);
+    default:
+      return applyStrategicMergePatch(original, patch.body, strategies);
+  }
+}
+
 export function patchObject(
   ctx: RestContext,
   target: Target,
@@ -542,32 +578,12 @@ export function patchObject(
   checkSubresource(target);
   const { def } = target;
   const custom = def.custom === true;
-  const accepted = custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : PATCH_CONTENT_TYPES;
-  if (patch.contentType === PATCH_TYPES.apply) {
-    const base = unsupportedMediaType(accepted.filter((t) => t !== PATCH_TYPES.apply));
-    throw new ApiError(
-      415,
-      base.reason,
-      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
-    );
-  }
-  if (!accepted.includes(patch.contentType as (typeof accepted)[number]))
-    throw unsupportedMediaType(accepted);
+  checkPatchType(
+    patch.contentType,
+    custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : PATCH_CONTENT_TYPES,
+  );
   const old = loadExisting(ctx, target);
-  let patched: unknown;
-  switch (patch.contentType) {
-    case PATCH_TYPES.json:
-      patched = applyJsonPatch(old.object, patch.body);
-      break;
-    case PATCH_TYPES.merge:
-      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
-        throw badRequest("merge patch must be a JSON object");
-      }
-      patched = applyMergePatch(old.object, patch.body);
-      break;
-    default:
-      patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
-  }
+  const patched = applyPatch(old.object, patch, def.patchStrategies);
   if (nestedTooDeep(patched)) {
     throw new ApiError(
       422,

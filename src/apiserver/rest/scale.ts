@@ -10,18 +10,17 @@ import type { KubeObject } from "./resource.ts";
 import type { RestContext, RestResult, Target, WriteOptions } from "./rest-types.ts";
 import { formatLabelSelector, labelSelectorRequirements } from "../../api/index.ts";
 import { errorMessage } from "../../base/index.ts";
-import { metadataOf, objectKey, stringField } from "./objects.ts";
-import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_TYPES } from "./patch.ts";
-import { updateThroughSubresource } from "./rest-write.ts";
+import { metadataOf, stringField } from "./objects.ts";
+import { PATCH_TYPES } from "./patch.ts";
 import {
-  ApiError,
-  badRequest,
-  conflict,
-  invalid,
-  notFound,
-  OPTIMISTIC_LOCK_MESSAGE,
-  unsupportedMediaType,
-} from "../transport/status.ts";
+  applyPatch,
+  checkPatchType,
+  checkPrecondition,
+  loadExisting,
+  updateThroughSubresource,
+} from "./rest-write.ts";
+import type { StoredObject } from "../storage/types.ts";
+import { badRequest, conflict, invalid } from "../transport/status.ts";
 
 export const SCALE_API_VERSION = "autoscaling/v1";
 export const SCALE_KIND = "Scale";
@@ -67,11 +66,9 @@ export function scaleOf(parent: KubeObject): KubeObject {
   return { kind: SCALE_KIND, apiVersion: SCALE_API_VERSION, metadata, spec: scaleSpec, status: scaleStatus };
 }
 
-function loadParent(ctx: RestContext, target: Target) {
-  const { def } = target;
-  const stored = ctx.store.get(objectKey(def, target.namespace, target.name));
-  if (!stored) throw notFound(def.group, def.resource, target.name);
-  return stored;
+/** The stored parent object (404 naming the parent resource, as upstream's store answers). */
+function loadParent(ctx: RestContext, target: Target): StoredObject {
+  return loadExisting(ctx, { ...target, subresource: "" });
 }
 
 /** GET <resource>/<name>/scale. */
@@ -154,17 +151,8 @@ function writeScale(ctx: RestContext, target: Target, scale: KubeObject, options
       `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${parentUid}`,
     );
   }
-  const requested = meta.resourceVersion;
-  if (requested !== undefined && requested !== null && requested !== "") {
-    if (typeof requested !== "string" || !/^\d+$/.test(requested)) {
-      throw badRequest(
-        `metadata.resourceVersion: Invalid value: ${JSON.stringify(requested)}: must be a decimal string`,
-      );
-    }
-    if (Number(requested) !== old.revision) {
-      throw conflict(def.group, def.resource, target.name, OPTIMISTIC_LOCK_MESSAGE);
-    }
-  }
+  // The parent's own conflict (statefulsets.apps "web"), as upstream's store reports it.
+  checkPrecondition(target, old, meta.resourceVersion);
   const next = structuredClone(old.object);
   next.spec = { ...record(next.spec), replicas: wanted };
   const result = updateThroughSubresource(ctx, target, old, next, options, scaleOf);
@@ -188,32 +176,9 @@ export function patchScale(
   patch: { contentType: string; body: unknown },
   options: WriteOptions,
 ): RestResult {
-  const accepted = [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.strategic];
-  if (patch.contentType === PATCH_TYPES.apply) {
-    const base = unsupportedMediaType(accepted);
-    throw new ApiError(
-      415,
-      base.reason,
-      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
-    );
-  }
-  if (!accepted.includes(patch.contentType as (typeof accepted)[number]))
-    throw unsupportedMediaType(accepted);
+  checkPatchType(patch.contentType, [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.strategic]);
   const current = scaleOf(loadParent(ctx, target).object);
-  let patched: unknown;
-  switch (patch.contentType) {
-    case PATCH_TYPES.json:
-      patched = applyJsonPatch(current, patch.body);
-      break;
-    case PATCH_TYPES.merge:
-      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
-        throw badRequest("merge patch must be a JSON object");
-      }
-      patched = applyMergePatch(current, patch.body);
-      break;
-    default:
-      // A Scale has no lists: the strategic merge is the plain merge plus its directives.
-      patched = applyStrategicMergePatch(current, patch.body, {});
-  }
+  // A Scale has no lists: its strategic merge is the plain merge plus the directives.
+  const patched = applyPatch(current, patch, {});
   return writeScale(ctx, target, checkScaleBody(patched), options);
 }
