@@ -16,10 +16,8 @@ import {
   type Node,
   type Pod,
 } from "../../api/index.ts";
-import { jsonEqual, type Logger } from "../../base/index.ts";
+import type { Logger } from "../../base/index.ts";
 import {
-  isConflict,
-  isNotFound,
   objectKey,
   type EventRecorder,
   type KubeClient,
@@ -38,6 +36,7 @@ import {
   type ControllerExpectations,
   createControlledPod,
   deleteControlledPod,
+  writeOwnerStatus,
 } from "../workload/index.ts";
 import { addDaemonPodTolerations, daemonPodNode, nodeShouldRunDaemonPod, pinToNode } from "./predicates.ts";
 import {
@@ -327,22 +326,6 @@ export function calculateStatus(
   return status;
 }
 
-async function writeStatus(ctx: DaemonSetSyncContext, ds: DaemonSet, status: StatusOf): Promise<void> {
-  if (jsonEqual(ds.status ?? {}, status)) return;
-  let current = ds;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.client.updateStatus<DaemonSet>(GVR.daemonSets, { ...current, status }, ctx.signal);
-      return;
-    } catch (error) {
-      if (isNotFound(error)) return;
-      if (!isConflict(error) || attempt > 0) throw error;
-      current = await ctx.client.get<DaemonSet>(
-        GVR.daemonSets,
-        ds.metadata?.name ?? "",
-        { namespace: ds.metadata?.namespace ?? "" },
-        ctx.signal,
-      );
-    }
-  }
+function writeStatus(ctx: DaemonSetSyncContext, ds: DaemonSet, status: StatusOf): Promise<void> {
+  return writeOwnerStatus(ctx.client, GVR.daemonSets, ds, status, ctx.signal);
 }
