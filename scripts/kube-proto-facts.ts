@@ -78,6 +78,8 @@ const ROOTS: readonly string[] = [
     `k8s.io.api.rbac.v1.${kind}`,
     `k8s.io.api.rbac.v1.${kind}List`,
   ]),
+  // The /scale subresource of statefulsets, deployments and replicasets answers this kind.
+  "k8s.io.api.autoscaling.v1.Scale",
   "k8s.io.api.authentication.v1.TokenRequest",
   "k8s.io.api.authentication.v1.TokenReview",
   "k8s.io.api.authentication.v1.SelfSubjectReview",

@@ -304,9 +304,9 @@ export const LABELS = Object.freeze({
   podIndex: entry("apps.kubernetes.io/pod-index", ["Pod"], "statefulset-controller", "the pod's ordinal"),
   controllerRevisionHash: entry(
     "controller-revision-hash",
-    ["Pod"],
-    "statefulset-controller",
-    "the ControllerRevision the pod was made from",
+    ["Pod", "ControllerRevision"],
+    "statefulset-controller, daemonset-controller",
+    "the ControllerRevision the pod was made from (a DaemonSet's revisions carry their own)",
   ),
   revisionHash: entry(
     "controller.kubernetes.io/hash",

@@ -65,6 +65,7 @@ const SUBRESOURCE_KINDS: Readonly<
   exec: { group: "", version: "v1", kind: "PodExecOptions", verbs: ["create", "get"] },
   log: { group: "", version: "v1", kind: "Pod", verbs: ["get"] },
   token: { group: "authentication.k8s.io", version: "v1", kind: "TokenRequest", verbs: ["create"] },
+  scale: { group: "autoscaling", version: "v1", kind: "Scale", verbs: ["get", "patch", "update"] },
 };
 
 function resourceEntry(def: ResourceDef): Record<string, unknown> {

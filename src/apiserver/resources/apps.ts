@@ -183,7 +183,7 @@ export const deployments: ResourceDef = defineResource({
   namespaced: true,
   shortNames: ["deploy"],
   categories: ["all"],
-  subresources: ["status"],
+  subresources: ["status", "scale"],
   tracksGeneration: true,
   defaults(object) {
     const spec = child(object, "spec");
@@ -237,7 +237,7 @@ export const replicaSets: ResourceDef = defineResource({
   namespaced: true,
   shortNames: ["rs"],
   categories: ["all"],
-  subresources: ["status"],
+  subresources: ["status", "scale"],
   tracksGeneration: true,
   defaults(object) {
     const spec = child(object, "spec");
@@ -273,7 +273,7 @@ export const statefulSets: ResourceDef = defineResource({
   namespaced: true,
   shortNames: ["sts"],
   categories: ["all"],
-  subresources: ["status"],
+  subresources: ["status", "scale"],
   tracksGeneration: true,
   defaults(object) {
     const spec = child(object, "spec");

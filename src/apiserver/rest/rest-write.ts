@@ -328,8 +328,16 @@ function newFinalizerCauses(next: KubeObject, old: KubeObject): FieldCause[] {
 /**
  * The object a write of `incoming` to `target` would store, given the current `old` object:
  * server-owned metadata from old, status split applied, defaults applied, generation bumped.
+ * `admitted` is what admission is shown of both objects when the write came through a
+ * subresource with a kind of its own (a scale write shows Scales, as upstream).
  */
-function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incoming: KubeObject): KubeObject {
+function prepareUpdate(
+  ctx: RestContext,
+  target: Target,
+  old: KubeObject,
+  incoming: KubeObject,
+  admitted: (object: KubeObject) => KubeObject = (object) => object,
+): KubeObject {
   const { def } = target;
   const oldMeta = metadataOf(old);
   let next: KubeObject;
@@ -393,11 +401,12 @@ function prepareUpdate(ctx: RestContext, target: Target, old: KubeObject, incomi
     subresource: target.subresource,
     namespace: target.namespace,
     name: target.name,
-    object: next,
-    old,
+    object: admitted(next),
+    old: admitted(old),
   });
   if (target.subresource === "") ctx.checkWrite?.({ def, namespace: target.namespace, object: next, old });
-  if ((def.tracksGeneration ?? true) && target.subresource === "" && def.specChanged(next, old)) {
+  // Only a status write leaves the spec alone; the main resource and scale change it.
+  if ((def.tracksGeneration ?? true) && target.subresource !== "status" && def.specChanged(next, old)) {
     meta.generation = (typeof oldMeta.generation === "number" ? oldMeta.generation : 0) + 1;
   }
   meta.resourceVersion = oldMeta.resourceVersion;
@@ -444,7 +453,8 @@ function commit(
   }
 }
 
-function checkPrecondition(target: Target, old: StoredObject, requested: unknown): void {
+/** A resourceVersion the write names must be the stored one (409 otherwise); none: unconditional. */
+export function checkPrecondition(target: Target, old: StoredObject, requested: unknown): void {
   if (requested === undefined || requested === null || requested === "") return;
   if (typeof requested !== "string" || !/^\d+$/.test(requested)) {
     throw badRequest(
@@ -503,12 +513,63 @@ export function updateObject(
   return commit(ctx, target, old, next, options);
 }
 
+/**
+ * Stores `next`, the parent object a subresource with a kind of its own (scale) derived from
+ * the stored `old`, under the main resource's update rules; admission sees `admitted` of both.
+ * The caller has checked the subresource's own preconditions against `old`.
+ */
+export function updateThroughSubresource(
+  ctx: RestContext,
+  target: Target,
+  old: StoredObject,
+  next: KubeObject,
+  options: WriteOptions,
+  admitted: (object: KubeObject) => KubeObject,
+): RestResult {
+  return commit(ctx, target, old, prepareUpdate(ctx, target, old.object, next, admitted), options);
+}
+
 export const PATCH_CONTENT_TYPES = [
   PATCH_TYPES.json,
   PATCH_TYPES.merge,
   PATCH_TYPES.strategic,
   PATCH_TYPES.apply,
 ];
+
+/**
+ * Refuses a patch type the endpoint does not take (415 listing `accepted`); server-side apply
+ * is refused even where upstream takes it, saying so.
+ */
+export function checkPatchType(contentType: string, accepted: readonly string[]): void {
+  if (contentType === PATCH_TYPES.apply) {
+    const base = unsupportedMediaType(accepted.filter((t) => t !== PATCH_TYPES.apply));
+    throw new ApiError(
+      415,
+      base.reason,
+      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
+    );
+  }
+  if (!accepted.includes(contentType)) throw unsupportedMediaType(accepted);
+}
+
+/** `original` with a patch of a type checkPatchType let through applied (a new object). */
+export function applyPatch(
+  original: KubeObject,
+  patch: { contentType: string; body: unknown },
+  strategies: ResourceDef["patchStrategies"],
+): unknown {
+  switch (patch.contentType) {
+    case PATCH_TYPES.json:
+      return applyJsonPatch(original, patch.body);
+    case PATCH_TYPES.merge:
+      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
+        throw badRequest("merge patch must be a JSON object");
+      }
+      return applyMergePatch(original, patch.body);
+    default:
+      return applyStrategicMergePatch(original, patch.body, strategies);
+  }
+}
 
 export function patchObject(
   ctx: RestContext,
@@ -519,32 +580,12 @@ export function patchObject(
   checkSubresource(target);
   const { def } = target;
   const custom = def.custom === true;
-  const accepted = custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : PATCH_CONTENT_TYPES;
-  if (patch.contentType === PATCH_TYPES.apply) {
-    const base = unsupportedMediaType(accepted.filter((t) => t !== PATCH_TYPES.apply));
-    throw new ApiError(
-      415,
-      base.reason,
-      `${base.message} (server-side apply is not supported by the csikit API server; use kubectl apply without --server-side)`,
-    );
-  }
-  if (!accepted.includes(patch.contentType as (typeof accepted)[number]))
-    throw unsupportedMediaType(accepted);
+  checkPatchType(
+    patch.contentType,
+    custom ? [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply] : PATCH_CONTENT_TYPES,
+  );
   const old = loadExisting(ctx, target);
-  let patched: unknown;
-  switch (patch.contentType) {
-    case PATCH_TYPES.json:
-      patched = applyJsonPatch(old.object, patch.body);
-      break;
-    case PATCH_TYPES.merge:
-      if (typeof patch.body !== "object" || patch.body === null || Array.isArray(patch.body)) {
-        throw badRequest("merge patch must be a JSON object");
-      }
-      patched = applyMergePatch(old.object, patch.body);
-      break;
-    default:
-      patched = applyStrategicMergePatch(old.object, patch.body, def.patchStrategies);
-  }
+  const patched = applyPatch(old.object, patch, def.patchStrategies);
   if (nestedTooDeep(patched)) {
     throw new ApiError(
       422,

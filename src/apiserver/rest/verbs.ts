@@ -29,6 +29,7 @@ import { badRequest, methodNotAllowed } from "../transport/status.ts";
 import { toTable, type IncludeObject } from "../encoding/table.ts";
 import { CsikitError } from "../../base/index.ts";
 import { scanGoJson } from "./go-json.ts";
+import { getScale, patchScale, updateScale } from "./scale.ts";
 
 export interface VerbCall {
   ctx: RestContext;
@@ -119,6 +120,7 @@ function writeOptions(call: VerbCall): WriteOptions {
 async function get(call: VerbCall): Promise<RestResult> {
   call.req.resume();
   const { def, target } = call;
+  if (target.subresource === "scale") return getScale(call.ctx, target);
   if (target.subresource !== "" && target.subresource !== "status") {
     throw methodNotAllowed(def.group, `${def.resource}/${target.subresource}`, "get");
   }
@@ -189,6 +191,7 @@ async function create(call: VerbCall): Promise<RestResult> {
 async function update(call: VerbCall): Promise<RestResult> {
   const options = writeOptions(call);
   const body = await objectBody(call, options);
+  if (call.target.subresource === "scale") return updateScale(call.ctx, call.target, body, options);
   return updateObject(call.ctx, call.target, body, options);
 }
 
@@ -201,6 +204,8 @@ async function patch(call: VerbCall): Promise<RestResult> {
   // Patches are JSON-bodied (apply YAML is parsed later); any other type, protobuf included,
   // is left undecoded for patchObject's 415 listing the patch types, as upstream.
   const body = contentType.endsWith("json") ? decodeJson(raw) : undefined;
+  if (call.target.subresource === "scale")
+    return patchScale(call.ctx, call.target, { contentType, body }, options);
   return patchObject(call.ctx, call.target, { contentType, body }, options);
 }
 

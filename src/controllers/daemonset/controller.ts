@@ -1,22 +1,14 @@
 // kube-controller-manager's daemonset loop (pkg/controller/daemon): informers on DaemonSets,
 // pods and nodes feed one queue of DaemonSet keys. A node added, removed or changed (labels,
-// taints) enqueues every DaemonSet, since any of them may now belong on it or off it. Events
-// are reported as "daemonset-controller", as upstream.
+// taints) enqueues every DaemonSet, since any of them may now belong on it or off it; a
+// ControllerRevision's event enqueues the DaemonSet controlling it. The
+// wiring shared with the other workload loops is workload/loop.ts's. Events are reported as
+// "daemonset-controller", as upstream.
 
-import { GVR, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
-import {
-  EventRecorder,
-  WorkQueue,
-  controllerRateLimiter,
-  deletedObject,
-  isNotFound,
-  objectKey,
-  runController,
-  type InformerFactory,
-  type KubeClient,
-} from "../../kube/index.ts";
-import { ControllerExpectations, registerPodOwnerHandlers, selectorMatches } from "../workload/index.ts";
+import { GVR, type ControllerRevision, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
+import type { Clock, Logger } from "../../base/index.ts";
+import { deletedObject, type InformerFactory, type KubeClient } from "../../kube/index.ts";
+import { ControllerExpectations, WorkloadLoop, controllerOf } from "../workload/index.ts";
 import { syncDaemonSet } from "./sync.ts";
 
 export const DAEMONSET_CONTROLLER_COMPONENT = "daemonset-controller";
@@ -38,40 +30,32 @@ export async function startDaemonSetController(
   options: DaemonSetControllerOptions,
   signal: AbortSignal,
 ): Promise<void> {
-  const logger = (options.logger ?? silentLogger).with({ controller: "daemonset-controller" });
-  const clock = options.clock ?? realClock;
+  const { client } = options;
   const daemonSets = options.informers.informer<DaemonSet>(GVR.daemonSets);
   const pods = options.informers.informer<Pod>(GVR.pods);
   const nodes = options.informers.informer<Node>(GVR.nodes);
-  const queue = new WorkQueue<string>({
-    name: "daemonset",
-    rateLimiter: controllerRateLimiter<string>({ clock }),
-    clock,
+  const revisions = options.informers.informer<ControllerRevision>(GVR.controllerRevisions);
+  const expectations = new ControllerExpectations(options.clock);
+  const loop = new WorkloadLoop({
+    name: DAEMONSET_CONTROLLER_COMPONENT,
+    queueName: "daemonset",
+    client,
+    logger: options.logger,
+    clock: options.clock,
+    expectations,
   });
-  const expectations = new ControllerExpectations(clock);
+  const { queue, clock } = loop;
   const enqueueAll = (): void => {
     for (const key of daemonSets.store.keys()) queue.add(key);
   };
-  const removeHandlers = [
-    daemonSets.addEventHandler({
-      onAdd: (ds) => queue.add(objectKey(ds)),
-      onUpdate: (_old, ds) => queue.add(objectKey(ds)),
-      onDelete: (value) => {
-        const key = objectKey(deletedObject(value));
-        expectations.forget(key);
-        queue.add(key);
-      },
-    }),
-    registerPodOwnerHandlers(pods, {
-      kind: "DaemonSet",
-      owners: daemonSets,
-      expectations,
-      enqueue: (key) => queue.add(key),
-      matchingOwners: (pod) =>
-        daemonSets.store
-          .listByNamespace(pod.metadata?.namespace ?? "")
-          .filter((ds) => selectorMatches(ds.spec?.selector, pod.metadata?.labels)),
-    }),
+  /** A revision's event enqueues the DaemonSet it belongs to (upstream's add/update/deleteHistory). */
+  const enqueueRevisionOwner = (revision: ControllerRevision): void => {
+    const ref = controllerOf(revision);
+    if (ref?.kind === "DaemonSet") queue.add(`${revision.metadata.namespace ?? ""}/${ref.name}`);
+  };
+  loop.handle(
+    daemonSets.addEventHandler(loop.ownerHandlers<DaemonSet>()),
+    loop.podOwnerHandlers(pods, "DaemonSet", daemonSets),
     nodes.addEventHandler({
       onAdd: enqueueAll,
       onUpdate: (old, node) => {
@@ -83,7 +67,12 @@ export async function startDaemonSetController(
       },
       onDelete: enqueueAll,
     }),
-  ];
+    revisions.addEventHandler({
+      onAdd: enqueueRevisionOwner,
+      onUpdate: (_old, revision) => enqueueRevisionOwner(revision),
+      onDelete: (value) => enqueueRevisionOwner(deletedObject(value)),
+    }),
+  );
   // Per ds/node: when the next failed-pod delete may happen and the current backoff step.
   const backoff = new Map<string, { next: number; stepMs: number }>();
   const failedPodBackoff = (key: string): boolean => {
@@ -100,53 +89,32 @@ export async function startDaemonSetController(
     backoff.set(key, { next: now + stepMs, stepMs });
     return true;
   };
-  const recorder = new EventRecorder({
-    client: options.client,
-    component: DAEMONSET_CONTROLLER_COMPONENT,
-    logger,
-    clock,
-  });
-  const recorderRun = recorder.start(signal);
-  try {
-    await runController(
+  await loop.run(
+    [
       {
-        name: "daemonset-controller",
-        informers: [daemonSets, pods, nodes],
+        name: DAEMONSET_CONTROLLER_COMPONENT,
+        informers: [daemonSets, pods, nodes, revisions],
         queue,
         workers: options.workers ?? 2,
-        logger,
-        reconcile: async (key, { signal: reconcileSignal, logger: reconcileLogger }) => {
-          const ds = daemonSets.store.get(key);
-          if (ds === undefined) {
-            expectations.forget(key);
-            return;
-          }
-          try {
-            return await syncDaemonSet(
+        reconcile: loop.reconcileOwner(
+          (key) => daemonSets.store.get(key),
+          (ds, tools) =>
+            syncDaemonSet(
               {
-                client: options.client,
-                recorder,
-                logger: reconcileLogger,
-                signal: reconcileSignal,
+                client,
+                ...tools,
                 pods: pods.store,
                 nodes: nodes.store,
+                revisions: revisions.store,
                 expectations,
                 failedPodBackoff,
                 now: () => clock.now(),
               },
               ds,
-            );
-          } catch (error) {
-            if (isNotFound(error)) return;
-            throw error;
-          }
-        },
+            ),
+        ),
       },
-      signal,
-    );
-  } finally {
-    queue.shutDown();
-    for (const remove of removeHandlers) remove();
-    await recorderRun;
-  }
+    ],
+    signal,
+  );
 }

@@ -2,10 +2,11 @@
 // system:kube-controller-manager, pods reported by the kubelet stand-in: one pod per node the
 // nodeSelector and taints allow, pinned by node affinity on metadata.name and bound there by
 // the scheduler; nodes added and removed; NoExecute taints evict, NoSchedule ones only keep new
-// pods away; a template change rolls node by node within maxUnavailable 1; the status columns.
+// pods away; a template change rolls node by node within maxUnavailable 1; the status columns;
+// a ControllerRevision per template, kubectl rollout history/undo, revisionHistoryLimit.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { GVR, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
+import { GVR, type ControllerRevision, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
 import { kubectl, kubectlMissing } from "../../../test/harness/kubectl.ts";
 import {
   NS,
@@ -171,6 +172,118 @@ test(
       after.every((pod) => !before.has(pod.metadata?.uid) && pod.spec?.containers[0]?.image === "busybox:2"),
     );
     assert.ok(worst >= 3, `at most one node without a ready pod during the update (saw ${worst} ready)`);
+    assert.deepEqual(cluster.forbidden(), []);
+  },
+);
+
+test(
+  "daemonset history: a ControllerRevision per template, its hash on the pods; kubectl rollout history and undo; revisionHistoryLimit",
+  { skip: kubectlMissing() },
+  async (t) => {
+    const cluster = await startWorkloadCluster(t);
+    const { admin } = cluster;
+    await admin.create(GVR.nodes, node("n1"));
+    await admin.create(GVR.nodes, node("n2"));
+    runKubeletStandIn(t, admin);
+    runWorkloadLoops(t, cluster, ["daemonset", "scheduler"]);
+    const run = (args: string[]) => kubectl([...args, "-n", NS], { kubeconfig: cluster.rbac.kubeconfig });
+    const created = daemonSet("hist");
+    created.spec!.revisionHistoryLimit = 1;
+    const ds = await admin.create<DaemonSet>(GVR.daemonSets, created);
+    const uid = ds.metadata?.uid ?? "";
+    const revisions = async (): Promise<ControllerRevision[]> =>
+      (
+        await admin.list<ControllerRevision>(GVR.controllerRevisions, {
+          namespace: NS,
+          labelSelector: "app=hist",
+        })
+      ).items.sort((a, b) => a.revision - b.revision);
+    /** Waits until both nodes run an available pod of `image` at generation `generation`. */
+    const rolledTo = async (image: string, generation: number): Promise<void> => {
+      await until(
+        async () => {
+          const current = await admin.get<DaemonSet>(GVR.daemonSets, "hist", { namespace: NS });
+          const pods = await podsOwnedBy(admin, uid);
+          return (
+            current.status?.observedGeneration === generation &&
+            current.status.updatedNumberScheduled === 2 &&
+            current.status.numberAvailable === 2 &&
+            pods.length === 2 &&
+            pods.every((pod) => pod.spec?.containers[0]?.image === image)
+          );
+        },
+        `both nodes run ${image}`,
+        { timeoutMs: 60_000 },
+      );
+    };
+    const podHashes = async (): Promise<string[]> =>
+      [
+        ...new Set(
+          (await podsOwnedBy(admin, uid)).map((pod) => pod.metadata?.labels?.["controller-revision-hash"]),
+        ),
+      ] as string[];
+
+    await rolledTo("busybox:1", 1);
+    const [first] = await revisions();
+    assert.equal((await revisions()).length, 1);
+    const hash1 = first?.metadata.labels?.["controller-revision-hash"] ?? "";
+    assert.equal(first?.metadata.name, `hist-${hash1}`);
+    assert.equal(first?.revision, 1);
+    assert.deepEqual(
+      first?.metadata.ownerReferences?.map((ref) => [ref.kind, ref.uid, ref.controller]),
+      [["DaemonSet", uid, true]],
+    );
+    assert.equal(
+      (first?.data as { spec: { template: Record<string, unknown> } }).spec.template.$patch,
+      "replace",
+    );
+    assert.deepEqual(await podHashes(), [hash1], "the pods carry their revision's hash");
+
+    await admin.patch(
+      GVR.daemonSets,
+      "hist",
+      { spec: { template: { spec: { containers: [{ name: "c", image: "busybox:2" }] } } } },
+      { namespace: NS, type: "strategic" },
+    );
+    await rolledTo("busybox:2", 2);
+    const two = await revisions();
+    assert.deepEqual(
+      two.map((r) => r.revision),
+      [1, 2],
+    );
+    const hash2 = two[1]?.metadata.labels?.["controller-revision-hash"] ?? "";
+    assert.notEqual(hash2, hash1);
+    assert.deepEqual(await podHashes(), [hash2]);
+    const history = await run(["rollout", "history", "daemonset/hist"]);
+    assert.equal(history.code, 0, history.stderr);
+    assert.match(history.stdout, /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
+
+    const undo = await run(["rollout", "undo", "daemonset/hist"]);
+    assert.equal(undo.code, 0, undo.stderr);
+    await rolledTo("busybox:1", 3);
+    assert.deepEqual(await podHashes(), [hash1], "back on revision 1's template and hash");
+    await until(
+      async () =>
+        JSON.stringify((await revisions()).map((r) => [r.metadata.name, r.revision])) ===
+        JSON.stringify([
+          [`hist-${hash2}`, 2],
+          [`hist-${hash1}`, 3],
+        ]),
+      "the restored revision renumbered as the newest",
+    );
+
+    // A third template: two old revisions, limit 1: the oldest one no pod runs goes.
+    await admin.patch(
+      GVR.daemonSets,
+      "hist",
+      { spec: { template: { spec: { containers: [{ name: "c", image: "busybox:3" }] } } } },
+      { namespace: NS, type: "strategic" },
+    );
+    await rolledTo("busybox:3", 4);
+    await until(
+      async () => JSON.stringify((await revisions()).map((r) => r.revision)) === JSON.stringify([3, 4]),
+      "revision 2 cleaned up beyond revisionHistoryLimit 1",
+    );
     assert.deepEqual(cluster.forbidden(), []);
   },
 );

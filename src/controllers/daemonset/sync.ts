@@ -3,14 +3,21 @@
 // failed ones (with a per-node backoff) and extra ones (keeping the oldest), and delete pods
 // from nodes that should no longer run them or no longer exist; then, for RollingUpdate,
 // replace pods of an older template (controller-revision-hash) within maxUnavailable, not
-// available ones first; then write the status kubectl's columns read. Scaling waits for the
-// last round's creates and deletes to show in the cache (expectations), as upstream.
+// available ones first; then write the status kubectl's columns read. The template's hash is
+// its ControllerRevision's (history.ts), which `kubectl rollout history/undo` read. Scaling
+// waits for the last round's creates and deletes to show in the cache (expectations), as
+// upstream.
 
-import { GVR, WORKLOAD_NAMES, type DaemonSet, type Node, type Pod } from "../../api/index.ts";
-import { jsonEqual, type Logger } from "../../base/index.ts";
 import {
-  isConflict,
-  isNotFound,
+  GVR,
+  WORKLOAD_NAMES,
+  type ControllerRevision,
+  type DaemonSet,
+  type Node,
+  type Pod,
+} from "../../api/index.ts";
+import type { Logger } from "../../base/index.ts";
+import {
   objectKey,
   type EventRecorder,
   type KubeClient,
@@ -29,10 +36,18 @@ import {
   type ControllerExpectations,
   createControlledPod,
   deleteControlledPod,
+  writeOwnerStatus,
 } from "../workload/index.ts";
 import { addDaemonPodTolerations, daemonPodNode, nodeShouldRunDaemonPod, pinToNode } from "./predicates.ts";
+import {
+  DAEMONSET_KIND,
+  cleanupHistory,
+  constructHistory,
+  controlledHistory,
+  revisionHashOf,
+} from "./history.ts";
 
-export const DAEMONSET_KIND = { apiVersion: "apps/v1", kind: "DaemonSet" } as const;
+export { DAEMONSET_KIND } from "./history.ts";
 
 export const DAEMONSET_EVENTS = Object.freeze({
   successfulCreate: "SuccessfulCreate",
@@ -52,6 +67,8 @@ export interface DaemonSetSyncContext {
   signal: AbortSignal;
   pods: Store<Pod>;
   nodes: Store<Node>;
+  /** Every ControllerRevision in the cache (the set's own are picked by controller reference). */
+  revisions: Store<ControllerRevision>;
   expectations: ControllerExpectations;
   /** Per ds/node backoff of failed-pod deletion: true when a delete may happen now. */
   failedPodBackoff(key: string): boolean;
@@ -95,13 +112,22 @@ export async function syncDaemonSet(ctx: DaemonSetSyncContext, ds: DaemonSet): P
     const node = daemonPodNode(pod) ?? "";
     byNode.set(node, [...(byNode.get(node) ?? []), pod]);
   }
-  const hash = computeHash(ds.spec?.template ?? {}, ds.status?.collisionCount);
+  const deleting = ds.metadata?.deletionTimestamp !== undefined;
+  // The current template's revision names the hash its pods carry; a set being deleted gets
+  // no new revision (the collector is removing them).
+  const history = deleting
+    ? undefined
+    : await constructHistory(ctx, ds, controlledHistory(ds, ctx.revisions.listByNamespace(namespace)));
+  const hash = history
+    ? revisionHashOf(history.current)
+    : computeHash(ds.spec?.template ?? {}, ds.status?.collisionCount);
   const nodes = ctx.nodes.list();
-  if (ds.metadata?.deletionTimestamp === undefined && satisfied) {
+  if (history !== undefined && satisfied) {
     const changed = await manage(ctx, ds, nodes, byNode, hash);
     // The rolling update works from the same listing, so only when manage() wrote nothing.
     if ((ds.spec?.updateStrategy?.type ?? "RollingUpdate") === "RollingUpdate" && !changed)
       await rollingUpdate(ctx, ds, nodes, byNode, hash);
+    await cleanupHistory(ctx, ds, claimed, history.old);
   }
   const status = calculateStatus(ds, nodes, byNode, hash, ctx.now());
   await writeStatus(ctx, ds, status);
@@ -300,22 +326,6 @@ export function calculateStatus(
   return status;
 }
 
-async function writeStatus(ctx: DaemonSetSyncContext, ds: DaemonSet, status: StatusOf): Promise<void> {
-  if (jsonEqual(ds.status ?? {}, status)) return;
-  let current = ds;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.client.updateStatus<DaemonSet>(GVR.daemonSets, { ...current, status }, ctx.signal);
-      return;
-    } catch (error) {
-      if (isNotFound(error)) return;
-      if (!isConflict(error) || attempt > 0) throw error;
-      current = await ctx.client.get<DaemonSet>(
-        GVR.daemonSets,
-        ds.metadata?.name ?? "",
-        { namespace: ds.metadata?.namespace ?? "" },
-        ctx.signal,
-      );
-    }
-  }
+function writeStatus(ctx: DaemonSetSyncContext, ds: DaemonSet, status: StatusOf): Promise<void> {
+  return writeOwnerStatus(ctx.client, GVR.daemonSets, ds, status, ctx.signal);
 }

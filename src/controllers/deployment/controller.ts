@@ -5,19 +5,9 @@
 // Events are reported as "deployment-controller", as upstream.
 
 import { GVR, type Deployment, type Pod, type ReplicaSet } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
-import {
-  EventRecorder,
-  WorkQueue,
-  controllerRateLimiter,
-  deletedObject,
-  isNotFound,
-  objectKey,
-  runController,
-  type InformerFactory,
-  type KubeClient,
-} from "../../kube/index.ts";
-import { controllerOf, selectorMatches } from "../workload/index.ts";
+import type { Clock, Logger } from "../../base/index.ts";
+import { deletedObject, objectKey, type InformerFactory, type KubeClient } from "../../kube/index.ts";
+import { WorkloadLoop, controllerOf, selectorMatches } from "../workload/index.ts";
 import { syncDeployment } from "./sync.ts";
 
 export const DEPLOYMENT_CONTROLLER_COMPONENT = "deployment-controller";
@@ -35,16 +25,18 @@ export async function startDeploymentController(
   options: DeploymentControllerOptions,
   signal: AbortSignal,
 ): Promise<void> {
-  const logger = (options.logger ?? silentLogger).with({ controller: "deployment-controller" });
-  const clock = options.clock ?? realClock;
+  const { client } = options;
   const deployments = options.informers.informer<Deployment>(GVR.deployments);
   const replicaSets = options.informers.informer<ReplicaSet>(GVR.replicaSets);
   const pods = options.informers.informer<Pod>(GVR.pods);
-  const queue = new WorkQueue<string>({
-    name: "deployment",
-    rateLimiter: controllerRateLimiter<string>({ clock }),
-    clock,
+  const loop = new WorkloadLoop({
+    name: DEPLOYMENT_CONTROLLER_COMPONENT,
+    queueName: "deployment",
+    client,
+    logger: options.logger,
+    clock: options.clock,
   });
+  const { queue } = loop;
   const ownerKey = (
     object: { metadata?: { namespace?: string } } & Parameters<typeof controllerOf>[0],
   ): string | undefined => {
@@ -63,12 +55,8 @@ export async function startDeploymentController(
     for (const d of deployments.store.listByNamespace(rs.metadata?.namespace ?? ""))
       if (selectorMatches(d.spec?.selector, rs.metadata?.labels)) queue.add(objectKey(d));
   };
-  const removeHandlers = [
-    deployments.addEventHandler({
-      onAdd: (d) => queue.add(objectKey(d)),
-      onUpdate: (_old, d) => queue.add(objectKey(d)),
-      onDelete: (value) => queue.add(objectKey(deletedObject(value))),
-    }),
+  loop.handle(
+    deployments.addEventHandler(loop.ownerHandlers<Deployment>()),
     replicaSets.addEventHandler({
       onAdd: enqueueForReplicaSet,
       onUpdate: (old, rs) => {
@@ -93,49 +81,25 @@ export async function startDeploymentController(
           queue.add(key);
       },
     }),
-  ];
-  const recorder = new EventRecorder({
-    client: options.client,
-    component: DEPLOYMENT_CONTROLLER_COMPONENT,
-    logger,
-    clock,
-  });
-  const recorderRun = recorder.start(signal);
-  try {
-    await runController(
+  );
+  await loop.run(
+    [
       {
-        name: "deployment-controller",
+        name: DEPLOYMENT_CONTROLLER_COMPONENT,
         informers: [deployments, replicaSets, pods],
         queue,
         workers: options.workers ?? 5,
-        logger,
-        reconcile: async (key, { signal: reconcileSignal, logger: reconcileLogger }) => {
-          const d = deployments.store.get(key);
-          if (d === undefined) return;
-          try {
-            return await syncDeployment(
-              {
-                client: options.client,
-                recorder,
-                logger: reconcileLogger,
-                signal: reconcileSignal,
-                pods: pods.store,
-                now: () => clock.now(),
-              },
+        reconcile: loop.reconcileOwner(
+          (key) => deployments.store.get(key),
+          (d, tools) =>
+            syncDeployment(
+              { client, ...tools, pods: pods.store, now: () => loop.clock.now() },
               structuredClone(d),
               replicaSets.store,
-            );
-          } catch (error) {
-            if (isNotFound(error)) return;
-            throw error;
-          }
-        },
+            ),
+        ),
       },
-      signal,
-    );
-  } finally {
-    queue.shutDown();
-    for (const remove of removeHandlers) remove();
-    await recorderRun;
-  }
+    ],
+    signal,
+  );
 }

@@ -5,24 +5,17 @@
 // "job-controller".
 
 import { GVR, WORKLOAD_NAMES, type Job, type Pod } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import type { Clock, Logger } from "../../base/index.ts";
 import {
-  EventRecorder,
   WorkQueue,
   controllerRateLimiter,
   deletedObject,
   isNotFound,
   objectKey,
-  runController,
   type InformerFactory,
   type KubeClient,
 } from "../../kube/index.ts";
-import {
-  ControllerExpectations,
-  controllerOf,
-  registerPodOwnerHandlers,
-  selectorMatches,
-} from "../workload/index.ts";
+import { ControllerExpectations, WorkloadLoop, controllerOf } from "../workload/index.ts";
 import { hasTrackingFinalizer, POD_FAILURE_BACKOFF_START_MS } from "./pods.ts";
 import { syncJob } from "./sync.ts";
 
@@ -40,50 +33,40 @@ export interface JobControllerOptions {
 }
 
 export async function startJobController(options: JobControllerOptions, signal: AbortSignal): Promise<void> {
-  const logger = (options.logger ?? silentLogger).with({ controller: "job-controller" });
-  const clock = options.clock ?? realClock;
+  const { client } = options;
   const jobs = options.informers.informer<Job>(GVR.jobs);
   const pods = options.informers.informer<Pod>(GVR.pods);
-  const queue = new WorkQueue<string>({
-    name: "job",
-    rateLimiter: controllerRateLimiter<string>({ clock }),
-    clock,
+  const expectations = new ControllerExpectations(options.clock);
+  const loop = new WorkloadLoop({
+    name: JOB_CONTROLLER_COMPONENT,
+    queueName: "job",
+    client,
+    logger: options.logger,
+    clock: options.clock,
+    expectations,
   });
+  const { clock } = loop;
   const orphanQueue = new WorkQueue<string>({
     name: "job_orphan_pod",
     rateLimiter: controllerRateLimiter<string>({ clock }),
     clock,
   });
-  const expectations = new ControllerExpectations(clock);
   const finalizersRemoved = new Set<string>();
   const ownedByLiveJob = (pod: Pod): boolean => {
     const ref = controllerOf(pod);
     if (ref?.kind !== "Job") return true;
     return jobs.store.get(`${pod.metadata?.namespace ?? ""}/${ref.name}`)?.metadata?.uid === ref.uid;
   };
-  const removeHandlers = [
-    jobs.addEventHandler({
-      onAdd: (job) => queue.add(objectKey(job)),
-      onUpdate: (_old, job) => queue.add(objectKey(job)),
-      onDelete: (value) => {
-        const job = deletedObject(value);
-        expectations.forget(objectKey(job));
+  loop.handle(
+    jobs.addEventHandler(
+      loop.ownerHandlers<Job>((job) => {
         // Its pods may still carry the finalizer: let go of them.
         for (const pod of pods.store.listByNamespace(job.metadata?.namespace ?? ""))
           if (controllerOf(pod)?.uid === job.metadata?.uid && hasTrackingFinalizer(pod))
             orphanQueue.add(objectKey(pod));
-      },
-    }),
-    registerPodOwnerHandlers(pods, {
-      kind: "Job",
-      owners: jobs,
-      expectations,
-      enqueue: (key) => queue.add(key),
-      matchingOwners: (pod) =>
-        jobs.store
-          .listByNamespace(pod.metadata?.namespace ?? "")
-          .filter((job) => selectorMatches(job.spec?.selector, pod.metadata?.labels)),
-    }),
+      }),
+    ),
+    loop.podOwnerHandlers(pods, "Job", jobs),
     pods.addEventHandler({
       onAdd: (pod) => {
         if (hasTrackingFinalizer(pod) && !ownedByLiveJob(pod)) orphanQueue.add(objectKey(pod));
@@ -94,89 +77,60 @@ export async function startJobController(options: JobControllerOptions, signal: 
       },
       onDelete: (value) => finalizersRemoved.delete(deletedObject(value).metadata?.uid ?? ""),
     }),
-  ];
-  const recorder = new EventRecorder({
-    client: options.client,
-    component: JOB_CONTROLLER_COMPONENT,
-    logger,
-    clock,
-  });
-  const recorderRun = recorder.start(signal);
-  try {
-    await Promise.all([
-      runController(
-        {
-          name: "job-controller",
-          informers: [jobs, pods],
-          queue,
-          workers: options.workers ?? 5,
-          logger,
-          reconcile: async (key, { signal: reconcileSignal, logger: reconcileLogger }) => {
-            const job = jobs.store.get(key);
-            if (job === undefined) {
-              expectations.forget(key);
-              return;
-            }
-            try {
-              return await syncJob(
-                {
-                  client: options.client,
-                  recorder,
-                  logger: reconcileLogger,
-                  signal: reconcileSignal,
-                  pods: pods.store,
-                  expectations,
-                  finalizersRemoved,
-                  podFailureBackoffStartMs: options.podFailureBackoffStartMs ?? POD_FAILURE_BACKOFF_START_MS,
-                  now: () => clock.now(),
+  );
+  await loop.run(
+    [
+      {
+        name: JOB_CONTROLLER_COMPONENT,
+        informers: [jobs, pods],
+        queue: loop.queue,
+        workers: options.workers ?? 5,
+        reconcile: loop.reconcileOwner(
+          (key) => jobs.store.get(key),
+          (job, tools) =>
+            syncJob(
+              {
+                client,
+                ...tools,
+                pods: pods.store,
+                expectations,
+                finalizersRemoved,
+                podFailureBackoffStartMs: options.podFailureBackoffStartMs ?? POD_FAILURE_BACKOFF_START_MS,
+                now: () => clock.now(),
+              },
+              job,
+            ),
+        ),
+      },
+      {
+        name: `${JOB_CONTROLLER_COMPONENT}/orphan-pods`,
+        informers: [jobs, pods],
+        queue: orphanQueue,
+        workers: 1,
+        reconcile: async (key, { signal: reconcileSignal }) => {
+          const pod = pods.store.get(key);
+          if (pod === undefined || !hasTrackingFinalizer(pod) || ownedByLiveJob(pod)) return;
+          try {
+            await client.patch(
+              GVR.pods,
+              pod.metadata?.name ?? "",
+              {
+                metadata: {
+                  finalizers: (pod.metadata?.finalizers ?? []).filter(
+                    (f) => f !== WORKLOAD_NAMES.jobTrackingFinalizer,
+                  ),
+                  resourceVersion: pod.metadata?.resourceVersion,
                 },
-                job,
-              );
-            } catch (error) {
-              if (isNotFound(error)) return;
-              throw error;
-            }
-          },
+              },
+              { namespace: pod.metadata?.namespace ?? "" },
+              reconcileSignal,
+            );
+          } catch (error) {
+            if (!isNotFound(error)) throw error;
+          }
         },
-        signal,
-      ),
-      runController(
-        {
-          name: "job-controller/orphan-pods",
-          informers: [jobs, pods],
-          queue: orphanQueue,
-          workers: 1,
-          logger,
-          reconcile: async (key, { signal: reconcileSignal }) => {
-            const pod = pods.store.get(key);
-            if (pod === undefined || !hasTrackingFinalizer(pod) || ownedByLiveJob(pod)) return;
-            try {
-              await options.client.patch(
-                GVR.pods,
-                pod.metadata?.name ?? "",
-                {
-                  metadata: {
-                    finalizers: (pod.metadata?.finalizers ?? []).filter(
-                      (f) => f !== WORKLOAD_NAMES.jobTrackingFinalizer,
-                    ),
-                    resourceVersion: pod.metadata?.resourceVersion,
-                  },
-                },
-                { namespace: pod.metadata?.namespace ?? "" },
-                reconcileSignal,
-              );
-            } catch (error) {
-              if (!isNotFound(error)) throw error;
-            }
-          },
-        },
-        signal,
-      ),
-    ]);
-  } finally {
-    queue.shutDown();
-    orphanQueue.shutDown();
-    for (const remove of removeHandlers) remove();
-    await recorderRun;
-  }
+      },
+    ],
+    signal,
+  );
 }

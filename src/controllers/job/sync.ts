@@ -32,6 +32,7 @@ import {
   type ControllerExpectations,
   createControlledPod,
   deleteControlledPod,
+  createInSlowStartBatches,
 } from "../workload/index.ts";
 import { hasTrackingFinalizer, isPodFailed, isPodSucceeded, remainingBackoffMs } from "./pods.ts";
 
@@ -329,17 +330,7 @@ async function manageJob(
   if (wait > 0) return { requeueAfterMs: wait };
   const count = want - active.length;
   ctx.expectations.expect(key, count);
-  let remaining = count;
-  for (let batch = 1; remaining > 0; batch *= 2) {
-    const size = Math.min(batch, remaining);
-    const results = await Promise.allSettled(Array.from({ length: size }, () => createPod(ctx, job)));
-    remaining -= size;
-    const failures = results.filter((result) => result.status === "rejected");
-    if (failures.length > 0) {
-      for (let i = 0; i < failures.length + remaining; i++) ctx.expectations.creationObserved(key);
-      throw failures[0]!.reason;
-    }
-  }
+  await createInSlowStartBatches(count, () => createPod(ctx, job), { expectations: ctx.expectations, key });
 }
 
 async function createPod(ctx: JobSyncContext, job: Job): Promise<void> {

@@ -1,22 +1,13 @@
 // kube-controller-manager's replicaset loop (pkg/controller/replicaset): informers on
 // ReplicaSets and pods feed one queue of ReplicaSet keys; handlers only enqueue (and settle
-// expectations), the sync in sync.ts decides and writes. Events are reported as
-// "replicaset-controller", as upstream.
+// expectations), the sync in sync.ts decides and writes. The wiring shared with the other
+// workload loops is workload/loop.ts's. Events are reported as "replicaset-controller", as
+// upstream.
 
 import { GVR, type Pod, type ReplicaSet } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
-import {
-  EventRecorder,
-  WorkQueue,
-  controllerRateLimiter,
-  deletedObject,
-  isNotFound,
-  objectKey,
-  runController,
-  type InformerFactory,
-  type KubeClient,
-} from "../../kube/index.ts";
-import { ControllerExpectations, registerPodOwnerHandlers, selectorMatches } from "../workload/index.ts";
+import type { Clock, Logger } from "../../base/index.ts";
+import type { InformerFactory, KubeClient } from "../../kube/index.ts";
+import { ControllerExpectations, WorkloadLoop } from "../workload/index.ts";
 import { syncReplicaSet } from "./sync.ts";
 
 export const REPLICASET_CONTROLLER_COMPONENT = "replicaset-controller";
@@ -34,82 +25,39 @@ export async function startReplicaSetController(
   options: ReplicaSetControllerOptions,
   signal: AbortSignal,
 ): Promise<void> {
-  const logger = (options.logger ?? silentLogger).with({ controller: "replicaset-controller" });
-  const clock = options.clock ?? realClock;
+  const { client } = options;
   const rsInformer = options.informers.informer<ReplicaSet>(GVR.replicaSets);
   const podInformer = options.informers.informer<Pod>(GVR.pods);
-  const queue = new WorkQueue<string>({
-    name: "replicaset",
-    rateLimiter: controllerRateLimiter<string>({ clock }),
-    clock,
+  const expectations = new ControllerExpectations(options.clock);
+  const loop = new WorkloadLoop({
+    name: REPLICASET_CONTROLLER_COMPONENT,
+    queueName: "replicaset",
+    client,
+    logger: options.logger,
+    clock: options.clock,
+    expectations,
   });
-  const expectations = new ControllerExpectations(clock);
-  const removeHandlers = [
-    rsInformer.addEventHandler({
-      onAdd: (rs) => queue.add(objectKey(rs)),
-      onUpdate: (_old, rs) => queue.add(objectKey(rs)),
-      onDelete: (value) => {
-        const key = objectKey(deletedObject(value));
-        expectations.forget(key);
-        queue.add(key);
-      },
-    }),
-    registerPodOwnerHandlers(podInformer, {
-      kind: "ReplicaSet",
-      owners: rsInformer,
-      expectations,
-      enqueue: (key) => queue.add(key),
-      matchingOwners: (pod) =>
-        rsInformer.store
-          .listByNamespace(pod.metadata?.namespace ?? "")
-          .filter((rs) => selectorMatches(rs.spec?.selector, pod.metadata?.labels)),
-    }),
-  ];
-  const recorder = new EventRecorder({
-    client: options.client,
-    component: REPLICASET_CONTROLLER_COMPONENT,
-    logger,
-    clock,
-  });
-  const recorderRun = recorder.start(signal);
-  try {
-    await runController(
+  loop.handle(
+    rsInformer.addEventHandler(loop.ownerHandlers<ReplicaSet>()),
+    loop.podOwnerHandlers(podInformer, "ReplicaSet", rsInformer),
+  );
+  await loop.run(
+    [
       {
-        name: "replicaset-controller",
+        name: REPLICASET_CONTROLLER_COMPONENT,
         informers: [rsInformer, podInformer],
-        queue,
+        queue: loop.queue,
         workers: options.workers ?? 5,
-        logger,
-        reconcile: async (key, { signal: reconcileSignal, logger: reconcileLogger }) => {
-          const rs = rsInformer.store.get(key);
-          if (rs === undefined) {
-            expectations.forget(key);
-            return;
-          }
-          try {
-            return await syncReplicaSet(
-              {
-                client: options.client,
-                recorder,
-                logger: reconcileLogger,
-                signal: reconcileSignal,
-                pods: podInformer.store,
-                expectations,
-                now: () => clock.now(),
-              },
+        reconcile: loop.reconcileOwner(
+          (key) => rsInformer.store.get(key),
+          (rs, tools) =>
+            syncReplicaSet(
+              { client, ...tools, pods: podInformer.store, expectations, now: () => loop.clock.now() },
               rs,
-            );
-          } catch (error) {
-            if (isNotFound(error)) return;
-            throw error;
-          }
-        },
+            ),
+        ),
       },
-      signal,
-    );
-  } finally {
-    queue.shutDown();
-    for (const remove of removeHandlers) remove();
-    await recorderRun;
-  }
+    ],
+    signal,
+  );
 }

@@ -6,10 +6,8 @@
 // batch, as upstream, so a quota or admission refusal costs one request, not hundreds.
 
 import { GVR, type Pod, type ReplicaSet, type WorkloadCondition } from "../../api/index.ts";
-import { errorMessage, jsonEqual, type Logger } from "../../base/index.ts";
+import { errorMessage, type Logger } from "../../base/index.ts";
 import {
-  isConflict,
-  isNotFound,
   objectKey,
   type EventRecorder,
   type KubeClient,
@@ -27,6 +25,8 @@ import {
   timestamp,
   type ControllerExpectations,
   createControlledPod,
+  createInSlowStartBatches,
+  writeOwnerStatus,
   deleteControlledPod,
 } from "../workload/index.ts";
 import { rankForDeletion } from "./rank.ts";
@@ -118,20 +118,11 @@ async function manageReplicas(
   }
 }
 
-async function createInBatches(ctx: ReplicaSetSyncContext, rs: ReplicaSet, count: number): Promise<void> {
-  const key = objectKey(rs);
-  let remaining = count;
-  for (let batch = 1; remaining > 0; batch *= 2) {
-    const size = Math.min(batch, remaining);
-    const results = await Promise.allSettled(Array.from({ length: size }, () => createPod(ctx, rs)));
-    remaining -= size;
-    const failures = results.filter((result) => result.status === "rejected");
-    if (failures.length > 0) {
-      // The failed creates and the skipped batches will never be observed.
-      for (let i = 0; i < failures.length + remaining; i++) ctx.expectations.creationObserved(key);
-      throw failures[0]!.reason;
-    }
-  }
+function createInBatches(ctx: ReplicaSetSyncContext, rs: ReplicaSet, count: number): Promise<void> {
+  return createInSlowStartBatches(count, () => createPod(ctx, rs), {
+    expectations: ctx.expectations,
+    key: objectKey(rs),
+  });
 }
 
 async function createPod(ctx: ReplicaSetSyncContext, rs: ReplicaSet): Promise<void> {
@@ -179,23 +170,6 @@ export function calculateStatus(
   return status;
 }
 
-async function writeStatus(ctx: ReplicaSetSyncContext, rs: ReplicaSet, status: StatusOf): Promise<void> {
-  if (jsonEqual(rs.status ?? {}, status)) return;
-  let current = rs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.client.updateStatus<ReplicaSet>(GVR.replicaSets, { ...current, status }, ctx.signal);
-      return;
-    } catch (error) {
-      if (isNotFound(error)) return;
-      if (!isConflict(error) || attempt > 0) throw error;
-      // upstream's updateReplicaSetStatus: one more try on a fresh copy.
-      current = await ctx.client.get<ReplicaSet>(
-        GVR.replicaSets,
-        rs.metadata?.name ?? "",
-        { namespace: rs.metadata?.namespace ?? "" },
-        ctx.signal,
-      );
-    }
-  }
+function writeStatus(ctx: ReplicaSetSyncContext, rs: ReplicaSet, status: StatusOf): Promise<void> {
+  return writeOwnerStatus(ctx.client, GVR.replicaSets, rs, status, ctx.signal);
 }

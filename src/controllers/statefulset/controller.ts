@@ -1,4 +1,5 @@
-// kube-controller-manager's statefulset-controller (wiring; the decisions are in sync.ts):
+// kube-controller-manager's statefulset-controller (wiring, on workload/loop.ts's; the
+// decisions are in sync.ts):
 // informers on StatefulSets, Pods, ControllerRevisions and PersistentVolumeClaims, one queue
 // of set keys drained by --concurrent-statefulset-syncs workers (5).
 //
@@ -16,20 +17,17 @@ import {
   type Pod,
   type StatefulSet,
 } from "../../api/index.ts";
-import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import type { Clock, Logger } from "../../base/index.ts";
 import {
-  EventRecorder,
-  WorkQueue,
-  controllerRateLimiter,
   deletedObject,
   enqueueHandlers,
   objectKey,
-  runController,
   type InformerFactory,
   type KubeClient,
   type KubeObject,
 } from "../../kube/index.ts";
 import { LatestObjects } from "../common/index.ts";
+import { WorkloadLoop } from "../workload/index.ts";
 import { isMemberOf } from "./identity.ts";
 import { syncStatefulSet, type StatefulSetSyncContext } from "./sync.ts";
 
@@ -63,8 +61,6 @@ export async function startStatefulSetController(
   options: StatefulSetControllerOptions,
   signal: AbortSignal,
 ): Promise<void> {
-  const logger = (options.logger ?? silentLogger).with({ controller: "statefulset-controller" });
-  const clock = options.clock ?? realClock;
   const workers = options.workers ?? 5;
   if (!Number.isInteger(workers) || workers < 1)
     throw new Error(`statefulset-controller: workers must be a positive integer, got ${workers}`);
@@ -75,15 +71,16 @@ export async function startStatefulSetController(
   podInformer.addIndexer(CONTROLLER_UID_INDEX, controllerUidIndex);
   revisionInformer.addIndexer(CONTROLLER_UID_INDEX, controllerUidIndex);
 
-  const queue = new WorkQueue<string>({
-    name: "statefulset",
-    rateLimiter: controllerRateLimiter<string>({
-      retryIntervalStartMs: 5,
-      retryIntervalMaxMs: 1_000_000,
-      clock,
-    }),
-    clock,
+  const loop = new WorkloadLoop({
+    name: STATEFULSET_CONTROLLER_COMPONENT,
+    queueName: "statefulset",
+    client: options.client,
+    logger: options.logger,
+    clock: options.clock,
+    retryIntervalStartMs: 5,
+    retryIntervalMaxMs: 1_000_000,
   });
+  const { queue, clock, recorder } = loop;
   const sets = new LatestObjects(setInformer.store);
   /** Pods created here and not yet in the cache, by key. */
   const created = new Map<string, Pod>();
@@ -100,7 +97,7 @@ export async function startStatefulSetController(
         if (name.startsWith(`${template.metadata?.name ?? ""}-${set.metadata.name ?? ""}-`))
           queue.add(objectKey(set));
   };
-  const removeHandlers = [
+  loop.handle(
     setInformer.addEventHandler({
       ...enqueueHandlers<StatefulSet>(queue),
       onDelete: (deleted) => {
@@ -125,15 +122,7 @@ export async function startStatefulSetController(
       onUpdate: (_old, claim) => enqueueClaimSets(claim),
       onDelete: (deleted) => enqueueClaimSets(deletedObject(deleted)),
     }),
-  ];
-
-  const recorder = new EventRecorder({
-    client: options.client,
-    component: STATEFULSET_CONTROLLER_COMPONENT,
-    logger,
-    clock,
-  });
-  const recorderRun = recorder.start(signal);
+  );
 
   const podsOf = (set: StatefulSet): Pod[] => {
     const namespace = set.metadata.namespace ?? "";
@@ -145,14 +134,13 @@ export async function startStatefulSetController(
     return pods.filter((pod) => isMemberOf(set, pod));
   };
 
-  try {
-    await runController(
+  await loop.run(
+    [
       {
-        name: "statefulset-controller",
+        name: STATEFULSET_CONTROLLER_COMPONENT,
         informers: [setInformer, podInformer, revisionInformer, claimInformer],
         queue,
         workers,
-        logger,
         reconcile: async (key, { signal: reconcileSignal, logger: reconcileLogger }) => {
           const set = sets.get(key);
           if (set === undefined) return;
@@ -174,11 +162,7 @@ export async function startStatefulSetController(
           return syncStatefulSet(context, set, podsOf(set), revisions);
         },
       },
-      signal,
-    );
-  } finally {
-    queue.shutDown();
-    for (const remove of removeHandlers) remove();
-    await recorderRun;
-  }
+    ],
+    signal,
+  );
 }

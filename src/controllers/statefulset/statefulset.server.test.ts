@@ -410,3 +410,52 @@ test(
     assert.equal(renumbered.revision, 3, "the restored revision becomes the newest");
   },
 );
+
+test(
+  "kubectl scale (the /scale subresource): the controller reaches the count up and down, and the Scale shows it",
+  { skip: kubectlMissing() },
+  async (t) => {
+    const { admin, rbac } = await start(t);
+    readyAllPods(t, admin, "sc");
+    await admin.create(GVR.statefulSets, statefulSet("sc", { replicas: 1 }));
+    await until(
+      async () => (await getSet(admin, "sc")).status?.readyReplicas === 1 || undefined,
+      "1 ready",
+      WAIT,
+    );
+    const run = (args: string[]) => kubectl(args, { kubeconfig: rbac.kubeconfig });
+    const up = await run(["scale", "statefulset", "sc", "-n", NS, "--replicas=3"]);
+    assert.equal(up.code, 0, up.stderr);
+    const scaled = await until(
+      async () => {
+        const set = await getSet(admin, "sc");
+        return set.status?.readyReplicas === 3 && set.status.observedGeneration === set.metadata.generation
+          ? set
+          : undefined;
+      },
+      "3 ready after kubectl scale",
+      WAIT,
+    );
+    assert.equal(scaled.spec?.replicas, 3);
+    assert.deepEqual(await podNames(admin, "sc"), ["sc-0", "sc-1", "sc-2"]);
+    assert.deepEqual(await claimNames(admin, "sc"), ["data-sc-0", "data-sc-1", "data-sc-2"]);
+    const scale = await run(["get", "--raw", `/apis/apps/v1/namespaces/${NS}/statefulsets/sc/scale`]);
+    assert.equal(scale.code, 0, scale.stderr);
+    const shown = JSON.parse(scale.stdout) as { spec: unknown; status: unknown };
+    assert.deepEqual(shown.spec, { replicas: 3 });
+    assert.deepEqual(shown.status, { replicas: 3, selector: "app=sc" });
+    const down = await run(["scale", "statefulset", "sc", "-n", NS, "--replicas=1"]);
+    assert.equal(down.code, 0, down.stderr);
+    await until(
+      async () => (await podNames(admin, "sc")).length === 1 || undefined,
+      "scaled down to 1",
+      WAIT,
+    );
+    assert.deepEqual(await podNames(admin, "sc"), ["sc-0"]);
+    await until(
+      async () => (await getSet(admin, "sc")).status?.replicas === 1 || undefined,
+      "status follows",
+      WAIT,
+    );
+  },
+);

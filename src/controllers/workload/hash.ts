@@ -7,7 +7,8 @@
 /** rand.SafeEncodeString's alphabet: no vowels and no look-alike characters. */
 const ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789";
 
-function canonicalJson(value: unknown): string {
+/** JSON with object keys sorted at every level (the one rendering hashes and history compare). */
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   if (value !== null && typeof value === "object") {
     const record = value as Record<string, unknown>;

@@ -1,6 +1,7 @@
-// What the workload loops (replicaset, deployment, daemonset, job) share: pod predicates and
-// builders, expectations, ownership (adopt/release), pod handlers, template hashes and
-// IntOrString scaling.
+// What the workload loops (statefulset, replicaset, deployment, daemonset, job) share: their
+// wiring (loop.ts), pod predicates and builders, expectations, ownership (adopt/release), pod
+// handlers, template hashes, IntOrString scaling, slow-start create batches and the owner status
+// write.
 export * from "./pods.ts";
 export * from "./expectations.ts";
 export * from "./ownership.ts";
@@ -9,3 +10,6 @@ export * from "./hash.ts";
 export * from "./intstr.ts";
 export * from "./selectors.ts";
 export * from "./pod-control.ts";
+export * from "./loop.ts";
+export * from "./batches.ts";
+export * from "./status.ts";

@@ -5300,6 +5300,56 @@ export const kubeDescriptor: Record<string, unknown> = {
           }
          }
         },
+        "autoscaling": {
+         "nested": {
+          "v1": {
+           "options": {
+            "go_package": "k8s.io/api/autoscaling/v1"
+           },
+           "nested": {
+            "Scale": {
+             "edition": "proto2",
+             "fields": {
+              "metadata": {
+               "type": "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+               "id": 1
+              },
+              "spec": {
+               "type": "ScaleSpec",
+               "id": 2
+              },
+              "status": {
+               "type": "ScaleStatus",
+               "id": 3
+              }
+             }
+            },
+            "ScaleSpec": {
+             "edition": "proto2",
+             "fields": {
+              "replicas": {
+               "type": "int32",
+               "id": 1
+              }
+             }
+            },
+            "ScaleStatus": {
+             "edition": "proto2",
+             "fields": {
+              "replicas": {
+               "type": "int32",
+               "id": 1
+              },
+              "selector": {
+               "type": "string",
+               "id": 2
+              }
+             }
+            }
+           }
+          }
+         }
+        },
         "coordination": {
          "nested": {
           "v1": {
