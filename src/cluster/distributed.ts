@@ -2,7 +2,9 @@
 // one node each (csi-driver-host-path's deploy/kubernetes-distributed): no controller instance of
 // the driver and no controller-side sidecars in the middle; on every node one driver instance
 // serving both the controller and the node service, with its own external-provisioner beside it
-// (--node-deployment, strict topology, NODE_NAME). That deployment runs no attacher (its CSIDriver
+// (--node-deployment, strict topology, NODE_NAME) and its own csi-snapshotter (--node-deployment,
+// NODE_NAME: it cuts the snapshots of the contents the snapshot-controller, run with
+// --enable-distributed-snapshotting, labels managed-by its node). That deployment runs no attacher (its CSIDriver
 // says attachRequired: false) and no resizer (external-resizer has no node deployment:
 // kubernetes-csi/external-resizer#142), so neither does `up` in this mode. A driver whose state
 // lives in each process (upstream hostpath) needs this: its controller instance would give its
@@ -20,9 +22,7 @@ interface Plan {
   ports?: ReadonlyMap<string, number>;
 }
 
-/** The cluster-wide sidecars a distributed deployment does not run (the provisioner runs per node). */
-// The snapshotter too: a per-node one (--node-deployment) needs the snapshot-controller's
-// distributed snapshotting, which `up` does not turn on yet.
+/** The cluster-wide sidecars a distributed deployment does not run (provisioner and snapshotter run per node). */
 export const NOT_IN_DISTRIBUTED: ReadonlySet<string> = new Set([
   "provisioner",
   "attacher",
@@ -74,6 +74,45 @@ export function nodeProvisioner(
       "--immediate-topology=false",
       `--node-deployment-base-delay=${OWN_CLAIM_BASE_DELAY}`,
       `--node-deployment-max-delay=${OWN_CLAIM_MAX_DELAY}`,
+      "--kube-api-qps=100",
+      "--kube-api-burst=200",
+    ],
+  };
+}
+
+/** The name of a node's snapshotter (and of its kubeconfig and log). */
+export const nodeSnapshotterName = (node: string): string => `${node}-snapshotter`;
+
+/**
+ * A node's csi-snapshotter, beside that node's driver instance: only the contents whose managed-by
+ * label names its node (upstream's distributed snapshotting; no leader election, as upstream
+ * refuses it with --node-deployment).
+ */
+export function nodeSnapshotter(
+  plan: Plan,
+  node: NodeSpec,
+  socket: string,
+): {
+  name: string;
+  stage: "sidecar";
+  subcommand: string;
+  node: string;
+  identity: { kind: "serviceAccount"; namespace: string; name: string };
+  args: string[];
+} {
+  const name = nodeSnapshotterName(node.name);
+  return {
+    name,
+    stage: "sidecar",
+    subcommand: "snapshotter",
+    node: node.name,
+    identity: { kind: "serviceAccount", namespace: "default", name: "csi-snapshotter" },
+    args: [
+      `--v=${plan.verbosity}`,
+      `--csi-address=${socket}`,
+      `--kubeconfig=${plan.layout.kubeconfigOf(name)}`,
+      `--http-endpoint=127.0.0.1:${plan.ports?.get(name) ?? 0}`,
+      "--node-deployment",
       "--kube-api-qps=100",
       "--kube-api-burst=200",
     ],
