@@ -8,10 +8,10 @@
 
 import { GVR, LABELS, type VolumeSnapshot, type VolumeSnapshotContent } from "../api/index.ts";
 import { CsiClient } from "../csi/index.ts";
-import { isNotFound, type KubeObject } from "../kube/index.ts";
+import type { KubeObject } from "../kube/index.ts";
 import type { RunningCluster } from "./cluster.ts";
 import { nodeSocket, runsNodeSnapshotters } from "./components.ts";
-import type { SnapshotSteps, WrittenClaim } from "./walkthrough-snapshots.ts";
+import { gone, type SnapshotSteps, type WrittenClaim } from "./walkthrough-snapshots.ts";
 
 const NAMESPACE = "default";
 const SNAPSHOT = "walkthrough-node-snapshot";
@@ -32,15 +32,8 @@ async function driverSnapshots(cluster: RunningCluster): Promise<boolean> {
   }
 }
 
-async function snapshotGone(cluster: RunningCluster): Promise<true | undefined> {
-  try {
-    await cluster.admin.get(GVR.volumeSnapshots, SNAPSHOT, { namespace: NAMESPACE });
-    return undefined;
-  } catch (error) {
-    if (isNotFound(error)) return true;
-    throw error;
-  }
-}
+const snapshotGone = (cluster: RunningCluster): Promise<true | undefined> =>
+  gone(() => cluster.admin.get(GVR.volumeSnapshots, SNAPSHOT, { namespace: NAMESPACE }));
 
 /** The step; see the header. Every wait is bounded by `steps.until`. */
 export async function runNodeSnapshotStep(
@@ -86,13 +79,7 @@ export async function runNodeSnapshotStep(
     () =>
       steps.until("the snapshot and its content to go", async () => {
         if (!(await snapshotGone(cluster))) return undefined;
-        try {
-          await client.get(GVR.volumeSnapshotContents, content.metadata?.name ?? "");
-          return undefined;
-        } catch (error) {
-          if (isNotFound(error)) return true;
-          throw error;
-        }
+        return gone(() => client.get(GVR.volumeSnapshotContents, content.metadata?.name ?? ""));
       }),
   );
 }
