@@ -4,7 +4,7 @@
 export { startApiServer, runApiServer, DEFAULT_BOOKMARK_INTERVAL_MS } from "./server.ts";
 export type { ApiServerOptions, ApiServerHandle } from "./server.ts";
 export { FaultInjector } from "./transport/faults.ts";
-export type { FaultSpec } from "./transport/faults.ts";
+export type { FaultSpec, HeldRequest, HoldSpec } from "./transport/faults.ts";
 export { SYSTEM_NAMESPACES } from "./admission/namespaces.ts";
 export { MAX_BODY_BYTES } from "./transport/http.ts";
 export type { ResourceDef, ResourceRegistry } from "./rest/resource.ts";

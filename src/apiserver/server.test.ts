@@ -708,6 +708,27 @@ describe("fault injection", () => {
     assert.equal((await failure(core.listPersistentVolume())).code, 500);
     assert.equal((await core.listPersistentVolume()).kind, "PersistentVolumeList");
   });
+
+  test("holds the next matching request until released; others are served meanwhile", async () => {
+    const held = faults.holdNext({ verb: "create", resource: "configmaps" });
+    let answered = false;
+    const create = core
+      .createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "held" } } })
+      .then(() => (answered = true));
+    await held.reached;
+    // Held before it is served: nothing stored yet, and other requests go on.
+    assert.equal(
+      (await failure(core.readNamespacedConfigMap({ namespace: "default", name: "held" }))).code,
+      404,
+    );
+    assert.equal(answered, false);
+    held.release();
+    await create;
+    assert.equal(
+      (await core.readNamespacedConfigMap({ namespace: "default", name: "held" })).metadata?.name,
+      "held",
+    );
+  });
 });
 
 const WIDGET_CRD = {

@@ -97,7 +97,8 @@ export const upCommand: Command = {
       help:
         "Deploy the driver as upstream's distributed deployment (csi-driver-host-path deploy/kubernetes-distributed): " +
         "per node one driver instance serving the controller and node services, with its own provisioner " +
-        "(--node-deployment, strict topology); no controller instance, no attacher (CSIDriver attachRequired=false), " +
+        "(--node-deployment, strict topology) and snapshotter (--node-deployment; the snapshot-controller with " +
+        "--enable-distributed-snapshotting); no controller instance, no attacher (CSIDriver attachRequired=false), " +
         "no resizer. For a driver whose state lives in each process (upstream hostpath); {mode} is then distributed. " +
         "A new state dir only.",
     },

@@ -18,6 +18,7 @@ import {
   hostpathWithoutTopology,
   metricsEndpoints,
   runsHostpath,
+  runsNodeSnapshotters,
   nodeSocket,
   planComponents,
   socketDirs,
@@ -27,7 +28,7 @@ import {
   type Stage,
 } from "./components.ts";
 import { drainVolumes } from "./drain.ts";
-import { nodeProvisionerName } from "./distributed.ts";
+import { nodeProvisionerName, nodeSnapshotterName } from "./distributed.ts";
 import {
   clusterOfAdminKubeconfig,
   requestServiceAccountToken,
@@ -267,7 +268,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       `-distributed places each volume on its node by topology; hostpath as ${driverName} runs without topology`,
     );
   print(
-    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName}${distributed ? ", distributed: a driver instance and a provisioner per node" : ""})`,
+    `${resumed ? "resuming" : "creating"} cluster in ${layout.stateDir} (${record.nodes.length} nodes, driver ${driverName}${distributed ? `, distributed: a driver instance and a provisioner${runsNodeSnapshotters({ commands: options.commands, distributed }) ? " and a snapshotter" : ""} per node` : ""})`,
   );
   if (
     hostpathWithoutTopology({ driverName }) &&
@@ -296,7 +297,12 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   ])
     ports.set(name, await freePort());
   for (const node of record.nodes)
-    for (const name of [node.name, `${node.name}-livenessprobe`, nodeProvisionerName(node.name)])
+    for (const name of [
+      node.name,
+      `${node.name}-livenessprobe`,
+      nodeProvisionerName(node.name),
+      nodeSnapshotterName(node.name),
+    ])
       ports.set(name, await freePort());
   const plan: ClusterPlan = {
     layout,

@@ -11,6 +11,8 @@ import {
   NOT_IN_DISTRIBUTED,
   nodeProvisioner,
   nodeProvisionerName,
+  nodeSnapshotter,
+  nodeSnapshotterName,
 } from "./distributed.ts";
 import type { ClusterLayout, NodeSpec } from "./layout.ts";
 import { ZONE_LABEL } from "./layout.ts";
@@ -119,6 +121,13 @@ export function runsSnapshotMetadata(
   plan: Pick<ClusterPlan, "commands" | "driverSocket" | "driverCommand" | "distributed">,
 ): boolean {
   return plan.commands.has("snapshot-metadata") && runsHostpath(plan) && !plan.distributed;
+}
+
+/** Whether a distributed plan runs a snapshotter per node (both snapshot commands in this checkout). */
+export function runsNodeSnapshotters(plan: Pick<ClusterPlan, "commands" | "distributed">): boolean {
+  return (
+    plan.distributed === true && plan.commands.has("snapshotter") && plan.commands.has("snapshot-controller")
+  );
 }
 
 /** Whether the driver is csikit's hostpath, whose capabilities `up` knows before it starts. */
@@ -413,7 +422,12 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
     for (const node of plan.nodes) instances.push(driver(plan.distributed ? "distributed" : "node", node));
   }
   if (plan.distributed)
-    for (const node of plan.nodes) instances.push(nodeProvisioner(plan, node, nodeSocket(plan, node.name)));
+    for (const node of plan.nodes) {
+      instances.push(nodeProvisioner(plan, node, nodeSocket(plan, node.name)));
+      // Only where the snapshot-controller runs too (it labels the contents this one picks).
+      if (runsNodeSnapshotters(plan))
+        instances.push(nodeSnapshotter(plan, node, nodeSocket(plan, node.name)));
+    }
   for (const entry of COMPONENTS) {
     if (plan.distributed && entry.scope === "cluster" && NOT_IN_DISTRIBUTED.has(entry.name)) continue;
     if (entry.optional && !plan.commands.has(entry.subcommand)) {
@@ -472,6 +486,14 @@ export function metricsEndpoints(
         what: `external-provisioner ${node.name}`,
         url: http(provisioner),
       });
+      if (runsNodeSnapshotters(plan)) {
+        const snapshotter = nodeSnapshotterName(node.name);
+        endpoints.push({
+          instance: snapshotter,
+          what: `csi-snapshotter ${node.name}`,
+          url: http(snapshotter),
+        });
+      }
     }
     endpoints.push({
       instance: node.name,

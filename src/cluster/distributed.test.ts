@@ -1,6 +1,8 @@
 // `up --distributed` plans upstream's distributed deployment: per node one driver instance
-// serving both services with its own state, and a provisioner beside it with --node-deployment;
-// no controller instance of the driver, no cluster-wide provisioner, attacher or resizer.
+// serving both services with its own state, and a provisioner and a snapshotter beside it with
+// --node-deployment (the snapshot-controller with --enable-distributed-snapshotting labels the
+// contents each picks); no controller instance of the driver, no cluster-wide provisioner,
+// attacher, resizer or snapshotter.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -13,7 +15,15 @@ function plan(extra: Partial<ClusterPlan> = {}): ClusterPlan {
     layout: new ClusterLayout("/tmp/csikit-plan"),
     nodes,
     driverName: "hostpath.csi.k8s.io",
-    commands: new Set(["attacher", "registrar", "livenessprobe", "resizer"]),
+    commands: new Set([
+      "attacher",
+      "registrar",
+      "livenessprobe",
+      "resizer",
+      "snapshotter",
+      "snapshot-controller",
+      "snapshot-metadata",
+    ]),
     verbosity: 2,
     featureGates: "",
     ports: new Map(nodes.map((n, i) => [`${n.name}-livenessprobe`, 9800 + i])),
@@ -22,10 +32,10 @@ function plan(extra: Partial<ClusterPlan> = {}): ClusterPlan {
   };
 }
 
-test("distributed: a driver and a node-deployment provisioner per node, nothing cluster-wide between", () => {
+test("distributed: a driver, a node-deployment provisioner and snapshotter per node, nothing cluster-wide between", () => {
   const { instances } = planComponents(plan());
   const names = instances.map((i) => i.name);
-  for (const central of ["driver", "provisioner", "attacher", "resizer"])
+  for (const central of ["driver", "provisioner", "attacher", "resizer", "snapshotter", "snapshot-metadata"])
     assert.ok(!names.includes(central), `${central} in ${names.join(" ")}`);
   for (const node of ["node-1", "node-2"]) {
     const socket = `/tmp/csikit-plan/nodes/${node}/plugins/hostpath.csi.k8s.io/csi.sock`;
@@ -56,7 +66,27 @@ test("distributed: a driver and a node-deployment provisioner per node, nothing 
       `--kubeconfig=/tmp/csikit-plan/identities/${node}-provisioner.kubeconfig`,
     ])
       assert.ok(provisioner.args.includes(arg), `${arg} in ${provisioner.args.join(" ")}`);
+    const snapshotter = instances.find((i) => i.name === `${node}-snapshotter`)!;
+    assert.equal(snapshotter.subcommand, "snapshotter");
+    assert.equal(snapshotter.node, node, "NODE_NAME comes from the instance's node");
+    assert.deepEqual(snapshotter.identity, {
+      kind: "serviceAccount",
+      namespace: "default",
+      name: "csi-snapshotter",
+    });
+    for (const arg of [
+      `--csi-address=${socket}`,
+      "--node-deployment",
+      `--kubeconfig=/tmp/csikit-plan/identities/${node}-snapshotter.kubeconfig`,
+    ])
+      assert.ok(snapshotter.args.includes(arg), `${arg} in ${snapshotter.args.join(" ")}`);
+    assert.ok(
+      !snapshotter.args.some((a) => a.startsWith("--leader-election")),
+      "no election with --node-deployment",
+    );
   }
+  const snapshotController = instances.find((i) => i.name === "snapshot-controller")!;
+  assert.ok(snapshotController.args.includes("--enable-distributed-snapshotting"));
   // Every node keeps its agent, registrar and probe.
   for (const name of ["node-1", "node-1-registrar", "node-1-livenessprobe", "controllers"])
     assert.ok(names.includes(name), name);

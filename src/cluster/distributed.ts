@@ -2,7 +2,9 @@
 // one node each (csi-driver-host-path's deploy/kubernetes-distributed): no controller instance of
 // the driver and no controller-side sidecars in the middle; on every node one driver instance
 // serving both the controller and the node service, with its own external-provisioner beside it
-// (--node-deployment, strict topology, NODE_NAME). That deployment runs no attacher (its CSIDriver
+// (--node-deployment, strict topology, NODE_NAME) and its own csi-snapshotter (--node-deployment,
+// NODE_NAME: it cuts the snapshots of the contents the snapshot-controller, run with
+// --enable-distributed-snapshotting, labels managed-by its node). That deployment runs no attacher (its CSIDriver
 // says attachRequired: false) and no resizer (external-resizer has no node deployment:
 // kubernetes-csi/external-resizer#142), so neither does `up` in this mode. A driver whose state
 // lives in each process (upstream hostpath) needs this: its controller instance would give its
@@ -20,9 +22,7 @@ interface Plan {
   ports?: ReadonlyMap<string, number>;
 }
 
-/** The cluster-wide sidecars a distributed deployment does not run (the provisioner runs per node). */
-// The snapshotter too: a per-node one (--node-deployment) needs the snapshot-controller's
-// distributed snapshotting, which `up` does not turn on yet.
+/** The cluster-wide sidecars a distributed deployment does not run (provisioner and snapshotter run per node). */
 export const NOT_IN_DISTRIBUTED: ReadonlySet<string> = new Set([
   "provisioner",
   "attacher",
@@ -41,34 +41,58 @@ const OWN_CLAIM_MAX_DELAY = "10s";
 /** The name of a node's provisioner (and of its kubeconfig and log). */
 export const nodeProvisionerName = (node: string): string => `${node}-provisioner`;
 
-/** A node's external-provisioner, beside that node's driver instance. */
-export function nodeProvisioner(
-  plan: Plan,
-  node: NodeSpec,
-  socket: string,
-): {
+/** The name of a node's snapshotter (and of its kubeconfig and log). */
+export const nodeSnapshotterName = (node: string): string => `${node}-snapshotter`;
+
+/** A sidecar of one node's driver instance, as the node DaemonSet's pod runs it. */
+export interface NodeSidecar {
   name: string;
   stage: "sidecar";
   subcommand: string;
   node: string;
   identity: { kind: "serviceAccount"; namespace: string; name: string };
   args: string[];
-} {
-  const name = nodeProvisionerName(node.name);
+}
+
+/**
+ * `subcommand` beside a node's driver instance under `serviceAccount` (upstream's DaemonSet pod
+ * runs under that sidecar's account), its kubeconfig and metrics port by instance name, `args`
+ * after the common ones. NODE_NAME comes from `node` (cluster.ts).
+ */
+function nodeSidecar(
+  plan: Plan,
+  target: { node: NodeSpec; socket: string; name: string },
+  subcommand: string,
+  serviceAccount: string,
+  args: readonly string[],
+): NodeSidecar {
+  const { name } = target;
   return {
     name,
     stage: "sidecar",
-    subcommand: "provisioner",
-    node: node.name,
-    // The DaemonSet's pod runs under the provisioner's ServiceAccount, as upstream's does.
-    identity: { kind: "serviceAccount", namespace: "default", name: "csi-provisioner" },
+    subcommand,
+    node: target.node.name,
+    identity: { kind: "serviceAccount", namespace: "default", name: serviceAccount },
     args: [
       `--v=${plan.verbosity}`,
-      `--csi-address=${socket}`,
+      `--csi-address=${target.socket}`,
       `--kubeconfig=${plan.layout.kubeconfigOf(name)}`,
+      `--http-endpoint=127.0.0.1:${plan.ports?.get(name) ?? 0}`,
+      ...args,
+    ],
+  };
+}
+
+/** A node's external-provisioner, beside that node's driver instance. */
+export function nodeProvisioner(plan: Plan, node: NodeSpec, socket: string): NodeSidecar {
+  return nodeSidecar(
+    plan,
+    { node, socket, name: nodeProvisionerName(node.name) },
+    "provisioner",
+    "csi-provisioner",
+    [
       "--feature-gates=Topology=true,VolumeAttributesClass=true",
       "--extra-create-metadata",
-      `--http-endpoint=127.0.0.1:${plan.ports?.get(name) ?? 0}`,
       "--node-deployment=true",
       "--strict-topology=true",
       "--immediate-topology=false",
@@ -77,7 +101,22 @@ export function nodeProvisioner(
       "--kube-api-qps=100",
       "--kube-api-burst=200",
     ],
-  };
+  );
+}
+
+/**
+ * A node's csi-snapshotter, beside that node's driver instance: only the contents whose managed-by
+ * label names its node (upstream's distributed snapshotting; no leader election, as upstream
+ * refuses it with --node-deployment).
+ */
+export function nodeSnapshotter(plan: Plan, node: NodeSpec, socket: string): NodeSidecar {
+  return nodeSidecar(
+    plan,
+    { node, socket, name: nodeSnapshotterName(node.name) },
+    "snapshotter",
+    "csi-snapshotter",
+    ["--node-deployment", "--kube-api-qps=100", "--kube-api-burst=200"],
+  );
 }
 
 /** csikit hostpath as one node's only instance: both services, its own state (as upstream's). */

@@ -71,7 +71,8 @@ export interface WrittenClaim {
   content: string;
 }
 
-async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {
+/** true once `probe` answers NotFound (undefined while it finds the object). */
+export async function gone(probe: () => Promise<unknown>): Promise<true | undefined> {
   try {
     await probe();
     return undefined;

@@ -35,6 +35,7 @@ import type { RunningCluster } from "./cluster.ts";
 import { mountsUnder } from "./drain.ts";
 import { pollUntil } from "./poll.ts";
 import { runSnapshotSteps, snapshotCrdsServed, snapshotStepsRun } from "./walkthrough-snapshots.ts";
+import { nodeSnapshotStepRuns, runNodeSnapshotStep } from "./walkthrough-node-snapshot.ts";
 
 const NAMESPACE = "default";
 const CLASS = "walkthrough";
@@ -99,7 +100,9 @@ export async function runWalkthrough(
   const grows = !cluster.plan.distributed;
   const modifies = classChangeRuns(cluster);
   const snapshots = which === "all" && snapshotStepsRun(cluster) && (await snapshotCrdsServed(cluster));
-  const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""}${snapshots ? " → snapshot, restore, group snapshot" : ""} → delete`;
+  const nodeSnapshot =
+    which === "all" && nodeSnapshotStepRuns(cluster) && (await snapshotCrdsServed(cluster));
+  const later = `${grows ? " → grow" : ""}${modifies ? " → change class" : ""}${snapshots ? " → snapshot, restore, group snapshot" : ""}${nodeSnapshot ? " → snapshot on its node" : ""} → delete`;
   options.print(
     which === "all"
       ? `walkthrough (seed 000): StorageClass → claim → pod → provision, attach, stage, publish → write through the pod${later.replace(" → delete", " → read through a second pod → delete")}`
@@ -304,6 +307,12 @@ export async function runWalkthrough(
       cluster,
       { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe), print: options.print },
       { claim: CLAIM, storageClass: CLASS, file: "hello.txt", content: message },
+    );
+  if (nodeSnapshot)
+    await runNodeSnapshotStep(
+      cluster,
+      { timed, until: (what, probe) => pollUntil(what, timeout, signal, probe), print: options.print },
+      { claim: CLAIM },
     );
 
   await client.delete(GVR.pods, POD, { namespace: NAMESPACE });

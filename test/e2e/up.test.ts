@@ -790,7 +790,8 @@ describe("csikit up --walkthrough --exit", { skip: SKIP }, () => {
 
 // A driver whose state lives in each process, as upstream hostpath's does: csikit hostpath
 // started through --driver-command with a state dir of its own per instance. Only the distributed
-// deployment serves it (each node's instance provisions, stages and publishes its own volumes);
+// deployment serves it (each node's instance provisions, stages, publishes and snapshots its own
+// volumes, through its node's provisioner and snapshotter);
 // the walkthrough reads what the node agent reports, never a staging mount. With --component-v=5
 // the API server logs every request it serves.
 describe("csikit up --distributed with a driver whose state lives in each process", { skip: SKIP }, () => {
@@ -826,7 +827,7 @@ describe("csikit up --distributed with a driver whose state lives in each proces
     const code = await exitWithin(up, START_MS);
     const text = up.output();
     assert.equal(code, 0, text);
-    assert.match(text, /distributed: a driver instance and a provisioner per node/);
+    assert.match(text, /distributed: a driver instance and a provisioner and a snapshotter per node/);
     for (const step of [
       /claim walkthrough-claim created and bound: CreateVolume by the provisioner/,
       /no attach step: CSIDriver hostpath.csi.k8s.io has attachRequired=false/,
@@ -836,6 +837,9 @@ describe("csikit up --distributed with a driver whose state lives in each proces
         ? /file read back through the second pod \(pods\/exec\)/
         : /file written through the pod's mount, read back/,
       /no growth step: a distributed deployment runs no resizer/,
+      // Distributed snapshotting: the content labelled with the volume's node, cut by its snapshotter.
+      /VolumeSnapshot walkthrough-node-snapshot of walkthrough-claim readyToUse: CreateSnapshot by its node's snapshotter \(--node-deployment\) — content snapcontent-\S+ managed-by node-[12]/,
+      /snapshot deleted: DeleteSnapshot by the node's snapshotter, content snapcontent-\S+ gone/,
       /volume unstaged: NodeUnstageVolume/,
       /claim deleted: DeleteVolume by the provisioner, PV gone/,
       /walkthrough done: every step passed/,
@@ -851,6 +855,16 @@ describe("csikit up --distributed with a driver whose state lives in each proces
     assert.ok(
       records.some((r) => r !== ""),
       "a node instance provisioned",
+    );
+    // Each node ran its own snapshotter; the snapshot's was the only one to call CreateSnapshot.
+    const snapshotterLogs = await Promise.all(
+      ["node-1", "node-2"].map((node) =>
+        readFile(join(stateDir, "logs", `${node}-snapshotter.log`), "utf8").catch(() => ""),
+      ),
+    );
+    assert.ok(
+      snapshotterLogs.every((log) => log !== ""),
+      "a snapshotter log per node",
     );
     const apiserverLog = await readFile(join(stateDir, "logs", "apiserver.log"), "utf8");
     assert.match(apiserverLog, /"request" method="GET" path="\/api/);

@@ -4,9 +4,12 @@
 // WaitForFirstConsumer, the scheduler's pick), clone, restore from a VolumeSnapshot, resize,
 // VolumeAttributesClass modify, attach and an attach error, detach, delete, a StatefulSet and a
 // generic ephemeral volume (their claims created by the controllers), leader election
-// (on, as deploy/ runs the sidecars), capacity tracking (on, as a deployment may run it) and
-// events; and a snapshot and a group snapshot cut and deleted by the snapshotter (their contents
-// written as the snapshot-controller writes them; a classless one fails with an Event). The
+// (on, as deploy/ runs the sidecars and the snapshot-controller), capacity tracking (on, as a
+// deployment may run it) and events; snapshots through the snapshot-controller and the
+// snapshotter (dynamic with the default class, pre-provisioned, a group snapshot, a snapshot
+// of a missing class, a content of a missing class, all deleted) and a changed-block listing
+// through the snapshot-metadata sidecar (`csikit snapshot-metadata list` as the backup client's
+// account: TokenReview, SubjectAccessReview, the snapshot and content looked up). The
 // API server's audit events say what each identity asked for:
 //   1. no request of any component is answered 403 (a missing permission fails here, not on a
 //      user's cluster);
@@ -17,8 +20,11 @@
 // each); this test plays the node agents' part (Node, CSINode) as the admin.
 
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import {
   GVR,
   type PersistentVolume,
@@ -45,7 +51,12 @@ import {
   type RunningComponent,
 } from "../harness/rbac.ts";
 import { freePort } from "../../src/cluster/ports.ts";
-import { installSnapshotCrds, writeReadySnapshot } from "../harness/snapshots.ts";
+import {
+  SNAPSHOT_METADATA,
+  SNAPSHOT_METADATA_GRPC,
+  advertiseSnapshotMetadata,
+} from "../../src/cluster/snapshot-metadata.ts";
+import { installSnapshotCrds } from "../harness/snapshots.ts";
 import { persistentVolume, pod as nodePod } from "../harness/node.ts";
 import { scrape } from "../harness/https-get.ts";
 import { until } from "../harness/until.ts";
@@ -54,6 +65,10 @@ const DRIVER = "hostpath.csi.k8s.io";
 const TOPOLOGY_KEY = "topology.hostpath.csi/node";
 const NS = "default";
 const STEP = { timeoutMs: 90_000 };
+const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+const execFileText = promisify(execFile);
+/** The claims the group snapshot selects. */
+const GROUP_LABELS = { "csikit.test/group": "coverage" };
 /**
  * Paths `up` does not turn on yet, on as a deployment may run them: capacity tracking (owned by
  * no pod here: ownerref level -1). A flag `up` already passes is not given twice.
@@ -63,7 +78,15 @@ const EXTRA_ARGS: Readonly<Record<string, readonly string[]>> = {
 };
 /** Components the suite runs (drivers and node-level components aside). */
 
-const RUN = new Set(["controllers", "provisioner", "attacher", "resizer", "snapshotter"]);
+const RUN = new Set([
+  "controllers",
+  "provisioner",
+  "attacher",
+  "resizer",
+  "snapshotter",
+  "snapshot-controller",
+  SNAPSHOT_METADATA,
+]);
 
 /**
  * Rules granted but not exercised by the suite, each with why it stays. A rule listed here that
@@ -84,6 +107,11 @@ const KCM_PARITY =
   "csikit-controllers.yaml is shaped like kube-controller-manager's and kube-scheduler's bootstrap roles; no csikit path in this suite uses it";
 const WORKLOAD_LOOPS =
   "the deployment loop creates ReplicaSets; this storage suite runs a StatefulSet and an ephemeral volume, no Deployment (src/controllers/deployment/*.server.test.ts runs it under this identity)";
+const DISTRIBUTED_SNAPSHOTS =
+  "upstream's rule for --enable-distributed-snapshotting (the node a content's managed-by label names); up turns it on with --distributed only";
+const SNAPSHOT_UPDATES =
+  "upstream's rule; csikit writes these with update (a resourceVersion-guarded write of the object it decided on)";
+const REVIEWS_UPSTREAM = "upstream's rule; a review is only ever created";
 const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   provisioner: {
     "update /persistentvolumeclaims":
@@ -155,6 +183,48 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
     "list coordination.k8s.io/leases": LEASES_UPSTREAM,
     "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
     "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
+  },
+  "snapshot-controller": {
+    "get /nodes": DISTRIBUTED_SNAPSHOTS,
+    "list /nodes": DISTRIBUTED_SNAPSHOTS,
+    "watch /nodes": DISTRIBUTED_SNAPSHOTS,
+    "get /persistentvolumeclaims": INFORMER_GET,
+    "get /persistentvolumes": INFORMER_GET,
+    "get snapshot.storage.k8s.io/volumesnapshotclasses": INFORMER_GET,
+    "get snapshot.storage.k8s.io/volumesnapshotcontents": INFORMER_GET,
+    "get snapshot.storage.k8s.io/volumesnapshots": INFORMER_GET,
+    "get groupsnapshot.storage.k8s.io/volumegroupsnapshotclasses": INFORMER_GET,
+    "get groupsnapshot.storage.k8s.io/volumegroupsnapshotcontents": INFORMER_GET,
+    "get groupsnapshot.storage.k8s.io/volumegroupsnapshots": INFORMER_GET,
+    "patch snapshot.storage.k8s.io/volumesnapshots": SNAPSHOT_UPDATES,
+    "patch snapshot.storage.k8s.io/volumesnapshots/status": SNAPSHOT_UPDATES,
+    "patch snapshot.storage.k8s.io/volumesnapshotcontents/status": SNAPSHOT_UPDATES,
+    "patch groupsnapshot.storage.k8s.io/volumegroupsnapshots": SNAPSHOT_UPDATES,
+    "patch groupsnapshot.storage.k8s.io/volumegroupsnapshots/status": SNAPSHOT_UPDATES,
+    "patch groupsnapshot.storage.k8s.io/volumegroupsnapshotcontents/status": SNAPSHOT_UPDATES,
+    "update groupsnapshot.storage.k8s.io/volumegroupsnapshotcontents":
+      "upstream's rule; csikit patches group contents (their finalizer, their being-deleted annotation)",
+    "list /events": EVENT_UPSTREAM,
+    "watch /events": EVENT_UPSTREAM,
+    "update /events": EVENT_UPSTREAM,
+    "patch /events": EVENT_REPEAT,
+    "list coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
+    "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
+  },
+  [SNAPSHOT_METADATA]: {
+    ...Object.fromEntries(
+      ["create", "delete", "list", "patch", "update", "watch"].map((verb) => [
+        `${verb} cbt.storage.k8s.io/snapshotmetadataservices`,
+        "upstream grants every verb on the driver's SnapshotMetadataService; the sidecar only gets it (its audience)",
+      ]),
+    ),
+    "get authentication.k8s.io/tokenreviews": REVIEWS_UPSTREAM,
+    "get authorization.k8s.io/subjectaccessreviews": REVIEWS_UPSTREAM,
+    "list snapshot.storage.k8s.io/volumesnapshots":
+      "upstream's rule; the sidecar gets the one snapshot a call names",
+    "list snapshot.storage.k8s.io/volumesnapshotcontents":
+      "upstream's rule; the sidecar gets the one content a snapshot is bound to",
   },
   controllers: Object.fromEntries(
     [
@@ -236,16 +306,29 @@ async function deletePodNow(admin: KubeClient, name: string): Promise<void> {
 test("every component's API calls on up are allowed by deploy/rbac, and every grant is used or explained", async (t) => {
   const nodes = nodeSpecs(1);
   const controllersPort = await freePort();
+  const snapshotMetadataPort = await freePort();
   const plan = (layout: ClusterLayout) =>
     planComponents({
       layout,
       nodes,
       driverName: DRIVER,
-      commands: new Set(["attacher", "resizer", "snapshotter", "registrar", "livenessprobe"]),
+      commands: new Set([
+        "attacher",
+        "resizer",
+        "snapshotter",
+        "snapshot-controller",
+        "snapshot-metadata",
+        "registrar",
+        "livenessprobe",
+      ]),
       verbosity: 2,
       featureGates: "",
       // The controllers' secure port is scraped below: its delegated auth is part of what they call.
-      ports: new Map([["controllers", controllersPort]]),
+      // The snapshot-metadata port is the one its SnapshotMetadataService advertises.
+      ports: new Map([
+        ["controllers", controllersPort],
+        [SNAPSHOT_METADATA_GRPC, snapshotMetadataPort],
+      ]),
     }).instances;
   const staticIdentities = plan(new ClusterLayout("/unused")).flatMap((i) =>
     i.identity?.kind === "user" && RUN.has(i.name)
@@ -325,20 +408,37 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
   await mkdir(layout.socketsDir, { recursive: true, mode: 0o700 });
   await mkdir(layout.nodesDir, { recursive: true });
   running.push(spawnComponent(t, driver));
+  // What up does before the snapshot-metadata sidecar starts: its key pair and the
+  // SnapshotMetadataService advertising its port.
+  await advertiseSnapshotMetadata(
+    admin,
+    { layout, driverName: DRIVER, port: snapshotMetadataPort },
+    new AbortController().signal,
+  );
   for (const instance of instances.filter((i) => RUN.has(i.name))) {
     identities.set(instance.name, instance.identity!);
     await rbac.componentKubeconfig(instance.name, instance.identity!);
     const args =
       instance.name === "controllers"
         ? instance.args.map((a) => (a === "--leader-elect=false" ? "--leader-elect=true" : a))
-        : [
-            ...instance.args,
-            "--leader-election",
-            "--leader-election-retry-period=1s",
-            ...(EXTRA_ARGS[instance.name] ?? []).filter(
-              (extra) => !instance.args.some((arg) => arg.split("=")[0] === extra.split("=")[0]),
-            ),
-          ];
+        : instance.name === "snapshot-controller"
+          ? [
+              ...instance.args.filter((a) => a !== "--leader-election=false"),
+              // Its Lease lives in its own namespace, as upstream's Deployment in kube-system.
+              "--leader-election=true",
+              "--leader-election-namespace=kube-system",
+              "--leader-election-retry-period=1s",
+            ]
+          : instance.name === SNAPSHOT_METADATA
+            ? instance.args // one replica upstream too: no leader election
+            : [
+                ...instance.args,
+                "--leader-election",
+                "--leader-election-retry-period=1s",
+                ...(EXTRA_ARGS[instance.name] ?? []).filter(
+                  (extra) => !instance.args.some((arg) => arg.split("=")[0] === extra.split("=")[0]),
+                ),
+              ];
     // NAMESPACE: where capacity objects go, as upstream's manifests set it (downward API).
     running.push(spawnComponent(t, { ...instance, args }, { NAMESPACE: NS }));
   }
@@ -352,10 +452,14 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
   };
 
   type Spec = KubeObject & { spec: Record<string, unknown> };
-  const claim = (name: string, extra: Record<string, unknown> = {}): Spec => ({
+  const claim = (
+    name: string,
+    extra: Record<string, unknown> = {},
+    labels?: Record<string, string>,
+  ): Spec => ({
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
-    metadata: { name, namespace: NS },
+    metadata: { name, namespace: NS, ...(labels ? { labels } : {}) },
     spec: {
       accessModes: ["ReadWriteOnce"],
       resources: { requests: { storage: "1Mi" } },
@@ -378,45 +482,29 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     },
   });
 
-  // Provision (immediate), clone, restore.
-  await admin.create(GVR.persistentVolumeClaims, claim("source"));
+  // Provision (immediate), clone; a Block claim for changed-block tracking.
+  await admin.create(GVR.persistentVolumeClaims, claim("source", {}, GROUP_LABELS));
   const source = await bound("source");
   await admin.create(
     GVR.persistentVolumeClaims,
-    claim("clone", { dataSource: { kind: "PersistentVolumeClaim", name: "source" } }),
+    claim("clone", { dataSource: { kind: "PersistentVolumeClaim", name: "source" } }, GROUP_LABELS),
   );
   await bound("clone");
-  const sourcePv = await admin.get<PersistentVolume>(GVR.persistentVolumes, source.spec!.volumeName!);
-  const csi = CsiClient.connect(layout.controllerSocket);
-  const { snapshot } = await csi.controller.createSnapshot({
-    sourceVolumeId: sourcePv.spec!.csi!.volumeHandle,
-    name: "snapshot-snap",
-  });
-  csi.close();
-  await writeReadySnapshot(admin, {
-    name: "snap",
-    driver: DRIVER,
-    handle: snapshot!.snapshotId,
-    sizeBytes: Number(snapshot!.sizeBytes),
-  });
-  await admin.create(
-    GVR.persistentVolumeClaims,
-    claim("restored", {
-      dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
-    }),
+  await admin.create(GVR.persistentVolumeClaims, claim("blocks", { volumeMode: "Block" }));
+  const blocksPv = await admin.get<PersistentVolume>(
+    GVR.persistentVolumes,
+    (await bound("blocks")).spec!.volumeName!,
   );
-  await bound("restored");
 
-  // Snapshots through the snapshotter: a content and a group content as the snapshot-controller
-  // writes them (it is not part of this suite), cut, ready, then deleted.
-  const cloneClaim = await admin.get<PersistentVolumeClaim>(GVR.persistentVolumeClaims, "clone", {
-    namespace: NS,
-  });
-  const clonePv = await admin.get<PersistentVolume>(GVR.persistentVolumes, cloneClaim.spec!.volumeName!);
+  // Snapshots through the snapshot-controller and the snapshotter, as up runs them: the default
+  // class (the controller fills the snapshot's class in), a group class.
   await admin.create(GVR.volumeSnapshotClasses, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshotClass",
-    metadata: { name: "snapclass" },
+    metadata: {
+      name: "snapclass",
+      annotations: { "snapshot.storage.kubernetes.io/is-default-class": "true" },
+    },
     driver: DRIVER,
     deletionPolicy: "Delete",
   } as KubeObject);
@@ -427,41 +515,83 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     driver: DRIVER,
     deletionPolicy: "Delete",
   } as KubeObject);
+  type Snap = KubeObject & {
+    status?: { readyToUse?: boolean; error?: unknown; boundVolumeSnapshotContentName?: string };
+  };
+  const volumeSnapshot = (name: string, spec: Record<string, unknown>): Snap & { spec: unknown } => ({
+    apiVersion: "snapshot.storage.k8s.io/v1",
+    kind: "VolumeSnapshot",
+    metadata: { name, namespace: NS },
+    spec,
+  });
+  const snapshotReady = (name: string) =>
+    step(`snapshot ${name} ready`, async () => {
+      const s = await admin.get<Snap>(GVR.volumeSnapshots, name, { namespace: NS });
+      return s.status?.readyToUse === true ? s : undefined;
+    });
+  // Dynamic (default class), restored into a new claim.
+  await admin.create(
+    GVR.volumeSnapshots,
+    volumeSnapshot("snap", { source: { persistentVolumeClaimName: "source" } }),
+  );
+  await snapshotReady("snap");
+  await admin.create(
+    GVR.persistentVolumeClaims,
+    claim("restored", {
+      dataSource: { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "snap" },
+    }),
+  );
+  await bound("restored");
+  // Pre-provisioned: a backend snapshot of the block volume cut outside Kubernetes, its content
+  // written by the admin (no class: the metadata sidecar looks the driver's default one up).
+  const sourcePv = await admin.get<PersistentVolume>(GVR.persistentVolumes, source.spec!.volumeName!);
+  const csi = CsiClient.connect(layout.controllerSocket);
+  const { snapshot: backendSnapshot } = await csi.controller.createSnapshot({
+    sourceVolumeId: blocksPv.spec!.csi!.volumeHandle,
+    name: "snapshot-pre",
+  });
+  csi.close();
   await admin.create(GVR.volumeSnapshotContents, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshotContent",
-    metadata: {
-      name: "snapcontent-coverage",
-      finalizers: ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
-    },
+    metadata: { name: "pre-content" },
     spec: {
       driver: DRIVER,
       deletionPolicy: "Delete",
-      volumeSnapshotClassName: "snapclass",
-      source: { volumeHandle: sourcePv.spec!.csi!.volumeHandle },
-      volumeSnapshotRef: { name: "coverage", namespace: NS, uid: "6f7e1c2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b" },
+      source: { snapshotHandle: backendSnapshot!.snapshotId },
+      volumeSnapshotRef: { name: "pre", namespace: NS },
     },
   } as KubeObject);
-  await admin.create(GVR.volumeGroupSnapshotContents, {
+  await admin.create(
+    GVR.volumeSnapshots,
+    volumeSnapshot("pre", { source: { volumeSnapshotContentName: "pre-content" } }),
+  );
+  await snapshotReady("pre");
+  // A group snapshot of the two labelled claims: a group content, a snapshot and content per member.
+  await admin.create(GVR.volumeGroupSnapshots, {
     apiVersion: "groupsnapshot.storage.k8s.io/v1",
-    kind: "VolumeGroupSnapshotContent",
-    metadata: {
-      name: "groupsnapcontent-coverage",
-      finalizers: ["groupsnapshot.storage.kubernetes.io/volumegroupsnapshotcontent-bound-protection"],
-    },
-    spec: {
-      driver: DRIVER,
-      deletionPolicy: "Delete",
-      volumeGroupSnapshotClassName: "groupclass",
-      source: { volumeHandles: [sourcePv.spec!.csi!.volumeHandle, clonePv.spec!.csi!.volumeHandle] },
-      volumeGroupSnapshotRef: {
-        name: "coverage",
-        namespace: NS,
-        uid: "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d",
-      },
-    },
+    kind: "VolumeGroupSnapshot",
+    metadata: { name: "group", namespace: NS },
+    spec: { source: { selector: { matchLabels: GROUP_LABELS } }, volumeGroupSnapshotClassName: "groupclass" },
   } as KubeObject);
-  // A content whose class is missing: status.error and a SnapshotCreationFailed Event.
+  await step("group snapshot ready", async () => {
+    const g = await admin.get<Snap>(GVR.volumeGroupSnapshots, "group", { namespace: NS });
+    return g.status?.readyToUse === true || undefined;
+  });
+  // A snapshot naming a class that does not exist: the controller's error status and Event.
+  await admin.create(
+    GVR.volumeSnapshots,
+    volumeSnapshot("noclass", {
+      source: { persistentVolumeClaimName: "source" },
+      volumeSnapshotClassName: "missing",
+    }),
+  );
+  await step("the classless snapshot's error recorded", async () => {
+    const s = await admin.get<Snap>(GVR.volumeSnapshots, "noclass", { namespace: NS });
+    return s.status?.error !== undefined || undefined;
+  });
+  // A content whose class is missing, written directly (no snapshot): the sidecar's
+  // status.error and SnapshotCreationFailed Event.
   await admin.create(GVR.volumeSnapshotContents, {
     apiVersion: "snapshot.storage.k8s.io/v1",
     kind: "VolumeSnapshotContent",
@@ -474,35 +604,44 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
       deletionPolicy: "Delete",
       volumeSnapshotClassName: "missing",
       source: { volumeHandle: sourcePv.spec!.csi!.volumeHandle },
-      volumeSnapshotRef: { name: "noclass", namespace: NS, uid: "8b9c0d1e-2f3a-4b4c-9d5e-6f7a8b9c0d1e" },
+      volumeSnapshotRef: { name: "gone", namespace: NS, uid: "8b9c0d1e-2f3a-4b4c-9d5e-6f7a8b9c0d1e" },
     },
   } as KubeObject);
-  type WithStatus = KubeObject & { status?: { readyToUse?: boolean; error?: unknown } };
   await step("the classless content's error recorded", async () => {
-    const failed = await admin.get<WithStatus>(GVR.volumeSnapshotContents, "snapcontent-noclass");
+    const failed = await admin.get<Snap>(GVR.volumeSnapshotContents, "snapcontent-noclass");
     return failed.status?.error !== undefined || undefined;
   });
-  await step("snapshot and group snapshot cut and ready", async () => {
-    const single = await admin.get<WithStatus>(GVR.volumeSnapshotContents, "snapcontent-coverage");
-    const group = await admin.get<WithStatus>(GVR.volumeGroupSnapshotContents, "groupsnapcontent-coverage");
-    return (single.status?.readyToUse && group.status?.readyToUse) || undefined;
-  });
-  await admin.patch(
-    GVR.volumeSnapshotContents,
-    "snapcontent-coverage",
-    { metadata: { annotations: { "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted": "yes" } } },
-    { type: "merge" },
+
+  // Changed-block tracking: the block claim's dynamic snapshot (its class set by the controller)
+  // and the pre-provisioned one (no class), listed by the backup client's account through the
+  // sidecar (TokenReview, SubjectAccessReview, the snapshot, its content and class read).
+  await admin.create(
+    GVR.volumeSnapshots,
+    volumeSnapshot("blocks-snap", { source: { persistentVolumeClaimName: "blocks" } }),
   );
-  await admin.patch(
-    GVR.volumeGroupSnapshotContents,
-    "groupsnapcontent-coverage",
-    {
-      metadata: {
-        annotations: { "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-deleted": "yes" },
-      },
-    },
-    { type: "merge" },
-  );
+  await snapshotReady("blocks-snap");
+  const listerKubeconfig = await rbac.serviceAccountKubeconfig(NS, "snapshot-metadata-lister");
+  for (const snapshotName of ["blocks-snap", "pre"]) {
+    const listed = await execFileText(
+      process.execPath,
+      [
+        MAIN,
+        "snapshot-metadata",
+        "list",
+        `--kubeconfig=${listerKubeconfig}`,
+        "--service-account=snapshot-metadata-lister",
+        `--snapshot=${NS}/${snapshotName}`,
+        "-o",
+        "json",
+      ],
+      { timeout: STEP.timeoutMs },
+    ).catch((error: unknown) => {
+      throw new Error(`snapshot-metadata list ${snapshotName} failed: ${String(error)}\n${logs()}`);
+    });
+    assert.ok(Array.isArray(JSON.parse(listed.stdout)), `the lister's JSON: ${listed.stdout}`);
+  }
+
+  // Everything deleted: contents and backend snapshots through the sidecar, nothing left.
   await admin.patch(
     GVR.volumeSnapshotContents,
     "snapcontent-noclass",
@@ -510,14 +649,16 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     { type: "merge" },
   );
   await admin.delete(GVR.volumeSnapshotContents, "snapcontent-noclass");
-  await admin.delete(GVR.volumeSnapshotContents, "snapcontent-coverage");
-  await admin.delete(GVR.volumeGroupSnapshotContents, "groupsnapcontent-coverage");
+  await admin.delete(GVR.volumeGroupSnapshots, "group", { namespace: NS });
+  for (const name of ["snap", "pre", "noclass", "blocks-snap"])
+    await admin.delete(GVR.volumeSnapshots, name, { namespace: NS });
   await step(
-    "snapshot contents deleted",
+    "every snapshot, content and group snapshot deleted",
     async () =>
-      (await admin.list(GVR.volumeSnapshotContents)).items.every(
-        (c) => c.metadata?.name !== "snapcontent-coverage",
-      ) && (await admin.list(GVR.volumeGroupSnapshotContents)).items.length === 0,
+      (await admin.list(GVR.volumeSnapshots, { namespace: NS })).items.length === 0 &&
+      (await admin.list(GVR.volumeSnapshotContents)).items.length === 0 &&
+      (await admin.list(GVR.volumeGroupSnapshots, { namespace: NS })).items.length === 0 &&
+      (await admin.list(GVR.volumeGroupSnapshotContents)).items.length === 0,
   );
 
   // Resize.
@@ -648,7 +789,7 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
     "every attachment detached",
     async () => (await admin.list(GVR.volumeAttachments)).items.length === 0,
   );
-  for (const name of ["restored", "clone", "late", "ghost", "source"])
+  for (const name of ["restored", "clone", "blocks", "late", "ghost", "source"])
     await admin.delete(GVR.persistentVolumeClaims, name, { namespace: NS });
   await step("provisioned volumes deleted", async () => {
     const pvs = await admin.list<PersistentVolume>(GVR.persistentVolumes);
@@ -662,7 +803,12 @@ test("every component's API calls on up are allowed by deploy/rbac, and every gr
       { namespace: NS },
     );
     const renewed = leases.items.filter((l) => l.spec?.renewTime !== l.spec?.acquireTime);
-    return renewed.length >= 4 || undefined;
+    const controller = await admin.get<KubeObject & { spec?: { acquireTime?: string; renewTime?: string } }>(
+      GVR.leases,
+      "snapshot-controller-leader",
+      { namespace: "kube-system" },
+    );
+    return (renewed.length >= 4 && controller.spec?.renewTime !== controller.spec?.acquireTime) || undefined;
   });
 
   // The controllers' secure port, scraped as Prometheus would: TokenReview, then SubjectAccessReview.

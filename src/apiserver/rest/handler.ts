@@ -292,6 +292,12 @@ async function handleResource(
   user: UserInfo,
 ): Promise<void> {
   const def = resolveDef(options, request);
+  if (options.faults)
+    await options.faults.gate({
+      verb: request.verb,
+      resource: def.resource,
+      subresource: request.subresource,
+    });
   const injected = options.faults?.take({
     verb: request.verb,
     group: def.group,

@@ -13,6 +13,14 @@
 // broken snapshots still name it; and because createContent refuses a deleting claim (as
 // upstream), no content starts from a claim that has been released.
 //
+// The one window between the two: a content create that passed its check of the claim (live,
+// protected) but has not answered yet, while the claim is deleted and its release is decided
+// on a cache with no content in it. The claim would go while the content it protects is being
+// cut. So a create marks its claim in flight (creatingContentFrom) before the check, and the
+// release counts a marked claim as used; when the create has answered, the claim is
+// reconsidered: kept while the new content is cut, released if the create failed. The window
+// is within one process: a second controller would need the Lease.
+//
 // Besides the snapshot syncs (upstream's only trigger), every claim that carries the finalizer
 // is reconciled on its own (syncClaim, enqueued by claim events), so a crash between "finalizer
 // added" and "content created", or a snapshot deleted while the controller was down, converges
@@ -44,13 +52,17 @@ export function snapshotNeedsClaim(
   return !isDeleting(snapshot) && !isDeleting(claim);
 }
 
-/** Whether any snapshot (except `skip`) still needs the claim. */
+/** Whether any snapshot (except `skip`) still needs the claim, or a content is being created from it. */
 export function claimInUse(
   ctx: SnapshotSyncContext,
   claim: PersistentVolumeClaim,
   skip?: VolumeSnapshot,
 ): boolean {
   const key = `${claim.metadata?.namespace ?? ""}/${claim.metadata?.name ?? ""}`;
+  if ((ctx.claimsInContentCreation.get(key) ?? 0) > 0) {
+    ctx.logger.info(4, "keeping claim: a content is being created from it", { claim: key });
+    return true;
+  }
   for (const cached of ctx.snapshotStore.byIndex(SNAPSHOTS_BY_CLAIM, key)) {
     if (skip !== undefined && cached.metadata?.name === skip.metadata?.name) continue;
     const snapshot = ctx.snapshots.get(`${cached.metadata?.namespace ?? ""}/${cached.metadata?.name ?? ""}`);
@@ -80,6 +92,30 @@ export async function releaseClaimIfUnused(
   ctx.logger.info(2, "removed pvc-as-source-protection: no snapshot is being taken from the claim", {
     claim: key,
   });
+}
+
+/**
+ * Runs `create` (which checks and protects the snapshot's claim, then creates its content) with
+ * the claim marked in flight from before the check until the create has answered, then has the
+ * claim reconsidered (see the header).
+ */
+export async function creatingContentFrom<T>(
+  ctx: SnapshotSyncContext,
+  snapshot: VolumeSnapshot,
+  create: () => Promise<T>,
+): Promise<T> {
+  const key = claimKeyOf(snapshot);
+  if (key === undefined) return create();
+  const inFlight = ctx.claimsInContentCreation;
+  inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+  try {
+    return await create();
+  } finally {
+    const left = (inFlight.get(key) ?? 1) - 1;
+    if (left > 0) inFlight.set(key, left);
+    else inFlight.delete(key);
+    ctx.enqueueClaim(key);
+  }
 }
 
 /** Upstream's ensurePVCFinalizer, before a content is created. */

@@ -56,6 +56,12 @@ export interface SnapshotSyncContext {
   preventVolumeModeConversion: boolean;
   /** --enable-distributed-snapshotting. */
   distributed: boolean;
+  /**
+   * Claims a content is being created from right now, by claim key (how many creates): their
+   * pvc-as-source-protection stays until the create has answered (claim-protection.ts). One map
+   * per controller, shared by every reconcile.
+   */
+  claimsInContentCreation: Map<string, number>;
   enqueueSnapshot(key: string): void;
   enqueueContent(name: string): void;
   enqueueGroup(key: string): void;

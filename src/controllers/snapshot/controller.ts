@@ -267,6 +267,7 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
       : undefined;
 
   const recorder = new EventRecorder({ client, component: SNAPSHOT_CONTROLLER_COMPONENT, logger, clock });
+  const claimsInContentCreation = new Map<string, number>();
   const context = (reconcileSignal: AbortSignal, reconcileLogger: Logger): SnapshotSyncContext => ({
     client,
     recorder,
@@ -284,6 +285,7 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
     metrics,
     preventVolumeModeConversion: options.preventVolumeModeConversion,
     distributed: options.enableDistributedSnapshotting,
+    claimsInContentCreation,
     enqueueSnapshot: (key) => snapshotQueue.add(key),
     enqueueContent: (name) => contentQueue.add(name),
     enqueueGroup: (key) => groupQueue.add(key),

@@ -21,7 +21,7 @@ import {
 } from "../../api/index.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../../kube/index.ts";
 import { nodeSelectorTermMatches } from "../pv/index.ts";
-import { protectClaim, releaseClaimIfUnused } from "./claim-protection.ts";
+import { creatingContentFrom, protectClaim, releaseClaimIfUnused } from "./claim-protection.ts";
 import type { SnapshotSyncContext } from "./context.ts";
 import { OPERATIONS } from "./metrics.ts";
 import {
@@ -404,7 +404,7 @@ async function syncUnreadySnapshot(ctx: SnapshotSyncContext, snapshot: VolumeSna
   }
   let content: VolumeSnapshotContent;
   try {
-    content = await createContent(ctx, snapshot);
+    content = await creatingContentFrom(ctx, snapshot, () => createContent(ctx, snapshot));
   } catch (error) {
     await snapshotErrorStatus(ctx, snapshot, {
       setReadyToFalse: true,
