@@ -29,6 +29,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./controllers.ts")).controllersCommand,
   },
   {
+    name: "csi",
+    summary: "Call any CSI RPC on a driver's socket from the command line (a raw CSI client, like gocsi's csc)",
+    load: async () => (await import("./csi.ts")).csiCommand,
+  },
+  {
     name: "hostpath",
     summary: "Run the hostpath reference CSI driver (controller and/or node service) on a Unix socket",
     load: async () => (await import("./hostpath.ts")).hostpathCommand,

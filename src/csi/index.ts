@@ -21,3 +21,4 @@ export {
 } from "./tls-grpc.ts";
 /** The Kubernetes SnapshotMetadata API's messages (package snapshotmetadata), apart from CSI's. */
 export * as SnapshotMetadataApi from "./generated/snapshotmetadata.ts";
+export { messageFromJson } from "./json-request.ts";
