@@ -307,7 +307,7 @@ async function call(invocation: Invocation, context: CsiIo, logger: Logger): Pro
   const path = endpoint(flags);
   const request = await buildRequest(invocation);
   const timeout = flags.number("timeout");
-  const client = CsiClient.connect(path, { logger, timeoutMs: timeout > 0 ? timeout : undefined });
+  const client = CsiClient.connect(path, { logger, ...(timeout > 0 ? { timeoutMs: timeout } : {}) });
   const method = methodSpec(command);
   const service = client[command.service] as unknown as Record<string, (request: unknown, options: object) => unknown>;
   try {

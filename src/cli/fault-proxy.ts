@@ -11,6 +11,7 @@ import {
   FaultRules,
   formatRule,
   parseRuleJson,
+  parseLoopbackAddress,
   parseRuleSpec,
   startFaultApi,
   startFaultProxy,
@@ -88,6 +89,14 @@ export const faultProxyCommand: Command = {
     const listen = socketFlag(flags, "listen");
     const target = socketFlag(flags, "csi-address");
     if (listen === target) throw new FlagError("flag -listen: the proxy cannot serve the driver's own socket");
+    const apiAddress = flags.string("api-address");
+    if (apiAddress !== "") {
+      try {
+        parseLoopbackAddress(apiAddress);
+      } catch (error) {
+        throw new FlagError(`flag -api-address: ${errorMessage(error)}`);
+      }
+    }
     const seed = flags.isSet("seed") ? flags.number("seed") : Math.floor(Math.random() * 2 ** 31);
     const rules = new FaultRules(seed);
     const list: FaultRule[] = [];
@@ -114,7 +123,7 @@ export const faultProxyCommand: Command = {
         stopped.abort();
       },
     });
-    const api = flags.string("api-address") === "" ? undefined : await startFaultApi(flags.string("api-address"), rules, logger);
+    const api = apiAddress === "" ? undefined : await startFaultApi(apiAddress, rules, logger);
     logger.info(0, "fault proxy serving", {
       listen,
       driver: target,

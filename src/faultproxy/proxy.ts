@@ -242,7 +242,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         stream.resume();
         return;
       case "drop":
-        stream.session?.destroy();
+        // The socket itself, as a crashed peer or a cut connection: no GOAWAY, no RST_STREAM
+        // (destroying the session would end the call with RST_STREAM 0, which gRPC reads as
+        // INTERNAL, not the UNAVAILABLE of a lost connection).
+        stream.session?.socket.destroy();
         return;
       case "exit":
         options.onExit(rule.exitCode ?? 1);

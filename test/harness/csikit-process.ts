@@ -36,7 +36,8 @@ export function startCsikit(t: TestContext, args: readonly string[], prefix: rea
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   const exited = new Promise<number | string | null>((resolve) =>
-    child.on("exit", (code, signal) => resolve(code ?? signal)),
+    // "close", not "exit": by then stdout and stderr are read to the end.
+    child.on("close", (code, signal) => resolve(code ?? signal)),
   );
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
