@@ -30,7 +30,8 @@ export const commands: readonly CommandEntry[] = [
   },
   {
     name: "csi",
-    summary: "Call any CSI RPC on a driver's socket from the command line (a raw CSI client, like gocsi's csc)",
+    summary:
+      "Call any CSI RPC on a driver's socket from the command line (a raw CSI client, like gocsi's csc)",
     load: async () => (await import("./csi.ts")).csiCommand,
   },
   {

@@ -25,13 +25,25 @@ function flatten(value: unknown, prefix: string, out: Leaves): Leaves {
   } else if (Array.isArray(value)) {
     value.forEach((item, i) => flatten(item, `${prefix}[${i}]`, out));
   } else if (typeof value === "object" && value !== null && isLabelMap(value)) {
-    out.push([prefix, Object.entries(value).map(([key, item]) => `${key}=${String(item)}`).join(",")]);
+    out.push([
+      prefix,
+      Object.entries(value)
+        .map(([key, item]) => `${key}=${String(item)}`)
+        .join(","),
+    ]);
   } else if (typeof value === "object" && value !== null) {
     const entries = Object.entries(value);
     if (entries.length === 0 && prefix !== "") out.push([prefix, ""]);
     for (const [key, item] of entries) flatten(item, prefix === "" ? key : `${prefix}.${key}`, out);
   } else if (prefix !== "") {
-    out.push([prefix, value === null || value === undefined ? "" : String(value)]);
+    out.push([
+      prefix,
+      value === null || value === undefined
+        ? ""
+        : typeof value === "string"
+          ? value
+          : (JSON.stringify(value) ?? ""),
+    ]);
   }
   return out;
 }
@@ -40,7 +52,9 @@ function flatten(value: unknown, prefix: string, out: Leaves): Leaves {
 function listField(message: Record<string, unknown>): string | undefined {
   const lists = Object.entries(message).filter(
     ([, value]) =>
-      Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === "object" && item !== null),
+      Array.isArray(value) &&
+      value.length > 0 &&
+      value.every((item) => typeof item === "object" && item !== null),
   );
   return lists.length === 1 ? lists[0]![0] : undefined;
 }
@@ -54,7 +68,13 @@ function columns(rows: readonly Leaves[]): string[] {
 function align(lines: readonly (readonly string[])[]): string {
   const widths: number[] = [];
   for (const line of lines) line.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return lines.map((line) => line.map((cell, i) => (i === line.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n") + "\n";
+  return (
+    lines
+      .map((line) =>
+        line.map((cell, i) => (i === line.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "),
+      )
+      .join("\n") + "\n"
+  );
 }
 
 /**
@@ -75,7 +95,10 @@ export function formatTable(message: unknown, header = true): string {
   const lines = rows.map((row) => names.map((name) => row.find(([key]) => key === name)?.[1] ?? ""));
   // Entries wrapped in one message ({snapshot: {...}}) need not repeat "snapshot." in every column.
   const shared = /^[^.[]+\./.exec(names[0] ?? "")?.[0];
-  const titles = shared && names.every((name) => name.startsWith(shared)) ? names.map((name) => name.slice(shared.length)) : names;
+  const titles =
+    shared && names.every((name) => name.startsWith(shared))
+      ? names.map((name) => name.slice(shared.length))
+      : names;
   const rest = flatten(
     Object.fromEntries(Object.entries(record).filter(([key]) => key !== list)),
     "",

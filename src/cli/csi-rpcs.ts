@@ -53,22 +53,41 @@ const cap = (field = "volumeCapability"): FieldFlag => ({ field, kind: "cap", he
 const str = (field: string, help: string): FieldFlag => ({ field, kind: "string", help });
 const map = (field: string, help: string): FieldFlag => ({ field, kind: "map", help });
 const CAPACITY = {
-  "req-bytes": { field: "capacityRange.requiredBytes", kind: "bytes", help: "Required capacity (bytes or a quantity: 1Gi, 10M)" },
-  "lim-bytes": { field: "capacityRange.limitBytes", kind: "bytes", help: "Capacity limit (bytes or a quantity)" },
+  "req-bytes": {
+    field: "capacityRange.requiredBytes",
+    kind: "bytes",
+    help: "Required capacity (bytes or a quantity: 1Gi, 10M)",
+  },
+  "lim-bytes": {
+    field: "capacityRange.limitBytes",
+    kind: "bytes",
+    help: "Capacity limit (bytes or a quantity)",
+  },
 } as const satisfies Record<string, FieldFlag>;
 const PAGING = {
-  "max-entries": { field: "maxEntries", kind: "int", help: "Most entries in one answer (0 = the driver's choice)" },
+  "max-entries": {
+    field: "maxEntries",
+    kind: "int",
+    help: "Most entries in one answer (0 = the driver's choice)",
+  },
   "starting-token": str("startingToken", "next_token of the previous page"),
 } as const satisfies Record<string, FieldFlag>;
 const PARAMS = map("parameters", "Parameters (key=value,...) as a StorageClass or snapshot class gives them");
 const VOLUME_CONTEXT = map("volumeContext", "Volume context (key=value,...) as CreateVolume returned it");
-const PUBLISH_CONTEXT = map("publishContext", "Publish context (key=value,...) as ControllerPublishVolume returned it");
+const PUBLISH_CONTEXT = map(
+  "publishContext",
+  "Publish context (key=value,...) as ControllerPublishVolume returned it",
+);
 const STAGING = str("stagingTargetPath", "Staging path (NodeStageVolume's staging_target_path)");
 const NODE_ID = str("nodeId", "Node ID as NodeGetInfo returns it");
 const READ_ONLY = { field: "readonly", kind: "bool", help: "Publish read-only" } as const satisfies FieldFlag;
 const METADATA_PAGING = {
   "starting-offset": { field: "startingOffset", kind: "bytes", help: "Byte offset to start from" },
-  "max-results": { field: "maxResults", kind: "int", help: "Most block entries per streamed message (0 = the driver's choice)" },
+  "max-results": {
+    field: "maxResults",
+    kind: "int",
+    help: "Most block entries per streamed message (0 = the driver's choice)",
+  },
 } as const satisfies Record<string, FieldFlag>;
 
 function rpc(
@@ -92,7 +111,10 @@ export const RPCS: readonly RpcCommand[] = [
     cap: caps(),
     ...CAPACITY,
     params: PARAMS,
-    "mutable-params": map("mutableParameters", "Mutable parameters (key=value,...) of a VolumeAttributesClass"),
+    "mutable-params": map(
+      "mutableParameters",
+      "Mutable parameters (key=value,...) of a VolumeAttributesClass",
+    ),
     "source-snapshot": str("volumeContentSource.snapshot.snapshotId", "Create from this snapshot"),
     "source-volume": str("volumeContentSource.volume.volumeId", "Clone this volume"),
   }),
@@ -174,19 +196,63 @@ export const RPCS: readonly RpcCommand[] = [
   rpc("node", "node", "nodeGetInfo", "get-info", ["info", "get-id"]),
 
   rpc("group-controller", "groupController", "groupControllerGetCapabilities", "get-capabilities", ["cap"]),
-  rpc("group-controller", "groupController", "createVolumeGroupSnapshot", "create-group-snapshot", ["create"], ["name"], {
-    "source-volume": { field: "sourceVolumeIds", kind: "strings", help: "Volumes of the group (id,id,...; or repeat)" },
-    params: PARAMS,
-  }),
-  rpc("group-controller", "groupController", "deleteVolumeGroupSnapshot", "delete-group-snapshot", ["delete"], ["groupSnapshotId"], {
-    "snapshot-id": { field: "snapshotIds", kind: "strings", help: "The group's snapshot ids (id,id,...)" },
-  }),
-  rpc("group-controller", "groupController", "getVolumeGroupSnapshot", "get-group-snapshot", ["get"], ["groupSnapshotId"], {
-    "snapshot-id": { field: "snapshotIds", kind: "strings", help: "The group's snapshot ids (id,id,...)" },
-  }),
+  rpc(
+    "group-controller",
+    "groupController",
+    "createVolumeGroupSnapshot",
+    "create-group-snapshot",
+    ["create"],
+    ["name"],
+    {
+      "source-volume": {
+        field: "sourceVolumeIds",
+        kind: "strings",
+        help: "Volumes of the group (id,id,...; or repeat)",
+      },
+      params: PARAMS,
+    },
+  ),
+  rpc(
+    "group-controller",
+    "groupController",
+    "deleteVolumeGroupSnapshot",
+    "delete-group-snapshot",
+    ["delete"],
+    ["groupSnapshotId"],
+    {
+      "snapshot-id": { field: "snapshotIds", kind: "strings", help: "The group's snapshot ids (id,id,...)" },
+    },
+  ),
+  rpc(
+    "group-controller",
+    "groupController",
+    "getVolumeGroupSnapshot",
+    "get-group-snapshot",
+    ["get"],
+    ["groupSnapshotId"],
+    {
+      "snapshot-id": { field: "snapshotIds", kind: "strings", help: "The group's snapshot ids (id,id,...)" },
+    },
+  ),
 
-  rpc("snapshot-metadata", "snapshotMetadata", "getMetadataAllocated", "allocated", ["get-allocated"], ["snapshotId"], METADATA_PAGING),
-  rpc("snapshot-metadata", "snapshotMetadata", "getMetadataDelta", "delta", ["get-delta"], ["baseSnapshotId", "targetSnapshotId"], METADATA_PAGING),
+  rpc(
+    "snapshot-metadata",
+    "snapshotMetadata",
+    "getMetadataAllocated",
+    "allocated",
+    ["get-allocated"],
+    ["snapshotId"],
+    METADATA_PAGING,
+  ),
+  rpc(
+    "snapshot-metadata",
+    "snapshotMetadata",
+    "getMetadataDelta",
+    "delta",
+    ["get-delta"],
+    ["baseSnapshotId", "targetSnapshotId"],
+    METADATA_PAGING,
+  ),
 ];
 
 /** Other words accepted for a group. */
@@ -234,8 +300,17 @@ export function rpcFlagSpecs(command: RpcCommand): FlagSpecs {
   const specs: FlagSpecs = {};
   for (const [name, flag] of Object.entries(command.flags)) {
     const type: FlagSpec["type"] =
-      flag.kind === "bool" ? "bool" : flag.kind === "map" ? "map" : flag.kind === "strings" ? "strings" : "string";
-    specs[name] = { type, help: `${flag.help} (${methodSpec(command).requestType.replace(/^csi\.v1\./, "")}.${flag.field})` };
+      flag.kind === "bool"
+        ? "bool"
+        : flag.kind === "map"
+          ? "map"
+          : flag.kind === "strings"
+            ? "strings"
+            : "string";
+    specs[name] = {
+      type,
+      help: `${flag.help} (${methodSpec(command).requestType.replace(/^csi\.v1\./, "")}.${flag.field})`,
+    };
   }
   return specs;
 }

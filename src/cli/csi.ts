@@ -22,12 +22,20 @@ import {
   type FlagValue,
   type ParsedFlags,
 } from "../base/index.ts";
-import { CsiClient, grpcCode, grpcDetails, messageFromJson, parseEndpoint, statusName } from "../csi/index.ts";
+import {
+  CsiClient,
+  grpcCode,
+  grpcDetails,
+  messageFromJson,
+  parseEndpoint,
+  statusName,
+} from "../csi/index.ts";
 import type { Command, CommandContext } from "./command.ts";
 import { OUTPUT_FORMATS, formatMessage, type OutputFormat } from "./csi-output.ts";
 import { RPCS, findRpc, methodSpec, rpcFlagSpecs, type FieldFlag, type RpcCommand } from "./csi-rpcs.ts";
 
-const SUMMARY = "Call any CSI RPC on a driver's socket from the command line (a raw CSI client, like gocsi's csc)";
+const SUMMARY =
+  "Call any CSI RPC on a driver's socket from the command line (a raw CSI client, like gocsi's csc)";
 
 /** Flags every RPC takes. */
 const COMMON_FLAGS: FlagSpecs = {
@@ -56,16 +64,21 @@ function rpcUsage(command: RpcCommand): string {
 /** The RPC list `csikit csi --help` shows. */
 function rpcList(): string {
   const lines = ["RPCs (csikit csi <group> <rpc> --help for an RPC's flags):"];
+  const usages = RPCS.map((command) =>
+    rpcUsage(command)
+      .replace(/^csikit csi \S+ /, "")
+      .replace(/ \[flags\]$/, ""),
+  );
+  const width = Math.max(...usages.map((usage) => usage.length));
   let group = "";
-  for (const command of RPCS) {
+  RPCS.forEach((command, i) => {
     if (command.group !== group) {
       group = command.group;
       lines.push(`  ${group}`);
     }
-    const usage = rpcUsage(command).replace(/^csikit csi \S+ /, "").replace(/ \[flags\]$/, "");
     const aliases = command.aliases.length ? ` (also: ${command.aliases.join(", ")})` : "";
-    lines.push(`    ${usage.padEnd(40)} ${methodSpec(command).name}${aliases}`);
-  }
+    lines.push(`    ${usages[i]!.padEnd(width)}  ${methodSpec(command).name}${aliases}`);
+  });
   return lines.join("\n");
 }
 
@@ -144,7 +157,7 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   let node = target;
   for (const key of keys.slice(0, -1)) {
     const next = node[key];
-    node = (node[key] = isRecord(next) && !Array.isArray(next) ? next : {}) as Record<string, unknown>;
+    node = node[key] = isRecord(next) && !Array.isArray(next) ? next : {};
   }
   node[keys.at(-1)!] = value;
 }
@@ -152,13 +165,22 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
 /** A VolumeCapability from `MODE,TYPE[,FS_TYPE[,MOUNT_FLAG...]]` (as csc's --cap). */
 export function parseCapability(text: string): Record<string, unknown> {
   const [mode = "", type = "mount", fsType, ...mountFlags] = text.split(",").map((part) => part.trim());
-  if (mode === "") throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -cap: want ACCESS_MODE,ACCESS_TYPE[,FS_TYPE[,MOUNT_FLAG...]]`);
+  if (mode === "")
+    throw new FlagError(
+      `invalid value ${JSON.stringify(text)} for flag -cap: want ACCESS_MODE,ACCESS_TYPE[,FS_TYPE[,MOUNT_FLAG...]]`,
+    );
   const accessMode = { mode: /^\d+$/.test(mode) ? Number(mode) : mode.toUpperCase() };
   if (type === "block") {
-    if (fsType !== undefined) throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -cap: a block volume has no fs type or mount flags`);
+    if (fsType !== undefined)
+      throw new FlagError(
+        `invalid value ${JSON.stringify(text)} for flag -cap: a block volume has no fs type or mount flags`,
+      );
     return { block: {}, accessMode };
   }
-  if (type !== "mount") throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -cap: access type ${JSON.stringify(type)} is neither mount nor block`);
+  if (type !== "mount")
+    throw new FlagError(
+      `invalid value ${JSON.stringify(text)} for flag -cap: access type ${JSON.stringify(type)} is neither mount nor block`,
+    );
   return { mount: { fsType: fsType ?? "", mountFlags }, accessMode };
 }
 
@@ -174,7 +196,8 @@ function flagValue(name: string, flag: FieldFlag, flags: Flags, caps: readonly s
       return flags.strings(name);
     case "int": {
       const text = flags.string(name);
-      if (!/^\d+$/.test(text)) throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -${name}: want a whole number`);
+      if (!/^\d+$/.test(text))
+        throw new FlagError(`invalid value ${JSON.stringify(text)} for flag -${name}: want a whole number`);
       return Number(text);
     }
     case "bytes":
@@ -186,7 +209,8 @@ function flagValue(name: string, flag: FieldFlag, flags: Flags, caps: readonly s
     case "caps":
       return caps.map(parseCapability);
     case "cap":
-      if (caps.length > 1) throw new FlagError(`flag -cap: ${caps.length} given, this RPC takes one volume capability`);
+      if (caps.length > 1)
+        throw new FlagError(`flag -cap: ${caps.length} given, this RPC takes one volume capability`);
       return parseCapability(caps[0]!);
   }
 }
@@ -207,7 +231,9 @@ async function jsonRequest(text: string): Promise<unknown> {
     const message = errorMessage(error);
     const at = / in JSON at position \d+.*$/.exec(message)?.[0] ?? "";
     const reason = at ? message.slice(0, message.length - at.length) : "not valid JSON";
-    throw new FlagError(`flag -json: malformed JSON: ${/"/.test(reason) ? "not valid JSON" : reason}${at.replace(/^ in JSON/, "")}`);
+    throw new FlagError(
+      `flag -json: malformed JSON: ${/"/.test(reason) ? "not valid JSON" : reason}${at.replace(/^ in JSON/, "")}`,
+    );
   }
 }
 
@@ -267,13 +293,16 @@ export async function buildRequest(invocation: Invocation): Promise<Record<strin
     if (given) setPath(request, flag.field, flagValue(name, flag, flags, caps));
   }
   if (caps.length > 0 && !("cap" in command.flags)) throw new FlagError(`${rpcName} takes no -cap`);
-  const missing = command.args.filter((field) => !(typeof request[field] === "string" && request[field] !== ""));
+  const missing = command.args.filter(
+    (field) => !(typeof request[field] === "string" && request[field] !== ""),
+  );
   if (missing.length > 0) {
     throw new FlagError(`${rpcName} needs ${missing.join(", ")} (usage: ${rpcUsage(command)})`);
   }
   request = messageFromJson(requestType, request, "request");
   if (flags.isSet("secrets-file")) {
-    if (!hasField(requestType, "secrets")) throw new FlagError(`${rpcName} takes no secrets (flag -secrets-file)`);
+    if (!hasField(requestType, "secrets"))
+      throw new FlagError(`${rpcName} takes no secrets (flag -secrets-file)`);
     request.secrets = await readSecrets(flags.string("secrets-file"));
   }
   return request;
@@ -282,7 +311,10 @@ export async function buildRequest(invocation: Invocation): Promise<Record<strin
 function outputFormat(flags: Flags): OutputFormat {
   const value = flags.isSet("o") ? flags.string("o") : flags.string("output");
   const format = OUTPUT_FORMATS.find((candidate) => candidate === value);
-  if (!format) throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -output: want ${OUTPUT_FORMATS.join(", ")}`);
+  if (!format)
+    throw new FlagError(
+      `invalid value ${JSON.stringify(value)} for flag -output: want ${OUTPUT_FORMATS.join(", ")}`,
+    );
   return format;
 }
 
@@ -309,16 +341,19 @@ async function call(invocation: Invocation, context: CsiIo, logger: Logger): Pro
   const timeout = flags.number("timeout");
   const client = CsiClient.connect(path, { logger, ...(timeout > 0 ? { timeoutMs: timeout } : {}) });
   const method = methodSpec(command);
-  const service = client[command.service] as unknown as Record<string, (request: unknown, options: object) => unknown>;
+  // The table names the method by its key on the typed client; the request was checked above.
+  const service: Record<string, unknown> = client[command.service];
+  const rpc = service[command.key];
+  if (typeof rpc !== "function") throw new ValidationError(`${method.path} is missing from the CSI client`);
   try {
-    const result = service[command.key]!(request, { signal: context.signal });
+    const result: unknown = Reflect.apply(rpc, service, [request, { signal: context.signal }]);
     if (method.responseStream) {
       let index = 0;
       for await (const message of result as AsyncIterable<unknown>) {
         context.stdout.write(formatMessage(format, message, true, index++));
       }
     } else {
-      context.stdout.write(formatMessage(format, await (result as Promise<unknown>)));
+      context.stdout.write(formatMessage(format, await result));
     }
     return 0;
   } catch (error) {
@@ -338,7 +373,9 @@ async function call(invocation: Invocation, context: CsiIo, logger: Logger): Pro
 export async function runCsi(before: ParsedFlags, io: CsiIo): Promise<number> {
   const words = before.positionals;
   if (words.length === 0) {
-    io.stderr.write(`csikit csi: name an RPC\n\n${formatHelp(csiCommand.usage, { ...LOGGING_FLAGS, ...COMMON_FLAGS }, DESCRIPTION)}`);
+    io.stderr.write(
+      `csikit csi: name an RPC\n\n${formatHelp(csiCommand.usage, { ...LOGGING_FLAGS, ...COMMON_FLAGS }, DESCRIPTION)}`,
+    );
     return 2;
   }
   const found = findRpc(words);
@@ -369,7 +406,10 @@ export async function runCsi(before: ParsedFlags, io: CsiIo): Promise<number> {
     return 0;
   }
   const logger = flags.isSet("v")
-    ? new Logger({ verbosity: flags.number("v"), format: flags.string("log-format") === "json" ? "json" : "text" })
+    ? new Logger({
+        verbosity: flags.number("v"),
+        format: flags.string("log-format") === "json" ? "json" : "text",
+      })
     : io.logger;
   try {
     return await call({ command, flags, args: flags.parsed.positionals, caps }, io, logger);

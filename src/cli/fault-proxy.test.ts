@@ -8,12 +8,13 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { after, before, test, type TestContext } from "node:test";
+import { test, type TestContext } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { silentLogger } from "../base/index.ts";
 import { CsiClient, GrpcStatus } from "../csi/index.ts";
 import { FaultRules, parseRuleSpec, startFaultProxy } from "../faultproxy/index.ts";
 import { defer, tempDir } from "../../test/harness/cleanup.ts";
+import { subtests } from "../../test/harness/subtests.ts";
 import {
   MAIN,
   exitOf,
@@ -23,6 +24,8 @@ import {
 } from "../../test/harness/csikit-process.ts";
 import { until } from "../../test/harness/until.ts";
 
+const { subtest, runAll } = subtests();
+
 const SEED = 42;
 let dir = "";
 let driverSocket = "";
@@ -30,13 +33,6 @@ let proxySocket = "";
 let api = "";
 let proxy: CsikitProcess;
 let client: CsiClient;
-
-// defer() needs a test context; the file-wide processes get one whose cleanups run in after().
-const cleanups: (() => unknown)[] = [];
-after(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
-const fileContext = { after: (fn: () => unknown) => cleanups.push(fn) } as unknown as TestContext;
 
 interface LogLine {
   msg: string;
@@ -52,8 +48,18 @@ function logLines(process: CsikitProcess): LogLine[] {
 }
 
 /** Starts `csikit fault-proxy` in front of the shared driver; resolves once it logs its API address. */
-async function startProxy(t: TestContext, socket: string, args: readonly string[]): Promise<{ process: CsikitProcess; api: string }> {
-  const process = startCsikit(t, ["fault-proxy", `--listen=${socket}`, `--csi-address=${driverSocket}`, "--log-format=json", ...args]);
+async function startProxy(
+  t: TestContext,
+  socket: string,
+  args: readonly string[],
+): Promise<{ process: CsikitProcess; api: string }> {
+  const process = startCsikit(t, [
+    "fault-proxy",
+    `--listen=${socket}`,
+    `--csi-address=${driverSocket}`,
+    "--log-format=json",
+    ...args,
+  ]);
   const serving = await until(
     () => {
       if (process.child.exitCode !== null) throw new Error(`fault-proxy exited: ${process.output()}`);
@@ -65,11 +71,17 @@ async function startProxy(t: TestContext, socket: string, args: readonly string[
   return { process, api: String(serving.api) };
 }
 
-async function rulesApi(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+async function rulesApi(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
   const response = await fetch(`${api}${path}`, {
     method,
     signal: AbortSignal.timeout(10_000),
-    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+    ...(body === undefined
+      ? {}
+      : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
   });
   const text = await response.text();
   return { status: response.status, body: text === "" ? undefined : JSON.parse(text) };
@@ -79,6 +91,8 @@ async function setRules(rules: unknown[]): Promise<void> {
   const response = await rulesApi("PUT", "", { rules });
   assert.equal(response.status, 200, JSON.stringify(response.body));
 }
+
+const OK: number = GrpcStatus.OK;
 
 /** The gRPC code a call ends with (0 = OK). */
 async function codeOf(call: Promise<unknown>): Promise<number> {
@@ -96,24 +110,13 @@ function injected(rule: string): LogLine[] {
 
 /** The rule's "fault injected" lines once there are `count` (the log arrives over a pipe, bounded wait). */
 function injectedLines(rule: string, count: number): Promise<LogLine[]> {
-  return until(() => injected(rule).length >= count && injected(rule), `${count} "fault injected" lines of rule ${rule}`);
+  return until(
+    () => injected(rule).length >= count && injected(rule),
+    `${count} "fault injected" lines of rule ${rule}`,
+  );
 }
 
-before(async () => {
-  dir = await tempDir(fileContext, "csikit-fault-proxy-");
-  driverSocket = (await startHostpathProcess(fileContext, dir)).socket;
-  proxySocket = join(dir, "proxy.sock");
-  const started = await startProxy(fileContext, proxySocket, [
-    `--seed=${SEED}`,
-    "--fault=GetPluginInfo:code=UNAVAILABLE:nth=2:message=injected: the second call",
-  ]);
-  proxy = started.process;
-  api = started.api;
-  client = CsiClient.connect(proxySocket, { timeoutMs: 30_000 });
-  cleanups.push(() => client.close());
-});
-
-test("a rule from the flags fires on the Nth call only, with its message, and is logged", async () => {
+subtest("a rule from the flags fires on the Nth call only, with its message, and is logged", async () => {
   assert.equal((await client.identity.getPluginInfo({})).name, "hostpath.csi.k8s.io");
   await assert.rejects(client.identity.getPluginInfo({}), (error: { code: number; details: string }) => {
     assert.equal(error.code, GrpcStatus.UNAVAILABLE);
@@ -129,14 +132,21 @@ test("a rule from the flags fires on the Nth call only, with its message, and is
   );
 });
 
-test("transparent: csikit sanity passes through the proxy", async () => {
+subtest("transparent: csikit sanity passes through the proxy", async () => {
   await setRules([]);
   // The driver runs in a private mount namespace (its mounts vanish with it), so the suite's
   // checks of mounts from outside (Lifecycle) cannot see them: they are left out here and run
   // in hostpath's own sanity tests.
   const sanity = spawn(
     process.execPath,
-    [MAIN, "sanity", `--endpoint=${proxySocket}`, `--target-dir=${join(dir, "mnt")}`, `--staging-dir=${join(dir, "stg")}`, "--ginkgo.skip=Lifecycle"],
+    [
+      MAIN,
+      "sanity",
+      `--endpoint=${proxySocket}`,
+      `--target-dir=${join(dir, "mnt")}`,
+      `--staging-dir=${join(dir, "stg")}`,
+      "--ginkgo.skip=Lifecycle",
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";
@@ -150,7 +160,7 @@ test("transparent: csikit sanity passes through the proxy", async () => {
   assert.equal(code, 0, output);
 });
 
-test("bytes, unknown fields, metadata, unknown methods and streams pass unchanged", async (t) => {
+subtest("bytes, unknown fields, metadata, unknown methods and streams pass unchanged", async (t) => {
   const scratch = await tempDir(t, "csikit-fault-proxy-echo-");
   const peerSocket = join(scratch, "peer.sock");
   // A gRPC peer that answers every call with the request's own bytes and metadata.
@@ -179,7 +189,9 @@ test("bytes, unknown fields, metadata, unknown methods and streams pass unchange
     "serverStream",
   );
   await new Promise<void>((resolve, reject) =>
-    peer.bindAsync(`unix://${peerSocket}`, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve())),
+    peer.bindAsync(`unix://${peerSocket}`, grpc.ServerCredentials.createInsecure(), (error) =>
+      error ? reject(error) : resolve(),
+    ),
   );
   defer(t, () => new Promise<void>((resolve) => peer.tryShutdown(() => resolve())));
   const front = await startFaultProxy({
@@ -212,129 +224,193 @@ test("bytes, unknown fields, metadata, unknown methods and streams pass unchange
     call.on("status", (status: grpc.StatusObject) => resolve(status.metadata));
   });
   assert.equal((await trailers).get("x-echo")[0], "through-the-proxy");
-  const stream = channel.makeServerStreamRequest("/example.Future/Stream", raw.serialize, raw.deserialize, request, new grpc.Metadata(), {
-    deadline: Date.now() + 10_000,
-  });
+  const stream = channel.makeServerStreamRequest(
+    "/example.Future/Stream",
+    raw.serialize,
+    raw.deserialize,
+    request,
+    new grpc.Metadata(),
+    {
+      deadline: Date.now() + 10_000,
+    },
+  );
   const messages: Buffer[] = [];
   for await (const message of stream as AsyncIterable<Buffer>) messages.push(message);
-  assert.deepEqual(messages, [0, 1, 2].map((i) => Buffer.concat([request, Buffer.from([i])])));
+  assert.deepEqual(
+    messages,
+    [0, 1, 2].map((i) => Buffer.concat([request, Buffer.from([i])])),
+  );
   // A method the peer does not serve: its UNIMPLEMENTED comes back as the peer sent it.
   const missing = await codeOf(
     new Promise((resolve, reject) =>
-      channel.makeUnaryRequest("/example.Future/Nothing", raw.serialize, raw.deserialize, request, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (error, value) =>
-        error ? reject(error) : resolve(value),
+      channel.makeUnaryRequest(
+        "/example.Future/Nothing",
+        raw.serialize,
+        raw.deserialize,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 10_000 },
+        (error, value) => (error ? reject(error) : resolve(value)),
       ),
     ),
   );
   assert.equal(missing, GrpcStatus.UNIMPLEMENTED);
 });
 
-test("code before the driver: the driver never sees the call; after: it did the work, the caller sees the fault", async () => {
-  const count = async (): Promise<number> => (await client.controller.listVolumes({})).entries.length;
-  const capability = [{ mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" as const } }];
-  await setRules([{ id: "full", method: "CreateVolume", action: "code", code: "RESOURCE_EXHAUSTED", message: "no space" }]);
-  const before = await count();
-  assert.equal(await codeOf(client.controller.createVolume({ name: "fp-before", volumeCapabilities: capability })), GrpcStatus.RESOURCE_EXHAUSTED);
-  assert.equal(await count(), before);
-  await setRules([{ id: "lost", spec: "CreateVolume:code=DEADLINE_EXCEEDED:after" }]);
-  assert.equal(await codeOf(client.controller.createVolume({ name: "fp-after", volumeCapabilities: capability })), GrpcStatus.DEADLINE_EXCEEDED);
-  assert.equal(await count(), before + 1);
-  assert.equal((await injectedLines("lost", 1))[0]!.driverStatus, "0");
-  // The CO retries, as a provisioner does: CreateVolume is idempotent, the retry finds the volume.
-  await setRules([]);
-  const retried = await client.controller.createVolume({ name: "fp-after", volumeCapabilities: capability });
-  assert.equal(await count(), before + 1);
-  await client.controller.deleteVolume({ volumeId: retried.volume!.volumeId });
-});
+subtest(
+  "code before the driver: the driver never sees the call; after: it did the work, the caller sees the fault",
+  async () => {
+    const count = async (): Promise<number> => (await client.controller.listVolumes({})).entries.length;
+    const capability = [{ mount: {}, accessMode: { mode: "SINGLE_NODE_WRITER" as const } }];
+    await setRules([
+      { id: "full", method: "CreateVolume", action: "code", code: "RESOURCE_EXHAUSTED", message: "no space" },
+    ]);
+    const before = await count();
+    assert.equal(
+      await codeOf(client.controller.createVolume({ name: "fp-before", volumeCapabilities: capability })),
+      GrpcStatus.RESOURCE_EXHAUSTED,
+    );
+    assert.equal(await count(), before);
+    await setRules([{ id: "lost", spec: "CreateVolume:code=DEADLINE_EXCEEDED:after" }]);
+    assert.equal(
+      await codeOf(client.controller.createVolume({ name: "fp-after", volumeCapabilities: capability })),
+      GrpcStatus.DEADLINE_EXCEEDED,
+    );
+    assert.equal(await count(), before + 1);
+    assert.equal((await injectedLines("lost", 1))[0]!.driverStatus, "0");
+    // The CO retries, as a provisioner does: CreateVolume is idempotent, the retry finds the volume.
+    await setRules([]);
+    const retried = await client.controller.createVolume({
+      name: "fp-after",
+      volumeCapabilities: capability,
+    });
+    assert.equal(await count(), before + 1);
+    await client.controller.deleteVolume({ volumeId: retried.volume!.volumeId });
+  },
+);
 
-test("latency delays a call; timeout and hang leave it unanswered until the caller's deadline", async () => {
-  await setRules([{ id: "slow", method: "Identity/Probe", action: "latency", latency: "3s" }]);
-  // Past a deadline shorter than the latency; answered within a longer one.
-  assert.equal(await codeOf(client.identity.probe({}, { timeoutMs: 500 })), GrpcStatus.DEADLINE_EXCEEDED);
-  assert.equal(await codeOf(client.identity.probe({}, { timeoutMs: 60_000 })), GrpcStatus.OK);
-  assert.equal((await injectedLines("slow", 2)).at(-1)!.latency, "3s");
-  for (const action of ["timeout", "hang"]) {
-    await setRules([{ id: action, method: "/csi.v1.Identity/Probe", action }]);
-    assert.equal(await codeOf(client.identity.probe({}, { timeoutMs: 1000 })), GrpcStatus.DEADLINE_EXCEEDED, action);
-    await injectedLines(action, 1);
-  }
-  // A hung call the caller cancels is released at the proxy (and the rule counted it).
-  const abort = new AbortController();
-  const hung = codeOf(client.identity.probe({}, { signal: abort.signal, timeoutMs: 60_000 }));
-  await injectedLines("hang", 2);
-  abort.abort();
-  assert.equal(await hung, GrpcStatus.CANCELLED);
-  await setRules([]);
-  assert.equal(await codeOf(client.identity.probe({})), GrpcStatus.OK);
-});
+subtest(
+  "latency delays a call; timeout and hang leave it unanswered until the caller's deadline",
+  async () => {
+    await setRules([{ id: "slow", method: "Identity/Probe", action: "latency", latency: "3s" }]);
+    // Past a deadline shorter than the latency; answered within a longer one.
+    assert.equal(await codeOf(client.identity.probe({}, { timeoutMs: 500 })), GrpcStatus.DEADLINE_EXCEEDED);
+    assert.equal(await codeOf(client.identity.probe({}, { timeoutMs: 60_000 })), GrpcStatus.OK);
+    assert.equal((await injectedLines("slow", 2)).at(-1)!.latency, "3s");
+    for (const action of ["timeout", "hang"]) {
+      await setRules([{ id: action, method: "/csi.v1.Identity/Probe", action }]);
+      assert.equal(
+        await codeOf(client.identity.probe({}, { timeoutMs: 1000 })),
+        GrpcStatus.DEADLINE_EXCEEDED,
+        action,
+      );
+      await injectedLines(action, 1);
+    }
+    // A hung call the caller cancels is released at the proxy (and the rule counted it).
+    const abort = new AbortController();
+    const hung = codeOf(client.identity.probe({}, { signal: abort.signal, timeoutMs: 60_000 }));
+    await injectedLines("hang", 2);
+    abort.abort();
+    assert.equal(await hung, GrpcStatus.CANCELLED);
+    await setRules([]);
+    assert.equal(await codeOf(client.identity.probe({})), GrpcStatus.OK);
+  },
+);
 
-test("drop closes the caller's connection (UNAVAILABLE); the next call reconnects", async () => {
+subtest("drop closes the caller's connection (UNAVAILABLE); the next call reconnects", async () => {
   await setRules([{ id: "cut", spec: "Node/*:drop:nth=1" }]);
   assert.equal(await codeOf(client.node.nodeGetInfo({})), GrpcStatus.UNAVAILABLE);
   assert.equal((await client.node.nodeGetInfo({})).nodeId, "csi-node");
 });
 
-test("rules change at run time over the API, with counters; bad rules are refused naming the field", async () => {
-  await setRules([]);
-  const added = await rulesApi("POST", "", { spec: "ControllerGetCapabilities:code=INTERNAL:times=1" });
-  assert.equal(added.status, 201);
-  const id = (added.body as { id: string }).id;
-  assert.equal(await codeOf(client.controller.controllerGetCapabilities({})), GrpcStatus.INTERNAL);
-  assert.equal(await codeOf(client.controller.controllerGetCapabilities({})), GrpcStatus.OK);
-  const one = await rulesApi("GET", `/${id}`);
-  assert.deepEqual(
-    { calls: (one.body as { calls: number }).calls, injected: (one.body as { injected: number }).injected, spec: (one.body as { spec: string }).spec },
-    { calls: 2, injected: 1, spec: "ControllerGetCapabilities:code=INTERNAL:times=1" },
-  );
-  assert.equal((await rulesApi("POST", "", { id, method: "Probe", action: "hang" })).status, 409);
-  assert.equal((await rulesApi("PUT", `/${id}`, { method: "Probe", action: "code", code: "ABORTED" })).status, 200);
-  assert.equal(await codeOf(client.identity.probe({})), GrpcStatus.ABORTED);
-  assert.equal((await rulesApi("DELETE", `/${id}`)).status, 204);
-  assert.equal((await rulesApi("DELETE", `/${id}`)).status, 404);
-  assert.equal(await codeOf(client.identity.probe({})), GrpcStatus.OK);
-  const bad: [unknown, RegExp][] = [
-    [{ method: "Probe", action: "explode" }, /rule\.action: want one of latency, code, timeout, hang, drop, exit/],
-    [{ method: "Probe", action: "code", code: "TEAPOT" }, /rule\.code: "TEAPOT" is not a gRPC error code/],
-    [{ method: "Probe", action: "code", code: "INTERNAL", rate: 2 }, /rule\.rate: want a probability from 0 to 1, got 2/],
-    [{ method: "Probe", action: "hang", colour: "red" }, /rule\.colour: unknown field/],
-    [{ spec: "Probe:latency" }, /latency needs a duration/],
-    [{ method: "Probe", action: "code", code: "INTERNAL", nth: 1, rate: 0.5 }, /give nth or rate, not both/],
-  ];
-  for (const [body, message] of bad) {
-    const response = await rulesApi("POST", "", body);
-    assert.equal(response.status, 400, JSON.stringify(body));
-    assert.match((response.body as { error: string }).error, message);
-  }
-  const garbled = await fetch(api, { method: "PUT", body: "{rules: [", signal: AbortSignal.timeout(10_000) });
-  assert.equal(garbled.status, 400);
-  assert.equal((await rulesApi("GET", "")).status, 200);
-  await until(
-    () => logLines(proxy).some((line) => line.msg === "fault rules changed" && line.change === `remove ${id}`),
-    "the rule removal in the log",
-  );
-});
+subtest(
+  "rules change at run time over the API, with counters; bad rules are refused naming the field",
+  async () => {
+    await setRules([]);
+    const added = await rulesApi("POST", "", { spec: "ControllerGetCapabilities:code=INTERNAL:times=1" });
+    assert.equal(added.status, 201);
+    const id = (added.body as { id: string }).id;
+    assert.equal(await codeOf(client.controller.controllerGetCapabilities({})), GrpcStatus.INTERNAL);
+    assert.equal(await codeOf(client.controller.controllerGetCapabilities({})), GrpcStatus.OK);
+    const one = await rulesApi("GET", `/${id}`);
+    assert.deepEqual(
+      {
+        calls: (one.body as { calls: number }).calls,
+        injected: (one.body as { injected: number }).injected,
+        spec: (one.body as { spec: string }).spec,
+      },
+      { calls: 2, injected: 1, spec: "ControllerGetCapabilities:code=INTERNAL:times=1" },
+    );
+    assert.equal((await rulesApi("POST", "", { id, method: "Probe", action: "hang" })).status, 409);
+    assert.equal(
+      (await rulesApi("PUT", `/${id}`, { method: "Probe", action: "code", code: "ABORTED" })).status,
+      200,
+    );
+    assert.equal(await codeOf(client.identity.probe({})), GrpcStatus.ABORTED);
+    assert.equal((await rulesApi("DELETE", `/${id}`)).status, 204);
+    assert.equal((await rulesApi("DELETE", `/${id}`)).status, 404);
+    assert.equal(await codeOf(client.identity.probe({})), GrpcStatus.OK);
+    const bad: [unknown, RegExp][] = [
+      [
+        { method: "Probe", action: "explode" },
+        /rule\.action: want one of latency, code, timeout, hang, drop, exit/,
+      ],
+      [{ method: "Probe", action: "code", code: "TEAPOT" }, /rule\.code: "TEAPOT" is not a gRPC error code/],
+      [
+        { method: "Probe", action: "code", code: "INTERNAL", rate: 2 },
+        /rule\.rate: want a probability from 0 to 1, got 2/,
+      ],
+      [{ method: "Probe", action: "hang", colour: "red" }, /rule\.colour: unknown field/],
+      [{ spec: "Probe:latency" }, /latency needs a duration/],
+      [
+        { method: "Probe", action: "code", code: "INTERNAL", nth: 1, rate: 0.5 },
+        /give nth or rate, not both/,
+      ],
+    ];
+    for (const [body, message] of bad) {
+      const response = await rulesApi("POST", "", body);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.match((response.body as { error: string }).error, message);
+    }
+    const garbled = await fetch(api, {
+      method: "PUT",
+      body: "{rules: [",
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(garbled.status, 400);
+    assert.equal((await rulesApi("GET", "")).status, 200);
+    await until(
+      () =>
+        logLines(proxy).some((line) => line.msg === "fault rules changed" && line.change === `remove ${id}`),
+      "the rule removal in the log",
+    );
+  },
+);
 
-test("a seeded rate replays: the same seed gives the same faults, the one predicted from the seed", async () => {
-  const spec = "Identity/Probe:code=UNAVAILABLE:rate=0.5";
-  const run = async (): Promise<boolean[]> => {
-    await setRules([{ id: "coin", spec }]);
-    const pattern: boolean[] = [];
-    for (let i = 0; i < 16; i++) pattern.push((await codeOf(client.identity.probe({}))) !== GrpcStatus.OK);
-    return pattern;
-  };
-  const predict = (seed: number): boolean[] => {
-    const rules = new FaultRules(seed, [{ ...parseRuleSpec(spec, () => "x"), id: "coin" }]);
-    return Array.from({ length: 16 }, () => rules.decide("/csi.v1.Identity/Probe") !== undefined);
-  };
-  const first = await run();
-  assert.deepEqual(await run(), first);
-  assert.deepEqual(first, predict(SEED));
-  assert.notDeepEqual(predict(SEED + 1), first);
-  assert.ok(first.includes(true) && first.includes(false), JSON.stringify(first));
-  await setRules([]);
-});
+subtest(
+  "a seeded rate replays: the same seed gives the same faults, the one predicted from the seed",
+  async () => {
+    const spec = "Identity/Probe:code=UNAVAILABLE:rate=0.5";
+    const run = async (): Promise<boolean[]> => {
+      await setRules([{ id: "coin", spec }]);
+      const pattern: boolean[] = [];
+      for (let i = 0; i < 16; i++) pattern.push((await codeOf(client.identity.probe({}))) !== OK);
+      return pattern;
+    };
+    const predict = (seed: number): boolean[] => {
+      const rules = new FaultRules(seed, [{ ...parseRuleSpec(spec, () => "x"), id: "coin" }]);
+      return Array.from({ length: 16 }, () => rules.decide("/csi.v1.Identity/Probe") !== undefined);
+    };
+    const first = await run();
+    assert.deepEqual(await run(), first);
+    assert.deepEqual(first, predict(SEED));
+    assert.notDeepEqual(predict(SEED + 1), first);
+    assert.ok(first.includes(true) && first.includes(false), JSON.stringify(first));
+    await setRules([]);
+  },
+);
 
-test("exit ends the proxy with its code; the caller sees the connection go", async (t) => {
+subtest("exit ends the proxy with its code; the caller sees the connection go", async (t) => {
   const socket = join(dir, "exit.sock");
   const exiting = await startProxy(t, socket, ["--fault=Probe:exit=3", "--api-address="]);
   const viaExiting = CsiClient.connect(socket, { timeoutMs: 30_000 });
@@ -342,23 +418,55 @@ test("exit ends the proxy with its code; the caller sees the connection go", asy
   assert.equal(await codeOf(viaExiting.identity.probe({})), GrpcStatus.UNAVAILABLE);
   assert.equal(await exitOf(exiting.process), 3);
   // Exited: its output is complete.
-  assert.ok(logLines(exiting.process).some((line) => line.msg === "fault proxy exiting by rule" && line.code === 3));
+  assert.ok(
+    logLines(exiting.process).some((line) => line.msg === "fault proxy exiting by rule" && line.code === 3),
+  );
 });
 
-test("bad flags are refused naming the problem", async (t) => {
+subtest("bad flags are refused naming the problem", async (t) => {
   const cases: [string[], RegExp][] = [
     [["--csi-address=/x.sock"], /flag -listen is required/],
     [["--listen=/tmp/x.sock", "--csi-address=/tmp/x.sock"], /cannot serve the driver's own socket/],
-    [["--listen=/tmp/a.sock", "--csi-address=/tmp/b.sock", "--fault=Probe:explode"], /flag -fault: fault "Probe:explode": unknown action "explode"/],
-    [["--listen=/tmp/a.sock", "--csi-address=/tmp/b.sock", "--fault=Probe:code=INTERNAL:nth=0"], /nth: want a whole number >= 1/],
-    [["--listen=/tmp/a.sock", "--csi-address=tcp://h:1"], /flag -csi-address: CSI endpoint "tcp:\/\/h:1" is not supported/],
+    [
+      ["--listen=/tmp/a.sock", "--csi-address=/tmp/b.sock", "--fault=Probe:explode"],
+      /flag -fault: fault "Probe:explode": unknown action "explode"/,
+    ],
+    [
+      ["--listen=/tmp/a.sock", "--csi-address=/tmp/b.sock", "--fault=Probe:code=INTERNAL:nth=0"],
+      /nth: want a whole number >= 1/,
+    ],
+    [
+      ["--listen=/tmp/a.sock", "--csi-address=tcp://h:1"],
+      /flag -csi-address: CSI endpoint "tcp:\/\/h:1" is not supported/,
+    ],
   ];
   for (const [args, message] of cases) {
     const run = startCsikit(t, ["fault-proxy", ...args]);
     assert.equal(await exitOf(run), 2, run.output());
     assert.match(run.output(), message);
   }
-  const open = startCsikit(t, ["fault-proxy", `--listen=${join(dir, "open.sock")}`, `--csi-address=${driverSocket}`, "--api-address=0.0.0.0:0"]);
+  const open = startCsikit(t, [
+    "fault-proxy",
+    `--listen=${join(dir, "open.sock")}`,
+    `--csi-address=${driverSocket}`,
+    "--api-address=0.0.0.0:0",
+  ]);
   assert.equal(await exitOf(open), 2);
   assert.match(open.output(), /flag -api-address: API address "0\.0\.0\.0:0" is not on loopback/);
+});
+
+test("csikit fault-proxy between a real client and a real csikit hostpath process", async (t) => {
+  dir = await tempDir(t, "csikit-fault-proxy-");
+  driverSocket = (await startHostpathProcess(t, dir)).socket;
+  proxySocket = join(dir, "proxy.sock");
+  const started = await startProxy(t, proxySocket, [
+    `--seed=${SEED}`,
+    "--fault=GetPluginInfo:code=UNAVAILABLE:nth=2:message=injected: the second call",
+  ]);
+  proxy = started.process;
+  api = started.api;
+  client = CsiClient.connect(proxySocket, { timeoutMs: 30_000 });
+  defer(t, () => client.close());
+
+  await runAll(t);
 });

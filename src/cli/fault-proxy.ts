@@ -19,7 +19,8 @@ import {
 } from "../faultproxy/index.ts";
 import type { Command } from "./command.ts";
 
-const SUMMARY = "Run a CSI proxy between a CO and a driver that injects faults (latency, codes, timeouts, hangs, drops) by rule";
+const SUMMARY =
+  "Run a CSI proxy between a CO and a driver that injects faults (latency, codes, timeouts, hangs, drops) by rule";
 
 /**
  * The --fault values: the list flag split them at commas, so a piece that does not start a rule
@@ -43,7 +44,8 @@ async function rulesFromFile(path: string, rules: FaultRules): Promise<FaultRule
     throw new FlagError(`flag -faults-file: cannot read ${path}: ${errorMessage(error)}`);
   }
   const list = Array.isArray(data) ? data : (data as { rules?: unknown } | null)?.rules;
-  if (!Array.isArray(list)) throw new FlagError(`flag -faults-file: ${path} must hold a list of rules (or {rules: [...]})`);
+  if (!Array.isArray(list))
+    throw new FlagError(`flag -faults-file: ${path} must hold a list of rules (or {rules: [...]})`);
   return list.map((item: unknown, i) => parseRuleJson(item, `${path}: rules[${i}]`, rules.nextId));
 }
 
@@ -78,17 +80,37 @@ export const faultProxyCommand: Command = {
     "GET/PUT/POST/DELETE /rules and GET/PUT/DELETE /rules/{id}, JSON. Each injected fault is\n" +
     'logged ("fault injected", rule, method, call number); request contents are never read.',
   flags: {
-    listen: { type: "string", help: "Socket the proxy serves (give it to the CO as the driver's socket): unix:///path or a path." },
-    "csi-address": { type: "string", help: "The driver's socket the proxy forwards to: unix:///path or a path." },
-    fault: { type: "strings", help: "A fault rule (syntax above); repeat for more. First matching rule that fires wins." },
-    "faults-file": { type: "string", help: "YAML or JSON file with a list of rules ({method, action, code, latency, nth, rate, times, when, message} or {spec})." },
-    seed: { type: "int", help: "Seed of the rate draws (a run with the same seed and calls injects the same faults). Unset = random, logged at start." },
-    "api-address": { type: "string", default: "127.0.0.1:0", help: "host:port of the rules API, loopback only (port 0 = any free port, logged at start); empty = no API." },
+    listen: {
+      type: "string",
+      help: "Socket the proxy serves (give it to the CO as the driver's socket): unix:///path or a path.",
+    },
+    "csi-address": {
+      type: "string",
+      help: "The driver's socket the proxy forwards to: unix:///path or a path.",
+    },
+    fault: {
+      type: "strings",
+      help: "A fault rule (syntax above); repeat for more. First matching rule that fires wins.",
+    },
+    "faults-file": {
+      type: "string",
+      help: "YAML or JSON file with a list of rules ({method, action, code, latency, nth, rate, times, when, message} or {spec}).",
+    },
+    seed: {
+      type: "int",
+      help: "Seed of the rate draws (a run with the same seed and calls injects the same faults). Unset = random, logged at start.",
+    },
+    "api-address": {
+      type: "string",
+      default: "127.0.0.1:0",
+      help: "host:port of the rules API, loopback only (port 0 = any free port, logged at start); empty = no API.",
+    },
   },
   async run({ flags, logger, signal }) {
     const listen = socketFlag(flags, "listen");
     const target = socketFlag(flags, "csi-address");
-    if (listen === target) throw new FlagError("flag -listen: the proxy cannot serve the driver's own socket");
+    if (listen === target)
+      throw new FlagError("flag -listen: the proxy cannot serve the driver's own socket");
     const apiAddress = flags.string("api-address");
     if (apiAddress !== "") {
       try {
@@ -105,7 +127,8 @@ export const faultProxyCommand: Command = {
     } catch (error) {
       throw new FlagError(`flag -fault: ${errorMessage(error)}`);
     }
-    if (flags.string("faults-file") !== "") list.push(...(await rulesFromFile(flags.string("faults-file"), rules)));
+    if (flags.string("faults-file") !== "")
+      list.push(...(await rulesFromFile(flags.string("faults-file"), rules)));
     try {
       rules.replace(list);
     } catch (error) {

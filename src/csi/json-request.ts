@@ -27,7 +27,11 @@ function describe(value: unknown): string {
  * `value` as a message of `messageType` ("csi.v1.CreateVolumeRequest") with camelCase keys;
  * throws a ValidationError naming the first wrong field (`where` prefixes its path).
  */
-export function messageFromJson(messageType: string, value: unknown, where = "request"): Record<string, unknown> {
+export function messageFromJson(
+  messageType: string,
+  value: unknown,
+  where = "request",
+): Record<string, unknown> {
   const rows = messageFields[messageType];
   if (rows === undefined) throw new ValidationError(`${messageType} is not a CSI message`);
   if (!isRecord(value) || Array.isArray(value)) {
@@ -67,11 +71,13 @@ function fieldValue(type: string, value: unknown, path: string): unknown {
     );
   }
   if (type === "string") {
-    if (typeof value !== "string") throw new ValidationError(`${path}: want a string, got ${describe(value)}`);
+    if (typeof value !== "string")
+      throw new ValidationError(`${path}: want a string, got ${describe(value)}`);
     return value;
   }
   if (type === "bool") {
-    if (typeof value !== "boolean") throw new ValidationError(`${path}: want true or false, got ${describe(value)}`);
+    if (typeof value !== "boolean")
+      throw new ValidationError(`${path}: want true or false, got ${describe(value)}`);
     return value;
   }
   if (INT_TYPES.has(type)) {
@@ -82,7 +88,8 @@ function fieldValue(type: string, value: unknown, path: string): unknown {
     return type.endsWith("64") ? text : Number(text);
   }
   if (type === "bytes") {
-    if (typeof value !== "string") throw new ValidationError(`${path}: want base64 text, got ${describe(value)}`);
+    if (typeof value !== "string")
+      throw new ValidationError(`${path}: want base64 text, got ${describe(value)}`);
     return Buffer.from(value, "base64");
   }
   throw new ValidationError(`${path}: fields of type ${type} cannot be given as JSON`);
@@ -95,7 +102,8 @@ function stringMap(value: unknown, path: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, item] of Object.entries(value)) {
     // The value stays out of the message: a map may hold secrets.
-    if (typeof item !== "string") throw new ValidationError(`${path}.${key}: want a string, got ${typeof item}`);
+    if (typeof item !== "string")
+      throw new ValidationError(`${path}.${key}: want a string, got ${typeof item}`);
     out[key] = item;
   }
   return out;

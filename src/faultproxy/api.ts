@@ -28,12 +28,19 @@ export interface FaultApi {
 /** host and port of a loopback address ("127.0.0.1:0", "[::1]:9000", "localhost:9000"). */
 export function parseLoopbackAddress(address: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(address.trim());
-  if (!match) throw new ValidationError(`API address ${JSON.stringify(address)} is not host:port (e.g. 127.0.0.1:9811)`);
+  if (!match)
+    throw new ValidationError(
+      `API address ${JSON.stringify(address)} is not host:port (e.g. 127.0.0.1:9811)`,
+    );
   const host = match[1] ?? match[2]!;
   const port = Number(match[3]);
   const loopback = host === "localhost" || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
-  if (!loopback) throw new ValidationError(`API address ${JSON.stringify(address)} is not on loopback (127.0.0.1, ::1, localhost): the API changes what the driver answers`);
-  if (port > 65535) throw new ValidationError(`API address ${JSON.stringify(address)}: port ${port} is out of range`);
+  if (!loopback)
+    throw new ValidationError(
+      `API address ${JSON.stringify(address)} is not on loopback (127.0.0.1, ::1, localhost): the API changes what the driver answers`,
+    );
+  if (port > 65535)
+    throw new ValidationError(`API address ${JSON.stringify(address)}: port ${port} is out of range`);
   return { host, port };
 }
 
@@ -67,7 +74,10 @@ async function readJson(request: IncomingMessage): Promise<unknown> {
 export async function startFaultApi(address: string, rules: FaultRules, logger: Logger): Promise<FaultApi> {
   const { host, port } = parseLoopbackAddress(address);
   const changed = (what: string): void =>
-    logger.info(0, "fault rules changed", { change: what, rules: rules.list().map((rule) => `${rule.id}=${formatRule(rule)}`) });
+    logger.info(0, "fault rules changed", {
+      change: what,
+      rules: rules.list().map((rule) => `${rule.id}=${formatRule(rule)}`),
+    });
 
   const route = async (request: IncomingMessage): Promise<[number, unknown]> => {
     const url = new URL(request.url ?? "/", "http://localhost");
@@ -89,7 +99,8 @@ export async function startFaultApi(address: string, rules: FaultRules, logger: 
         }
         case "POST": {
           const rule = parseRuleJson(await readJson(request), "rule", rules.nextId);
-          if (rules.get(rule.id)) throw new HttpError(409, `rule ${rule.id} exists (PUT /rules/${rule.id} replaces it)`);
+          if (rules.get(rule.id))
+            throw new HttpError(409, `rule ${rule.id} exists (PUT /rules/${rule.id} replaces it)`);
           rules.put(rule);
           changed(`add ${rule.id}`);
           return [201, view(rules.get(rule.id)!)];
@@ -126,7 +137,8 @@ export async function startFaultApi(address: string, rules: FaultRules, logger: 
     route(request).then(
       ([status, body]) => send(response, status, body),
       (error: unknown) => {
-        const status = error instanceof HttpError ? error.status : error instanceof ValidationError ? 400 : 500;
+        const status =
+          error instanceof HttpError ? error.status : error instanceof ValidationError ? 400 : 500;
         send(response, status, { error: errorMessage(error) });
       },
     );
@@ -155,5 +167,7 @@ function send(response: ServerResponse, status: number, body: unknown): void {
     return;
   }
   const text = `${JSON.stringify(body, null, 2)}\n`;
-  response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
+  response
+    .writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    .end(text);
 }

@@ -62,7 +62,10 @@ export function grpcTimeoutMs(value: string | string[] | undefined): number | un
 export function encodeGrpcMessage(message: string): string {
   let out = "";
   for (const byte of Buffer.from(message, "utf8")) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }
@@ -140,7 +143,9 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     if (upstream && !upstream.closed && !upstream.destroyed) return upstream;
     const session = http2.connect("http://localhost", { createConnection: () => connect(target) });
     // A failed connection surfaces on each call as UNAVAILABLE; nothing to do at session level.
-    session.on("error", (error) => logger.info(4, "driver connection failed", { target, err: errorMessage(error) }));
+    session.on("error", (error) =>
+      logger.info(4, "driver connection failed", { target, err: errorMessage(error) }),
+    );
     const forget = (): void => {
       if (upstream === session) upstream = undefined;
     };
@@ -163,7 +168,11 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     try {
       request = driver().request(copyHeaders(headers, FORWARDED_PSEUDO));
     } catch (error) {
-      endWithStatus(stream, GrpcStatus.UNAVAILABLE, `fault-proxy: cannot reach the driver at ${target}: ${errorMessage(error)}`);
+      endWithStatus(
+        stream,
+        GrpcStatus.UNAVAILABLE,
+        `fault-proxy: cannot reach the driver at ${target}: ${errorMessage(error)}`,
+      );
       return;
     }
     let finished = false;
@@ -180,7 +189,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       if (held.trailersOnly) finished = true;
       else request.pipe(stream);
     });
-    request.on("trailers", (trailers) => {
+    request.on("trailers", (trailers: Headers) => {
       held.trailers = copyHeaders(trailers, new Set());
       if (!hold) pendingTrailers.set(stream, held.trailers);
     });
@@ -192,12 +201,21 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       const complete = held.trailersOnly || held.trailers !== undefined;
       if (hold) {
         if (complete) hold(held);
-        else endWithStatus(stream, GrpcStatus.UNAVAILABLE, `fault-proxy: the driver at ${target} did not answer`);
+        else
+          endWithStatus(
+            stream,
+            GrpcStatus.UNAVAILABLE,
+            `fault-proxy: the driver at ${target} did not answer`,
+          );
         return;
       }
       if (finished || stream.closed) return;
       if (!complete) {
-        endWithStatus(stream, GrpcStatus.UNAVAILABLE, `fault-proxy: the driver at ${target} did not answer (${request.rstCode === undefined ? "connection failed" : `stream reset ${request.rstCode}`})`);
+        endWithStatus(
+          stream,
+          GrpcStatus.UNAVAILABLE,
+          `fault-proxy: the driver at ${target} did not answer (${request.rstCode === undefined ? "connection failed" : `stream reset ${request.rstCode}`})`,
+        );
       }
     });
   };
@@ -279,7 +297,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     forward(stream, headers, (held) => {
-      logger.info(0, "fault injected", { ...fields, driverStatus: held.trailers?.["grpc-status"] ?? held.headers["grpc-status"] });
+      logger.info(0, "fault injected", {
+        ...fields,
+        driverStatus: held.trailers?.["grpc-status"] ?? held.headers["grpc-status"],
+      });
       inject(rule, stream, headers, started, held);
     });
   };

@@ -112,7 +112,11 @@ export class FaultRules {
       const exhausted = rule.times !== undefined && entry.injected >= rule.times;
       const fires =
         !exhausted &&
-        (rule.nth !== undefined ? entry.calls === rule.nth : rule.rate !== undefined ? draw < rule.rate : true);
+        (rule.nth !== undefined
+          ? entry.calls === rule.nth
+          : rule.rate !== undefined
+            ? draw < rule.rate
+            : true);
       if (fires && decision === undefined) {
         entry.injected++;
         decision = { rule, call: entry.calls };

@@ -14,7 +14,7 @@
 // `id`, else one is assigned.
 
 import { ValidationError, formatDuration, isRecord, parseDuration } from "../base/index.ts";
-import { GrpcStatus } from "../csi/index.ts";
+import { GrpcStatus, statusName } from "../csi/index.ts";
 
 export const ACTIONS = ["latency", "code", "timeout", "hang", "drop", "exit"] as const;
 export type FaultAction = (typeof ACTIONS)[number];
@@ -49,45 +49,63 @@ function fail(where: string, message: string): never {
   throw new ValidationError(`${where}: ${message}`);
 }
 
+/** gRPC status names to numbers (grpc-js's enum maps both ways; the names are the string keys). */
+const CODES: ReadonlyMap<string, number> = new Map(
+  Object.entries(GrpcStatus).filter((entry): entry is [string, number] => typeof entry[1] === "number"),
+);
+
 function codeName(value: string, where: string): string {
   const upper = value.trim().toUpperCase();
-  const byNumber = /^\d+$/.test(upper) ? (GrpcStatus as unknown as Record<number, string>)[Number(upper)] : undefined;
-  const name = byNumber ?? upper;
-  const number = (GrpcStatus as unknown as Record<string, number>)[name];
-  if (typeof number !== "number" || number === 0) {
-    fail(where, `${JSON.stringify(value)} is not a gRPC error code (e.g. UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED)`);
+  const name = /^\d+$/.test(upper) ? statusName(Number(upper)) : upper;
+  const number = CODES.get(name);
+  if (number === undefined || number === 0) {
+    fail(
+      where,
+      `${JSON.stringify(value)} is not a gRPC error code (e.g. UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED)`,
+    );
   }
   return name;
 }
 
 /** The numeric status of a rule's code. */
 export function codeNumber(name: string): number {
-  return (GrpcStatus as unknown as Record<string, number>)[name]!;
+  return CODES.get(name) ?? GrpcStatus.UNKNOWN;
 }
 
 function positiveInt(value: unknown, where: string): number {
   const number = typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isInteger(number) || number < 1) fail(where, `want a whole number >= 1, got ${JSON.stringify(value)}`);
+  if (typeof number !== "number" || !Number.isInteger(number) || number < 1)
+    fail(where, `want a whole number >= 1, got ${JSON.stringify(value)}`);
   return number;
 }
 
 function probability(value: unknown, where: string): number {
   const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isFinite(number) || number < 0 || number > 1) fail(where, `want a probability from 0 to 1, got ${JSON.stringify(value)}`);
+  if (typeof number !== "number" || !Number.isFinite(number) || number < 0 || number > 1)
+    fail(where, `want a probability from 0 to 1, got ${JSON.stringify(value)}`);
   return number;
 }
 
 function methodPattern(value: unknown, where: string): string {
   if (typeof value !== "string" || !/^(\*|\/?[\w.]+\/(\*|\w+)|\w+)$/.test(value.trim())) {
-    fail(where, `want a method (NodePublishVolume, /csi.v1.Node/NodePublishVolume, Node/*, *), got ${JSON.stringify(value)}`);
+    fail(
+      where,
+      `want a method (NodePublishVolume, /csi.v1.Node/NodePublishVolume, Node/*, *), got ${JSON.stringify(value)}`,
+    );
   }
   return value.trim();
 }
 
 /** Checks a rule's fields together (the same for both forms); returns it with defaults. */
-function finish(rule: Omit<FaultRule, "id"> & { id?: string }, where: string, nextId: () => string): FaultRule {
-  if (rule.action === "latency" && rule.latencyMs === undefined) fail(where, "latency needs a duration (latency=500ms)");
-  if (rule.action === "code" && rule.code === undefined) fail(where, "code needs a gRPC code (code=UNAVAILABLE)");
+function finish(
+  rule: Omit<FaultRule, "id"> & { id?: string },
+  where: string,
+  nextId: () => string,
+): FaultRule {
+  if (rule.action === "latency" && rule.latencyMs === undefined)
+    fail(where, "latency needs a duration (latency=500ms)");
+  if (rule.action === "code" && rule.code === undefined)
+    fail(where, "code needs a gRPC code (code=UNAVAILABLE)");
   if (rule.nth !== undefined && rule.rate !== undefined) fail(where, "give nth or rate, not both");
   return { ...rule, id: rule.id ?? nextId() };
 }
@@ -118,7 +136,10 @@ export function parseRuleSpec(spec: string, nextId: () => string): FaultRule {
     if (value === undefined) fail(where, "code needs a gRPC code (code=UNAVAILABLE)");
     rule.code = codeName(value, where);
   } else if (action === "exit") {
-    if (value !== undefined) rule.exitCode = /^\d+$/.test(value) ? Number(value) : fail(where, `exit code ${JSON.stringify(value)} is not a number`);
+    if (value !== undefined)
+      rule.exitCode = /^\d+$/.test(value)
+        ? Number(value)
+        : fail(where, `exit code ${JSON.stringify(value)} is not a number`);
   } else if (value !== undefined) {
     fail(where, `${action} takes no value`);
   }
@@ -127,23 +148,46 @@ export function parseRuleSpec(spec: string, nextId: () => string): FaultRule {
     if (key === "after" || key === "before") {
       if (optionValue !== undefined) fail(where, `${key} takes no value`);
       rule.when = key;
-    } else if (optionValue === undefined) fail(where, `unknown option ${JSON.stringify(key)} (nth=N, rate=P, times=N, after, before, message=TEXT)`);
+    } else if (optionValue === undefined)
+      fail(
+        where,
+        `unknown option ${JSON.stringify(key)} (nth=N, rate=P, times=N, after, before, message=TEXT)`,
+      );
     else if (key === "nth") rule.nth = positiveInt(optionValue, `${where}: nth`);
     else if (key === "rate") rule.rate = probability(optionValue, `${where}: rate`);
     else if (key === "times") rule.times = positiveInt(optionValue, `${where}: times`);
     else if (key === "id") rule.id = optionValue;
-    else fail(where, `unknown option ${JSON.stringify(key)} (nth=N, rate=P, times=N, after, before, message=TEXT)`);
+    else
+      fail(
+        where,
+        `unknown option ${JSON.stringify(key)} (nth=N, rate=P, times=N, after, before, message=TEXT)`,
+      );
   }
   return finish(rule, where, nextId);
 }
 
-const JSON_FIELDS = new Set(["id", "method", "action", "latency", "code", "message", "exitCode", "nth", "rate", "times", "when", "spec"]);
+const JSON_FIELDS = new Set([
+  "id",
+  "method",
+  "action",
+  "latency",
+  "code",
+  "message",
+  "exitCode",
+  "nth",
+  "rate",
+  "times",
+  "when",
+  "spec",
+]);
 
 /** A rule from JSON: the fields by name (latency as a duration text or ms), or {"spec": "..."}. */
 export function parseRuleJson(value: unknown, where: string, nextId: () => string): FaultRule {
-  if (!isRecord(value) || Array.isArray(value)) fail(where, "want a rule object ({method, action, ...} or {spec})");
+  if (!isRecord(value) || Array.isArray(value))
+    fail(where, "want a rule object ({method, action, ...} or {spec})");
   for (const key of Object.keys(value)) {
-    if (!JSON_FIELDS.has(key)) fail(`${where}.${key}`, `unknown field (fields: ${[...JSON_FIELDS].join(", ")})`);
+    if (!JSON_FIELDS.has(key))
+      fail(`${where}.${key}`, `unknown field (fields: ${[...JSON_FIELDS].join(", ")})`);
   }
   if (value.spec !== undefined) {
     if (typeof value.spec !== "string") fail(`${where}.spec`, "want a string");
@@ -151,14 +195,23 @@ export function parseRuleJson(value: unknown, where: string, nextId: () => strin
     return typeof value.id === "string" ? { ...rule, id: value.id } : rule;
   }
   const action = ACTIONS.find((candidate) => candidate === value.action);
-  if (!action) fail(`${where}.action`, `want one of ${ACTIONS.join(", ")}, got ${JSON.stringify(value.action)}`);
+  if (!action)
+    fail(`${where}.action`, `want one of ${ACTIONS.join(", ")}, got ${JSON.stringify(value.action)}`);
   const rule: Omit<FaultRule, "id"> & { id?: string } = {
     method: methodPattern(value.method, `${where}.method`),
     action,
     when: "before",
   };
-  if (value.id !== undefined) rule.id = typeof value.id === "string" && value.id !== "" ? value.id : fail(`${where}.id`, "want a non-empty string");
-  if (value.when !== undefined) rule.when = value.when === "after" || value.when === "before" ? value.when : fail(`${where}.when`, 'want "before" or "after"');
+  if (value.id !== undefined)
+    rule.id =
+      typeof value.id === "string" && value.id !== ""
+        ? value.id
+        : fail(`${where}.id`, "want a non-empty string");
+  if (value.when !== undefined)
+    rule.when =
+      value.when === "after" || value.when === "before"
+        ? value.when
+        : fail(`${where}.when`, 'want "before" or "after"');
   if (value.latency !== undefined) {
     if (typeof value.latency === "number" && value.latency >= 0) rule.latencyMs = value.latency;
     else if (typeof value.latency === "string") {
@@ -167,10 +220,16 @@ export function parseRuleJson(value: unknown, where: string, nextId: () => strin
       } catch {
         fail(`${where}.latency`, `${JSON.stringify(value.latency)} is not a duration (e.g. 500ms)`);
       }
-    } else fail(`${where}.latency`, "want a duration (\"500ms\") or milliseconds");
+    } else fail(`${where}.latency`, 'want a duration ("500ms") or milliseconds');
   }
-  if (value.code !== undefined) rule.code = codeName(String(value.code), `${where}.code`);
-  if (value.message !== undefined) rule.message = typeof value.message === "string" ? value.message : fail(`${where}.message`, "want a string");
+  if (value.code !== undefined) {
+    if (typeof value.code !== "string" && typeof value.code !== "number")
+      fail(`${where}.code`, "want a gRPC code name or number");
+    rule.code = codeName(String(value.code), `${where}.code`);
+  }
+  if (value.message !== undefined)
+    rule.message =
+      typeof value.message === "string" ? value.message : fail(`${where}.message`, "want a string");
   if (value.exitCode !== undefined) rule.exitCode = positiveInt(value.exitCode, `${where}.exitCode`);
   if (value.nth !== undefined) rule.nth = positiveInt(value.nth, `${where}.nth`);
   if (value.rate !== undefined) rule.rate = probability(value.rate, `${where}.rate`);

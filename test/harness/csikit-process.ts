@@ -28,7 +28,11 @@ export interface CsikitProcess {
 }
 
 /** Spawns `csikit ...args` (under `prefix`, e.g. unshare), stopped when the test ends. */
-export function startCsikit(t: TestContext, args: readonly string[], prefix: readonly string[] = []): CsikitProcess {
+export function startCsikit(
+  t: TestContext,
+  args: readonly string[],
+  prefix: readonly string[] = [],
+): CsikitProcess {
   const command = prefix.length > 0 ? prefix[0]! : process.execPath;
   const argv = prefix.length > 0 ? [...prefix.slice(1), process.execPath, MAIN, ...args] : [MAIN, ...args];
   const child = spawn(command, argv, { stdio: ["ignore", "pipe", "pipe"] });
