@@ -36,6 +36,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   sidecars: ["base", "api", "csi", "kube", "migration"],
   drivers: ["base", "csi"],
   sanity: ["base", "csi"],
+  // `csikit fault-proxy`: forwards CSI calls at the HTTP/2 level (node:http2), csi for statuses.
+  faultproxy: ["base", "csi"],
   cluster: [
     "base",
     "api",
@@ -47,6 +49,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "node",
     "sidecars",
     "drivers",
+    "faultproxy",
   ],
   cli: [
     "base",
@@ -61,6 +64,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "drivers",
     "sanity",
     "cluster",
+    "faultproxy",
   ],
 };
 

@@ -29,6 +29,18 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./controllers.ts")).controllersCommand,
   },
   {
+    name: "csi",
+    summary:
+      "Call any CSI RPC on a driver's socket from the command line (a raw CSI client, like gocsi's csc)",
+    load: async () => (await import("./csi.ts")).csiCommand,
+  },
+  {
+    name: "fault-proxy",
+    summary:
+      "Run a CSI proxy between a CO and a driver that injects faults (latency, codes, timeouts, hangs, drops) by rule",
+    load: async () => (await import("./fault-proxy.ts")).faultProxyCommand,
+  },
+  {
     name: "hostpath",
     summary: "Run the hostpath reference CSI driver (controller and/or node service) on a Unix socket",
     load: async () => (await import("./hostpath.ts")).hostpathCommand,

@@ -57,7 +57,7 @@ export const upCommand: Command = {
   name: "up",
   summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
   usage:
-    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD] [--distributed]",
+    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD] [--distributed] [--driver-fault-proxy]",
   description:
     "Starts, each as its own supervised process with its own identity (RBAC from deploy/rbac/): the API server,\n" +
     "the controllers, the driver's controller instance with the provisioner and attacher, and per virtual node\n" +
@@ -101,6 +101,14 @@ export const upCommand: Command = {
         "--enable-distributed-snapshotting); no controller instance, no attacher (CSIDriver attachRequired=false), " +
         "no resizer. For a driver whose state lives in each process (upstream hostpath); {mode} is then distributed. " +
         "A new state dir only.",
+    },
+    "driver-fault-proxy": {
+      type: "bool",
+      default: "false",
+      help:
+        "Put a csikit fault-proxy in front of every driver instance (it serves the driver's usual socket, the driver " +
+        "listens on driver-<socket> beside it); no faults until rules are set over each proxy's loopback API, whose " +
+        "address is in its log (docs/csi.md). Not with --driver-socket (up starts no driver then).",
     },
     walkthrough: {
       type: "string",
@@ -156,6 +164,11 @@ export const upCommand: Command = {
       throw new FlagError(
         "flags -distributed and -driver-socket exclude each other: -distributed runs a driver per node",
       );
+    const driverFaultProxy = flags.bool("driver-fault-proxy");
+    if (driverFaultProxy && driverSocket !== "")
+      throw new FlagError(
+        "flags -driver-fault-proxy and -driver-socket exclude each other: up starts no driver to put the proxy in front of",
+      );
     if (process.getuid?.() !== 0 && !inUserMountNamespace()) {
       const problem = mountProblem();
       if (problem === undefined) return reexecInUserMountNamespace(process.argv.slice(1));
@@ -173,6 +186,7 @@ export const upCommand: Command = {
         ...(driverSocket !== "" ? { driverSocket: resolve(driverSocket) } : {}),
         ...(driverCommand !== "" ? { driverCommand } : {}),
         ...(distributed ? { distributed } : {}),
+        ...(driverFaultProxy ? { driverFaultProxy } : {}),
         verbosity: flags.number("component-v"),
         featureGates: gates,
         release,

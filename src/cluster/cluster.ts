@@ -64,6 +64,8 @@ export interface UpOptions {
    * A new state dir only: a resumed cluster keeps how it was created.
    */
   distributed?: boolean;
+  /** A `csikit fault-proxy` in front of every driver instance `up` starts (`--driver-fault-proxy`). */
+  driverFaultProxy?: boolean;
   /** -v for the components. */
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
@@ -316,6 +318,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ports,
     ...(distributed ? { distributed: true } : {}),
     ...(options.podProcesses === false ? { podProcesses: false } : {}),
+    ...(options.driverFaultProxy ? { driverFaultProxy: true } : {}),
   };
   // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
   const longest = record.nodes.map(

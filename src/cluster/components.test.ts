@@ -62,3 +62,38 @@ test("hostpath standing in for a migrated plugin's driver runs without topology,
     assert.ok(!driver.args.includes("--enable-topology=false"), driver.name);
   assert.ok(own.find((i) => i.name === "driver")!.args.includes("--nodeid=controller"));
 });
+
+test("--driver-fault-proxy: a fault proxy serves each driver's socket and forwards to the driver beside it", () => {
+  const base = { ...plan(""), driverName: "hostpath.csi.k8s.io", commands: new Set(["fault-proxy"]) };
+  const plain = planComponents(base).instances;
+  const proxied = planComponents({ ...base, driverFaultProxy: true }).instances;
+  const proxies = proxied.filter((i) => i.subcommand === "fault-proxy");
+  assert.deepEqual(
+    proxies.map((i) => i.name),
+    ["driver-fault-proxy", "node-1-driver-fault-proxy", "node-2-driver-fault-proxy"],
+  );
+  for (const driver of plain.filter((i) => i.stage === "driver")) {
+    // The socket every client (sidecars, registrar, kubelet) uses is the proxy's now.
+    const endpoint = driver.args
+      .find((a) => a.startsWith("--endpoint=unix://"))!
+      .slice("--endpoint=unix://".length);
+    const proxy = proxies.find((i) => i.args.includes(`--listen=${endpoint}`));
+    assert.ok(proxy, `a proxy serves ${endpoint}`);
+    assert.equal(proxy.node, driver.node);
+    const behind = proxy.args.find((a) => a.startsWith("--csi-address="))!.slice("--csi-address=".length);
+    assert.match(behind, /\/driver-(csi|controller)\.sock$/);
+    const moved = proxied.find((i) => i.name === driver.name)!;
+    assert.ok(moved.args.includes(`--endpoint=unix://${behind}`), moved.args.join(" "));
+  }
+  // Nothing else changes: the same components with the same arguments.
+  const others = (instances: typeof plain) =>
+    instances.filter((i) => i.stage !== "driver").map((i) => [i.name, i.args.join(" ")]);
+  assert.deepEqual(others(proxied), others(plain));
+  // A user's driver command gets the moved endpoint in {endpoint} too.
+  const user = planComponents({
+    ...base,
+    driverFaultProxy: true,
+    driverCommand: "mydriver --csi={endpoint}",
+  }).instances;
+  assert.ok(user.find((i) => i.name === "driver")!.args.some((a) => a.endsWith("/driver-controller.sock")));
+});

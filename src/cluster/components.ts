@@ -4,7 +4,7 @@
 // controllers; one virtual kubelet per node), its identity, and its place in the shutdown
 // order. Adding a sidecar (e.g. the resizer) is one entry here plus its deploy/rbac/ file.
 
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { pluginByDriverName } from "../migration/index.ts";
 import {
   distributedHostpathArgs,
@@ -59,6 +59,11 @@ export interface ClusterPlan {
   ports: ReadonlyMap<string, number>;
   /** false: the node agents run no pod commands (--pod-processes=false). Default on. */
   podProcesses?: boolean;
+  /**
+   * A `csikit fault-proxy` in front of every driver instance (`up --driver-fault-proxy`): it
+   * serves the driver's usual socket, the driver listens beside it (driverListenSocket).
+   */
+  driverFaultProxy?: boolean;
 }
 
 export interface ComponentInstance {
@@ -99,6 +104,15 @@ export function controllerSocket(plan: ClusterPlan): string {
 /** Where a node's kubelet and registrar reach the node plugin. */
 export function nodeSocket(plan: ClusterPlan, node: string): string {
   return plan.driverSocket ?? plan.layout.nodeSocketOf(node, plan.driverName);
+}
+
+/**
+ * Where a driver instance listens when its clients reach it at `socket`: the same path, or with
+ * a fault proxy in front, `driver-<name>` beside it (the proxy serves `socket`, so the sidecars,
+ * the registrar and the kubelet are unchanged).
+ */
+export function driverListenSocket(plan: Pick<ClusterPlan, "driverFaultProxy">, socket: string): string {
+  return plan.driverFaultProxy ? join(dirname(socket), `driver-${basename(socket)}`) : socket;
 }
 
 function kubeconfig(plan: ClusterPlan, component: string): string {
@@ -352,7 +366,11 @@ export type DriverMode = "controller" | "node" | "distributed";
 
 function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | undefined): string[] {
   if (mode === "distributed")
-    return distributedHostpathArgs(plan, node!, plan.layout.nodeSocketOf(node!.name, plan.driverName));
+    return distributedHostpathArgs(
+      plan,
+      node!,
+      driverListenSocket(plan, plan.layout.nodeSocketOf(node!.name, plan.driverName)),
+    );
   const standIn = hostpathWithoutTopology(plan);
   const common = [
     v(plan),
@@ -363,7 +381,7 @@ function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | unde
   if (mode === "controller")
     return [
       ...common,
-      `--endpoint=unix://${plan.layout.controllerSocket}`,
+      `--endpoint=unix://${driverListenSocket(plan, plan.layout.controllerSocket)}`,
       `--nodeid=${standIn ? (plan.nodes[0]?.name ?? "controller") : "controller"}`,
       "--node-service=false",
       "--controller-service=true",
@@ -374,7 +392,7 @@ function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | unde
     ];
   return [
     ...common,
-    `--endpoint=unix://${plan.layout.nodeSocketOf(node!.name, plan.driverName)}`,
+    `--endpoint=unix://${driverListenSocket(plan, plan.layout.nodeSocketOf(node!.name, plan.driverName))}`,
     `--nodeid=${node!.name}`,
     "--node-service=true",
     "--controller-service=false",
@@ -383,10 +401,12 @@ function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | unde
 }
 
 function userDriverArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | undefined): string[] {
-  const endpoint =
+  const endpoint = driverListenSocket(
+    plan,
     mode === "controller"
       ? plan.layout.controllerSocket
-      : plan.layout.nodeSocketOf(node!.name, plan.driverName);
+      : plan.layout.nodeSocketOf(node!.name, plan.driverName),
+  );
   return (plan.driverCommand ?? "")
     .split(/\s+/)
     .filter((word) => word !== "")
@@ -396,6 +416,17 @@ function userDriverArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | un
         .replaceAll("{nodeid}", node?.name ?? "controller")
         .replaceAll("{mode}", mode),
     );
+}
+
+/** The fault proxy in front of one driver instance: no rules until set over its API (logged port). */
+function faultProxy(plan: ClusterPlan, node: NodeSpec | undefined, socket: string): ComponentInstance {
+  return {
+    name: node ? `${node.name}-driver-fault-proxy` : "driver-fault-proxy",
+    stage: "driver",
+    subcommand: "fault-proxy",
+    args: [v(plan), `--listen=${socket}`, `--csi-address=${driverListenSocket(plan, socket)}`],
+    ...(node ? { node: node.name } : {}),
+  };
 }
 
 /** Every instance to run, drivers first (their sockets are what the others wait for). */
@@ -420,6 +451,16 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
           };
     if (!plan.distributed) instances.push(driver("controller", undefined));
     for (const node of plan.nodes) instances.push(driver(plan.distributed ? "distributed" : "node", node));
+    if (plan.driverFaultProxy) {
+      const sockets: [NodeSpec | undefined, string][] = [
+        ...(plan.distributed ? [] : [[undefined, plan.layout.controllerSocket] as [undefined, string]]),
+        ...plan.nodes.map((node): [NodeSpec, string] => [
+          node,
+          plan.layout.nodeSocketOf(node.name, plan.driverName),
+        ]),
+      ];
+      for (const [node, socket] of sockets) instances.push(faultProxy(plan, node, socket));
+    }
   }
   if (plan.distributed)
     for (const node of plan.nodes) {

@@ -4,7 +4,7 @@
 export * from "./types.ts";
 export { CsiError, GrpcStatus, grpcCode, grpcDetails, statusName } from "./errors.ts";
 export { parseEndpoint } from "./endpoint.ts";
-export { serveCsi, type CsiServer, type CsiServerOptions } from "./server.ts";
+export { serveCsi, removeStaleSocket, type CsiServer, type CsiServerOptions } from "./server.ts";
 export { CsiClient, type CallObserver, type CsiClientOptions, type WaitForReadyOptions } from "./client.ts";
 export { requireField } from "./validate.ts";
 export { OperationLocks } from "./locks.ts";
@@ -21,3 +21,4 @@ export {
 } from "./tls-grpc.ts";
 /** The Kubernetes SnapshotMetadata API's messages (package snapshotmetadata), apart from CSI's. */
 export * as SnapshotMetadataApi from "./generated/snapshotmetadata.ts";
+export { messageFromJson } from "./json-request.ts";

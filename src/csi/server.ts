@@ -136,7 +136,7 @@ export async function serveCsi(options: CsiServerOptions): Promise<CsiServer> {
  * socket, and a socket some live process still accepts connections on (two drivers on one
  * path would silently steal each other's traffic).
  */
-async function removeStaleSocket(path: string): Promise<void> {
+export async function removeStaleSocket(path: string): Promise<void> {
   let stat;
   try {
     stat = await lstat(path);
