@@ -162,4 +162,3 @@ function holdsVolumeData(segments: readonly string[]): boolean {
 export function nodeSpecs(count: number): NodeSpec[] {
   return Array.from({ length: count }, (_, i) => ({ name: `node-${i + 1}`, zone: ZONES[i % ZONES.length]! }));
 }
-
