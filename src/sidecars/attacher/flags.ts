@@ -1,4 +1,5 @@
-// The attacher's flags: upstream external-attacher v4.8.1's own flags (names, types, defaults
+// The attacher's flags: upstream external-attacher v4.12.0's own flags (v4.8.1's plus
+// csi-lib-utils' --automaxprocs and --leader-election-labels) (names, types, defaults
 // and help as its --help gives them) on top of the common sidecar flags, component-base's
 // logging flags (klog's come with every csikit command: LOGGING_FLAGS).
 // `attacherOptionsFromFlags` validates ranges and names the bad flag.

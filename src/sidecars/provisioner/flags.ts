@@ -1,4 +1,5 @@
-// The provisioner's flags: upstream external-provisioner v5.2's own flags (names, types,
+// The provisioner's flags: upstream external-provisioner v6.3's own flags (v5.2's plus
+// --automaxprocs, --leader-election-labels and --snapshot-orphan-sweep-interval) (names, types,
 // defaults and meaning as its --help and README give them; --timeout is 15s as seed 003 and
 // upstream's README say, where upstream's code has 10s),
 // on top of the common sidecar flags and component-base's logging flags. Capacity flags are
