@@ -30,7 +30,7 @@ export const ATTACHER_FLAGS: FlagSpecs = {
   "worker-threads": {
     type: "int",
     default: "10",
-    help: "Number of attacher worker threads.",
+    help: "Number of attacher worker threads. csikit runs this many for attaches and as many again for detaches (separate queues), so a burst of detaches cannot starve attaches.",
   },
   "max-entries": {
     type: "int",

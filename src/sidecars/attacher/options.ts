@@ -15,7 +15,10 @@ export const ATTACHER_FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> =
 export interface AttacherOptions extends CommonSidecarOptions {
   /** --timeout (15s): deadline of every CSI call. */
   timeoutMs: number;
-  /** --worker-threads (10): concurrent VolumeAttachment syncs (and as many PersistentVolume syncs). */
+  /**
+   * --worker-threads (10): concurrent attaches, and as many detaches in their own lane (and as
+   * many PersistentVolume syncs).
+   */
   workerThreads: number;
   /** --resync (10m): informer resync period; every cached object is looked at again. */
   resyncMs: number;
