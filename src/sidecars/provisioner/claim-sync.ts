@@ -182,6 +182,7 @@ async function provisionClaim(
         `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${error.message}`,
       );
       ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
+      if (error.reschedule) await rescheduleForMissingNode(ctx, claim, rc);
     } else apiFailureEvent(ctx, claim, className, error);
     throw error;
   }
@@ -398,6 +399,28 @@ async function handleCreateError(
     }
   }
   throw new ProvisionError(message);
+}
+
+/**
+ * The selected node is gone (external-provisioner#1437): without its Node/CSINode there is no
+ * topology to ask for, so retrying is forever. Clearing selected-node hands the claim back to
+ * the scheduler, as upstream v6.1+ does — but only while no CreateVolume may be running for
+ * the claim (no in-flight mark): one in progress may still create the volume on the old node,
+ * and a second request elsewhere would leak it or land in the wrong zone (#1466). A marked
+ * claim keeps retrying until that call's outcome is known.
+ */
+async function rescheduleForMissingNode(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  rc: ReconcileContext,
+): Promise<void> {
+  if (hasFinalizer(claim, IN_FLIGHT_FINALIZER)) {
+    rc.logger.info(2, "selected node is gone but a CreateVolume may be in flight; not rescheduling yet");
+    return;
+  }
+  const node = claim.metadata?.annotations?.[SELECTED_NODE];
+  await removeAnnotation(ctx.client, GVR.persistentVolumeClaims, claim, SELECTED_NODE, rc.signal);
+  rc.logger.info(2, "selected node is gone; removed selected-node so the scheduler picks again", { node });
 }
 
 /**

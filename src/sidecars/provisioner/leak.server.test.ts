@@ -149,6 +149,37 @@ test("WaitForFirstConsumer + RESOURCE_EXHAUSTED: selected-node removed so the sc
   assert.deepEqual(stub.creates[0]?.accessibilityRequirements?.requisite, [{ segments: { zone: "a" } }]);
 });
 
+test("WaitForFirstConsumer, selected node deleted before CreateVolume: selected-node removed, no endless retry (#1437)", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir, { topology: true });
+  await createClass(cluster, "sc", STUB, { volumeBindingMode: "WaitForFirstConsumer" });
+  // Node n1 and its CSINode were deleted after the scheduler chose it; only n2 is left.
+  await cluster.client.create(GVR.csiNodes, {
+    metadata: { name: "n2" },
+    spec: { drivers: [{ name: STUB, nodeID: "n2", topologyKeys: ["zone"] }] },
+  });
+  await cluster.client.create(GVR.nodes, { metadata: { name: "n2", labels: { zone: "b" } } });
+  runProvisioner(t, cluster, stub.server.path);
+  await createClaim(cluster, "w", STUB, {}, { "volume.kubernetes.io/selected-node": "n1" });
+  await until(async () => {
+    const claim = await getClaim(cluster, "w");
+    return claim?.metadata?.annotations?.["volume.kubernetes.io/selected-node"] === undefined;
+  }, "selected-node removed");
+  assert.equal(stub.creates.length, 0, "no CreateVolume without the node's topology");
+  const failed = (await events(cluster)).filter((e) => e.reason === "ProvisioningFailed");
+  assert.match(failed[0]?.message ?? "", /selected node "n1" not found/);
+  // The scheduler picks n2: provisioned there.
+  const claim = (await getClaim(cluster, "w"))!;
+  await cluster.client.patch(
+    GVR.persistentVolumeClaims,
+    "w",
+    { metadata: { annotations: { "volume.kubernetes.io/selected-node": "n2" } } },
+    { namespace: "default" },
+  );
+  await waitForVolume(cluster, claim);
+  assert.deepEqual(stub.creates.at(-1)?.accessibilityRequirements?.requisite, [{ segments: { zone: "b" } }]);
+});
+
 test("PV create fails after CreateVolume succeeded: retried, the volume is never lost", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startStub(t, cluster.dir);
