@@ -146,7 +146,7 @@ test("defaults are upstream's; values parse into options", () => {
   assert.deepEqual(defaults.features, {
     topology: true,
     honorPVReclaimPolicy: true,
-    volumeAttributesClass: false,
+    volumeAttributesClass: true,
     crossNamespaceVolumeDataSource: false,
     releaseLeaderElectionOnExit: false,
   });

@@ -150,7 +150,7 @@ export const PROVISIONER_FLAGS: FlagSpecs = {
   },
   "feature-gates": {
     type: "map",
-    help: "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are: CrossNamespaceVolumeDataSource=true|false (ALPHA - default=false), HonorPVReclaimPolicy=true|false (BETA - default=true), ReleaseLeaderElectionOnExit=true|false (ALPHA - default=false), Topology=true|false (GA - default=true), VolumeAttributesClass=true|false (BETA - default=false).",
+    help: "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are: CrossNamespaceVolumeDataSource=true|false (ALPHA - default=false), HonorPVReclaimPolicy=true|false (GA - default=true; removed upstream in v6.2, still accepted), ReleaseLeaderElectionOnExit=true|false (ALPHA - default=false), Topology=true|false (GA - default=true), VolumeAttributesClass=true|false (GA - default=true; turned off when the API server serves no VolumeAttributesClass API).",
   },
 };
 
