@@ -79,10 +79,19 @@ test("every upstream v4.12.0 flag is accepted by the real CLI and listed in --he
   );
   assert.equal(dashed.status, 0, dashed.stderr);
   const help = spawnSync(process.execPath, [MAIN, "attacher", "--help"], { encoding: "utf8" });
-  for (const name of [...Object.keys(UPSTREAM_V481), ...Object.keys(MORE).filter((n) => n !== "logtostderr"), "metrics-address", "version"])
+  for (const name of [
+    ...Object.keys(UPSTREAM_V481),
+    ...Object.keys(MORE).filter((n) => n !== "logtostderr"),
+    "metrics-address",
+    "version",
+  ])
     assert.ok(help.stdout.includes(`  --${name}`), `--help lists --${name}`);
   assert.match(help.stdout, /external-attacher\s+v4\.12\.0/, "--help names the upstream release");
-  assert.match(help.stdout, /--automaxprocs[^\n]*\n?[^\n]*GOMAXPROCS/, "--help says what --automaxprocs means here");
+  assert.match(
+    help.stdout,
+    /--automaxprocs[^\n]*\n?[^\n]*GOMAXPROCS/,
+    "--help says what --automaxprocs means here",
+  );
 });
 
 test("an unknown flag, gate or bad value is refused, naming it", () => {

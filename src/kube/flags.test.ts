@@ -91,13 +91,14 @@ test("bad values name the flag", () => {
 
 test("--leader-election-labels takes csi-lib-utils' key:value items, and key=value; a malformed item names the flag", () => {
   assert.deepEqual(
-    commonSidecarOptions(parse(["--leader-election-labels=my-label:my-value,other:v2"])).leaderElection.labels,
+    commonSidecarOptions(parse(["--leader-election-labels=my-label:my-value,other:v2"])).leaderElection
+      .labels,
     { "my-label": "my-value", other: "v2" },
   );
   // Repeated flags add up, as Go's flag.Var of a map does.
   assert.deepEqual(
-    commonSidecarOptions(parse(["--leader-election-labels=a=b", "--leader-election-labels=c:d"])).leaderElection
-      .labels,
+    commonSidecarOptions(parse(["--leader-election-labels=a=b", "--leader-election-labels=c:d"]))
+      .leaderElection.labels,
     { a: "b", c: "d" },
   );
   assert.deepEqual(commonSidecarOptions(parse([])).leaderElection.labels, {});

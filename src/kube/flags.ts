@@ -151,7 +151,8 @@ export function parseLeaseLabels(items: readonly string[]): Record<string, strin
     let key: string;
     let value: string;
     if (colon.length === 2 && eq < 0) [key, value] = colon as [string, string];
-    else if (eq > 0 && !item.slice(0, eq).includes(":")) [key, value] = [item.slice(0, eq), item.slice(eq + 1)];
+    else if (eq > 0 && !item.slice(0, eq).includes(":"))
+      [key, value] = [item.slice(0, eq), item.slice(eq + 1)];
     else throw new FlagError(`flag -leader-election-labels: malformed item in list of labels: ${item}`);
     if (key.trim() === "") throw new FlagError(`flag -leader-election-labels: empty key in ${item}`);
     labels[key.trim()] = value.trim();

@@ -27,7 +27,10 @@ export async function firstServedVersion<G extends GroupVersionKindResource>(
       list = await client.request<APIResourceList>(
         {
           method: "GET",
-          path: candidate.group === "" ? `/api/${candidate.version}` : `/apis/${candidate.group}/${candidate.version}`,
+          path:
+            candidate.group === ""
+              ? `/api/${candidate.version}`
+              : `/apis/${candidate.group}/${candidate.version}`,
         },
         signal,
       );

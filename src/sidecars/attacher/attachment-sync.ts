@@ -161,7 +161,12 @@ async function reportFailure(
   );
   try {
     const errorCode = error instanceof DriverCallError ? error.grpcCode : undefined;
-    await saveVolumeError(ctx, va, { field, message, ...(errorCode === undefined ? {} : { errorCode }) }, rc.signal);
+    await saveVolumeError(
+      ctx,
+      va,
+      { field, message, ...(errorCode === undefined ? {} : { errorCode }) },
+      rc.signal,
+    );
   } catch (saveError) {
     rc.logger.info(2, `failed to save ${field}`, { err: csiErrorText(saveError) });
   }
@@ -222,14 +227,14 @@ async function csiAttach(
   const response = await withMigratedCalls(volume.migrated, () =>
     driverCall(() =>
       ctx.csi.controller.controllerPublishVolume(
-      {
-        volumeId: volume.csi.volumeHandle,
-        nodeId,
-        volumeCapability: capability,
-        readonly,
-        secrets,
-        volumeContext: volume.csi.volumeAttributes ?? {},
-      },
+        {
+          volumeId: volume.csi.volumeHandle,
+          nodeId,
+          volumeCapability: capability,
+          readonly,
+          secrets,
+          volumeContext: volume.csi.volumeAttributes ?? {},
+        },
         { timeoutMs: ctx.timeoutMs, signal },
       ),
     ),

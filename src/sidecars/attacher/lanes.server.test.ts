@@ -51,7 +51,9 @@ test("an attach completes while detaches hang in the driver; the detach backlog 
   driver.onUnpublish = async (_request, context) => {
     await Promise.race([
       released,
-      new Promise<void>((resolve) => context.signal.addEventListener("abort", () => resolve(), { once: true })),
+      new Promise<void>((resolve) =>
+        context.signal.addEventListener("abort", () => resolve(), { once: true }),
+      ),
     ]);
   };
   for (let i = 0; i < DETACHING; i++) await client.delete(GVR.volumeAttachments, `va-${i}`);

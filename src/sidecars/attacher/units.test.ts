@@ -172,7 +172,10 @@ function attachment(name: string, deleting: boolean): VolumeAttachment {
 
 test("lanes: each key goes to its object's lane; one key never syncs in both lanes at once", async () => {
   const store = new Store<VolumeAttachment>();
-  const queues = { attach: new WorkQueue<string>({ name: "a" }), detach: new WorkQueue<string>({ name: "d" }) };
+  const queues = {
+    attach: new WorkQueue<string>({ name: "a" }),
+    detach: new WorkQueue<string>({ name: "d" }),
+  };
   let finishAttach!: () => void;
   const synced: string[] = [];
   const lanes = new AttachmentLanes({

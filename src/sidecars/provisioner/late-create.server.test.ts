@@ -53,7 +53,7 @@ test("late CreateVolume after the claim is deleted, the name held by a terminati
       accessModes: ["ReadWriteOnce"],
       persistentVolumeReclaimPolicy: "Delete",
       storageClassName: "sc",
-      claimRef: { kind: "PersistentVolumeClaim", namespace: "default", name: "c", uid: claim.metadata!.uid! },
+      claimRef: { kind: "PersistentVolumeClaim", namespace: "default", name: "c", uid: claim.metadata.uid! },
       csi: { driver: STUB, volumeHandle: "first-round" },
     },
   });

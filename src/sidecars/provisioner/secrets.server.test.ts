@@ -84,7 +84,10 @@ test("provisioner secret from templates reaches CreateVolume and DeleteVolume; n
   assert.deepEqual(pv.spec?.csi?.nodeExpandSecretRef, { name: "ne", namespace: "secrets" });
   // The modify secret has no PV field: it rides in annotations, as upstream v6.2 writes them.
   assert.equal(pv.metadata?.annotations?.["volume.kubernetes.io/controller-modify-secret-name"], "db-modify");
-  assert.equal(pv.metadata?.annotations?.["volume.kubernetes.io/controller-modify-secret-namespace"], "secrets");
+  assert.equal(
+    pv.metadata?.annotations?.["volume.kubernetes.io/controller-modify-secret-namespace"],
+    "secrets",
+  );
   await bind(cluster, claim, pv);
   await release(cluster, claim, pvName);
   await until(async () => (await getVolume(cluster, pvName)) === undefined, "PV deleted");

@@ -144,14 +144,16 @@ test("errors: selected node without keys or labels, or gone; keys on no node", (
   // A selected node whose Node or CSINode is gone: the scheduler must pick again (#1437).
   assert.throws(
     () => accessibilityRequirements(inputs({ selectedNode: "ghost" })),
-    (error) => error instanceof SelectedNodeMissingError && /selected node "ghost" not found/.test(error.message),
+    (error) =>
+      error instanceof SelectedNodeMissingError && /selected node "ghost" not found/.test(error.message),
   );
   assert.throws(
     () =>
       accessibilityRequirements(
         inputs({ selectedNode: "n1", csiNodes: CLUSTER.csiNodes.filter((n) => n.metadata?.name !== "n1") }),
       ),
-    (error) => error instanceof SelectedNodeMissingError && /CSINode of selected node "n1"/.test(error.message),
+    (error) =>
+      error instanceof SelectedNodeMissingError && /CSINode of selected node "n1"/.test(error.message),
   );
   // A CSINode without the driver's keys yet is not "missing": retried, never rescheduled.
   assert.throws(

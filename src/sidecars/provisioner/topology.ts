@@ -163,9 +163,12 @@ export function accessibilityRequirements(input: TopologyInputs): TopologyRequir
     const node = input.nodes.find((n) => n.metadata?.name === input.selectedNode);
     // A CSINode that exists but lacks the driver may still get it (the driver is registering):
     // that one is retried; a missing object is not coming back under this name in time.
-    if (!node) throw new SelectedNodeMissingError(`selected node ${JSON.stringify(input.selectedNode)} not found`);
+    if (!node)
+      throw new SelectedNodeMissingError(`selected node ${JSON.stringify(input.selectedNode)} not found`);
     if (!csiNode)
-      throw new SelectedNodeMissingError(`CSINode of selected node ${JSON.stringify(input.selectedNode)} not found`);
+      throw new SelectedNodeMissingError(
+        `CSINode of selected node ${JSON.stringify(input.selectedNode)} not found`,
+      );
     keys = topologyKeysOf(csiNode, input.driverName);
     if (keys.length === 0) throw new TopologyError(`no topology key found for node ${input.selectedNode}`);
     selectedTerm = termFromLabels(node?.metadata?.labels, keys);

@@ -21,7 +21,14 @@ export async function volumeAttributesClassApi(
   if (!options.enabled) return undefined;
   const served = await firstServedVersion(client, VOLUME_ATTRIBUTES_CLASS_VERSIONS, options.signal);
   if (served === undefined)
-    options.logger.info(0, "VolumeAttributesClass is not served (neither storage.k8s.io/v1 nor v1beta1): the VolumeAttributesClass feature is off", {});
-  else options.logger.info(2, "reading VolumeAttributesClasses", { apiVersion: `${served.group}/${served.version}` });
+    options.logger.info(
+      0,
+      "VolumeAttributesClass is not served (neither storage.k8s.io/v1 nor v1beta1): the VolumeAttributesClass feature is off",
+      {},
+    );
+  else
+    options.logger.info(2, "reading VolumeAttributesClasses", {
+      apiVersion: `${served.group}/${served.version}`,
+    });
   return served;
 }

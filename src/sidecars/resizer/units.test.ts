@@ -191,7 +191,9 @@ test("the flag list is external-resizer v2.2.1's (v1.13.2's and csi-lib-utils' a
     () => resizerOptionsFromFlags(resizerFlags(["--workers=0"])),
     /flag -workers must be at least 1/,
   );
-  const set = resizerOptionsFromFlags(resizerFlags(["--automaxprocs", "--leader-election-labels=app:resizer"]));
+  const set = resizerOptionsFromFlags(
+    resizerFlags(["--automaxprocs", "--leader-election-labels=app:resizer"]),
+  );
   assert.deepEqual(set.leaderElection.labels, { app: "resizer" });
 });
 
