@@ -1,5 +1,6 @@
-// `csikit attacher` accepts every flag upstream external-attacher v4.8.1's --help lists, run
-// through the real CLI, and its options carry upstream's defaults.
+// `csikit attacher` accepts every flag upstream external-attacher v4.12.0's --help lists (v4.8.1's
+// and csi-lib-utils' --automaxprocs and --leader-election-labels), run through the real CLI,
+// and its options carry upstream's defaults.
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -41,10 +42,12 @@ const UPSTREAM_V481: Record<string, string> = {
   vmodule: "controller=4",
   "worker-threads": "20",
 };
-/** Upstream's feature gates and labels, and klog's flags older manifests pass. */
+/** What v4.12.0 adds (feature gates, lease labels in csi-lib-utils' key:value form,
+ * --automaxprocs), and klog's flags older manifests pass. */
 const MORE: Record<string, string> = {
+  automaxprocs: "true",
   "feature-gates": "ReleaseLeaderElectionOnExit=true,MutableCSINodeAllocatableCount=true",
-  "leader-election-labels": "app=attacher",
+  "leader-election-labels": "app:attacher",
   logtostderr: "true",
 };
 
@@ -56,7 +59,7 @@ function parse(args: readonly string[]): Flags {
   return new Flags(parseFlags({ ...LOGGING_FLAGS, ...ATTACHER_FLAGS }, args));
 }
 
-test("every upstream v4.8.1 flag is accepted by the real CLI and listed in --help", () => {
+test("every upstream v4.12.0 flag is accepted by the real CLI and listed in --help", () => {
   const result = spawnSync(
     process.execPath,
     [MAIN, "attacher", ...argv(UPSTREAM_V481), ...argv(MORE), "--version"],
@@ -76,8 +79,19 @@ test("every upstream v4.8.1 flag is accepted by the real CLI and listed in --hel
   );
   assert.equal(dashed.status, 0, dashed.stderr);
   const help = spawnSync(process.execPath, [MAIN, "attacher", "--help"], { encoding: "utf8" });
-  for (const name of [...Object.keys(UPSTREAM_V481), "metrics-address", "version"])
+  for (const name of [
+    ...Object.keys(UPSTREAM_V481),
+    ...Object.keys(MORE).filter((n) => n !== "logtostderr"),
+    "metrics-address",
+    "version",
+  ])
     assert.ok(help.stdout.includes(`  --${name}`), `--help lists --${name}`);
+  assert.match(help.stdout, /external-attacher\s+v4\.12\.0/, "--help names the upstream release");
+  assert.match(
+    help.stdout,
+    /--automaxprocs[^\n]*\n?[^\n]*GOMAXPROCS/,
+    "--help says what --automaxprocs means here",
+  );
 });
 
 test("an unknown flag, gate or bad value is refused, naming it", () => {

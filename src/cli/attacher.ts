@@ -10,7 +10,8 @@ export const attacherCommand: Command = {
     "Run the external-attacher sidecar: ControllerPublish/Unpublish for VolumeAttachments of one CSI driver",
   usage: "csikit attacher --csi-address=/run/csi/socket [--kubeconfig=FILE] [flags]",
   description:
-    "A drop-in for registry.k8s.io/sig-storage/csi-attacher: same flags, finalizer\n" +
+    "A drop-in for registry.k8s.io/sig-storage/csi-attacher, matching upstream external-attacher\n" +
+    "v4.12.0 (2026; every older flag still accepted): same flags, finalizer\n" +
     "(external-attacher/<driver>), node-id annotation, status fields, Lease and metrics\n" +
     "(docs/attacher.md). A driver without PUBLISH_UNPUBLISH_VOLUME gets attachments marked attached\n" +
     "without a CSI call. Environment: POD_NAMESPACE (leader-election namespace).",

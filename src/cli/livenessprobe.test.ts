@@ -1,5 +1,5 @@
-// `csikit livenessprobe` takes upstream livenessprobe v2.15.0's whole flag list with its
-// defaults and upstream's address rules.
+// `csikit livenessprobe` takes upstream livenessprobe v2.19.0's whole flag list (v2.15.0's plus
+// --automaxprocs) with its defaults (--probe-timeout 3s since v2.17) and upstream's address rules.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -7,8 +7,9 @@ import { FlagError, Flags, LOGGING_FLAGS, parseFlags } from "../base/index.ts";
 import { livenessProbeOptionsFromFlags } from "../sidecars/livenessprobe/index.ts";
 import { livenessprobeCommand } from "./livenessprobe.ts";
 
-/** `livenessprobe --help` of v2.15.0, flag names only. */
+/** `livenessprobe --help` of v2.19.0, flag names only (v2.15.0's and --automaxprocs). */
 const UPSTREAM_FLAGS = [
+  "automaxprocs",
   "csi-address",
   "health-port",
   "http-endpoint",
@@ -31,12 +32,13 @@ function options(argv: readonly string[]) {
   );
 }
 
-test("livenessprobe accepts every upstream v2.15.0 flag, each set, with upstream's meaning", () => {
+test("livenessprobe accepts every upstream v2.19.0 flag, each set, with upstream's meaning", () => {
   const specs = { ...LOGGING_FLAGS, ...livenessprobeCommand.flags };
   for (const name of UPSTREAM_FLAGS)
     assert.ok(name in specs, `-${name} is not a flag of csikit livenessprobe`);
   assert.deepEqual(
     options([
+      "-automaxprocs",
       "-csi-address=/csi/csi.sock",
       "-health-port=9808",
       "-http-endpoint=:9898",
@@ -62,7 +64,7 @@ test("livenessprobe accepts every upstream v2.15.0 flag, each set, with upstream
   // The deprecated pair: /healthz on all interfaces at --health-port, metrics on their own server.
   assert.deepEqual(options(["--health-port=9899", "--metrics-address=:9900"]), {
     csiAddress: "/run/csi/socket",
-    probeTimeoutMs: 1000,
+    probeTimeoutMs: 3000,
     address: "0.0.0.0:9899",
     metricsOnAddress: false,
     metricsAddress: ":9900",
@@ -70,10 +72,10 @@ test("livenessprobe accepts every upstream v2.15.0 flag, each set, with upstream
   });
 });
 
-test("livenessprobe defaults are upstream's: /healthz on 0.0.0.0:9808, 1s probe timeout, no metrics", () => {
+test("livenessprobe defaults are upstream v2.19's: /healthz on 0.0.0.0:9808, 3s probe timeout, no metrics", () => {
   assert.deepEqual(options([]), {
     csiAddress: "/run/csi/socket",
-    probeTimeoutMs: 1000,
+    probeTimeoutMs: 3000,
     address: "0.0.0.0:9808",
     metricsOnAddress: false,
     metricsPath: "/metrics",

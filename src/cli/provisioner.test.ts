@@ -1,5 +1,6 @@
 // `csikit provisioner` accepts every flag upstream external-provisioner v5.2.0's --help lists
-// (the issue's list, logging flags included) plus the newer ones, run through the real CLI; and
+// (the issue's list, logging flags included) plus the ones v6.3.0 added, run through the real
+// CLI; and
 // its options carry upstream's defaults.
 
 import assert from "node:assert/strict";
@@ -60,9 +61,12 @@ const UPSTREAM_V520: Record<string, string | undefined> = {
   "volume-name-uuid-length": "16",
   "worker-threads": "50",
 };
-const NEWER: Record<string, string> = {
+/** What v6.3.0's --help adds to v5.2.0's (a bare --automaxprocs, as Go bool flags allow). */
+const NEWER: Record<string, string | undefined> = {
+  automaxprocs: undefined,
   "snapshot-orphan-sweep-interval": "1m",
-  "leader-election-labels": "app=provisioner",
+  // csi-lib-utils' format: key:value pairs.
+  "leader-election-labels": "app:provisioner,tier:storage",
 };
 
 function argv(values: Record<string, string | undefined>): string[] {
@@ -71,7 +75,7 @@ function argv(values: Record<string, string | undefined>): string[] {
   );
 }
 
-test("every upstream v5.2.0 flag (and the newer ones) is accepted by the real CLI", () => {
+test("every upstream v5.2.0 flag and every v6.3.0 addition is accepted by the real CLI", () => {
   const result = spawnSync(
     process.execPath,
     [MAIN, "provisioner", ...argv(UPSTREAM_V520), ...argv(NEWER), "--version"],
@@ -82,6 +86,7 @@ test("every upstream v5.2.0 flag (and the newer ones) is accepted by the real CL
   const help = spawnSync(process.execPath, [MAIN, "provisioner", "--help"], { encoding: "utf8" });
   for (const name of [...Object.keys(UPSTREAM_V520), ...Object.keys(NEWER)])
     assert.ok(help.stdout.includes(`  --${name}`), `--help lists --${name}`);
+  assert.match(help.stdout, /external-provisioner\s+v6\.3\.0/, "--help names the upstream release");
 });
 
 test("an unknown flag or gate is refused, naming it", () => {
@@ -141,7 +146,7 @@ test("defaults are upstream's; values parse into options", () => {
   assert.deepEqual(defaults.features, {
     topology: true,
     honorPVReclaimPolicy: true,
-    volumeAttributesClass: false,
+    volumeAttributesClass: true,
     crossNamespaceVolumeDataSource: false,
     releaseLeaderElectionOnExit: false,
   });
@@ -160,5 +165,5 @@ test("defaults are upstream's; values parse into options", () => {
   assert.equal(set.capacity.namespace, "kube-system");
   assert.equal(set.nodeDeployment.nodeName, "n1");
   assert.equal(set.snapshotOrphanSweepIntervalMs, 60_000);
-  assert.deepEqual(set.leaderElection.labels, { app: "provisioner" });
+  assert.deepEqual(set.leaderElection.labels, { app: "provisioner", tier: "storage" });
 });

@@ -13,7 +13,8 @@ export const provisionerCommand: Command = {
   summary: "Run the external-provisioner sidecar: CreateVolume/DeleteVolume for claims of one CSI driver",
   usage: "csikit provisioner --csi-address=/run/csi/socket [--kubeconfig=FILE] [flags]",
   description:
-    "A drop-in for registry.k8s.io/sig-storage/csi-provisioner: same flags, annotations, finalizers,\n" +
+    "A drop-in for registry.k8s.io/sig-storage/csi-provisioner, matching upstream external-provisioner\n" +
+    "v6.3.0 (2026; every older flag still accepted): same flags, annotations, finalizers,\n" +
     "events and metrics. Claims in flight carry the finalizer provisioner.csikit.io/volume-in-flight so a\n" +
     "restart never leaks a volume (docs/provisioner.md). Environment: NODE_NAME (--node-deployment),\n" +
     "NAMESPACE and POD_NAME (--enable-capacity), POD_NAMESPACE (leader-election namespace).",

@@ -1,4 +1,5 @@
-// `csikit registrar` takes upstream node-driver-registrar v2.13.0's whole flag list with its
+// `csikit registrar` takes upstream node-driver-registrar v2.17.0's whole flag list (v2.13.0's
+// plus --automaxprocs) with its
 // defaults, rejects what upstream rejects, and answers the deprecated probe mode with exit 0.
 
 import assert from "node:assert/strict";
@@ -11,8 +12,9 @@ import { registrarCommand } from "./registrar.ts";
 
 const MAIN = join(import.meta.dirname, "main.ts");
 
-/** `csi-node-driver-registrar --help` of v2.13.0, flag names only (-version is handled by the CLI). */
+/** `csi-node-driver-registrar --help` of v2.17.0, flag names only (-version is handled by the CLI). */
 const UPSTREAM_FLAGS = [
+  "automaxprocs",
   "connection-timeout",
   "csi-address",
   "enable-pprof",
@@ -36,11 +38,12 @@ function parse(argv: readonly string[]): Flags {
   return new Flags(parseFlags({ ...LOGGING_FLAGS, ...registrarCommand.flags }, argv));
 }
 
-test("registrar accepts every upstream v2.13.0 flag, each set, with upstream's meaning", () => {
+test("registrar accepts every upstream v2.17.0 flag, each set, with upstream's meaning", () => {
   const specs = { ...LOGGING_FLAGS, ...registrarCommand.flags };
   for (const name of UPSTREAM_FLAGS) assert.ok(name in specs, `-${name} is not a flag of csikit registrar`);
   const { mode, options, warnings } = registrarOptionsFromFlags(
     parse([
+      "-automaxprocs=true",
       "-connection-timeout=5s",
       "-csi-address=/csi/csi.sock",
       "-enable-pprof",

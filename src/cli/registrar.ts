@@ -15,7 +15,8 @@ export const registrarCommand: Command = {
   usage:
     "csikit registrar --csi-address=/csi/csi.sock --kubelet-registration-path=/var/lib/kubelet/plugins/<driver>/csi.sock [flags]",
   description:
-    "A drop-in for registry.k8s.io/sig-storage/csi-node-driver-registrar: same flags, same\n" +
+    "A drop-in for registry.k8s.io/sig-storage/csi-node-driver-registrar, matching upstream\n" +
+    "node-driver-registrar v2.17.0 (2026; every older flag still accepted): same flags, same\n" +
     "registration socket (<plugin-registration-path>/<driver>-reg.sock, private to its user), same\n" +
     "/healthz. Needs no Kubernetes API access. SIGTERM removes the socket, which deregisters the\n" +
     "driver; a registration the kubelet refuses exits 1 so the container restarts.",

@@ -10,7 +10,8 @@ export const resizerCommand: Command = {
     "Run the external-resizer sidecar: ControllerExpandVolume/ControllerModifyVolume for claims of one CSI driver",
   usage: "csikit resizer --csi-address=/run/csi/socket [--kubeconfig=FILE] [flags]",
   description:
-    "A drop-in for registry.k8s.io/sig-storage/csi-resizer (v1.13): same flags, conditions,\n" +
+    "A drop-in for registry.k8s.io/sig-storage/csi-resizer, whose flags match upstream external-resizer\n" +
+    "v2.2.1 (2026; every older flag still accepted; resize behaviour as v1.13): same flags, conditions,\n" +
     "allocatedResourceStatuses, events, Lease and metrics. Grows the volume of a Bound claim whose\n" +
     "request exceeds its capacity and leaves FileSystemResizePending for the kubelet when the node\n" +
     "must expand; with --feature-gates=VolumeAttributesClass=true also applies VolumeAttributesClasses.\n" +

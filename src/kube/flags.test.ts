@@ -88,3 +88,30 @@ test("bad values name the flag", () => {
     );
   }
 });
+
+test("--leader-election-labels takes csi-lib-utils' key:value items, and key=value; a malformed item names the flag", () => {
+  assert.deepEqual(
+    commonSidecarOptions(parse(["--leader-election-labels=my-label:my-value,other:v2"])).leaderElection
+      .labels,
+    { "my-label": "my-value", other: "v2" },
+  );
+  // Repeated flags add up, as Go's flag.Var of a map does.
+  assert.deepEqual(
+    commonSidecarOptions(parse(["--leader-election-labels=a=b", "--leader-election-labels=c:d"]))
+      .leaderElection.labels,
+    { a: "b", c: "d" },
+  );
+  assert.deepEqual(commonSidecarOptions(parse([])).leaderElection.labels, {});
+  assert.throws(
+    () => commonSidecarOptions(parse(["--leader-election-labels=a:b:c"])),
+    /-leader-election-labels: malformed item in list of labels: a:b:c/,
+  );
+  assert.throws(() => commonSidecarOptions(parse(["--leader-election-labels=novalue"])), FlagError);
+});
+
+test("--automaxprocs is accepted bare or with a value, as a Go bool flag", () => {
+  for (const argv of [["--automaxprocs"], ["-automaxprocs=false"], ["--automaxprocs=true"]])
+    assert.doesNotThrow(() => commonSidecarOptions(parse(argv)));
+  assert.throws(() => parse(["--automaxprocs=maybe"]), /automaxprocs/);
+  assert.match(COMMON_SIDECAR_FLAGS.automaxprocs!.help, /no GOMAXPROCS/);
+});

@@ -5,7 +5,19 @@
 // every controller built on src/kube/workqueue.ts takes it. `commonSidecarOptions` turns
 // parsed flags into typed options, validating ranges and naming the bad flag.
 
-import { FlagError, type FlagSpecs, type Flags } from "../base/index.ts";
+import { FlagError, type FlagSpec, type FlagSpecs, type Flags } from "../base/index.ts";
+
+/**
+ * csi-lib-utils' `--automaxprocs` (standardflags.AddAutomaxprocs), which every 2026 sidecar
+ * registers: a Go bool flag, so the bare `--automaxprocs` means true. Go sizes its scheduler
+ * (GOMAXPROCS) to the container's CPU quota with it; a Node.js process has no GOMAXPROCS (one
+ * JavaScript thread, libuv's small fixed pool), so csikit accepts it and changes nothing.
+ */
+export const AUTOMAXPROCS_FLAG: FlagSpec = {
+  type: "bool",
+  default: "false",
+  help: "Automatically set GOMAXPROCS to match the Linux container CPU quota (upstream). Accepted for compatibility; csikit runs on Node.js, which has no GOMAXPROCS, so it has no effect.",
+};
 
 export const COMMON_SIDECAR_FLAGS: FlagSpecs = {
   kubeconfig: {
@@ -38,8 +50,8 @@ export const COMMON_SIDECAR_FLAGS: FlagSpecs = {
     help: "Duration, in seconds, the LeaderElector clients should wait between tries of actions.",
   },
   "leader-election-labels": {
-    type: "map",
-    help: "List of labels to add to the leader election Lease, in the format key1=value1,key2=value2.",
+    type: "strings",
+    help: "List of labels to add to the Lease when this replica becomes leader: a comma-separated list of key:value pairs (csi-lib-utils' format, e.g. 'my-label:my-value,other:value'); key=value is accepted too.",
   },
   "kube-api-qps": {
     type: "float",
@@ -70,6 +82,7 @@ export const COMMON_SIDECAR_FLAGS: FlagSpecs = {
     type: "map",
     help: "A set of key=value pairs that describe feature gates for alpha/experimental features.",
   },
+  automaxprocs: AUTOMAXPROCS_FLAG,
   "retry-interval-start": {
     type: "duration",
     default: "1s",
@@ -122,6 +135,29 @@ function parseFeatureGates(raw: Record<string, string>): Record<string, boolean>
     else throw new FlagError(`flag -feature-gates: invalid value of ${key}=${value}, want true or false`);
   }
   return out;
+}
+
+/**
+ * `--leader-election-labels` items: csi-lib-utils splits each at ":" and refuses an item that
+ * is not exactly key:value; csikit also takes key=value (what it documented before), so both
+ * a 2026 manifest and an older csikit one start.
+ */
+export function parseLeaseLabels(items: readonly string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const item of items) {
+    if (item === "") continue;
+    const colon = item.split(":");
+    const eq = item.indexOf("=");
+    let key: string;
+    let value: string;
+    if (colon.length === 2 && eq < 0) [key, value] = colon as [string, string];
+    else if (eq > 0 && !item.slice(0, eq).includes(":"))
+      [key, value] = [item.slice(0, eq), item.slice(eq + 1)];
+    else throw new FlagError(`flag -leader-election-labels: malformed item in list of labels: ${item}`);
+    if (key.trim() === "") throw new FlagError(`flag -leader-election-labels: empty key in ${item}`);
+    labels[key.trim()] = value.trim();
+  }
+  return labels;
 }
 
 /** A numeric flag's value, refused with a FlagError naming the flag when below `min`. */
@@ -179,8 +215,9 @@ export function commonSidecarOptions(flags: Flags): CommonSidecarOptions {
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
-      // Absent from sidecars whose upstream lacks the flag (external-resizer v1.13).
-      labels: flags.parsed.values.has("leader-election-labels") ? flags.map("leader-election-labels") : {},
+      labels: flags.parsed.values.has("leader-election-labels")
+        ? parseLeaseLabels(flags.strings("leader-election-labels"))
+        : {},
     },
     kubeApiQps: positive(flags, "kube-api-qps"),
     kubeApiBurst: positive(flags, "kube-api-burst"),

@@ -27,5 +27,6 @@ export * from "./events.ts";
 export * from "./controller.ts";
 export * from "./access-modes.ts";
 export * from "./merge-patch.ts";
+export * from "./served-version.ts";
 export * from "./sidecar.ts";
 export { execInPod, ExecError, type ExecOptions, type ExecResult } from "./exec.ts";

@@ -1,7 +1,10 @@
 // Work-queue metrics with client-go's names and labels (`workqueue_*{name}`), so the dashboards
 // people use for Go controllers read csikit's queues too. Depth, unfinished work and the
 // longest-running item are computed when scraped from a live snapshot of each queue; adds,
-// retries and the two latency histograms are recorded as they happen.
+// retries and the two latency histograms are recorded as they happen. One gauge is csikit's
+// own, not client-go's: workqueue_oldest_waiting_item_seconds, how long the item at the head
+// of the backlog has waited for a worker — the number users of external-attacher asked for
+// when attaches sat queued for half an hour with nothing showing it (external-attacher#706).
 
 import type { Registry } from "prom-client";
 import { Counter, Gauge, Histogram } from "./prom.ts";
@@ -22,6 +25,8 @@ export interface WorkQueueSnapshot {
   depth: number;
   /** Seconds each in-flight item has been processing. */
   runningSeconds: number[];
+  /** Seconds the longest-waiting ready item (added, not yet handed out) has waited; 0 if none. */
+  oldestWaitingSeconds: number;
 }
 
 /** client-go's buckets: 10ns × 10^i, ten of them. */
@@ -67,6 +72,15 @@ export class WorkQueueMetrics implements WorkQueueMetricsRecorder {
       collect() {
         for (const [name, snapshot] of snapshots)
           this.set({ name }, Math.max(0, ...snapshot().runningSeconds));
+      },
+    });
+    new Gauge({
+      name: "workqueue_oldest_waiting_item_seconds",
+      help: "How many seconds the oldest item waiting in the workqueue (added, not yet handed to a worker; delayed retries not counted) has been waiting. csikit's addition to client-go's set: a growing value is a backlog.",
+      labelNames: ["name"],
+      registers,
+      collect() {
+        for (const [name, snapshot] of snapshots) this.set({ name }, snapshot().oldestWaitingSeconds);
       },
     });
     this.#adds = new Counter({

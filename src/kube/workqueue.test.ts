@@ -286,8 +286,11 @@ test("workqueue_* metrics: adds, retries, depth, queue and work durations, in-fl
   const text = async (): Promise<string> => registry.metrics();
   assert.match(await text(), /workqueue_depth\{name="claims"\} 2/);
   assert.match(await text(), /workqueue_adds_total\{name="claims"\} 2/);
+  assert.match(await text(), /workqueue_oldest_waiting_item_seconds\{name="claims"\} 2/);
   await take(q);
   await clock.advance(3000);
+  // "b" has now waited 5s; "a" is processing and no longer counts as waiting.
+  assert.match(await text(), /workqueue_oldest_waiting_item_seconds\{name="claims"\} 5/);
   assert.match(await text(), /workqueue_longest_running_processor_seconds\{name="claims"\} 3/);
   assert.match(await text(), /workqueue_unfinished_work_seconds\{name="claims"\} 3/);
   q.addRateLimited("a");
@@ -297,6 +300,10 @@ test("workqueue_* metrics: adds, retries, depth, queue and work durations, in-fl
   assert.match(after, /workqueue_queue_duration_seconds_sum\{name="claims"\} 2/);
   assert.match(after, /workqueue_work_duration_seconds_sum\{name="claims"\} 3/);
   assert.match(after, /workqueue_depth\{name="claims"\} 1/);
+  await take(q);
+  q.done("b");
+  // Nothing waits: a delayed retry ("a" in backoff) is not a backlog.
+  assert.match(await text(), /workqueue_oldest_waiting_item_seconds\{name="claims"\} 0/);
 });
 
 test("waitIdle resolves once nothing is queued or processing; delayed items do not count", async () => {

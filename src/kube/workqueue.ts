@@ -121,9 +121,12 @@ export class WorkQueue<T> {
     this.#metrics = options.metrics ?? defaultMetrics;
     this.#metrics?.watch(this.name, () => {
       const now = this.#clock.now();
+      let oldestAddedAt = now;
+      for (const at of this.#addedAt.values()) oldestAddedAt = Math.min(oldestAddedAt, at);
       return {
         depth: this.len(),
         runningSeconds: [...this.#takenAt.values()].map((at) => (now - at) / 1000),
+        oldestWaitingSeconds: (now - oldestAddedAt) / 1000,
       };
     });
   }

@@ -13,6 +13,9 @@
 //   then the finalizer comes off → attached=false.
 // A failure is saved in status.attachError/detachError, recorded as a Warning Event on the
 // VolumeAttachment and thrown, so the work queue retries with per-item exponential backoff.
+// When the failure is the driver's (ControllerPublish/Unpublish returned a gRPC status), the
+// error's errorCode is that status code, as external-attacher v4.10+ writes it (KEP-4876: the
+// kubelet reacts to ResourceExhausted); a failure before the call (secret, node ID, PV) has none.
 
 import {
   EVENT_REASONS,
@@ -22,6 +25,7 @@ import {
   type Secret,
   type VolumeAttachment,
 } from "../../api/index.ts";
+import { grpcCode } from "../../csi/index.ts";
 import {
   csiErrorText,
   objectReference,
@@ -47,6 +51,27 @@ export class AttachmentError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "AttachmentError";
+  }
+}
+
+/** ControllerPublish/ControllerUnpublish itself failed: `grpcCode` is the driver's status code. */
+export class DriverCallError extends Error {
+  readonly grpcCode: number;
+  constructor(cause: unknown, code: number) {
+    super(csiErrorText(cause), { cause });
+    this.name = "DriverCallError";
+    this.grpcCode = code;
+  }
+}
+
+/** Runs one CSI call; a failure with a gRPC status comes out as a DriverCallError. */
+async function driverCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const code = grpcCode(error);
+    if (code === undefined || code === 0) throw error;
+    throw new DriverCallError(error, code);
   }
 }
 
@@ -135,7 +160,13 @@ async function reportFailure(
     `${attach ? "AttachVolume.Attach" : "DetachVolume.Detach"} failed for volume "${volume}" on node "${va.spec.nodeName}": ${message}`,
   );
   try {
-    await saveVolumeError(ctx, va, field, message, rc.signal);
+    const errorCode = error instanceof DriverCallError ? error.grpcCode : undefined;
+    await saveVolumeError(
+      ctx,
+      va,
+      { field, message, ...(errorCode === undefined ? {} : { errorCode }) },
+      rc.signal,
+    );
   } catch (saveError) {
     rc.logger.info(2, `failed to save ${field}`, { err: csiErrorText(saveError) });
   }
@@ -194,16 +225,18 @@ async function csiAttach(
     throw new AttachmentError(`could not save VolumeAttachment: ${csiErrorText(error)}`, { cause: error });
   }
   const response = await withMigratedCalls(volume.migrated, () =>
-    ctx.csi.controller.controllerPublishVolume(
-      {
-        volumeId: volume.csi.volumeHandle,
-        nodeId,
-        volumeCapability: capability,
-        readonly,
-        secrets,
-        volumeContext: volume.csi.volumeAttributes ?? {},
-      },
-      { timeoutMs: ctx.timeoutMs, signal },
+    driverCall(() =>
+      ctx.csi.controller.controllerPublishVolume(
+        {
+          volumeId: volume.csi.volumeHandle,
+          nodeId,
+          volumeCapability: capability,
+          readonly,
+          secrets,
+          volumeContext: volume.csi.volumeAttributes ?? {},
+        },
+        { timeoutMs: ctx.timeoutMs, signal },
+      ),
     ),
   );
   return { va: saved, publishContext: response.publishContext };
@@ -214,9 +247,11 @@ async function csiDetach(ctx: AttacherContext, va: VolumeAttachment, signal: Abo
   const secrets = await publishSecrets(ctx, volume.csi, signal);
   const nodeId = await nodeIdFor(ctx, va.spec.nodeName, { va, signal });
   await withMigratedCalls(volume.migrated, () =>
-    ctx.csi.controller.controllerUnpublishVolume(
-      { volumeId: volume.csi.volumeHandle, nodeId, secrets },
-      { timeoutMs: ctx.timeoutMs, signal },
+    driverCall(() =>
+      ctx.csi.controller.controllerUnpublishVolume(
+        { volumeId: volume.csi.volumeHandle, nodeId, secrets },
+        { timeoutMs: ctx.timeoutMs, signal },
+      ),
     ),
   );
 }

@@ -5,7 +5,7 @@
 //   the node-id annotation on the VolumeAttachment (with resourceVersion: a stale cache
 //   conflicts and retries instead of dropping someone else's finalizer);
 // - outcome: status.attached/attachmentMetadata (attachError cleared), or attachError /
-//   detachError {time, message};
+//   detachError {time, message, errorCode: the driver's gRPC code};
 // - detach: the finalizer goes first, then the status is reset — a VolumeAttachment being
 //   deleted without the finalizer counts as detached, while the other order would make the
 //   next sync unpublish a second time (external-attacher#587).
@@ -135,19 +135,25 @@ export async function markAttached(
   );
 }
 
-/** Saves a failure in status.attachError or status.detachError. */
+/**
+ * Saves a failure in status.attachError or status.detachError. The merge patch sets errorCode
+ * to null when there is none, so an older error's code never stays beside a newer message.
+ */
 export async function saveVolumeError(
   ctx: AttacherContext,
   va: VolumeAttachment,
-  field: "attachError" | "detachError",
-  message: string,
+  failure: { field: "attachError" | "detachError"; message: string; errorCode?: number },
   signal: AbortSignal,
 ): Promise<void> {
-  const error: VolumeError = { time: rfc3339(ctx.clock.now()), message };
+  const error: Omit<VolumeError, "errorCode"> & { errorCode: number | null } = {
+    time: rfc3339(ctx.clock.now()),
+    message: failure.message,
+    errorCode: failure.errorCode ?? null,
+  };
   await ctx.client.patch(
     GVR.volumeAttachments,
     va.metadata.name!,
-    { status: { [field]: error } },
+    { status: { [failure.field]: error } },
     { subresource: "status" },
     signal,
   );

@@ -3,10 +3,12 @@
 //   1. connect to the driver, Probe until ready, GetPluginInfo and capabilities (any error is
 //      fatal: the promise rejects and the CLI exits non-zero, as upstream);
 //   2. the diagnostics endpoint (metrics incl. csi_sidecar_operations_seconds and the
-//      csi-attacher-va / csi-attacher-pv work queues, /healthz/leader-election);
-//   3. under leader election on the Lease `external-attacher-leader-<driver>`, the two
-//      controllers sharing one informer factory: VolumeAttachments (--worker-threads workers;
-//      attach/detach, or the trivial handler without PUBLISH_UNPUBLISH_VOLUME) and PVs (as many
+//      csi-attacher-va / csi-attacher-va-detach / csi-attacher-pv work queues,
+//      /healthz/leader-election);
+//   3. under leader election on the Lease `external-attacher-leader-<driver>`, the controllers
+//      sharing one informer factory: VolumeAttachments in two lanes (lanes.ts: attaches and
+//      detaches queued apart, --worker-threads workers each, so detaches cannot starve
+//      attaches; or the trivial handler without PUBLISH_UNPUBLISH_VOLUME) and PVs (as many
 //      workers; the PV finalizer), plus the --reconcile-sync loop when the driver can list
 //      published nodes.
 // Resolves once everything has stopped after `signal` aborts (workers drained, lease
@@ -33,6 +35,7 @@ import {
 } from "../../kube/index.ts";
 import { isMigratedCSIDriverByName } from "../../migration/index.ts";
 import { syncAttachment } from "./attachment-sync.ts";
+import { AttachmentLanes, LANE_QUEUE_NAMES } from "./lanes.ts";
 import { attachmentChangeMatters } from "./changes.ts";
 import type { AttacherContext } from "./context.ts";
 import { discoverAttacherDriver, type AttacherDriverInfo } from "./driver.ts";
@@ -101,16 +104,25 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
       clock,
       metrics: queueMetrics,
     });
-  // Upstream's queue names, so the workqueue_* metrics read the same.
-  const vaQueue = queue("csi-attacher-va");
+  // Upstream's queue names (the attach lane keeps csi-attacher-va), so the workqueue_* metrics
+  // read the same; detaches wait in a lane of their own (lanes.ts).
+  const vaQueues = {
+    attach: queue(LANE_QUEUE_NAMES.attach),
+    detach: queue(LANE_QUEUE_NAMES.detach),
+  };
   const pvQueue = queue("csi-attacher-pv");
+  const lanes = new AttachmentLanes({
+    queues: vaQueues,
+    attachments: attachments.store,
+    sync: (key, rc) => syncAttachment(ctx, key, rc),
+  });
   attachments.addEventHandler({
-    onAdd: (va) => vaQueue.add(va.metadata.name!),
+    onAdd: (va) => lanes.enqueue(va.metadata.name!),
     onUpdate: (old, va) => {
       // A failing attachment keeps its backoff (the queue's hold) until it is deleted: detach
       // is another operation, started at once.
-      if (startsDeletion(old, va)) vaQueue.expedite(va.metadata.name!);
-      else if (attachmentChangeMatters(old, va)) vaQueue.add(va.metadata.name!);
+      if (startsDeletion(old, va)) lanes.enqueueDetach(va.metadata.name!);
+      else if (attachmentChangeMatters(old, va)) lanes.enqueue(va.metadata.name!);
     },
     onDelete: (object) => {
       const gone = deletedObject(object);
@@ -134,7 +146,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
           if (signal.aborted) return;
           await runReconcileLoop(
             ctx,
-            { periodMs: options.reconcileSyncMs, enqueue: (name) => vaQueue.add(name) },
+            { periodMs: options.reconcileSyncMs, enqueue: (name) => lanes.enqueue(name) },
             signal,
           );
         })()
@@ -143,16 +155,18 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     factory.start(signal),
     events.start(signal),
     reconcile,
-    runController(
-      {
-        name: "volumeattachments",
-        informers,
-        queue: vaQueue,
-        workers: options.workerThreads,
-        logger,
-        reconcile: (key, rc) => syncAttachment(ctx, key, rc),
-      },
-      signal,
+    ...(["attach", "detach"] as const).map((lane) =>
+      runController(
+        {
+          name: lane === "attach" ? "volumeattachments" : "volumeattachments-detach",
+          informers,
+          queue: vaQueues[lane],
+          workers: options.workerThreads,
+          logger,
+          reconcile: lanes.reconciler(lane),
+        },
+        signal,
+      ),
     ),
     runController(
       {

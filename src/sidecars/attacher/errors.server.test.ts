@@ -1,5 +1,5 @@
 // Failures and edge cases against a scripted driver (real gRPC on a Unix socket): attach and
-// detach errors surfaced on the VolumeAttachment (status + Warning Event) and retried with
+// detach errors surfaced on the VolumeAttachment (status with the gRPC errorCode + Warning Event) and retried with
 // backoff; what ControllerPublishVolume carries (capability, readonly, context, secrets — never
 // logged); detach after the CSINode is gone; a driver without PUBLISH_UNPUBLISH_VOLUME; inline
 // volume specs; a PV being deleted is not attached.
@@ -73,6 +73,7 @@ test("a failing ControllerPublish: attachError and a Warning Event, retried, the
     "attachError on va-a",
   );
   assert.equal(failed.message, "rpc error: code = Internal desc = backend down");
+  assert.equal(failed.errorCode, GrpcStatus.INTERNAL, "errorCode is the driver's gRPC code (13)");
   assert.match(failed.time ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   const events = await until(async () => {
     const found = await eventsOf(cluster, "va-a", EVENT_REASONS.failedAttachVolume.key);
@@ -137,6 +138,7 @@ test("a failing ControllerUnpublish: detachError and an Event; the finalizer sta
     "detachError on va-b",
   );
   assert.equal(failed.message, "rpc error: code = FailedPrecondition desc = volume busy");
+  assert.equal(failed.errorCode, GrpcStatus.FAILED_PRECONDITION, "detachError.errorCode is 9");
   await until(async () => {
     const found = await eventsOf(cluster, "va-b", EVENT_REASONS.failedDetachVolume.key);
     return found.length > 0;
@@ -252,6 +254,8 @@ test("bad sources are attach errors naming the problem; nothing is published", a
     "va-node error",
   );
   assert.match(node.message ?? "", /csinode\.storage\.k8s\.io "worker-9" not found/);
+  // Failures before any CSI call carry no gRPC code.
+  for (const error of [missing, modes, node]) assert.equal(error.errorCode, undefined);
   const deleting = await until(
     async () => (await getAttachment(client, "va-del"))?.status?.attachError,
     "va-del error",

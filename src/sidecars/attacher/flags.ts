@@ -1,4 +1,5 @@
-// The attacher's flags: upstream external-attacher v4.8.1's own flags (names, types, defaults
+// The attacher's flags: upstream external-attacher v4.12.0's own flags (v4.8.1's plus
+// csi-lib-utils' --automaxprocs and --leader-election-labels) (names, types, defaults
 // and help as its --help gives them) on top of the common sidecar flags, component-base's
 // logging flags (klog's come with every csikit command: LOGGING_FLAGS).
 // `attacherOptionsFromFlags` validates ranges and names the bad flag.
@@ -29,7 +30,7 @@ export const ATTACHER_FLAGS: FlagSpecs = {
   "worker-threads": {
     type: "int",
     default: "10",
-    help: "Number of attacher worker threads.",
+    help: "Number of attacher worker threads. csikit runs this many for attaches and as many again for detaches (separate queues), so a burst of detaches cannot starve attaches.",
   },
   "max-entries": {
     type: "int",

@@ -1,13 +1,13 @@
 // The attacher's options: what `csikit attacher` parses from upstream's flags (flags.ts) and
 // what `csikit up` passes in-process. Every field names its flag; defaults are upstream's
-// (external-attacher v4.8.1, cmd/csi-attacher/main.go).
+// (external-attacher v4.12.0, cmd/csi-attacher/main.go).
 
 import type { Clock, Logger } from "../../base/index.ts";
 import type { CommonSidecarOptions } from "../../kube/index.ts";
 
 export const ATTACHER_FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> = {
-  // Accepted because upstream's --help lists them. csikit writes no VolumeError.errorCode (it
-  // is only set for a ResourceExhausted attach with the gate on); it has no effect here.
+  // GA in v4.12 (KEP-4876): the attacher's part is VolumeError.errorCode, which csikit always
+  // writes (the API server drops the field where its own gate is off); accepted for manifests.
   MutableCSINodeAllocatableCount: true,
   ReleaseLeaderElectionOnExit: false,
 };
@@ -15,7 +15,10 @@ export const ATTACHER_FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> =
 export interface AttacherOptions extends CommonSidecarOptions {
   /** --timeout (15s): deadline of every CSI call. */
   timeoutMs: number;
-  /** --worker-threads (10): concurrent VolumeAttachment syncs (and as many PersistentVolume syncs). */
+  /**
+   * --worker-threads (10): concurrent attaches, and as many detaches in their own lane (and as
+   * many PersistentVolume syncs).
+   */
   workerThreads: number;
   /** --resync (10m): informer resync period; every cached object is looked at again. */
   resyncMs: number;

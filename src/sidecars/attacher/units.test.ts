@@ -4,7 +4,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { PersistentVolume, PersistentVolumeSpec, VolumeAttachment } from "../../api/index.ts";
+import { silentLogger } from "../../base/index.ts";
+import { Store, WorkQueue } from "../../kube/index.ts";
 import { attachmentChangeMatters } from "./changes.ts";
+import { AttachmentLanes } from "./lanes.ts";
 import { isSuperseded, noteSuperseded, type AttacherContext } from "./context.ts";
 import { attachmentVolume, volumeCapability } from "./volume-source.ts";
 
@@ -156,4 +159,58 @@ test("superseded versions: a write that changed nothing never marks the version 
   // A detach whose object is gone: what it replaced still waits; nothing is current.
   noteSuperseded(attacher, "vb", ["20", "21"], undefined);
   assert.equal(isSuperseded(attacher, "vb", "21"), true);
+});
+
+function attachment(name: string, deleting: boolean): VolumeAttachment {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "VolumeAttachment",
+    metadata: { name, ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
+    spec: { attacher: "d", nodeName: "n", source: { persistentVolumeName: "pv" } },
+  };
+}
+
+test("lanes: each key goes to its object's lane; one key never syncs in both lanes at once", async () => {
+  const store = new Store<VolumeAttachment>();
+  const queues = {
+    attach: new WorkQueue<string>({ name: "a" }),
+    detach: new WorkQueue<string>({ name: "d" }),
+  };
+  let finishAttach!: () => void;
+  const synced: string[] = [];
+  const lanes = new AttachmentLanes({
+    queues,
+    attachments: store,
+    sync: async (key) => {
+      synced.push(key);
+      if (synced.length === 1) await new Promise<void>((resolve) => (finishAttach = resolve));
+    },
+  });
+  const rc = { signal: new AbortController().signal, logger: silentLogger };
+  store.upsert(attachment("va", false));
+  lanes.enqueue("va");
+  assert.deepEqual([queues.attach.len(), queues.detach.len()], [1, 0]);
+  // The attach lane takes it and its sync is still running when the object starts deleting.
+  await queues.attach.get();
+  const attaching = lanes.reconciler("attach")("va", rc);
+  store.upsert(attachment("va", true));
+  lanes.enqueueDetach("va");
+  await queues.detach.get();
+  await lanes.reconciler("detach")("va", rc);
+  assert.deepEqual(synced, ["va"], "the detach lane defers while the attach lane syncs the key");
+  queues.detach.done("va");
+  finishAttach();
+  await attaching;
+  queues.attach.done("va");
+  assert.equal(queues.detach.len(), 1, "handed back to the detach lane once the attach run ended");
+  await queues.detach.get();
+  await lanes.reconciler("detach")("va", rc);
+  assert.deepEqual(synced, ["va", "va"]);
+  // A stale attach-lane entry of a deleting object is handed over, not synced there.
+  queues.detach.done("va");
+  queues.attach.add("va");
+  await queues.attach.get();
+  await lanes.reconciler("attach")("va", rc);
+  assert.deepEqual(synced, ["va", "va"]);
+  assert.equal(queues.detach.len(), 1);
 });

@@ -1,11 +1,12 @@
-// The livenessprobe's flags: upstream livenessprobe v2.15.0's whole list with its defaults
+// The livenessprobe's flags: upstream livenessprobe v2.19.0's whole list with its defaults
+// (v2.15's plus --automaxprocs; --probe-timeout 3s since v2.17)
 // (cmd/livenessprobe/main.go) plus component-base's logging flags, which it registers. It
 // takes no Kubernetes flags: it never talks to the API server. Upstream's address rules hold:
 // --http-endpoint excludes an explicitly changed --health-port and --metrics-address; without
 // it /healthz listens on all interfaces at --health-port (deprecated, default 9808).
 
 import { FlagError, type FlagSpecs, type Flags } from "../../base/index.ts";
-import { SIDECAR_LOGGING_FLAGS, parseListenAddress } from "../../kube/diagnostics.ts";
+import { AUTOMAXPROCS_FLAG, SIDECAR_LOGGING_FLAGS, parseListenAddress } from "../../kube/diagnostics.ts";
 import type { LivenessProbeOptions } from "./options.ts";
 
 export const DEFAULT_HEALTH_PORT = "9808";
@@ -13,7 +14,9 @@ export const DEFAULT_HEALTH_PORT = "9808";
 export const LIVENESSPROBE_FLAGS: FlagSpecs = {
   ...SIDECAR_LOGGING_FLAGS,
   "csi-address": { type: "string", default: "/run/csi/socket", help: "Address of the CSI driver socket." },
-  "probe-timeout": { type: "duration", default: "1s", help: "Probe timeout in seconds." },
+  // 3s since livenessprobe v2.17 (kubernetes-csi/livenessprobe#365); v2.15 had 1s.
+  "probe-timeout": { type: "duration", default: "3s", help: "Probe timeout in seconds." },
+  automaxprocs: AUTOMAXPROCS_FLAG,
   "health-port": {
     type: "string",
     default: DEFAULT_HEALTH_PORT,

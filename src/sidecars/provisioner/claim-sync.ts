@@ -54,6 +54,7 @@ import { volumeName } from "./names.ts";
 import { tryToOwnClaim } from "./node-deployment.ts";
 import { SELECTED_NODE, prepareProvision, readSecret, type PreparedProvision } from "./request.ts";
 import { buildVolume } from "./volume.ts";
+import { deletionSecretRef } from "./volume-sync.ts";
 import {
   classForDriver,
   inTreeVolume,
@@ -182,6 +183,7 @@ async function provisionClaim(
         `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${error.message}`,
       );
       ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
+      if (error.reschedule) await rescheduleForMissingNode(ctx, claim, rc);
     } else apiFailureEvent(ctx, claim, className, error);
     throw error;
   }
@@ -311,7 +313,47 @@ function sourceKind(claim: PersistentVolumeClaim): string {
   return (claim.spec?.dataSourceRef ?? claim.spec?.dataSource)?.kind ?? "";
 }
 
-/** Creates the PV (AlreadyExists for this claim counts as done), then settles the mark. */
+/**
+ * The PV for this claim already exists (AlreadyExists): if it records another volume than the
+ * one CreateVolume just returned, ours is one nobody will ever delete — the late CreateVolume
+ * of external-provisioner#1469, replayed after the claim's first volume was deleted, whose
+ * terminating PV still holds the name. Upstream counts the 409 as done and leaks the volume;
+ * csikit deletes it (the mark on the claim stays until that worked). The same handle (an
+ * idempotent driver answering the same request) is simply done. In-tree-shaped PVs (CSI
+ * migration) carry no handle to compare and count as done, as before.
+ */
+async function deleteUnrecordedVolume(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  pvs: { existing: PersistentVolume; created: PersistentVolume },
+  rc: ReconcileContext,
+): Promise<void> {
+  const recorded = pvs.existing.spec?.csi?.volumeHandle;
+  const ours = pvs.created.spec?.csi?.volumeHandle;
+  if (recorded === undefined || ours === undefined || recorded === ours) return;
+  rc.logger.info(2, "PersistentVolume exists with another volume; deleting the one just created", {
+    pv: pvs.created.metadata?.name,
+    recorded,
+    created: ours,
+  });
+  const secrets = await readSecret(ctx.view, deletionSecretRef(ctx, pvs.created), rc.signal);
+  await ctx.csi.controller.deleteVolume(
+    { volumeId: ours, secrets },
+    { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+  );
+  event(
+    ctx,
+    claim,
+    "Warning",
+    "ProvisioningFailed",
+    `PersistentVolume ${pvs.created.metadata?.name} already exists with volume ${JSON.stringify(recorded)}; deleted the volume ${JSON.stringify(ours)} a late CreateVolume returned`,
+  );
+}
+
+/**
+ * Creates the PV (AlreadyExists for this claim counts as done once no second volume is left
+ * behind: deleteUnrecordedVolume), then settles the mark.
+ */
 async function saveVolume(
   ctx: ProvisionerContext,
   claim: PersistentVolumeClaim,
@@ -329,11 +371,16 @@ async function saveVolume(
       });
       throw error;
     }
-    const existing =
-      ctx.view.volume(pv.metadata?.name ?? "") ??
-      (await ctx.client.get<PersistentVolume>(GVR.persistentVolumes, pv.metadata?.name ?? "", {}, rc.signal));
+    // Read from the server, not the cache: the PV may have changed since the cache saw it.
+    const existing = await ctx.client.get<PersistentVolume>(
+      GVR.persistentVolumes,
+      pv.metadata?.name ?? "",
+      {},
+      rc.signal,
+    );
     if (existing.spec?.claimRef?.uid !== uid)
       throw new ProvisionError(`PersistentVolume ${pv.metadata?.name} exists and is bound to another claim`);
+    await deleteUnrecordedVolume(ctx, claim, { existing, created: pv }, rc);
   }
   ctx.state.unsaved.delete(uid);
   ctx.state.provisioned.set(uid, pv.metadata?.name ?? "");
@@ -398,6 +445,28 @@ async function handleCreateError(
     }
   }
   throw new ProvisionError(message);
+}
+
+/**
+ * The selected node is gone (external-provisioner#1437): without its Node/CSINode there is no
+ * topology to ask for, so retrying is forever. Clearing selected-node hands the claim back to
+ * the scheduler, as upstream v6.1+ does — but only while no CreateVolume may be running for
+ * the claim (no in-flight mark): one in progress may still create the volume on the old node,
+ * and a second request elsewhere would leak it or land in the wrong zone (#1466). A marked
+ * claim keeps retrying until that call's outcome is known.
+ */
+async function rescheduleForMissingNode(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  rc: ReconcileContext,
+): Promise<void> {
+  if (hasFinalizer(claim, IN_FLIGHT_FINALIZER)) {
+    rc.logger.info(2, "selected node is gone but a CreateVolume may be in flight; not rescheduling yet");
+    return;
+  }
+  const node = claim.metadata?.annotations?.[SELECTED_NODE];
+  await removeAnnotation(ctx.client, GVR.persistentVolumeClaims, claim, SELECTED_NODE, rc.signal);
+  rc.logger.info(2, "selected node is gone; removed selected-node so the scheduler picks again", { node });
 }
 
 /**

@@ -13,6 +13,7 @@
 import {
   GVR,
   type CSINode,
+  type GroupVersionResource,
   type Node,
   type PersistentVolume,
   type PersistentVolumeClaim,
@@ -49,6 +50,7 @@ import { localTopologyView } from "./node-deployment.ts";
 import type { ProvisionerOptions } from "./options.ts";
 import { runSnapshotSweep } from "./snapshot-protection.ts";
 import { syncVolume } from "./volume-sync.ts";
+import { volumeAttributesClassApi } from "./vac-api.ts";
 import { clusterView } from "./view.ts";
 
 export async function startProvisioner(options: ProvisionerOptions, signal: AbortSignal): Promise<void> {
@@ -76,7 +78,18 @@ export async function startProvisioner(options: ProvisionerOptions, signal: Abor
           ? await capacitySetup(options, parts.driver, parts.client, parts.clock, prepareSignal)
           : undefined;
         const metrics = new ProvisionerMetrics(parts.registry);
-        return (workSignal) => runControllers({ ...parts, options, metrics, capacity }, workSignal);
+        const vacApi = await volumeAttributesClassApi(parts.client, {
+          enabled: options.features.volumeAttributesClass,
+          logger: parts.logger,
+          signal: prepareSignal,
+        });
+        // The gate as resolved: off when the server serves no VolumeAttributesClass API.
+        const resolved: ProvisionerOptions = {
+          ...options,
+          features: { ...options.features, volumeAttributesClass: vacApi !== undefined },
+        };
+        return (workSignal) =>
+          runControllers({ ...parts, options: resolved, metrics, capacity, vacApi }, workSignal);
       },
     },
     signal,
@@ -87,6 +100,8 @@ type RunParts = SidecarParts<DriverInfo> & {
   options: ProvisionerOptions;
   metrics: ProvisionerMetrics;
   capacity: CapacitySetup | undefined;
+  /** The VolumeAttributesClass version served (vac-api.ts); undefined = feature off. */
+  vacApi: GroupVersionResource | undefined;
 };
 
 /** What --enable-capacity resolved at start-up, before any leader election (as upstream's main). */
@@ -130,7 +145,8 @@ async function capacitySetup(
 }
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
-  const { options, driver, client, csi, metrics, queueMetrics, registry, capacity, logger, clock } = parts;
+  const { options, driver, client, csi, metrics, queueMetrics, registry, capacity, logger, clock, vacApi } =
+    parts;
   const factory = new InformerFactory({ client, clock, logger });
   const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
@@ -151,6 +167,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     ...(nodes ? { nodes } : {}),
     volumeAttachments: attachments,
     ...(nd.enabled ? { localNodes: localTopologyView(driver, nd.nodeName) } : {}),
+    ...(vacApi ? { volumeAttributesClasses: vacApi } : {}),
   });
   const ctx: ProvisionerContext = {
     client,

@@ -35,10 +35,15 @@ export function provisioningStateFromError(
 /** "rpc error: code = InvalidArgument desc = …" as Go's status.Error prints; other errors as is. */
 export const formatCsiError: (error: unknown) => string = csiErrorText;
 
-/** Errors found before any driver call (bad class, bad secret template, missing source…). */
+/**
+ * Errors found before any driver call (bad class, bad secret template, missing source…).
+ * `reschedule`: the selected node is gone, so the scheduler must choose again.
+ */
 export class ProvisionError extends Error {
-  constructor(message: string) {
+  readonly reschedule: boolean;
+  constructor(message: string, options: { reschedule?: boolean } = {}) {
     super(message);
     this.name = "ProvisionError";
+    this.reschedule = options.reschedule ?? false;
   }
 }

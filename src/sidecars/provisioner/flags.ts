@@ -1,4 +1,5 @@
-// The provisioner's flags: upstream external-provisioner v5.2's own flags (names, types,
+// The provisioner's flags: upstream external-provisioner v6.3's own flags (v5.2's plus
+// --automaxprocs, --leader-election-labels and --snapshot-orphan-sweep-interval) (names, types,
 // defaults and meaning as its --help and README give them; --timeout is 15s as seed 003 and
 // upstream's README say, where upstream's code has 10s),
 // on top of the common sidecar flags and component-base's logging flags. Capacity flags are
@@ -149,7 +150,7 @@ export const PROVISIONER_FLAGS: FlagSpecs = {
   },
   "feature-gates": {
     type: "map",
-    help: "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are: CrossNamespaceVolumeDataSource=true|false (ALPHA - default=false), HonorPVReclaimPolicy=true|false (BETA - default=true), ReleaseLeaderElectionOnExit=true|false (ALPHA - default=false), Topology=true|false (GA - default=true), VolumeAttributesClass=true|false (BETA - default=false).",
+    help: "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are: CrossNamespaceVolumeDataSource=true|false (ALPHA - default=false), HonorPVReclaimPolicy=true|false (GA - default=true; removed upstream in v6.2, still accepted), ReleaseLeaderElectionOnExit=true|false (ALPHA - default=false), Topology=true|false (GA - default=true), VolumeAttributesClass=true|false (GA - default=true; turned off when the API server serves no VolumeAttributesClass API).",
   },
 };
 

@@ -24,6 +24,7 @@ import {
   startStub,
   untilCancelled,
   waitForVolume,
+  type Cluster,
 } from "../../../test/harness/provisioner.ts";
 import { IN_FLIGHT_FINALIZER } from "./index.ts";
 import { until } from "../../../test/harness/until.ts";
@@ -127,26 +128,61 @@ test("final error: ProvisioningFailed with the driver's message, mark removed, r
   await waitForVolume(cluster, claim);
 });
 
+const SELECTED_NODE = "volume.kubernetes.io/selected-node";
+
+/** A registered node of the topology-aware stub: its CSINode (key "zone") and Node (that zone). */
+async function createZonedNode(cluster: Cluster, name: string, zone: string): Promise<void> {
+  await cluster.client.create(GVR.csiNodes, {
+    metadata: { name },
+    spec: { drivers: [{ name: STUB, nodeID: name, topologyKeys: ["zone"] }] },
+  });
+  await cluster.client.create(GVR.nodes, { metadata: { name, labels: { zone } } });
+}
+
+async function untilSelectedNodeRemoved(cluster: Cluster, claimName: string): Promise<void> {
+  await until(
+    async () => (await getClaim(cluster, claimName))?.metadata?.annotations?.[SELECTED_NODE] === undefined,
+    "selected-node removed",
+  );
+}
+
 test("WaitForFirstConsumer + RESOURCE_EXHAUSTED: selected-node removed so the scheduler picks again", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startStub(t, cluster.dir, { topology: true });
   await createClass(cluster, "sc", STUB, { volumeBindingMode: "WaitForFirstConsumer" });
-  await cluster.client.create(GVR.csiNodes, {
-    metadata: { name: "n1" },
-    spec: { drivers: [{ name: STUB, nodeID: "n1", topologyKeys: ["zone"] }] },
-  });
-  await cluster.client.create(GVR.nodes, { metadata: { name: "n1", labels: { zone: "a" } } });
+  await createZonedNode(cluster, "n1", "a");
   stub.onCreate = async (request) => {
     stub.volumes.delete(request.name);
     throw new CsiError(GrpcStatus.RESOURCE_EXHAUSTED, "full");
   };
   runProvisioner(t, cluster, stub.server.path);
-  await createClaim(cluster, "w", STUB, {}, { "volume.kubernetes.io/selected-node": "n1" });
-  await until(async () => {
-    const claim = await getClaim(cluster, "w");
-    return claim?.metadata?.annotations?.["volume.kubernetes.io/selected-node"] === undefined;
-  }, "selected-node removed");
+  await createClaim(cluster, "w", STUB, {}, { [SELECTED_NODE]: "n1" });
+  await untilSelectedNodeRemoved(cluster, "w");
   assert.deepEqual(stub.creates[0]?.accessibilityRequirements?.requisite, [{ segments: { zone: "a" } }]);
+});
+
+test("WaitForFirstConsumer, selected node deleted before CreateVolume: selected-node removed, no endless retry (#1437)", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir, { topology: true });
+  await createClass(cluster, "sc", STUB, { volumeBindingMode: "WaitForFirstConsumer" });
+  // Node n1 and its CSINode were deleted after the scheduler chose it; only n2 is left.
+  await createZonedNode(cluster, "n2", "b");
+  runProvisioner(t, cluster, stub.server.path);
+  await createClaim(cluster, "w", STUB, {}, { [SELECTED_NODE]: "n1" });
+  await untilSelectedNodeRemoved(cluster, "w");
+  assert.equal(stub.creates.length, 0, "no CreateVolume without the node's topology");
+  const failed = (await events(cluster)).filter((e) => e.reason === "ProvisioningFailed");
+  assert.match(failed[0]?.message ?? "", /selected node "n1" not found/);
+  // The scheduler picks n2: provisioned there.
+  const claim = (await getClaim(cluster, "w"))!;
+  await cluster.client.patch(
+    GVR.persistentVolumeClaims,
+    "w",
+    { metadata: { annotations: { [SELECTED_NODE]: "n2" } } },
+    { namespace: "default" },
+  );
+  await waitForVolume(cluster, claim);
+  assert.deepEqual(stub.creates.at(-1)?.accessibilityRequirements?.requisite, [{ segments: { zone: "b" } }]);
 });
 
 test("PV create fails after CreateVolume succeeded: retried, the volume is never lost", async (t) => {

@@ -8,9 +8,15 @@ import type { CommonSidecarOptions } from "../../kube/index.ts";
 export interface ProvisionerFeatures {
   /** Topology (GA, default true). */
   topology: boolean;
-  /** HonorPVReclaimPolicy (beta, default true): PV finalizer until DeleteVolume succeeded. */
+  /**
+   * HonorPVReclaimPolicy (GA; the gate is gone upstream since v6.2 and still accepted here so
+   * older manifests start; default true): PV finalizer until DeleteVolume succeeded.
+   */
   honorPVReclaimPolicy: boolean;
-  /** VolumeAttributesClass (beta, default false): mutable_parameters from the claim's class. */
+  /**
+   * VolumeAttributesClass (GA in v6, default true): mutable_parameters from the claim's class,
+   * read from storage.k8s.io/v1, else v1beta1; off when the server serves neither (vac-api.ts).
+   */
   volumeAttributesClass: boolean;
   /** CrossNamespaceVolumeDataSource (alpha, default false). */
   crossNamespaceVolumeDataSource: boolean;
@@ -21,7 +27,7 @@ export interface ProvisionerFeatures {
 export const FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> = {
   Topology: true,
   HonorPVReclaimPolicy: true,
-  VolumeAttributesClass: false,
+  VolumeAttributesClass: true,
   CrossNamespaceVolumeDataSource: false,
   ReleaseLeaderElectionOnExit: false,
   // Accepted because upstream's --help lists them (GA, locked on).

@@ -175,7 +175,7 @@ test("HonorPVReclaimPolicy off: no finalizer on the PV", async (t) => {
   assert.deepEqual(pv.metadata?.finalizers ?? [], []);
 });
 
-test("VolumeAttributesClass gate: the class (storage.k8s.io/v1beta1, as v5.2 reads it) gives CreateVolume its mutable_parameters and the PV its class", async (t) => {
+test("VolumeAttributesClass (GA, on by default as in v6): the class gives CreateVolume its mutable_parameters and the PV its class", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startStub(t, cluster.dir);
   await createClass(cluster, "sc", STUB);
@@ -186,7 +186,7 @@ test("VolumeAttributesClass gate: the class (storage.k8s.io/v1beta1, as v5.2 rea
     driverName: STUB,
     parameters: { iops: "3000" },
   });
-  runProvisioner(t, cluster, stub.server.path, ["--feature-gates=Topology=false,VolumeAttributesClass=true"]);
+  runProvisioner(t, cluster, stub.server.path, ["--feature-gates=Topology=false"]);
   const claim = await createClaim(cluster, "vac", STUB, { volumeAttributesClassName: "gold" });
   const pv = await waitForVolume(cluster, claim);
   assert.deepEqual(stub.creates[0]?.mutableParameters, { iops: "3000" });

@@ -25,7 +25,7 @@ import {
   type SecretKind,
   type SecretRef,
 } from "./parameters.ts";
-import { accessibilityRequirements } from "./topology.ts";
+import { SelectedNodeMissingError, accessibilityRequirements } from "./topology.ts";
 import type { ClusterView } from "./view.ts";
 import { volumeName } from "./names.ts";
 import type { ProvisionerOptions } from "./options.ts";
@@ -168,7 +168,9 @@ export async function prepareProvision(
       });
       if (requirement) request.accessibilityRequirements = requirement;
     } catch (error) {
-      throw new ProvisionError((error as Error).message);
+      throw new ProvisionError((error as Error).message, {
+        reschedule: error instanceof SelectedNodeMissingError,
+      });
     }
   }
   if (options.features.volumeAttributesClass && spec.volumeAttributesClassName) {

@@ -1,7 +1,7 @@
 // Secrets end to end with a recording driver: the provisioner secret resolved from templates
 // (a PVC annotation in the name, the claim namespace as namespace) is read and passed whole to
 // CreateVolume and, from the PV's deletion annotations, to DeleteVolume; the other secret refs
-// land on the PV; --extra-create-metadata adds the claim/PV keys. The secret's value appears in
+// land on the PV (the controller-modify one as annotations, v6.2); --extra-create-metadata adds the claim/PV keys. The secret's value appears in
 // no log line (at -v 5, where every CSI request is traced) and in no Event.
 
 import assert from "node:assert/strict";
@@ -52,6 +52,9 @@ test("provisioner secret from templates reaches CreateVolume and DeleteVolume; n
       [`${P}controller-expand-secret-namespace`]: "secrets",
       [`${P}node-expand-secret-name`]: "ne",
       [`${P}node-expand-secret-namespace`]: "secrets",
+      // v6.2 (external-provisioner#1440): for the resizer's ControllerModifyVolume.
+      [`${P}controller-modify-secret-name`]: "${pvc.name}-modify",
+      [`${P}controller-modify-secret-namespace`]: "secrets",
     },
   });
   const provisioner = runProvisioner(t, cluster, stub.server.path, ["--extra-create-metadata", "-v=5"]);
@@ -79,6 +82,12 @@ test("provisioner secret from templates reaches CreateVolume and DeleteVolume; n
   assert.deepEqual(pv.spec?.csi?.nodePublishSecretRef, { name: "np", namespace: "secrets" });
   assert.deepEqual(pv.spec?.csi?.controllerExpandSecretRef, { name: "ce", namespace: "secrets" });
   assert.deepEqual(pv.spec?.csi?.nodeExpandSecretRef, { name: "ne", namespace: "secrets" });
+  // The modify secret has no PV field: it rides in annotations, as upstream v6.2 writes them.
+  assert.equal(pv.metadata?.annotations?.["volume.kubernetes.io/controller-modify-secret-name"], "db-modify");
+  assert.equal(
+    pv.metadata?.annotations?.["volume.kubernetes.io/controller-modify-secret-namespace"],
+    "secrets",
+  );
   await bind(cluster, claim, pv);
   await release(cluster, claim, pvName);
   await until(async () => (await getVolume(cluster, pvName)) === undefined, "PV deleted");

@@ -10,6 +10,7 @@ import {
   affinityMatches,
   claimNameHashAndIndex,
   flattenAllowedTopologies,
+  SelectedNodeMissingError,
   volumeNodeAffinity,
   type TopologyInputs,
 } from "./topology.ts";
@@ -135,12 +136,30 @@ test("StatefulSet spreading: replicas of one set rotate through the segments", (
   assert.deepEqual(a?.preferred, b?.preferred);
 });
 
-test("errors: selected node without keys or labels; keys on no node", () => {
+test("errors: selected node without keys or labels, or gone; keys on no node", () => {
   assert.throws(
     () => accessibilityRequirements(inputs({ selectedNode: "other" })),
     /no topology key found for node other/,
   );
-  assert.throws(() => accessibilityRequirements(inputs({ selectedNode: "ghost" })), /no topology key/);
+  // A selected node whose Node or CSINode is gone: the scheduler must pick again (#1437).
+  assert.throws(
+    () => accessibilityRequirements(inputs({ selectedNode: "ghost" })),
+    (error) =>
+      error instanceof SelectedNodeMissingError && /selected node "ghost" not found/.test(error.message),
+  );
+  assert.throws(
+    () =>
+      accessibilityRequirements(
+        inputs({ selectedNode: "n1", csiNodes: CLUSTER.csiNodes.filter((n) => n.metadata?.name !== "n1") }),
+      ),
+    (error) =>
+      error instanceof SelectedNodeMissingError && /CSINode of selected node "n1"/.test(error.message),
+  );
+  // A CSINode without the driver's keys yet is not "missing": retried, never rescheduled.
+  assert.throws(
+    () => accessibilityRequirements(inputs({ selectedNode: "other" })),
+    (error) => !(error instanceof SelectedNodeMissingError),
+  );
   assert.throws(
     () => accessibilityRequirements(inputs({ selectedNode: "n1", nodes: [node("n1", { zone: "b" })] })),
     /do not match topology keys/,

@@ -43,6 +43,18 @@ export class TopologyError extends Error {
   }
 }
 
+/**
+ * The selected node's Node or CSINode object does not exist (the node was deleted after the
+ * scheduler picked it): waiting cannot help, the scheduler must pick again
+ * (external-provisioner#1437, fixed upstream in v6.1.0 by #1438).
+ */
+export class SelectedNodeMissingError extends TopologyError {
+  constructor(message: string) {
+    super(message);
+    this.name = "SelectedNodeMissingError";
+  }
+}
+
 function sortTerm(term: [string, string][]): TopologyTerm {
   return term.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
 }
@@ -148,9 +160,17 @@ export function accessibilityRequirements(input: TopologyInputs): TopologyRequir
   let requisite: TopologyTerm[] = [];
   if (input.selectedNode !== "") {
     const csiNode = input.csiNodes.find((n) => n.metadata?.name === input.selectedNode);
+    const node = input.nodes.find((n) => n.metadata?.name === input.selectedNode);
+    // A CSINode that exists but lacks the driver may still get it (the driver is registering):
+    // that one is retried; a missing object is not coming back under this name in time.
+    if (!node)
+      throw new SelectedNodeMissingError(`selected node ${JSON.stringify(input.selectedNode)} not found`);
+    if (!csiNode)
+      throw new SelectedNodeMissingError(
+        `CSINode of selected node ${JSON.stringify(input.selectedNode)} not found`,
+      );
     keys = topologyKeysOf(csiNode, input.driverName);
     if (keys.length === 0) throw new TopologyError(`no topology key found for node ${input.selectedNode}`);
-    const node = input.nodes.find((n) => n.metadata?.name === input.selectedNode);
     selectedTerm = termFromLabels(node?.metadata?.labels, keys);
     if (!selectedTerm)
       throw new TopologyError(

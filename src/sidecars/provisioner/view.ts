@@ -4,6 +4,7 @@
 
 import type {
   CSINode,
+  GroupVersionResource,
   Node,
   PersistentVolume,
   PersistentVolumeClaim,
@@ -85,6 +86,8 @@ export function clusterView(parts: {
   volumeAttachments?: SharedInformer<VolumeAttachment>;
   /** Node deployment: the local node as the only source of topology. */
   localNodes?: { csiNodes: CSINode[]; nodes: Node[] };
+  /** The VolumeAttributesClass version the server serves (vac-api.ts); default GVR's. */
+  volumeAttributesClasses?: GroupVersionResource;
 }): ClusterView {
   const { client } = parts;
   return {
@@ -100,7 +103,14 @@ export function clusterView(parts: {
     snapshotContent: (name, signal) =>
       getOrUndefined(() => client.get<VolumeSnapshotContent>(GVR.volumeSnapshotContents, name, {}, signal)),
     volumeAttributesClass: (name, signal) =>
-      getOrUndefined(() => client.get<VolumeAttributesClass>(GVR.volumeAttributesClasses, name, {}, signal)),
+      getOrUndefined(() =>
+        client.get<VolumeAttributesClass>(
+          parts.volumeAttributesClasses ?? GVR.volumeAttributesClasses,
+          name,
+          {},
+          signal,
+        ),
+      ),
     referenceGrants: async (namespace, signal) => {
       const list = await getOrUndefined(() =>
         client.list<ReferenceGrant>(REFERENCE_GRANTS, { namespace }, signal),

@@ -23,7 +23,8 @@ import { deletionTarget } from "./migration.ts";
 const PV_TYPE = { kind: "PersistentVolume", apiVersion: "v1" };
 const FINALIZER = FINALIZERS.provisionerDeletion.key;
 
-function deletionSecretRef(ctx: ProvisionerContext, pv: PersistentVolume): SecretRef | undefined {
+/** The provisioner secret DeleteVolume of `pv` needs: its annotations, else its class's parameters. */
+export function deletionSecretRef(ctx: ProvisionerContext, pv: PersistentVolume): SecretRef | undefined {
   const annotations = pv.metadata?.annotations ?? {};
   const name = annotations[ANNOTATIONS.provisionerDeletionSecretName.key];
   const namespace = annotations[ANNOTATIONS.provisionerDeletionSecretNamespace.key];

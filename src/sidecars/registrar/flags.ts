@@ -1,11 +1,12 @@
-// The registrar's flags: upstream node-driver-registrar v2.13's whole list with its defaults
+// The registrar's flags: upstream node-driver-registrar v2.17's whole list (v2.13's plus
+// --automaxprocs) with its defaults
 // (cmd/csi-node-driver-registrar/main.go) plus component-base's logging flags, which it
 // registers. It takes no Kubernetes flags: it never talks to the API server. Deprecated flags
 // are accepted as upstream accepts them: --connection-timeout does nothing, --health-port=N
 // serves /healthz on ":N", --mode=kubelet-registration-probe exits 0 at once.
 
 import { FlagError, type FlagSpecs, type Flags } from "../../base/index.ts";
-import { SIDECAR_LOGGING_FLAGS } from "../../kube/diagnostics.ts";
+import { AUTOMAXPROCS_FLAG, SIDECAR_LOGGING_FLAGS } from "../../kube/diagnostics.ts";
 import type { RegistrarOptions } from "./options.ts";
 
 export const MODE_REGISTRATION = "registration";
@@ -13,6 +14,7 @@ export const MODE_KUBELET_REGISTRATION_PROBE = "kubelet-registration-probe";
 
 export const REGISTRAR_FLAGS: FlagSpecs = {
   ...SIDECAR_LOGGING_FLAGS,
+  automaxprocs: AUTOMAXPROCS_FLAG,
   "csi-address": {
     type: "string",
     default: "/run/csi/socket",

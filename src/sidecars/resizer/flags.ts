@@ -1,6 +1,6 @@
-// The resizer's flags: external-resizer v1.13.2's list (cmd/csi-resizer/main.go plus
-// component-base's logging flags), with its defaults and meaning. It is the common sidecar set
-// without --leader-election-labels, which v1.13 does not have. `resizerOptionsFromFlags`
+// The resizer's flags: external-resizer v2.2.1's list (cmd/csi-resizer/main.go on csi-lib-utils'
+// standard flags, with --automaxprocs and --leader-election-labels, plus component-base's
+// logging flags), with its defaults and meaning; v1.13's flags are all still there. `resizerOptionsFromFlags`
 // validates ranges and feature gates and names the bad flag.
 
 import { type FlagSpecs, type Flags } from "../../base/index.ts";
@@ -13,10 +13,8 @@ import {
 } from "../../kube/index.ts";
 import { RESIZER_FEATURE_GATE_DEFAULTS, type ResizerOptions } from "./options.ts";
 
-const { "leader-election-labels": _labels, ...COMMON } = COMMON_SIDECAR_FLAGS;
-
 export const RESIZER_FLAGS: FlagSpecs = {
-  ...COMMON,
+  ...COMMON_SIDECAR_FLAGS,
   ...SIDECAR_LOGGING_FLAGS,
   master: {
     type: "string",

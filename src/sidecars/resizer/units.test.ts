@@ -137,8 +137,9 @@ test("createMergePatch: removed keys null, nested diffs, arrays replaced, nothin
   assert.deepEqual(createMergePatch(undefined, { a: 1 }), { a: 1 });
 });
 
-test("the flag list is external-resizer v1.13.2's, with its defaults", () => {
+test("the flag list is external-resizer v2.2.1's (v1.13.2's and csi-lib-utils' additions), with its defaults", () => {
   const upstream = [
+    "automaxprocs",
     "csi-address",
     "extra-modify-metadata",
     "feature-gates",
@@ -148,6 +149,7 @@ test("the flag list is external-resizer v1.13.2's, with its defaults", () => {
     "kube-api-qps",
     "kubeconfig",
     "leader-election",
+    "leader-election-labels",
     "leader-election-lease-duration",
     "leader-election-namespace",
     "leader-election-renew-deadline",
@@ -189,6 +191,10 @@ test("the flag list is external-resizer v1.13.2's, with its defaults", () => {
     () => resizerOptionsFromFlags(resizerFlags(["--workers=0"])),
     /flag -workers must be at least 1/,
   );
+  const set = resizerOptionsFromFlags(
+    resizerFlags(["--automaxprocs", "--leader-election-labels=app:resizer"]),
+  );
+  assert.deepEqual(set.leaderElection.labels, { app: "resizer" });
 });
 
 test("SlowSet holds a key for the delay, then lets it go", async () => {
