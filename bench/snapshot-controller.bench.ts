@@ -5,8 +5,9 @@
 // through the real CLI; the test stand-in of the upstream-behaving sidecar cuts snapshots at once
 // (the driver is not what is measured). Per row: N bound claims snapshotted at once → all
 // readyToUse. Prints throughput, p50/p99 create-to-ready, the controller's API requests and writes
-// per snapshot (Events included in requests), the bound its QPS sets (QPS ÷ requests per
-// snapshot, burst aside) and how close the row came to it. Asserts nothing.
+// per snapshot (Events included in requests), the bound its QPS sets (QPS ÷ the requests per
+// snapshot of its busier token bucket, burst aside: one for the snapshot API groups, one for the
+// core API, as upstream's two clientsets) and how close the row came to it. Asserts nothing.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -31,6 +32,8 @@ const FLAGS: FlagSpecs = {
 const MAIN = join(import.meta.dirname, "..", "src", "cli", "main.ts");
 const DRIVER = "hostpath.csi.k8s.io";
 const WRITE_VERBS = new Set(["create", "update", "patch", "delete"]);
+/** Resources the controller reaches through its core client (its own token bucket). */
+const CORE_RESOURCES = new Set(["events", "persistentvolumeclaims", "persistentvolumes", "nodes"]);
 
 interface Row {
   label: string;
@@ -41,6 +44,8 @@ interface Row {
   p50: number;
   p99: number;
   requests: number;
+  /** Requests per snapshot of the busier of the controller's two token buckets. */
+  busiestBucket: number;
   writes: number;
 }
 
@@ -155,6 +160,11 @@ async function runRow(
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       requests: ours.length / row.snapshots,
+      busiestBucket:
+        Math.max(
+          ours.filter((e) => CORE_RESOURCES.has(e.objectRef?.resource ?? "")).length,
+          ours.filter((e) => !CORE_RESOURCES.has(e.objectRef?.resource ?? "")).length,
+        ) / row.snapshots,
       writes: ours.filter((e) => WRITE_VERBS.has(e.verb)).length / row.snapshots,
     };
   } finally {
@@ -216,7 +226,7 @@ async function main(): Promise<void> {
     "| row | snapshots | seconds | snapshots/s | p50 ms | p99 ms | requests/snapshot | writes/snapshot | QPS bound (snapshots/s) | of bound |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map((r) => {
-      const bound = r.qps / r.requests;
+      const bound = r.qps / r.busiestBucket;
       return `| ${r.label} | ${r.snapshots} | ${r.seconds.toFixed(2)} | ${r.perSecond.toFixed(2)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.requests.toFixed(1)} | ${r.writes.toFixed(1)} | ${bound.toFixed(2)} | ${((100 * r.perSecond) / bound).toFixed(0)}% |`;
     }),
     "",

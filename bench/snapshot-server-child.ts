@@ -1,7 +1,7 @@
 // The API server of `npm run bench:snapshot`, as its own process (as bench/apiserver/server-child.ts)
 // plus what that bench needs to put the snapshot components against their client-side QPS bound:
-// every request counted by user agent and verb from the server's audit events, served as JSON
-// at GET <countsUrl> on loopback. Usage: node bench/snapshot-server-child.ts STATE_DIR. Prints
+// every request counted by user agent, then by verb, resource and response code, from the
+// server's audit events, served as JSON at GET <countsUrl> on loopback. Usage: node bench/snapshot-server-child.ts STATE_DIR. Prints
 // `{"url", "kubeconfig", "countsUrl"}` on stdout once listening; stops on SIGTERM/SIGINT or when
 // stdin closes.
 
@@ -23,7 +23,7 @@ process.stdin.on("end", stop);
 process.stdin.on("close", stop);
 process.stdin.resume();
 
-/** Requests by user agent (its product, before any "/"), then by verb. */
+/** Requests by user agent (its product, before any "/"), then by "verb resource[/subresource] code". */
 const counts: Record<string, Record<string, number>> = {};
 const handle = await startApiServer(
   {
@@ -34,8 +34,11 @@ const handle = await startApiServer(
     compactionWindow: 1_000_000,
     audit: (event) => {
       const agent = (event.userAgent ?? "").split("/")[0] || "unknown";
-      const byVerb = (counts[agent] ??= {});
-      byVerb[event.verb] = (byVerb[event.verb] ?? 0) + 1;
+      const ref = event.objectRef;
+      const what = ref ? `${ref.resource}${ref.subresource ? `/${ref.subresource}` : ""}` : event.requestURI;
+      const key = `${event.verb} ${what} ${event.responseStatus.code}`;
+      const byKey = (counts[agent] ??= {});
+      byKey[key] = (byKey[key] ?? 0) + 1;
     },
   },
   controller.signal,

@@ -84,6 +84,16 @@ describe("transport, auth and discovery", () => {
     assert.equal(version.json().major, "1");
   });
 
+  test("idle keep-alive connections are kept 90 s as kube-apiserver's, and clients are told so", async () => {
+    // The hint is what lets a client retire a pooled connection before the server closes it.
+    const res = await raw(server.handle, {
+      path: "/version",
+      token: null,
+      headers: { Connection: "keep-alive" },
+    });
+    assert.equal(res.headers["keep-alive"], "timeout=90");
+  });
+
   test("discovery lists core and storage resources with short names and scope", async () => {
     const core1 = (await raw(server.handle, { path: "/api/v1" })).json() as {
       resources: Record<string, unknown>[];

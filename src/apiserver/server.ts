@@ -134,6 +134,18 @@ export const DEFAULT_BOOKMARK_INTERVAL_MS = 10_000;
  */
 export const MAX_HEADER_BYTES = 1 << 20;
 
+/**
+ * How long an idle keep-alive connection is kept, as kube-apiserver's IdleTimeout (90 s, Go's
+ * http.DefaultTransport idle timeout). Node's 5 s default closed a client's pooled connections
+ * under it between two bursts; a client that reused one as the close crossed it got "socket
+ * hang up" on a request the server never read. Clients read the `Keep-Alive: timeout=90` hint
+ * and retire their idle connections a second before (src/kube/client.ts).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 90_000;
+
+/** Time to receive a request's headers, as kube-apiserver's ReadHeaderTimeout (32 s). */
+export const HEADERS_TIMEOUT_MS = 32_000;
+
 export async function startApiServer(
   options: ApiServerOptions,
   signal: AbortSignal,
@@ -246,6 +258,8 @@ export async function startApiServer(
         ciphers: CIPHERS,
         honorCipherOrder: true,
         maxHeaderSize: MAX_HEADER_BYTES,
+        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+        headersTimeout: HEADERS_TIMEOUT_MS,
         // Only pods/exec is upgraded (to the kubelet); any other Upgrade is an ordinary request.
         shouldUpgradeCallback: (req) => isUpgradePath(req.url),
       },

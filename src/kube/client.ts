@@ -8,9 +8,10 @@
 // components need only this transport, and loading client-node costs each process ~0.65 s CPU.
 // Every request, watches included (client-go throttles the watch request itself), waits on the
 // bucket. No I/O in the constructor; credentials are asked for per request (token files rotate,
-// exec credentials expire). Connections are pooled with keep-alive, one pool per client: a
-// fresh TLS handshake per request costs an order of magnitude in latency and server CPU
-// (bench/apiserver.bench.ts measures it).
+// exec credentials expire). Connections are pooled with keep-alive per client, watches in a
+// pool of their own: a fresh TLS handshake per request costs an order of magnitude in latency
+// and server CPU (bench/apiserver.bench.ts measures it), so ordinary requests share at most
+// MAX_REQUEST_CONNECTIONS connections.
 
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
@@ -58,6 +59,24 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   strategic: "application/strategic-merge-patch+json",
   apply: "application/apply-patch+yaml",
 };
+
+/**
+ * How long a pooled connection may stay idle, as client-go's transport (90 s). Node's agent
+ * honours a server's `Keep-Alive: timeout=N` hint (retiring the connection a second before N)
+ * only when this is set; without it, a connection the server had just closed as idle could be
+ * picked for the next request, which then failed with "socket hang up".
+ */
+const IDLE_CONNECTION_TIMEOUT_MS = 90_000;
+
+/**
+ * Connections one client opens for ordinary requests; a request beyond them waits for a free
+ * one. Unbounded, a burst (100 workers sending at once) opened a TLS connection per request in
+ * flight: handshakes that cost both ends more CPU than the requests themselves, for throughput
+ * a single-threaded API server cannot give anyway (bench/snapshot.bench.ts). client-go sends
+ * everything over one HTTP/2 connection. Watches hold theirs for minutes, so they have a pool
+ * of their own and never take one of these.
+ */
+const MAX_REQUEST_CONNECTIONS = 16;
 
 interface SendOptions {
   method: string;
@@ -291,27 +310,33 @@ export class KubeClient {
     return JSON.parse(body) as T;
   }
 
-  #httpsAgent: HttpsAgent | undefined;
-  /** The exec-plugin client certificate the pool was built with (a new one needs a new pool). */
+  /** Ordinary requests' pool (at most MAX_REQUEST_CONNECTIONS) and the watches' own. */
+  #httpsAgents: { requests: HttpsAgent; watches: HttpsAgent } | undefined;
+  /** The exec-plugin client certificate the pools were built with (a new one needs new pools). */
   #agentCert: Buffer | undefined;
 
-  /** Closes pooled idle connections; the client stays usable (the pool is rebuilt on demand). */
+  /** Closes pooled idle connections; the client stays usable (the pools are rebuilt on demand). */
   close(): void {
-    this.#httpsAgent?.destroy();
-    this.#httpsAgent = undefined;
+    this.#httpsAgents?.requests.destroy();
+    this.#httpsAgents?.watches.destroy();
+    this.#httpsAgents = undefined;
   }
 
   /** The keep-alive node:https agent, built from the config's TLS settings and credentials. */
-  #pooledHttpsAgent(credentials: Credentials): HttpsAgent {
-    if (this.#httpsAgent && this.#agentCert !== credentials.cert) this.close();
+  #pooledHttpsAgent(credentials: Credentials, watch: boolean): HttpsAgent {
+    if (this.#httpsAgents && this.#agentCert !== credentials.cert) this.close();
     this.#agentCert = credentials.cert;
     const tls: TlsSettings = { ...this.kubeConfig.tls };
     if (credentials.cert && credentials.key) {
       tls.cert = credentials.cert;
       tls.key = credentials.key;
     }
-    this.#httpsAgent ??= new HttpsAgent({ keepAlive: true, ...tls });
-    return this.#httpsAgent;
+    const options = { keepAlive: true, timeout: IDLE_CONNECTION_TIMEOUT_MS, ...tls };
+    this.#httpsAgents ??= {
+      requests: new HttpsAgent({ ...options, maxSockets: MAX_REQUEST_CONNECTIONS }),
+      watches: new HttpsAgent(options),
+    };
+    return watch ? this.#httpsAgents.watches : this.#httpsAgents.requests;
   }
 
   async #send(options: SendOptions): Promise<IncomingMessage> {
@@ -326,7 +351,8 @@ export class KubeClient {
       method: options.method,
       headers: { ...credentials.headers, accept: "application/json", "user-agent": this.userAgent },
     };
-    if (url.protocol === "https:") requestOptions.agent = this.#pooledHttpsAgent(credentials);
+    if (url.protocol === "https:")
+      requestOptions.agent = this.#pooledHttpsAgent(credentials, options.stream === true);
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     if (payload !== undefined) {
       requestOptions.headers["content-type"] = options.contentType ?? "application/json";

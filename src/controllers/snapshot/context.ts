@@ -35,7 +35,10 @@ export interface GroupCaches {
 }
 
 export interface SnapshotSyncContext {
+  /** Requests to the snapshot API groups (upstream's snapshot clientset). */
   client: KubeClient;
+  /** Requests to the core API, claims here (upstream's kube clientset: its own token bucket). */
+  coreClient: KubeClient;
   recorder: EventRecorder;
   logger: Logger;
   signal: AbortSignal;

@@ -109,14 +109,19 @@ export async function startSnapshotController(
 ): Promise<void> {
   const logger = (options.logger ?? silentLogger).with({ controller: SNAPSHOT_CONTROLLER_COMPONENT });
   const clock = options.clock ?? realClock;
-  const client = kubeClientFromOptions({
+  const clientOptions = {
     kubeconfig: options.kubeconfig,
     master: "",
     kubeApiQps: options.kubeApiQps,
     kubeApiBurst: options.kubeApiBurst,
     userAgent: SNAPSHOT_CONTROLLER_COMPONENT,
     clock,
-  });
+  };
+  // Two clients, each with its own --kube-api-qps/--kube-api-burst bucket, as upstream builds a
+  // snapshot clientset and a core one from the same config: snapshot.storage.k8s.io and
+  // groupsnapshot requests on `client`; claims, PVs, nodes and Events on `coreClient`.
+  const client = kubeClientFromOptions(clientOptions);
+  const coreClient = kubeClientFromOptions(clientOptions);
   const electionClient = options.leaderElection.enabled
     ? kubeClientFromOptions({
         kubeconfig: options.kubeconfig,
@@ -175,19 +180,23 @@ export async function startSnapshotController(
       options.onHttpEndpoint?.(endpoint.url);
     }
     const work = (workSignal: AbortSignal): Promise<void> =>
-      runLoops({ options, client, logger, metrics, queueMetrics, groups }, workSignal);
+      runLoops({ options, client, coreClient, logger, metrics, queueMetrics, groups }, workSignal);
     if (elector) await runElected(elector, work, signal);
     else await work(signal);
     await endpoint?.stopped;
   } finally {
     client.close();
+    coreClient.close();
     electionClient?.close();
   }
 }
 
 interface LoopParts {
   options: SnapshotControllerOptions;
+  /** The snapshot API groups' client. */
   client: KubeClient;
+  /** The core API's client (its own token bucket). */
+  coreClient: KubeClient;
   logger: Logger;
   metrics: SnapshotOperationMetrics;
   queueMetrics: WorkQueueMetrics;
@@ -195,7 +204,7 @@ interface LoopParts {
 }
 
 async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
-  const { options, client, logger, metrics, queueMetrics } = parts;
+  const { options, client, coreClient, logger, metrics, queueMetrics } = parts;
   const clock = options.clock ?? realClock;
   const factory = new InformerFactory({
     client,
@@ -203,12 +212,20 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
     logger,
     defaultResyncPeriodMs: options.resyncPeriodMs,
   });
+  const coreFactory = new InformerFactory({
+    client: coreClient,
+    clock,
+    logger,
+    defaultResyncPeriodMs: options.resyncPeriodMs,
+  });
   const snapshotInformer = factory.informer<VolumeSnapshot>(GVR.volumeSnapshots);
   const contentInformer = factory.informer<VolumeSnapshotContent>(GVR.volumeSnapshotContents);
   const classInformer = factory.informer<VolumeSnapshotClass>(GVR.volumeSnapshotClasses);
-  const claimInformer = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
-  const volumeInformer = factory.informer<PersistentVolume>(GVR.persistentVolumes);
-  const nodeInformer = options.enableDistributedSnapshotting ? factory.informer<Node>(GVR.nodes) : undefined;
+  const claimInformer = coreFactory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
+  const volumeInformer = coreFactory.informer<PersistentVolume>(GVR.persistentVolumes);
+  const nodeInformer = options.enableDistributedSnapshotting
+    ? coreFactory.informer<Node>(GVR.nodes)
+    : undefined;
   const groupInformer = parts.groups
     ? factory.informer<VolumeGroupSnapshot>(GVR.volumeGroupSnapshots)
     : undefined;
@@ -266,10 +283,16 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
         }
       : undefined;
 
-  const recorder = new EventRecorder({ client, component: SNAPSHOT_CONTROLLER_COMPONENT, logger, clock });
+  const recorder = new EventRecorder({
+    client: coreClient,
+    component: SNAPSHOT_CONTROLLER_COMPONENT,
+    logger,
+    clock,
+  });
   const claimsInContentCreation = new Map<string, number>();
   const context = (reconcileSignal: AbortSignal, reconcileLogger: Logger): SnapshotSyncContext => ({
     client,
+    coreClient,
     recorder,
     logger: reconcileLogger,
     signal: reconcileSignal,
@@ -407,6 +430,7 @@ async function runLoops(parts: LoopParts, signal: AbortSignal): Promise<void> {
     );
   const running = [
     factory.start(signal),
+    coreFactory.start(signal),
     recorder.start(signal),
     loop("snapshot", snapshotQueue, syncSnapshotKey),
     loop("content", contentQueue, syncContentKey),

@@ -596,7 +596,9 @@ async function writeStatusFromContent(
       ctx.snapshots.remember(await ctx.client.updateStatus(GVR.volumeSnapshots, next, ctx.signal));
     } catch (error) {
       if (isNotFound(error)) return;
-      // A stale copy: retried at once with the newer one, no error status (a needless write).
+      // A stale copy: rethrown as is, so the queue retries the key after its rate-limited
+      // backoff, deciding on the newer copy the watch has delivered by then; no error status
+      // (a write, and an Event, about a conflict that is not an error of the snapshot).
       if (isConflict(error)) throw error;
       throw controllerUpdateError(snapshotKey(latest), errorText(error));
     }

@@ -167,7 +167,7 @@ export async function setClaimFinalizers(
   if (finalizers === undefined) return latest;
   try {
     return ctx.claims.remember(
-      await ctx.client.update(
+      await ctx.coreClient.update(
         GVR.persistentVolumeClaims,
         { ...latest, metadata: { ...latest.metadata, finalizers } },
         {},

@@ -34,7 +34,14 @@ import {
 import { isFinalError } from "./errors.ts";
 import { ANNOTATION, CREATE_METADATA, FINALIZER, REASON, driverParameters } from "./names.ts";
 import { annotatedSecretReference, fetchCredentials, snapshotSecretReference } from "./secrets.ts";
-import { getFresh, patchStatus, removeAnnotation, removeFinalizer, setAnnotation } from "./writes.ts";
+import {
+  getFresh,
+  patchStatus,
+  patchStatusFromServer,
+  removeAnnotation,
+  removeFinalizer,
+  setAnnotation,
+} from "./writes.ts";
 
 const GVR_CONTENT = GVR.volumeSnapshotContents;
 
@@ -240,9 +247,13 @@ async function createAndRecord(
   }
   // A handle already recorded is the durable record of the snapshot: a poll needs no guard.
   const guarded = !content.status?.snapshotHandle;
-  let current = guarded
-    ? await setAnnotation(ctx.client, GVR_CONTENT, content, ANNOTATION.beingCreated, signal)
-    : content;
+  let current = content;
+  // The guard's patch answers with the server's copy: the status is decided on it, unread.
+  let fromServer: VolumeSnapshotContent | undefined;
+  if (guarded) {
+    current = await setAnnotation(ctx.client, GVR_CONTENT, content, ANNOTATION.beingCreated, signal);
+    if (current !== content) fromServer = current;
+  }
   let result: SnapshotResult;
   try {
     result = await createSnapshot(ctx, current, { parameters, secrets: input.secrets }, signal);
@@ -261,7 +272,7 @@ async function createAndRecord(
     readyToUse: result.readyToUse,
     sizeBytes: result.sizeBytes,
   });
-  current = await recordResult(ctx, current, result, signal);
+  current = await recordResult(ctx, current, result, signal, fromServer);
   return removeAnnotation(ctx.client, GVR_CONTENT, current, ANNOTATION.beingCreated, signal);
 }
 
@@ -306,20 +317,32 @@ async function checkStatus(
   return content;
 }
 
-/** updateSnapshotContentStatus: fills what the status lacks, from the server's copy. */
+/**
+ * updateSnapshotContentStatus: fills what the status lacks, decided on the server's copy —
+ * `fromServer` when the caller holds one (its guard patch's answer), else read first.
+ */
 async function recordResult(
   ctx: SnapshotterContext,
   content: VolumeSnapshotContent,
   result: SnapshotResult,
   signal: AbortSignal,
+  fromServer?: VolumeSnapshotContent,
 ): Promise<VolumeSnapshotContent> {
-  const fresh = await getFresh<VolumeSnapshotContent>(
+  return patchStatusFromServer(
     ctx.client,
     GVR_CONTENT,
     content.metadata.name!,
+    fromServer,
+    (fresh) => contentStatusPatch(fresh.status, result),
     signal,
   );
-  const status = fresh.status;
+}
+
+/** The status fields `result` adds to `status`; undefined when it already says all of it. */
+function contentStatusPatch(
+  status: VolumeSnapshotContentStatus | undefined,
+  result: SnapshotResult,
+): Record<string, unknown> | undefined {
   const patch: Partial<Record<keyof VolumeSnapshotContentStatus, unknown>> = {};
   if (!status) {
     patch.snapshotHandle = result.handle;
@@ -338,8 +361,7 @@ async function recordResult(
     if (status.volumeGroupSnapshotHandle === undefined && result.groupSnapshotId !== "")
       patch.volumeGroupSnapshotHandle = result.groupSnapshotId;
   }
-  if (Object.keys(patch).length === 0) return fresh;
-  return patchStatus(ctx.client, GVR_CONTENT, fresh, patch, signal);
+  return Object.keys(patch).length === 0 ? undefined : patch;
 }
 
 /** status.error (and readyToUse false) with a Warning Event, unless the same message is there. */

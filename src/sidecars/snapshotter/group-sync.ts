@@ -31,7 +31,14 @@ import {
 import { isFinalError } from "./errors.ts";
 import { ANNOTATION, CREATE_METADATA, FINALIZER, REASON, driverParameters } from "./names.ts";
 import { annotatedSecretReference, fetchCredentials, snapshotSecretReference } from "./secrets.ts";
-import { getFresh, patchStatus, removeAnnotation, removeFinalizer, setAnnotation } from "./writes.ts";
+import {
+  getFresh,
+  patchStatus,
+  patchStatusFromServer,
+  removeAnnotation,
+  removeFinalizer,
+  setAnnotation,
+} from "./writes.ts";
 
 const GVR_GROUP = GVR.volumeGroupSnapshotContents;
 
@@ -218,9 +225,13 @@ async function createGroup(
     parameters[CREATE_METADATA.groupContentName] = content.metadata.name!;
   }
   const guarded = !content.status?.volumeGroupSnapshotHandle;
-  let current = guarded
-    ? await setAnnotation(ctx.client, GVR_GROUP, content, ANNOTATION.groupBeingCreated, signal)
-    : content;
+  let current = content;
+  // The guard's patch answers with the server's copy: the status is decided on it, unread.
+  let fromServer: VolumeGroupSnapshotContent | undefined;
+  if (guarded) {
+    current = await setAnnotation(ctx.client, GVR_GROUP, content, ANNOTATION.groupBeingCreated, signal);
+    if (current !== content) fromServer = current;
+  }
   let result: GroupSnapshotResult;
   try {
     result = await createGroupSnapshot(ctx, current, { parameters, secrets }, signal);
@@ -234,7 +245,7 @@ async function createGroup(
       { cause: error },
     );
   }
-  current = await recordGroupResult(ctx, current, result, signal);
+  current = await recordGroupResult(ctx, current, result, signal, fromServer);
   return removeAnnotation(ctx.client, GVR_GROUP, current, ANNOTATION.groupBeingCreated, signal);
 }
 
@@ -285,14 +296,23 @@ async function recordGroupResult(
   content: VolumeGroupSnapshotContent,
   result: GroupSnapshotResult,
   signal: AbortSignal,
+  fromServer?: VolumeGroupSnapshotContent,
 ): Promise<VolumeGroupSnapshotContent> {
-  const fresh = await getFresh<VolumeGroupSnapshotContent>(
+  return patchStatusFromServer(
     ctx.client,
     GVR_GROUP,
     content.metadata.name!,
+    fromServer,
+    (fresh) => groupStatusPatch(fresh.status, result),
     signal,
   );
-  const status = fresh.status;
+}
+
+/** The status fields `result` adds to `status`; undefined when it already says all of it. */
+function groupStatusPatch(
+  status: VolumeGroupSnapshotContent["status"],
+  result: GroupSnapshotResult,
+): Record<string, unknown> | undefined {
   const createdAt = new Date(result.creationTimeMs).toISOString().replace(/\.\d+Z$/, "Z");
   const patch: Record<string, unknown> = {};
   if (!status) {
@@ -314,8 +334,7 @@ async function recordGroupResult(
     )
       patch.volumeSnapshotInfoList = members;
   }
-  if (Object.keys(patch).length === 0) return fresh;
-  return patchStatus(ctx.client, GVR_GROUP, fresh, patch, signal);
+  return Object.keys(patch).length === 0 ? undefined : patch;
 }
 
 /** Whether the members' readiness or sizes changed (a merge patch replaces the list whole). */

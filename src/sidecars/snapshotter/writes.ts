@@ -3,12 +3,13 @@
 // bound-protection finalizer removed, and status patches. Metadata changes are merge patches
 // carrying the resourceVersion they were decided on (a conflict retries from a fresh cache, so
 // a finalizer another controller just added is never dropped); status patches go to the status
-// subresource of the object as just read from the server, as upstream re-reads it there.
+// subresource decided on the server's copy of the object, as upstream re-reads it there: the
+// answer to our own write just before is that copy (patchStatusFromServer), saving the read.
 // A write that fails is reported with upstream's "snapshot controller failed to update" text.
 
 import type { GroupVersionResource, KubeResource } from "../../api/index.ts";
 import { errorMessage } from "../../base/index.ts";
-import type { KubeClient } from "../../kube/index.ts";
+import { isConflict, type KubeClient } from "../../kube/index.ts";
 import { CONTROLLER_UPDATE_FAIL_MSG } from "./names.ts";
 
 export class ControllerUpdateError extends Error {
@@ -118,5 +119,34 @@ export async function patchStatus<T extends KubeResource>(
     );
   } catch (error) {
     throw new ControllerUpdateError(object.metadata.name!, error);
+  }
+}
+
+/**
+ * A status patch decided on the server's copy of the object and written on that version.
+ * `known` is a copy the server itself just answered with (the response to this sidecar's own
+ * write), or undefined: the object is read first, as upstream does before each status write.
+ * When someone wrote in between, the guarded patch conflicts and the decision is made once more
+ * on a fresh read, so no field another writer set is overwritten and no conflict surfaces as
+ * an error status. `decide` returns the fields to patch, or undefined when there are none.
+ */
+export async function patchStatusFromServer<T extends KubeResource>(
+  client: KubeClient,
+  gvr: GroupVersionResource,
+  name: string,
+  known: T | undefined,
+  decide: (fresh: T) => Record<string, unknown> | undefined,
+  signal: AbortSignal,
+): Promise<T> {
+  const write = async (fresh: T): Promise<T> => {
+    const status = decide(fresh);
+    return status === undefined ? fresh : patchStatus(client, gvr, fresh, status, signal);
+  };
+  if (known === undefined) return write(await getFresh<T>(client, gvr, name, signal));
+  try {
+    return await write(known);
+  } catch (error) {
+    if (!(error instanceof ControllerUpdateError && isConflict(error.cause))) throw error;
+    return write(await getFresh<T>(client, gvr, name, signal));
   }
 }
