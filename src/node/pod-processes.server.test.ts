@@ -698,8 +698,10 @@ test(
     sizes.push({ width: 80, height: 24 });
     const shell = session(["sh"], sizes, stdin);
     stdin.write("stty size\n");
-    // Lines come back as "# 24 80\r\n" (the shell's prompt, then the answer).
-    const saw = (rows: number, cols: number) => shell.output().includes(` ${rows} ${cols}\r\n`);
+    // The answer ends a line that starts after the prompt ("# 24 80") or after the echoed
+    // command ("# stty size\r\n24 80"), whichever the shell printed first.
+    const saw = (rows: number, cols: number) =>
+      new RegExp(`(?:^|[\\s#])${rows} ${cols}\\r\\n`).test(shell.output());
     await until(() => saw(24, 80), "first size in the shell");
     sizes.push({ width: 132, height: 43 });
     await until(() => {

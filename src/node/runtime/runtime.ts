@@ -330,11 +330,14 @@ export class PodRuntime implements ContainerStreams {
     const { logger } = this.#o.context;
     try {
       for (let size = await sizes.next(); size && !signal.aborted; size = await sizes.next()) {
-        if (!(await resizePty(rootPid, size, signal)))
-          logger.info(4, "exec resize: no terminal found", { ...size });
+        // One failed resize (the process holding the pty just exited) must not end the others.
+        await resizePty(rootPid, size, signal).then(
+          (found) => found || logger.info(4, "exec resize: no terminal found", { ...size }),
+          (error: unknown) => logger.info(4, "exec resize failed", { err: errorMessage(error) }),
+        );
       }
     } catch (error) {
-      logger.info(4, "exec resize failed", { err: errorMessage(error) });
+      logger.info(4, "exec resize: the client's sizes ended with an error", { err: errorMessage(error) });
     }
   }
 
