@@ -15,7 +15,7 @@ import {
   type Volume,
 } from "../../api/index.ts";
 import { errorMessage, type Logger } from "../../base/index.ts";
-import { type EventRecorder, type KubeClient, type Store } from "../../kube/index.ts";
+import { isAlreadyExists, type EventRecorder, type KubeClient, type Store } from "../../kube/index.ts";
 import { controllerRef } from "../common/index.ts";
 
 export interface EphemeralSyncContext {
@@ -56,9 +56,18 @@ async function handleVolume(ctx: EphemeralSyncContext, pod: Pod, volume: Volume)
   try {
     await ctx.client.create(GVR.persistentVolumeClaims, ephemeralClaim(pod, volume), ctx.signal);
   } catch (error) {
-    // AlreadyExists too: ours from an attempt whose answer was lost, or someone else's; the
-    // retry reads it from the cache and tells which.
-    throw new Error(`create PVC ${name}: ${errorMessage(error)}`, { cause: error });
+    if (!isAlreadyExists(error))
+      throw new Error(`create PVC ${name}: ${errorMessage(error)}`, { cause: error });
+    // Ours from an attempt whose answer was lost, or someone else's that the cache has not
+    // seen yet: the server's copy tells which, so the event names the real cause.
+    const current = await ctx.client.get<PersistentVolumeClaim>(
+      GVR.persistentVolumeClaims,
+      name,
+      { namespace },
+      ctx.signal,
+    );
+    const refusal = ephemeralClaimRefusal(pod, current);
+    if (refusal !== undefined) throw new Error(refusal);
   }
 }
 
