@@ -106,5 +106,8 @@ export function snapshotLagsContent(snapshot: VolumeSnapshot, content: VolumeSna
     return true;
   if (status.restoreSize === undefined && content.status.restoreSize !== undefined) return true;
   if (isZeroQuantity(status.restoreSize) && Number(content.status.restoreSize ?? 0) > 0) return true;
+  // The sidecar's error (or its clearing) while readyToUse stays false: without this the
+  // snapshot would show it only after some other event resynced it.
+  if ((status.error?.message ?? "") !== (content.status.error?.message ?? "")) return true;
   return false;
 }
