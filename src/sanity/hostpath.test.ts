@@ -84,7 +84,11 @@ if (isRoot && hasUnshare && !inNamespace) {
     for (const group of ["GetSnapshot", "NodePublishVolume SINGLE_NODE_SINGLE_WRITER"]) {
       const results = report.results.filter((r) => r.group === group);
       assert.ok(results.length >= 3, `the ${group} tests are in the catalogue`);
-      for (const r of results) assert.equal(r.outcome, "passed", `${r.group}: ${r.name} ${r.reason ?? ""}`);
+      for (const r of results) {
+        // Unprivileged, the publish tests skip for mount privilege (checked above as allowed).
+        if (!isRoot && r.outcome === "skipped" && r.reason?.startsWith("needs mount privilege")) continue;
+        assert.equal(r.outcome, "passed", `${r.group}: ${r.name} ${r.reason ?? ""}`);
+      }
     }
     assert.deepEqual(report.warnings, []);
   });
