@@ -21,7 +21,7 @@ import {
   startSecureServing,
 } from "../kube/index.ts";
 import type { Command } from "./command.ts";
-import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
+import { FEATURE_GATES_FLAG, featureGates, KUBERNETES_VERSION_FLAG } from "./feature-gates.ts";
 
 function loopList(): string {
   return CONTROLLER_LOOPS.map((loop) => [loop.name, ...(loop.aliases ?? [])].join(" / ")).join(", ");
@@ -37,6 +37,7 @@ export const controllersCommand: Command = {
     `names and flags. Loops (name / accepted aliases): ${loopList()}.`,
   flags: {
     "feature-gates": FEATURE_GATES_FLAG,
+    "kubernetes-version": KUBERNETES_VERSION_FLAG,
     kubeconfig: {
       type: "string",
       help: "Path to a kubeconfig file with authorization and master location information.",

@@ -8,7 +8,7 @@ import { FlagError, type Flags } from "../base/index.ts";
 import { TLS_SERVING_FLAGS } from "../kube/diagnostics.ts";
 import type { NodeOptions } from "../node/index.ts";
 import type { Command } from "./command.ts";
-import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
+import { FEATURE_GATES_FLAG, featureGates, KUBERNETES_VERSION_FLAG } from "./feature-gates.ts";
 
 /** The kubelet's --root-dir default (startNode's too). */
 const DEFAULT_ROOT_DIR = "/var/lib/kubelet";
@@ -75,6 +75,7 @@ export const nodeCommand: Command = {
     "--allowed-path-roots.",
   flags: {
     "feature-gates": FEATURE_GATES_FLAG,
+    "kubernetes-version": KUBERNETES_VERSION_FLAG,
     "node-name": {
       type: "string",
       help: "Name of the Node object (required unless --hostname-override is given).",

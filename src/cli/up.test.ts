@@ -33,13 +33,33 @@ test("--walkthrough alone, =expand, =true, =false and absent", () => {
 test("--feature-gates: a removed or malformed gate fails up at once (exit 2, naming it), before any state is made", async () => {
   const base = await mkdtemp(join(tmpdir(), "csikit-upfg-"));
   try {
-    for (const [gate, message] of [
-      ["CSIMigrationGCE=false", /unrecognized feature gate: CSIMigrationGCE \(GA and removed upstream/],
-      ["CSIMigrationPortworx=maybe", /invalid value of CSIMigrationPortworx=maybe, want true or false/],
+    for (const [gate, message, version] of [
+      [
+        "CSIMigrationGCE=false",
+        /unrecognized feature gate: CSIMigrationGCE \(GA and removed upstream/,
+        "1.37",
+      ],
+      [
+        "CSIMigrationPortworx=maybe",
+        /invalid value of CSIMigrationPortworx=maybe, want true or false/,
+        "1.37",
+      ],
+      // A storage gate is known from its release on: 1.34's cluster has no VolumeLimitScaling.
+      [
+        "VolumeLimitScaling=true",
+        /VolumeLimitScaling \(introduced in Kubernetes 1\.35, not in 1\.34\)/,
+        "1.34",
+      ],
     ] as const) {
       const run = spawnSync(
         process.execPath,
-        [MAIN, "up", `--state-dir=${join(base, "s")}`, `--feature-gates=${gate}`],
+        [
+          MAIN,
+          "up",
+          `--state-dir=${join(base, "s")}`,
+          `--kubernetes-version=${version}`,
+          `--feature-gates=${gate}`,
+        ],
         {
           encoding: "utf8",
           timeout: 60_000,

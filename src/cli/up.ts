@@ -6,7 +6,6 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FlagError } from "../base/index.ts";
-import { featureGatesHelp } from "../migration/index.ts";
 import {
   DEFAULT_DRIVER_NAME,
   inUserMountNamespace,
@@ -19,8 +18,8 @@ import {
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
 import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
-import { kubernetesMinorFlag, RELEASE_FLAGS } from "./apiserver.ts";
-import { KUBERNETES_MINORS, kubeRelease } from "../api/index.ts";
+import { kubernetesMinorFlag, RELEASE_FLAGS } from "./release-flags.ts";
+import { KUBERNETES_MINORS, kubeFeatureGatesHelp, kubeRelease } from "../api/index.ts";
 
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
 const CLI_MAIN = join(CLI_DIR, "main.ts");
@@ -133,16 +132,19 @@ export const upCommand: Command = {
     "kubernetes-version": {
       ...RELEASE_FLAGS["kubernetes-version"],
       help:
-        `Passed as --kubernetes-version to the API server: the release (${KUBERNETES_MINORS.join(", ")}) whose ` +
-        "/version, served group versions (storage.k8s.io/v1 VolumeAttributesClass from 1.34) and storage feature-gate " +
-        "defaults it has. The controllers, node agents and sidecars are csikit's own whatever this says.",
+        `The release (${KUBERNETES_MINORS.join(", ")}) the whole cluster acts as, passed as --kubernetes-version to ` +
+        "the API server (/version, served group versions such as storage.k8s.io/v1 VolumeAttributesClass from 1.34, " +
+        "field gating) and to the controllers and node agents (their storage feature gates and defaults). The " +
+        "sidecars follow the API server as upstream's do: they use what it serves (VolumeAttributesClass v1 or " +
+        "v1beta1, VolumeAttachment error codes, CSIDriver fields).",
     },
     "feature-gates": {
       ...FEATURE_GATES_FLAG,
       help:
-        "Passed as --feature-gates to the controllers and every node agent (kube-controller-manager's and the kubelet's " +
-        "CSI migration gates; the sidecars have no migration gates). Each run takes its own: resuming with a gate " +
-        `turned off rolls migration back. Options are: ${featureGatesHelp()}.`,
+        "Passed as --feature-gates to the controllers and every node agent (kube-controller-manager's and the " +
+        "kubelet's storage and CSI migration gates, resolved at --kubernetes-version; the API server takes the same " +
+        "release's defaults). Each run takes its own: resuming with a migration gate turned off rolls migration back. " +
+        `Options are (1.37's defaults): ${kubeFeatureGatesHelp()}.`,
     },
   },
   async run({ flags, logger, signal, stdout }) {
@@ -150,8 +152,9 @@ export const upCommand: Command = {
     if (!Number.isInteger(nodes) || nodes < 1 || nodes > 50)
       throw new FlagError(`invalid value ${nodes} for flag -nodes: want 1..50`);
     const walkthrough = walkthroughOf(flags.string("walkthrough"));
-    featureGates(flags); // a bad gate fails here, naming itself, not in every component's log
-    const release = kubeRelease(kubernetesMinorFlag(flags));
+    const minor = kubernetesMinorFlag(flags);
+    featureGates(flags, minor); // a bad gate fails here, naming itself, not in every component's log
+    const release = kubeRelease(minor, flags.map("feature-gates"));
     const gates = Object.entries(flags.map("feature-gates"))
       .map(([name, value]) => `${name}=${value}`)
       .join(",");

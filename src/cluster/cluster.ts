@@ -9,7 +9,14 @@
 import { access, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GVR, kubeRelease, type CSINode, type KubeRelease, type Node } from "../api/index.ts";
+import {
+  GVR,
+  kubeFeatureGatesAt,
+  kubeRelease,
+  type CSINode,
+  type KubeRelease,
+  type Node,
+} from "../api/index.ts";
 import { errorMessage, whenAborted, type Logger, CsikitError, FlagError } from "../base/index.ts";
 import type { CsiServer } from "../csi/index.ts";
 import { isNotFound, KubeClient, loadKubeConfig } from "../kube/index.ts";
@@ -119,6 +126,15 @@ export function compileCacheEnv(env: NodeJS.ProcessEnv = process.env): Record<st
  * The API server's process: RBAC with the static identities' token file, and `--component-v`
  * like every other component (at 5 it logs each request it serves).
  */
+/** `--feature-gates` with the gates `up` was told to set away from the release's defaults. */
+function changedGates(release: KubeRelease): string[] {
+  const defaults = kubeFeatureGatesAt(release.minor);
+  const changed = Object.entries(release.gates)
+    .filter(([name, on]) => defaults[name]?.default !== on)
+    .map(([name, on]) => `${name}=${on}`);
+  return changed.length === 0 ? [] : [`--feature-gates=${changed.join(",")}`];
+}
+
 export function apiServerInstance(
   layout: ClusterLayout,
   port: number,
@@ -132,6 +148,7 @@ export function apiServerInstance(
     args: [
       `--v=${verbosity}`,
       `--kubernetes-version=${release.minor}`,
+      ...changedGates(release),
       `--state-dir=${layout.stateDir}`,
       `--port=${port}`,
       // As a kubeadm cluster: node agents confined by the Node authorizer and NodeRestriction.
@@ -315,6 +332,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(options.driverCommand !== undefined ? { driverCommand: options.driverCommand } : {}),
     verbosity: options.verbosity,
     featureGates: options.featureGates ?? "",
+    kubernetesMinor: release.minor,
     ports,
     ...(distributed ? { distributed: true } : {}),
     ...(options.podProcesses === false ? { podProcesses: false } : {}),

@@ -39,6 +39,16 @@ test("--feature-gates goes to the controllers and every node agent, nothing else
   );
 });
 
+test("--kubernetes-version reaches the controllers and every node agent (the sidecars follow the API server)", () => {
+  const { instances } = planComponents({ ...plan(""), kubernetesMinor: "1.34" });
+  const versioned = instances.filter((i) => i.args.includes("--kubernetes-version=1.34")).map((i) => i.name);
+  assert.deepEqual(versioned.sort(), ["controllers", "node-1", "node-2"]);
+  // Unset, no component is told a release: each keeps its default.
+  assert.ok(
+    !planComponents(plan("")).instances.some((i) => i.args.some((a) => a.startsWith("--kubernetes-version"))),
+  );
+});
+
 test("without --feature-gates no component gets a migration gate; the driver runs under --driver-name", () => {
   assert.deepEqual(gated(""), []);
   const { instances } = planComponents(plan(""));

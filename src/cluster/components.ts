@@ -5,6 +5,7 @@
 // order. Adding a sidecar (e.g. the resizer) is one entry here plus its deploy/rbac/ file.
 
 import { basename, dirname, join } from "node:path";
+import type { KubernetesMinor } from "../api/index.ts";
 import { pluginByDriverName } from "../migration/index.ts";
 import {
   distributedHostpathArgs,
@@ -52,6 +53,11 @@ export interface ClusterPlan {
    * migration gate (they follow the driver being a migration target), so they get none.
    */
   featureGates: string;
+  /**
+   * The release the controllers and node agents act as (their --kubernetes-version), the API
+   * server's; absent: their default (1.37).
+   */
+  kubernetesMinor?: KubernetesMinor;
   /**
    * Free loopback ports of the diagnostics and metrics endpoints, by instance name (the
    * per-node livenessprobe is <node>-livenessprobe, the node agent <node>); see METRICS_PORTS.
@@ -149,8 +155,11 @@ export function runsHostpath(plan: Pick<ClusterPlan, "driverSocket" | "driverCom
   return plan.driverSocket === undefined && plan.driverCommand === undefined;
 }
 
-const gates = (plan: ClusterPlan): string[] =>
-  plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`];
+/** The release and gates of the components whose twins are Kubernetes' own (controllers, node agents). */
+const gates = (plan: ClusterPlan): string[] => [
+  ...(plan.kubernetesMinor !== undefined ? [`--kubernetes-version=${plan.kubernetesMinor}`] : []),
+  ...(plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`]),
+];
 
 /**
  * Client-side rate limits `up` gives its API clients, as a deployment sizes them for its load
