@@ -24,6 +24,9 @@ import {
   controllerSocket,
   hostpathWithoutTopology,
   metricsEndpoints,
+  FAULT_PROXY,
+  faultProxyEndpoints,
+  nodeFaultProxyName,
   runsHostpath,
   runsNodeSnapshotters,
   nodeSocket,
@@ -252,6 +255,11 @@ function printMetricsEndpoints(
   print(
     `  the https ones want a token: curl -sk -H "Authorization: Bearer $(cat ${layout.adminTokenFile})" <url>`,
   );
+  const proxies = faultProxyEndpoints(plan);
+  if (proxies.length > 0) {
+    print("fault proxy rules (loopback; see docs/csi.md):");
+    for (const endpoint of proxies) print(`  ${endpoint.what}: ${endpoint.url}`);
+  }
 }
 
 export async function runCluster(options: UpOptions, signal: AbortSignal): Promise<number> {
@@ -311,8 +319,11 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     "attacher",
     "resizer",
     "snapshotter",
+    "snapshot-controller",
     SNAPSHOT_METADATA,
     SNAPSHOT_METADATA_GRPC,
+    // A restarted fault proxy keeps its rules API where tools (and `npm run chaos`) found it.
+    ...(options.driverFaultProxy ? [FAULT_PROXY] : []),
   ])
     ports.set(name, await freePort());
   for (const node of record.nodes)
@@ -321,6 +332,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       `${node.name}-livenessprobe`,
       nodeProvisionerName(node.name),
       nodeSnapshotterName(node.name),
+      ...(options.driverFaultProxy ? [nodeFaultProxyName(node.name)] : []),
     ])
       ports.set(name, await freePort());
   const plan: ClusterPlan = {

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { planComponents, type ClusterPlan } from "./components.ts";
+import { faultProxyEndpoints, planComponents, type ClusterPlan } from "./components.ts";
 import { ClusterLayout, nodeSpecs } from "./layout.ts";
 
 function plan(featureGates: string): ClusterPlan {
@@ -81,6 +81,15 @@ test("--driver-fault-proxy: a fault proxy serves each driver's socket and forwar
   assert.deepEqual(
     proxies.map((i) => i.name),
     ["driver-fault-proxy", "node-1-driver-fault-proxy", "node-2-driver-fault-proxy"],
+  );
+  // Each rules API on the port the plan chose, so a restarted proxy is found where it was.
+  const ports = new Map(proxies.map((p, i) => [p.name, 9900 + i]));
+  const withPorts = { ...base, driverFaultProxy: true, ports };
+  for (const proxy of planComponents(withPorts).instances.filter((i) => i.subcommand === "fault-proxy"))
+    assert.ok(proxy.args.includes(`--api-address=127.0.0.1:${ports.get(proxy.name)}`), proxy.args.join(" "));
+  assert.deepEqual(
+    faultProxyEndpoints(withPorts).map((e) => e.url),
+    ["http://127.0.0.1:9900/rules", "http://127.0.0.1:9901/rules", "http://127.0.0.1:9902/rules"],
   );
   for (const driver of plain.filter((i) => i.stage === "driver")) {
     // The socket every client (sidecars, registrar, kubelet) uses is the proxy's now.

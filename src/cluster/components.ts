@@ -128,7 +128,7 @@ function kubeconfig(plan: ClusterPlan, component: string): string {
 const v = (plan: ClusterPlan): string => `--v=${plan.verbosity}`;
 
 /** The port `up` chose for an instance's endpoint (0 when the plan has none: the OS picks). */
-function portOf(plan: ClusterPlan, instance: string): number {
+function portOf(plan: Pick<ClusterPlan, "ports">, instance: string): number {
   return plan.ports.get(instance) ?? 0;
 }
 
@@ -427,15 +427,50 @@ function userDriverArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | un
     );
 }
 
-/** The fault proxy in front of one driver instance: no rules until set over its API (logged port). */
+/** The instance name of the fault proxy in front of the controller driver (`up --driver-fault-proxy`). */
+export const FAULT_PROXY = "driver-fault-proxy";
+
+/** The instance name of the fault proxy in front of a node's driver. */
+export function nodeFaultProxyName(node: string): string {
+  return `${node}-${FAULT_PROXY}`;
+}
+
+/**
+ * The fault proxy in front of one driver instance: no rules until set over its API, which
+ * listens on the port `up` chose (printed), the same after a restart.
+ */
 function faultProxy(plan: ClusterPlan, node: NodeSpec | undefined, socket: string): ComponentInstance {
+  const name = node ? nodeFaultProxyName(node.name) : FAULT_PROXY;
   return {
-    name: node ? `${node.name}-driver-fault-proxy` : "driver-fault-proxy",
+    name,
     stage: "driver",
     subcommand: "fault-proxy",
-    args: [v(plan), `--listen=${socket}`, `--csi-address=${driverListenSocket(plan, socket)}`],
+    args: [
+      v(plan),
+      `--listen=${socket}`,
+      `--csi-address=${driverListenSocket(plan, socket)}`,
+      `--api-address=127.0.0.1:${portOf(plan, name)}`,
+    ],
     ...(node ? { node: node.name } : {}),
   };
+}
+
+/** Each fault proxy's rules API (`up --driver-fault-proxy`), by instance. */
+export function faultProxyEndpoints(
+  plan: Pick<ClusterPlan, "nodes" | "ports" | "driverFaultProxy" | "distributed">,
+): { instance: string; what: string; url: string }[] {
+  if (plan.driverFaultProxy !== true) return [];
+  const url = (instance: string) => `http://127.0.0.1:${portOf(plan, instance)}/rules`;
+  return [
+    ...(plan.distributed
+      ? []
+      : [{ instance: FAULT_PROXY, what: "controller driver", url: url(FAULT_PROXY) }]),
+    ...plan.nodes.map((node) => ({
+      instance: nodeFaultProxyName(node.name),
+      what: `${node.name} driver`,
+      url: url(nodeFaultProxyName(node.name)),
+    })),
+  ];
 }
 
 /** Every instance to run, drivers first (their sockets are what the others wait for). */
@@ -514,6 +549,12 @@ export function metricsEndpoints(
   const endpoints = [
     { instance: "controllers", what: "kube-controller-manager (secure port)", url: https("controllers") },
   ];
+  if (plan.commands.has("snapshot-controller"))
+    endpoints.push({
+      instance: "snapshot-controller",
+      what: "snapshot-controller",
+      url: http("snapshot-controller"),
+    });
   if (!plan.distributed) {
     endpoints.push({ instance: "provisioner", what: "external-provisioner", url: http("provisioner") });
     for (const sidecar of ["attacher", "resizer"])
