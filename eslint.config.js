@@ -40,7 +40,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["**/*.test.ts", "test/**", "bench/**", "scripts/**"],
+    files: ["**/*.test.ts", "test/**", "bench/**", "chaos/**", "scripts/**"],
     rules: {
       "@typescript-eslint/no-unsafe-assignment": "off",
       "@typescript-eslint/no-unsafe-member-access": "off",
