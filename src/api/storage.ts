@@ -38,6 +38,8 @@ export interface CSIDriverSpec {
   requiresRepublish?: boolean;
   seLinuxMount?: boolean;
   nodeAllocatableUpdatePeriodSeconds?: number;
+  /** KEP-5030 (VolumeLimitScaling): the scheduler keeps this driver's pods off nodes without it. */
+  preventPodSchedulingIfMissing?: boolean;
 }
 
 export interface CSIDriver extends KubeResource {

@@ -49,7 +49,7 @@ export interface ControllerKnobs {
    * and runs one volume worker and one claim worker). Default 1.
    */
   pvBinderWorkers?: number;
-  /** Resolved --feature-gates (CSI migration's, src/migration). Default: Kubernetes 1.32's. */
+  /** Resolved --feature-gates: the --kubernetes-version release's storage gates plus CSI migration's. Default: each loop's own. */
   featureGates?: FeatureGates;
   /** --concurrent-gc-syncs. Default 20. */
   concurrentGcSyncs?: number;
@@ -186,7 +186,16 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
     // `--controllers=-scheduler` leaves placement to a real kube-scheduler.
     name: "scheduler",
     aliases: ["kube-scheduler"],
-    start: ({ client, informers, logger }, signal) => startScheduler({ client, informers, logger }, signal),
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startScheduler(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
+        },
+        signal,
+      ),
   },
   {
     name: "replicaset-controller",

@@ -6,8 +6,10 @@
 // changes (WaitForFirstConsumer binding progress, a selected-node removed by the provisioner).
 
 import {
+  DEFAULT_KUBERNETES_MINOR,
   GVR,
   objectKey,
+  resolveKubeFeatureGates,
   type CSIDriver,
   type CSINode,
   type CSIStorageCapacity,
@@ -29,6 +31,7 @@ import {
   type SharedInformer,
   type Tombstone,
 } from "../../kube/index.ts";
+import { resolveFeatureGates, type FeatureGates } from "../../migration/index.ts";
 import { PodScheduler, isFinished } from "./schedule.ts";
 import { podVolumeClaimName } from "./volume-binding.ts";
 
@@ -49,6 +52,17 @@ export interface SchedulerOptions {
   podMaxBackoffMs?: number;
   /** Event recorder (component "default-scheduler"); default one of its own, started here. */
   recorder?: EventRecorder;
+  /**
+   * Resolved feature gates (`csikit controllers --kubernetes-version/--feature-gates`): the
+   * storage gates of the release (StorageCapacityScoring, VolumeLimitScaling) plus CSI
+   * migration's. Default: the defaults of Kubernetes 1.37 (DEFAULT_KUBERNETES_MINOR).
+   */
+  featureGates?: FeatureGates;
+}
+
+/** The gates a scheduler told nothing acts with: the default release's, migration's included. */
+export function defaultSchedulerGates(): FeatureGates {
+  return Object.freeze({ ...resolveFeatureGates({}), ...resolveKubeFeatureGates(DEFAULT_KUBERNETES_MINOR) });
 }
 
 export const DEFAULT_SCHEDULER_NAME = "default-scheduler";
@@ -88,6 +102,7 @@ export async function startScheduler(options: SchedulerOptions, signal: AbortSig
     recorder,
     clock,
     schedulerName: options.schedulerName ?? DEFAULT_SCHEDULER_NAME,
+    featureGates: options.featureGates ?? defaultSchedulerGates(),
     bindTimeoutMs: options.bindTimeoutMs ?? 600_000,
     initialBackoffMs: options.podInitialBackoffMs ?? 1000,
     maxBackoffMs: options.podMaxBackoffMs ?? 10_000,

@@ -1,8 +1,10 @@
 // One node against one pod: upstream's default Filter plugins that matter for a volume-only
 // cluster, in upstream's order, stopping at the first that rejects (NodeUnschedulable,
-// TaintToleration, NodeAffinity, NodeVolumeLimits, VolumeBinding). Pure.
+// TaintToleration, NodeAffinity, NodeVolumeLimits — with VolumeLimitScaling's driver check
+// first when its gate is on —, VolumeBinding). Pure.
 
 import type { CSINode, Node, Pod } from "../../api/index.ts";
+import type { FeatureGates } from "../../migration/index.ts";
 import { NODE_REASONS, untoleratedTaintReason } from "./fit-error.ts";
 import { firstUntoleratedTaint, podFitsNodeAffinity, toleratesTaint } from "./node-selector.ts";
 import {
@@ -12,7 +14,7 @@ import {
   type VolumeDecision,
   type VolumeView,
 } from "./volume-binding.ts";
-import { fitsVolumeLimits } from "./volume-limits.ts";
+import { driverMissingReason, fitsVolumeLimits, missingDriver } from "./volume-limits.ts";
 
 const UNSCHEDULABLE_TAINT = { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" } as const;
 
@@ -25,7 +27,13 @@ export interface NodeContext {
 
 export type NodeFit = { fits: true; volumes: VolumeDecision } | { fits: false; reasons: string[] };
 
-export function filterNode(pod: Pod, claims: PodClaims, context: NodeContext, view: VolumeView): NodeFit {
+export function filterNode(
+  pod: Pod,
+  claims: PodClaims,
+  context: NodeContext,
+  view: VolumeView,
+  gates: FeatureGates,
+): NodeFit {
   const { node } = context;
   const tolerations = pod.spec?.tolerations ?? [];
   if (node.spec?.unschedulable && !tolerations.some((t) => toleratesTaint(t, UNSCHEDULABLE_TAINT))) {
@@ -34,7 +42,11 @@ export function filterNode(pod: Pod, claims: PodClaims, context: NodeContext, vi
   const taint = firstUntoleratedTaint(node.spec?.taints ?? [], tolerations);
   if (taint) return { fits: false, reasons: [untoleratedTaintReason(taint.key, taint.value)] };
   if (!podFitsNodeAffinity(pod, node)) return { fits: false, reasons: [NODE_REASONS.nodeAffinity] };
-  if (!fitsVolumeLimits(pod, context.pods, context.csiNode, view)) {
+  if (gates.VolumeLimitScaling === true) {
+    const driver = missingDriver(pod, context.csiNode, view, gates);
+    if (driver !== undefined) return { fits: false, reasons: [driverMissingReason(driver)] };
+  }
+  if (!fitsVolumeLimits(pod, context.pods, context.csiNode, view, gates)) {
     return { fits: false, reasons: [VOLUME_REASONS.maxVolumeCount] };
   }
   const volumes = filterVolumes(claims, node, view);

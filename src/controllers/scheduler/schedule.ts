@@ -1,5 +1,7 @@
-// Scheduling one pod (upstream's scheduleOne, without preemption): filter every node, pick the
-// least loaded that fits (ties by name, so placement is deterministic and spreads evenly), make
+// Scheduling one pod (upstream's scheduleOne, without preemption): filter every node, score the
+// ones that fit (score.ts: VolumeBinding's storage capacity score when StorageCapacityScoring is
+// on), pick the highest score, then the least loaded (ties by name, so placement is
+// deterministic and spreads evenly), make
 // the volume decisions of WaitForFirstConsumer claims durable (PV claimRef for a static match,
 // `volume.kubernetes.io/selected-node` for provisioning), wait — event driven — until those
 // claims are bound, then POST pods/binding — in the background, as upstream's binding cycle, so
@@ -37,7 +39,9 @@ import {
   type Store,
 } from "../../kube/index.ts";
 import { NO_NODES_AVAILABLE, fitErrorMessage, preFilterErrorMessage } from "./fit-error.ts";
+import type { FeatureGates } from "../../migration/index.ts";
 import { filterNode, type NodeContext } from "./filters.ts";
+import { storageCapacityScore } from "./score.ts";
 import { claimFullyBound, preFilterVolumes, volumeFitsNode, type VolumeView } from "./volume-binding.ts";
 
 export interface SchedulerCaches {
@@ -58,6 +62,8 @@ export interface PodSchedulerOptions {
   clock: Clock;
   /** Pods whose spec.schedulerName is this (or unset) are ours. */
   schedulerName: string;
+  /** Resolved feature gates (StorageCapacityScoring, VolumeLimitScaling, CSI migration's). */
+  featureGates: FeatureGates;
   /** How long to wait for a pod's claims to bind (upstream bindTimeout, 600s). */
   bindTimeoutMs: number;
   initialBackoffMs: number;
@@ -87,6 +93,25 @@ interface Assumption {
 
 /** Why a pod failed: Unschedulable (filters said no) or SchedulerError (an error while binding). */
 type FailureReason = "Unschedulable" | "SchedulerError";
+
+/** A node that passed the filters, with what ranks it. */
+interface Candidate {
+  node: Node;
+  /** Score phase total (0..100). */
+  score: number;
+  /** Pods counted on the node (spreading). */
+  load: number;
+  fit: Extract<ReturnType<typeof filterNode>, { fits: true }>;
+}
+
+/**
+ * Higher score first, then fewer pods; nodes come sorted by name, so a strict comparison keeps
+ * the first name among equals.
+ */
+function preferred(candidate: Candidate, best: Candidate): boolean {
+  if (candidate.score !== best.score) return candidate.score > best.score;
+  return candidate.load < best.load;
+}
 
 export function isFinished(pod: Pod): boolean {
   return pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
@@ -184,18 +209,19 @@ export class PodScheduler {
       return this.#fail(key, pod, "Unschedulable", preFilterErrorMessage(nodes.length, pre.message), signal);
     const podsByNode = this.#podsByNode();
     const rejections: string[][] = [];
-    let best:
-      { node: Node; load: number; fit: Extract<ReturnType<typeof filterNode>, { fits: true }> } | undefined;
+    const gates = this.#options.featureGates;
+    let best: Candidate | undefined;
     for (const node of nodes) {
       const pods = podsByNode.get(nameOf(node)) ?? [];
       const context: NodeContext = { node, csiNode: caches.csiNodes.get(nameOf(node)), pods };
-      const fit = filterNode(pod, pre.claims, context, view);
+      const fit = filterNode(pod, pre.claims, context, view, gates);
       if (!fit.fits) {
         rejections.push(fit.reasons);
         continue;
       }
-      // Nodes come sorted by name, so a strict "<" keeps the first name among equals.
-      if (!best || pods.length < best.load) best = { node, load: pods.length, fit };
+      const score = gates.StorageCapacityScoring === true ? storageCapacityScore(fit.volumes) : 0;
+      const candidate: Candidate = { node, score, load: pods.length, fit };
+      if (!best || preferred(candidate, best)) best = candidate;
     }
     if (!best)
       return this.#fail(key, pod, "Unschedulable", fitErrorMessage(nodes.length, rejections), signal);

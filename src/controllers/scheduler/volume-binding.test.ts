@@ -20,7 +20,7 @@ import {
   preFilterVolumes,
   type VolumeView,
 } from "./volume-binding.ts";
-import { fitsVolumeLimits } from "./volume-limits.ts";
+import { fitsVolumeLimits, missingDriver } from "./volume-limits.ts";
 
 const nodeA: Node = { metadata: { name: "a", labels: { zone: "a" } } };
 
@@ -218,6 +218,41 @@ test("attach limits count unique volumes per driver; inline volumes count", () =
     spec: { containers: [], volumes: [{ name: "x", csi: { driver: "d" } }] },
   };
   assert.equal(fitsVolumeLimits(inline, [podUsing("p1", "v1")], csiNode, lookups), false);
+});
+
+test("VolumeLimitScaling: an opted-in driver missing from the CSINode (or no CSINode) is named", () => {
+  const volumes = [pv("v1", "1Mi")];
+  const claims: PersistentVolumeClaim[] = [
+    { metadata: { name: "v1", namespace: "ns" }, spec: { volumeName: "v1" } },
+  ];
+  const pod: Pod = {
+    metadata: { name: "p", namespace: "ns", uid: "p" },
+    spec: { containers: [], volumes: [{ name: "v1", persistentVolumeClaim: { claimName: "v1" } }] },
+  };
+  const withDriver = (...names: string[]): CSINode => ({
+    metadata: { name: "a" },
+    spec: { drivers: names.map((name) => ({ name, nodeID: "a" })) },
+  });
+  const driver = (prevent: boolean | undefined): CSIDriver => ({
+    metadata: { name: "d" },
+    spec: prevent === undefined ? {} : { preventPodSchedulingIfMissing: prevent },
+  });
+  const optedIn = view({ volumes, claims, drivers: [driver(true)] });
+  assert.equal(missingDriver(pod, withDriver("other"), optedIn), "d");
+  assert.equal(missingDriver(pod, undefined, optedIn), "d", "no CSINode: no driver");
+  assert.equal(missingDriver(pod, withDriver("d"), optedIn), undefined);
+  assert.equal(missingDriver(pod, undefined, view({ volumes, claims, drivers: [driver(false)] })), undefined);
+  assert.equal(
+    missingDriver(pod, undefined, view({ volumes, claims, drivers: [driver(undefined)] })),
+    undefined,
+  );
+  assert.equal(missingDriver(pod, undefined, view({ volumes, claims })), undefined, "no CSIDriver");
+  // CSI inline volumes are not NodeVolumeLimits' business upstream.
+  const inline: Pod = {
+    metadata: { name: "i", uid: "i" },
+    spec: { containers: [], volumes: [{ name: "x", csi: { driver: "d" } }] },
+  };
+  assert.equal(missingDriver(inline, undefined, optedIn), undefined);
 });
 
 test("volume limits with CSI migration: in-tree PVs, inline volumes and in-tree classes count against the driver", () => {

@@ -134,7 +134,8 @@ function boundToClaim(volume: PersistentVolume, claim: PersistentVolumeClaim): b
   return !ref.uid || ref.uid === claim.metadata?.uid;
 }
 
-function storageBytes(quantity: string | undefined): bigint | undefined {
+/** A quantity in bytes, or undefined when absent or malformed. */
+export function storageBytes(quantity: string | undefined): bigint | undefined {
   if (quantity === undefined) return undefined;
   try {
     return quantityValue(parseQuantity(quantity));
@@ -187,6 +188,37 @@ export function findMatchingVolume(
   return best?.volume;
 }
 
+/**
+ * Upstream's hasEnoughCapacity with the capacity it found: `sufficient` says whether the claim
+ * can be provisioned on the node; `capacity` is the first CSIStorageCapacity that fits and is
+ * reachable from the node (undefined when capacity is not tracked: no request, a driver that did
+ * not opt in). StorageCapacityScoring scores nodes by that object.
+ */
+export function nodeCapacityFor(
+  claim: PersistentVolumeClaim,
+  storageClass: StorageClass,
+  node: Node,
+  view: VolumeView,
+): { sufficient: boolean; capacity?: CSIStorageCapacity } {
+  const requested = storageBytes(claim.spec?.resources?.requests?.storage);
+  if (requested === undefined) return { sufficient: true };
+  // Only drivers that opt in (CSIDriver storageCapacity: true) are checked.
+  if (view.csiDriver(storageClass.provisioner)?.spec?.storageCapacity !== true) return { sufficient: true };
+  const capacity = view.capacities().find((candidate) => {
+    if (candidate.storageClassName !== storageClass.metadata?.name) return false;
+    // maximumVolumeSize, when given, is the more precise limit.
+    const limit = storageBytes(candidate.maximumVolumeSize ?? candidate.capacity);
+    if (limit === undefined || limit < requested) return false;
+    if (!candidate.nodeTopology) return false;
+    try {
+      return labelsMatch(labelSelectorRequirements(candidate.nodeTopology), node.metadata?.labels ?? {});
+    } catch {
+      return false;
+    }
+  });
+  return capacity === undefined ? { sufficient: false } : { sufficient: true, capacity };
+}
+
 /** CSIStorageCapacity check of upstream's hasEnoughCapacity. */
 export function hasEnoughCapacity(
   claim: PersistentVolumeClaim,
@@ -194,22 +226,7 @@ export function hasEnoughCapacity(
   node: Node,
   view: VolumeView,
 ): boolean {
-  const requested = storageBytes(claim.spec?.resources?.requests?.storage);
-  if (requested === undefined) return true;
-  // Only drivers that opt in (CSIDriver storageCapacity: true) are checked.
-  if (view.csiDriver(storageClass.provisioner)?.spec?.storageCapacity !== true) return true;
-  return view.capacities().some((capacity) => {
-    if (capacity.storageClassName !== storageClass.metadata?.name) return false;
-    // maximumVolumeSize, when given, is the more precise limit.
-    const limit = storageBytes(capacity.maximumVolumeSize ?? capacity.capacity);
-    if (limit === undefined || limit < requested) return false;
-    if (!capacity.nodeTopology) return false;
-    try {
-      return labelsMatch(labelSelectorRequirements(capacity.nodeTopology), node.metadata?.labels ?? {});
-    } catch {
-      return false;
-    }
-  });
+  return nodeCapacityFor(claim, storageClass, node, view).sufficient;
 }
 
 export interface VolumeDecision {
@@ -219,11 +236,18 @@ export interface VolumeDecision {
   staticBindings: { claim: PersistentVolumeClaim; volume: PersistentVolume }[];
   /** Delayed claims to provision on this node (selected-node). */
   provisions: PersistentVolumeClaim[];
+  /** The CSIStorageCapacity that admitted each provision, where capacity is tracked (scoring). */
+  nodeCapacities: Map<PersistentVolumeClaim, CSIStorageCapacity>;
 }
 
 /** Upstream's FindPodVolumes for one node. */
 export function filterVolumes(claims: PodClaims, node: Node, view: VolumeView): VolumeDecision {
-  const decision: VolumeDecision = { reasons: [], staticBindings: [], provisions: [] };
+  const decision: VolumeDecision = {
+    reasons: [],
+    staticBindings: [],
+    provisions: [],
+    nodeCapacities: new Map(),
+  };
   let boundFits = true;
   let boundFound = true;
   for (const claim of claims.bound) {
@@ -264,11 +288,13 @@ export function filterVolumes(claims: PodClaims, node: Node, view: VolumeView): 
         unboundFits = false;
         break;
       }
-      if (!hasEnoughCapacity(claim, storageClass, node, view)) {
+      const { sufficient, capacity } = nodeCapacityFor(claim, storageClass, node, view);
+      if (!sufficient) {
         enoughSpace = false;
         break;
       }
       decision.provisions.push(claim);
+      if (capacity) decision.nodeCapacities.set(claim, capacity);
     }
   }
   if (!boundFits) decision.reasons.push(VOLUME_REASONS.nodeConflict);

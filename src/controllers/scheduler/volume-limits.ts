@@ -4,7 +4,11 @@
 // exceed it. Drivers without a limit are not counted. CSI migration (as upstream's CSILimits):
 // in-tree PVs, inline in-tree volumes and unbound claims of in-tree classes of a plugin migrated
 // on the node count against its CSI driver's limit, under their translated handles — the same
-// volume counts once whichever form names it. Pure functions.
+// volume counts once whichever form names it. VolumeLimitScaling (KEP-5030): with the gate on,
+// a driver whose CSIDriver sets preventPodSchedulingIfMissing must be listed in the node's
+// CSINode (a node without a CSINode has no driver) before the limits are even looked at, so a
+// node that has not registered the driver yet is not crowded past a limit it has not reported.
+// Pure functions.
 
 import type { CSINode, Pod } from "../../api/index.ts";
 import {
@@ -20,6 +24,14 @@ import {
 import { claimClass, podVolumeClaimName, type VolumeView } from "./volume-binding.ts";
 
 const DEFAULT_GATES = resolveFeatureGates({});
+
+/** Marks a CSI inline volume's id: upstream's CSILimits does not look at them, only csikit counts them. */
+const INLINE_CSI = "^inline:";
+
+/** Upstream's filter reason when an opted-in driver is missing on the node (VolumeLimitScaling). */
+export function driverMissingReason(driver: string): string {
+  return `${driver} CSI driver is not installed on the node`;
+}
 
 /** The translated CSI source, or undefined when the node does not migrate it or it is malformed. */
 function migrated<T>(
@@ -51,7 +63,10 @@ export function podCSIVolumes(
   for (const volume of pod.spec?.volumes ?? []) {
     if (volume.csi) {
       // Inline ephemeral volumes are per pod.
-      out.set(`${volume.csi.driver}^inline:${pod.metadata?.uid ?? ""}/${volume.name}`, volume.csi.driver);
+      out.set(
+        `${volume.csi.driver}${INLINE_CSI}${pod.metadata?.uid ?? ""}/${volume.name}`,
+        volume.csi.driver,
+      );
       continue;
     }
     const inline = migrated(pluginForInlineVolume(volume)?.inTreePluginName, csiNode, gates, () =>
@@ -96,20 +111,40 @@ export function nodeVolumeLimits(csiNode: CSINode | undefined): Map<string, numb
   return limits;
 }
 
+/**
+ * VolumeLimitScaling's check: the first driver of the pod's volumes (CSI inline volumes aside, as
+ * upstream) that asks for preventPodSchedulingIfMissing and is missing from the node's CSINode,
+ * or undefined.
+ */
+export function missingDriver(
+  pod: Pod,
+  csiNode: CSINode | undefined,
+  view: VolumeView,
+  gates: FeatureGates = DEFAULT_GATES,
+): string | undefined {
+  const installed = new Set((csiNode?.spec?.drivers ?? []).map((driver) => driver.name));
+  for (const [id, driver] of podCSIVolumes(pod, view, csiNode, gates)) {
+    if (id.includes(INLINE_CSI) || installed.has(driver)) continue;
+    if (view.csiDriver(driver)?.spec?.preventPodSchedulingIfMissing === true) return driver;
+  }
+  return undefined;
+}
+
 /** Whether the pod's new volumes fit within the node's limits given the pods already there. */
 export function fitsVolumeLimits(
   pod: Pod,
   podsOnNode: readonly Pod[],
   csiNode: CSINode | undefined,
   view: VolumeView,
+  gates: FeatureGates = DEFAULT_GATES,
 ): boolean {
   const limits = nodeVolumeLimits(csiNode);
   if (limits.size === 0) return true;
-  const fresh = podCSIVolumes(pod, view, csiNode);
+  const fresh = podCSIVolumes(pod, view, csiNode, gates);
   if (fresh.size === 0) return true;
   const attached = new Map<string, string>();
   for (const other of podsOnNode)
-    for (const [id, driver] of podCSIVolumes(other, view, csiNode)) attached.set(id, driver);
+    for (const [id, driver] of podCSIVolumes(other, view, csiNode, gates)) attached.set(id, driver);
   const attachedCount = new Map<string, number>();
   for (const [id, driver] of attached) {
     // A volume several pods share counts once.
