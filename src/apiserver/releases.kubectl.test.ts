@@ -233,7 +233,10 @@ describe("a 1.37 API server through kubectl", { skip }, () => {
     });
     assert.equal(resizing.code, 0, resizing.stderr);
     const status = (await getJson(server, ["get", "pvc", "data", "-n", "default"])).status as Json;
+    // GA fields (RecoverVolumeExpansionFailure, VolumeAttributesClass): all kept at 1.37.
     assert.deepEqual(status.allocatedResourceStatuses, { storage: "ControllerResizeInProgress" });
+    assert.deepEqual(status.allocatedResources, { storage: "2Gi" });
+    assert.equal(status.currentVolumeAttributesClassName, "gold");
     assert.equal((status.modifyVolumeStatus as Json).status, "InProgress");
     const bogus = await patch({ allocatedResourceStatuses: { storage: "Shrinking" } });
     assert.notEqual(bogus.code, 0);
@@ -347,5 +350,36 @@ describe("a 1.33 API server through kubectl", { skip }, () => {
       .attachError as Json;
     assert.equal(error.message, "rpc error: code = ResourceExhausted");
     assert.equal(error.errorCode, undefined);
+  });
+  test("claim status: modify fields dropped (VolumeAttributesClass beta off), resize statuses kept (beta on)", async () => {
+    const claim = {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name: "data", namespace: "default" },
+      spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+    };
+    assert.equal((await apply(server, claim)).code, 0);
+    const patched = await run(server, [
+      "patch",
+      "pvc",
+      "data",
+      "--subresource=status",
+      "--type=merge",
+      "-p",
+      JSON.stringify({
+        status: {
+          allocatedResources: { storage: "2Gi" },
+          allocatedResourceStatuses: { storage: "ControllerResizeInProgress" },
+          currentVolumeAttributesClassName: "gold",
+          modifyVolumeStatus: { status: "InProgress", targetVolumeAttributesClassName: "silver" },
+        },
+      }),
+    ]);
+    assert.equal(patched.code, 0, patched.stderr);
+    const status = (await getJson(server, ["get", "pvc", "data", "-n", "default"])).status as Json;
+    assert.deepEqual(status.allocatedResourceStatuses, { storage: "ControllerResizeInProgress" });
+    assert.deepEqual(status.allocatedResources, { storage: "2Gi" });
+    assert.equal(status.currentVolumeAttributesClassName, undefined);
+    assert.equal(status.modifyVolumeStatus, undefined);
   });
 });

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestContext } from "node:test";
+import type { KubeRelease } from "../../src/api/index.ts";
 import { silentLogger } from "../../src/base/index.ts";
 import {
   FaultInjector,
@@ -67,6 +68,8 @@ export async function startRbacCluster(
     manifests?: readonly Manifest[];
     /** Admission plugins. Default: the server's own chain. */
     admission?: readonly AdmissionPlugin[];
+    /** The Kubernetes release the server acts as. Default: the server's (the newest). */
+    release?: KubeRelease;
   } = {},
 ): Promise<RbacCluster> {
   const dir = await tempDir(t, "csikit-rbac-");
@@ -86,6 +89,7 @@ export async function startRbacCluster(
       tokenAuthFile: layout.tokenAuthFile,
       audit: (event) => audit.push(event),
       ...(options.admission ? { admission: options.admission } : {}),
+      ...(options.release ? { release: options.release } : {}),
     },
     controller.signal,
   );

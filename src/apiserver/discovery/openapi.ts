@@ -21,8 +21,12 @@ import {
   unknownFieldsOfCustomResource,
 } from "../resources/index.ts";
 
-/** The Kubernetes version these documents describe (kubectl only displays it). */
-const INFO = Object.freeze({ title: "Kubernetes", version: "v1.33.0+csikit" });
+/**
+ * The version the documents' info names when the caller gives none: kube-apiserver puts its own
+ * gitVersion there (completeOpenAPI: the /version gitVersion up to any "-" suffix), so the
+ * server passes the release it acts as; this default serves the unit tests.
+ */
+const DEFAULT_INFO_VERSION = "unversioned";
 
 /** "api/v1" or "apis/<group>/<version>": the keys of the /openapi/v3 root. */
 export function openAPIV3PathOf(group: string, version: string): string {
@@ -49,29 +53,38 @@ interface BuiltDocument {
  * Documents built once per registry state: registry.all() hands out a new array exactly when
  * the served set changes (a CRD came or went), so the array identifies the state.
  */
-const documentCache = new WeakMap<readonly ResourceDef[], Map<string, BuiltDocument>>();
+const documentCache = new WeakMap<readonly ResourceDef[], Map<string, Map<string, BuiltDocument>>>();
 
-function documents(registry: ResourceRegistry): Map<string, BuiltDocument> {
+function documents(registry: ResourceRegistry, version: string): Map<string, BuiltDocument> {
   const all = registry.all();
-  let built = documentCache.get(all);
+  let byVersion = documentCache.get(all);
+  if (byVersion === undefined) {
+    byVersion = new Map();
+    documentCache.set(all, byVersion);
+  }
+  let built = byVersion.get(version);
   if (built === undefined) {
     built = new Map();
+    const info = Object.freeze({ title: "Kubernetes", version });
     for (const [path, defs] of groupVersions(registry)) {
-      const document = buildDocument(path, defs);
+      const document = buildDocument(path, defs, info);
       const hash = createHash("sha512").update(JSON.stringify(document)).digest("hex").toUpperCase();
       built.set(path, { document, hash });
     }
-    documentCache.set(all, built);
+    byVersion.set(version, built);
   }
   return built;
 }
 
 /** Body of GET /openapi/v3: {paths: {"api/v1": {serverRelativeURL: "/openapi/v3/api/v1?hash=…"}}}. */
-export function openAPIV3Root(registry: ResourceRegistry): {
+export function openAPIV3Root(
+  registry: ResourceRegistry,
+  version = DEFAULT_INFO_VERSION,
+): {
   paths: Record<string, { serverRelativeURL: string }>;
 } {
   const paths: Record<string, { serverRelativeURL: string }> = {};
-  for (const [path, { hash }] of documents(registry)) {
+  for (const [path, { hash }] of documents(registry, version)) {
     paths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
   }
   return { paths };
@@ -84,13 +97,14 @@ export function openAPIV3Root(registry: ResourceRegistry): {
 export function openAPIV3Document(
   registry: ResourceRegistry,
   path: string,
+  version = DEFAULT_INFO_VERSION,
 ): Record<string, unknown> | undefined {
   const clean =
     path
       .replace(/^\/+/, "")
       .replace(/^openapi\/v3\//, "")
       .split("?")[0] ?? "";
-  return documents(registry).get(clean)?.document;
+  return documents(registry, version).get(clean)?.document;
 }
 
 function schemaName(def: ResourceDef): string {
@@ -217,7 +231,11 @@ function componentSchema(def: ResourceDef): Record<string, unknown> {
   return schema;
 }
 
-function buildDocument(path: string, defs: readonly ResourceDef[]): Record<string, unknown> {
+function buildDocument(
+  path: string,
+  defs: readonly ResourceDef[],
+  info: Readonly<{ title: string; version: string }>,
+): Record<string, unknown> {
   const prefix = `/${path}`;
   let paths: Record<string, unknown> = {};
   const schemas: Record<string, unknown> = {};
@@ -234,7 +252,7 @@ function buildDocument(path: string, defs: readonly ResourceDef[]): Record<strin
       schemas[schemaName(def)] = componentSchema(def);
     }
   }
-  return { openapi: "3.0.0", info: INFO, paths, components: { schemas } };
+  return { openapi: "3.0.0", info, paths, components: { schemas } };
 }
 
 /**
@@ -268,11 +286,16 @@ export function decodeError(def: ResourceDef, object: KubeObject): string | unde
 /**
  * Dispatches an /openapi/... request path (query ignored): "/openapi/v3" → the root index,
  * "/openapi/v3/api/v1" etc. → that document, anything else (also /openapi/v2) → undefined (404).
+ * `version` is what the documents' info.version says: the server's gitVersion.
  */
-export function openApiDocument(registry: ResourceRegistry, path: string): unknown {
+export function openApiDocument(
+  registry: ResourceRegistry,
+  path: string,
+  version = DEFAULT_INFO_VERSION,
+): unknown {
   const clean = (path.split("?")[0] ?? "").replace(/\/+$/, "");
-  if (clean === "/openapi/v3") return openAPIV3Root(registry);
+  if (clean === "/openapi/v3") return openAPIV3Root(registry, version);
   if (clean.startsWith("/openapi/v3/"))
-    return openAPIV3Document(registry, clean.slice("/openapi/v3/".length));
+    return openAPIV3Document(registry, clean.slice("/openapi/v3/".length), version);
   return undefined;
 }

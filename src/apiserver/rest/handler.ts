@@ -207,7 +207,9 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     case "version":
       return sendJson(res, 200, serverVersion(options.release));
     case "openapi": {
-      const document = options.openapi ? options.openapi(route.path) : openApiDocument(registry, route.path);
+      const document = options.openapi
+        ? options.openapi(route.path)
+        : openApiDocument(registry, route.path, serverVersion(options.release).gitVersion);
       if (document === undefined) throw pathNotFound();
       return sendJson(res, 200, document);
     }

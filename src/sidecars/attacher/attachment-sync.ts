@@ -160,7 +160,7 @@ async function reportFailure(
     `${attach ? "AttachVolume.Attach" : "DetachVolume.Detach"} failed for volume "${volume}" on node "${va.spec.nodeName}": ${message}`,
   );
   try {
-    const errorCode = error instanceof DriverCallError ? error.grpcCode : undefined;
+    const errorCode = ctx.errorCodes && error instanceof DriverCallError ? error.grpcCode : undefined;
     await saveVolumeError(
       ctx,
       va,

@@ -15,6 +15,12 @@ export interface AttacherContext {
   /** `external-attacher/<sanitized driver>`, on VolumeAttachments and PVs. */
   finalizer: string;
   timeoutMs: number;
+  /**
+   * MutableCSINodeAllocatableCount (GA in v4.12, on by default): a saved attach or detach error
+   * carries the driver's gRPC code in errorCode, which the kubelet reads (ResourceExhausted →
+   * refresh CSINode allocatable). Off: the message only, as upstream with the gate off.
+   */
+  errorCodes: boolean;
   defaultFsType: string;
   maxEntries: number;
   attachments: Store<VolumeAttachment>;

@@ -39,7 +39,7 @@ import { AttachmentLanes, LANE_QUEUE_NAMES } from "./lanes.ts";
 import { attachmentChangeMatters } from "./changes.ts";
 import type { AttacherContext } from "./context.ts";
 import { discoverAttacherDriver, type AttacherDriverInfo } from "./driver.ts";
-import type { AttacherOptions } from "./options.ts";
+import { ATTACHER_FEATURE_GATE_DEFAULTS, type AttacherOptions } from "./options.ts";
 import { runReconcileLoop } from "./reconcile.ts";
 import { BY_VOLUME, syncVolume, volumeNeedsSync } from "./volume-sync.ts";
 
@@ -83,6 +83,9 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     driver,
     finalizer: attacherFinalizer(driver.name),
     timeoutMs: options.timeoutMs,
+    errorCodes:
+      options.featureGates.MutableCSINodeAllocatableCount ??
+      ATTACHER_FEATURE_GATE_DEFAULTS.MutableCSINodeAllocatableCount!,
     defaultFsType: options.defaultFsType,
     maxEntries: options.maxEntries,
     attachments: attachments.store,

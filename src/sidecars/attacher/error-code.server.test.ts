@@ -1,10 +1,12 @@
 // VolumeAttachment error codes (external-attacher v4.10+, KEP-4876) with the attacher under its
 // own ServiceAccount and the Roles of deploy/rbac/, as `csikit up` runs it: a driver's
 // ResourceExhausted attach lands in status.attachError.errorCode as 8 — the code the kubelet
-// acts on — through the status patch the Role allows, and nothing the attacher asks is refused.
+// acts on to refresh the CSINode's allocatable count — through the status patch the Role
+// allows, and nothing the attacher asks is refused. The attacher's MutableCSINodeAllocatableCount
+// gate (GA in v4.12, on by default) is what writes the code: turned off, the message alone is saved.
 
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import {
   CsiError,
   GrpcStatus,
@@ -22,7 +24,7 @@ import { until } from "../../../test/harness/until.ts";
 
 const ATTACHER_USER = "system:serviceaccount:default:csi-attacher";
 
-test("under deploy/rbac: a ResourceExhausted ControllerPublish is saved with errorCode 8, then cleared on success", async (t) => {
+async function attacherUnderRole(t: TestContext) {
   const rbac = await startRbacCluster(t, { admission: [] });
   const cluster: Cluster = {
     server: rbac.server,
@@ -32,12 +34,17 @@ test("under deploy/rbac: a ResourceExhausted ControllerPublish is saved with err
     dir: rbac.dir,
   };
   const driver = await startScripted(t, rbac.dir, { capabilities: ["PUBLISH_UNPUBLISH_VOLUME"] });
+  await createCsiNode(rbac.admin, "worker-1", { [SCRIPTED]: "scripted-node-1" });
+  await createVolume(rbac.admin, "pv-x", SCRIPTED, "vol-x");
+  return { rbac, cluster, driver };
+}
+
+test("under deploy/rbac: a ResourceExhausted ControllerPublish is saved with errorCode 8, then cleared on success", async (t) => {
+  const { rbac, cluster, driver } = await attacherUnderRole(t);
   let exhausted = true;
   driver.onPublish = async () => {
     if (exhausted) throw new CsiError(GrpcStatus.RESOURCE_EXHAUSTED, "node has no free attach slot");
   };
-  await createCsiNode(rbac.admin, "worker-1", { [SCRIPTED]: "scripted-node-1" });
-  await createVolume(rbac.admin, "pv-x", SCRIPTED, "vol-x");
   runAttacher(t, cluster, driver.path);
   await createAttachment(rbac.admin, "va-x", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-x" });
 
@@ -62,4 +69,20 @@ test("under deploy/rbac: a ResourceExhausted ControllerPublish is saved with err
       e.objectRef.subresource === "status",
   );
   assert.ok(statusPatches.length >= 2, "error and success written through volumeattachments/status");
+});
+
+test("--feature-gates=MutableCSINodeAllocatableCount=false: the attach error is saved without errorCode", async (t) => {
+  const { rbac, cluster, driver } = await attacherUnderRole(t);
+  driver.onPublish = async () => {
+    throw new CsiError(GrpcStatus.RESOURCE_EXHAUSTED, "node has no free attach slot");
+  };
+  runAttacher(t, cluster, driver.path, ["--feature-gates=MutableCSINodeAllocatableCount=false"]);
+  await createAttachment(rbac.admin, "va-x", { driver: SCRIPTED, nodeName: "worker-1", pvName: "pv-x" });
+  const failed = await until(
+    async () => (await getAttachment(rbac.admin, "va-x"))?.status?.attachError,
+    "attachError on va-x",
+  );
+  assert.equal(failed.message, "rpc error: code = ResourceExhausted desc = node has no free attach slot");
+  assert.equal(failed.errorCode, undefined);
+  assert.deepEqual(forbidden(rbac.audit, ATTACHER_USER).map(describeEvent), []);
 });

@@ -2,7 +2,9 @@
 // visible (external-attacher#706): with one worker per lane and every detach hung in the
 // driver, a new attachment is still attached — in a single shared queue it would wait behind
 // the hung detach forever — while /metrics shows the detaches waiting, their queue's depth
-// and the age of its oldest item. Deterministic: the detaches are held by the test, not by time.
+// and the age of its oldest item. The attacher runs as `csikit up` runs it: its own ServiceAccount
+// under deploy/rbac/ (nothing it asks is refused). Deterministic: the detaches are held by the
+// test, not by time.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -14,9 +16,10 @@ import {
   createVolume,
   getAttachment,
   runAttacher,
-  startCluster,
   startScripted,
+  type Cluster,
 } from "../../../test/harness/attacher.ts";
+import { describeEvent, forbidden, startRbacCluster } from "../../../test/harness/rbac.ts";
 import { until } from "../../../test/harness/until.ts";
 
 const DETACHING = 4;
@@ -27,7 +30,14 @@ function gauge(metrics: string, name: string, queue: string): number | undefined
 }
 
 test("an attach completes while detaches hang in the driver; the detach backlog shows in the metrics", async (t) => {
-  const cluster = await startCluster(t);
+  const rbac = await startRbacCluster(t, { admission: [] });
+  const cluster: Cluster = {
+    server: rbac.server,
+    faults: rbac.faults,
+    kubeconfig: await rbac.serviceAccountKubeconfig("default", "csi-attacher"),
+    client: rbac.admin,
+    dir: rbac.dir,
+  };
   const { client } = cluster;
   const driver = await startScripted(t, cluster.dir, { capabilities: ["PUBLISH_UNPUBLISH_VOLUME"] });
   await createCsiNode(client, "worker-1", { [SCRIPTED]: "scripted-node-1" });
@@ -91,4 +101,8 @@ test("an attach completes while detaches hang in the driver; the detach backlog 
   for (let i = 0; i < DETACHING; i++)
     await until(async () => (await getAttachment(client, `va-${i}`)) === undefined, `va-${i} gone`);
   assert.equal(driver.published.get("vol-new")?.size, 1, "the new attachment is untouched");
+  assert.deepEqual(
+    forbidden(rbac.audit, "system:serviceaccount:default:csi-attacher").map(describeEvent),
+    [],
+  );
 });

@@ -6,8 +6,8 @@ import type { Clock, Logger } from "../../base/index.ts";
 import type { CommonSidecarOptions } from "../../kube/index.ts";
 
 export const ATTACHER_FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> = {
-  // GA in v4.12 (KEP-4876): the attacher's part is VolumeError.errorCode, which csikit always
-  // writes (the API server drops the field where its own gate is off); accepted for manifests.
+  // GA in v4.12 (KEP-4876): the attacher's part is VolumeError.errorCode (the API server also
+  // drops the field where its own gate is off); =false saves errors without it, as upstream.
   MutableCSINodeAllocatableCount: true,
   ReleaseLeaderElectionOnExit: false,
 };

@@ -131,6 +131,7 @@ export async function syncClaim(
     if (unsaved) return saveVolume(ctx, claim, unsaved, rc);
     if (marked)
       await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
     return;
   }
   if (isPopulatorClaim(claim)) return;
@@ -166,6 +167,7 @@ async function provisionClaim(
 ): Promise<ProcessResult | void> {
   const className = storageClass.metadata?.name ?? "";
   const started = ctx.clock.now();
+  const uid = claim.metadata?.uid ?? "";
   let prepared: PreparedProvision;
   try {
     prepared = await prepareProvision(
@@ -174,7 +176,9 @@ async function provisionClaim(
       storageClass,
     );
   } catch (error) {
-    if (error instanceof ProvisionError) {
+    const resent = requestForGoneNode(ctx, claim, error, rc);
+    if (resent) prepared = resent;
+    else if (error instanceof ProvisionError) {
       event(
         ctx,
         claim,
@@ -184,8 +188,11 @@ async function provisionClaim(
       );
       ctx.metrics.provisionFailed.inc({ class: className, source: sourceKind(claim) });
       if (error.reschedule) await rescheduleForMissingNode(ctx, claim, rc);
-    } else apiFailureEvent(ctx, claim, className, error);
-    throw error;
+      throw error;
+    } else {
+      apiFailureEvent(ctx, claim, className, error);
+      throw error;
+    }
   }
   event(
     ctx,
@@ -201,6 +208,7 @@ async function provisionClaim(
     apiFailureEvent(ctx, claim, className, error);
     throw error;
   }
+  ctx.state.inFlightRequests.set(uid, prepared);
   let response;
   try {
     response = await ctx.csi.controller.createVolume(prepared.request, {
@@ -246,6 +254,7 @@ async function provisionClaim(
       `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${errorMessage(error)}`,
     );
     await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, current, IN_FLIGHT_FINALIZER, rc.signal);
+    ctx.state.inFlightRequests.delete(uid);
     throw error;
   }
   ctx.state.unsaved.set(current.metadata?.uid ?? "", pv);
@@ -383,6 +392,7 @@ async function saveVolume(
     await deleteUnrecordedVolume(ctx, claim, { existing, created: pv }, rc);
   }
   ctx.state.unsaved.delete(uid);
+  ctx.state.inFlightRequests.delete(uid);
   ctx.state.provisioned.set(uid, pv.metadata?.name ?? "");
   try {
     await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
@@ -430,6 +440,7 @@ async function handleCreateError(
     rc.logger.info(2, "CreateVolume may still be in progress, will retry", { err: message });
   } else {
     // OBSERVATION: final answer: nothing exists; unmark (and reschedule if asked).
+    ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
     const current = await removeFinalizer(
       ctx.client,
       GVR.persistentVolumeClaims,
@@ -448,22 +459,41 @@ async function handleCreateError(
 }
 
 /**
- * The selected node is gone (external-provisioner#1437): without its Node/CSINode there is no
- * topology to ask for, so retrying is forever. Clearing selected-node hands the claim back to
- * the scheduler, as upstream v6.1+ does — but only while no CreateVolume may be running for
- * the claim (no in-flight mark): one in progress may still create the volume on the old node,
- * and a second request elsewhere would leak it or land in the wrong zone (#1466). A marked
- * claim keeps retrying until that call's outcome is known.
+ * The request to re-send for an in-flight claim whose selected node is gone, or undefined.
+ * Without its Node/CSINode the topology cannot be rebuilt (external-provisioner#1437), but a
+ * CreateVolume this process sent may still be running in the driver on the old node: its retry
+ * must ask for what it asked before (a request elsewhere would land in another zone), so the
+ * outcome becomes known — provisioned, or a final error that unmarks and reschedules.
+ */
+function requestForGoneNode(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  error: unknown,
+  rc: ReconcileContext,
+): PreparedProvision | undefined {
+  if (!(error instanceof ProvisionError) || !error.reschedule) return undefined;
+  if (!hasFinalizer(claim, IN_FLIGHT_FINALIZER)) return undefined;
+  const previous = ctx.state.inFlightRequests.get(claim.metadata?.uid ?? "");
+  if (previous)
+    rc.logger.info(2, "selected node is gone; retrying the in-flight CreateVolume as it was sent", {
+      node: claim.metadata?.annotations?.[SELECTED_NODE],
+    });
+  return previous;
+}
+
+/**
+ * The selected node is gone (external-provisioner#1437) and no request of this process is in
+ * flight for the claim: without its Node/CSINode there is no topology to ask for, so retrying
+ * is forever. Clearing selected-node hands the claim back to the scheduler, as upstream v6.1+
+ * does (#1438). Also for a claim marked in flight by an earlier process (a restart lost its
+ * request): the retry on the next node keeps the volume's name, so an idempotent driver returns
+ * the volume the earlier call made instead of making a second one.
  */
 async function rescheduleForMissingNode(
   ctx: ProvisionerContext,
   claim: PersistentVolumeClaim,
   rc: ReconcileContext,
 ): Promise<void> {
-  if (hasFinalizer(claim, IN_FLIGHT_FINALIZER)) {
-    rc.logger.info(2, "selected node is gone but a CreateVolume may be in flight; not rescheduling yet");
-    return;
-  }
   const node = claim.metadata?.annotations?.[SELECTED_NODE];
   await removeAnnotation(ctx.client, GVR.persistentVolumeClaims, claim, SELECTED_NODE, rc.signal);
   rc.logger.info(2, "selected node is gone; removed selected-node so the scheduler picks again", { node });
@@ -492,6 +522,7 @@ async function settleDeletedClaim(
   if (pv && pv.spec?.claimRef?.uid === uid) {
     // OBSERVATION: the PV exists: its reclaim policy decides the volume's fate.
     await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    ctx.state.inFlightRequests.delete(uid);
     return;
   }
   const classObject = ctx.view.storageClass(claim.spec?.storageClassName ?? "");
@@ -516,12 +547,17 @@ async function settleDeletedClaim(
       storageClass,
     );
   } catch (error) {
-    // Without a request there can be no CreateVolume retry; the request was valid when the
-    // claim was marked, so this is transient (a missing secret, topology): retry.
-    rc.logger.warn("cannot rebuild CreateVolume for a deleted in-flight claim, will retry", {
-      err: errorMessage(error),
-    });
-    throw error;
+    const resent = ctx.state.inFlightRequests.get(uid);
+    if (resent === undefined) {
+      // Without a request there can be no CreateVolume retry; the request was valid when the
+      // claim was marked, so this is transient (a missing secret, topology): retry.
+      rc.logger.warn("cannot rebuild CreateVolume for a deleted in-flight claim, will retry", {
+        err: errorMessage(error),
+      });
+      throw error;
+    }
+    // This process's own request (its selected node may be gone since): sent again as it was.
+    prepared = resent;
   }
   let volumeId: string;
   try {
@@ -535,6 +571,7 @@ async function settleDeletedClaim(
     if (state === "inBackground") throw error;
     // OBSERVATION: the driver refuses for sure: nothing was created.
     await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    ctx.state.inFlightRequests.delete(uid);
     return;
   }
   if (volumeId !== "") {
@@ -550,4 +587,5 @@ async function settleDeletedClaim(
   }
   ctx.state.unsaved.delete(uid);
   await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+  ctx.state.inFlightRequests.delete(uid);
 }

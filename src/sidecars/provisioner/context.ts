@@ -11,11 +11,18 @@ import type { CapacityRefresh } from "./capacity/index.ts";
 import type { DriverInfo } from "./driver.ts";
 import type { ProvisionerMetrics } from "./metrics.ts";
 import type { ProvisionerOptions } from "./options.ts";
+import type { PreparedProvision } from "./request.ts";
 import type { ClusterView } from "./view.ts";
 
 export interface ProvisionerState {
   /** PVs whose create failed after CreateVolume succeeded, by claim UID: retried, never dropped. */
   unsaved: Map<string, PersistentVolume>;
+  /**
+   * Claim UID → the CreateVolume request this process last sent for it while its in-flight mark
+   * is on. A retry whose selected node has gone meanwhile re-sends it as it was (the topology
+   * cannot be rebuilt without the node), instead of stranding the claim (claim-sync.ts).
+   */
+  inFlightRequests: Map<string, PreparedProvision>;
   /** Claim UID → PV name created by this process but perhaps not yet in the informer cache. */
   provisioned: Map<string, string>;
   /** PV name → UID of PVs whose DeleteVolume succeeded (skip repeating it on stale caches). */
@@ -47,6 +54,7 @@ export interface ProvisionerContext {
 export function newProvisionerState(): ProvisionerState {
   return {
     unsaved: new Map(),
+    inFlightRequests: new Map(),
     provisioned: new Map(),
     deletedVolumes: new Map(),
     ownAttempts: new Map(),

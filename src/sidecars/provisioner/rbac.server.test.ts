@@ -2,7 +2,9 @@
 // a real cluster run it: restore from a VolumeSnapshot holds the snapshot with the provisioner's
 // finalizer (patch on volumesnapshots is granted); with upstream's older Role, which grants no
 // write on snapshots, the restore still provisions (upstream v6.2 made that RBAC optional); and a
-// call the Role forbids leaves a ProvisioningFailed event on the claim that names the call.
+// call the Role forbids leaves a ProvisioningFailed event on the claim that names the call. The
+// orphan sweep (v6.3, --snapshot-orphan-sweep-interval) runs at start and every interval under
+// the same Role, and not at all with 0.
 
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
@@ -138,4 +140,53 @@ test("a call the Role forbids leaves a ProvisioningFailed event naming it", asyn
     "the event names who was refused which call",
   );
   assert.equal(stub.creates.length, 0, "no CreateVolume without the durable mark");
+});
+
+/** The provisioner's finalizer on snapshot `name`, left behind (no claim restores from it). */
+async function writeOrphan(rbac: RbacCluster, name: string): Promise<void> {
+  await writeReadySnapshot(rbac.admin, {
+    name,
+    driver: STUB,
+    handle: `h-${name}`,
+    sizeBytes: 1 << 20,
+    finalizers: [SNAPSHOT_SOURCE],
+  });
+}
+
+async function finalizersOf(cluster: Cluster, name: string): Promise<string[]> {
+  const snapshot = await cluster.client.get<KubeObject>(GVR.volumeSnapshots, name, { namespace: "default" });
+  return snapshot.metadata?.finalizers ?? [];
+}
+
+test("orphan sweep under deploy/rbac: at start and again every --snapshot-orphan-sweep-interval", async (t) => {
+  const { rbac, cluster, stub } = await provisionerUnderRole(t);
+  await writeOrphan(rbac, "orphan-1");
+  runProvisioner(t, cluster, stub.server.path, ["--snapshot-orphan-sweep-interval=1s"]);
+  await until(
+    async () => !(await finalizersOf(cluster, "orphan-1")).includes(SNAPSHOT_SOURCE),
+    "orphan-1 swept at start",
+  );
+  // Left behind after the first sweep: the next one, an interval later, takes it.
+  await writeOrphan(rbac, "orphan-2");
+  await until(
+    async () => !(await finalizersOf(cluster, "orphan-2")).includes(SNAPSHOT_SOURCE),
+    "orphan-2 swept by a later sweep",
+  );
+  assert.deepEqual(forbidden(rbac.audit, PROVISIONER_USER).map(describeEvent), []);
+});
+
+test("--snapshot-orphan-sweep-interval=0: no sweep; the finalizer stays", async (t) => {
+  const { rbac, cluster, stub } = await provisionerUnderRole(t);
+  await writeOrphan(rbac, "orphan");
+  runProvisioner(t, cluster, stub.server.path, ["--snapshot-orphan-sweep-interval=0"]);
+  // The provisioner is up and its claim cache synced: a plain claim gets its volume.
+  await waitForVolume(cluster, await createClaim(cluster, "plain", STUB));
+  assert.deepEqual(await finalizersOf(cluster, "orphan"), [SNAPSHOT_SOURCE]);
+  const swept = rbac.audit.filter(
+    (e) =>
+      e.user.username === PROVISIONER_USER &&
+      e.verb === "list" &&
+      e.objectRef?.resource === "volumesnapshots",
+  );
+  assert.deepEqual(swept.map(describeEvent), [], "no sweep lists the snapshots");
 });
