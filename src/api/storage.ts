@@ -38,6 +38,8 @@ export interface CSIDriverSpec {
   requiresRepublish?: boolean;
   seLinuxMount?: boolean;
   nodeAllocatableUpdatePeriodSeconds?: number;
+  /** KEP-5538: tokens of tokenRequests in NodePublishVolume's secrets, not its volume_context. */
+  serviceAccountTokenInSecrets?: boolean;
 }
 
 export interface CSIDriver extends KubeResource {

@@ -13,7 +13,9 @@ import { GVR } from "../api/index.ts";
 import { CsikitError, errorMessage, isErrno } from "../base/index.ts";
 import type { VolumeCapabilityInput, VolumeCapability_AccessMode_Mode } from "../csi/index.ts";
 import { isNotFound, type KubeClient } from "../kube/index.ts";
+import type { FeatureGates } from "../migration/index.ts";
 import type { PublishedVolume, StagedVolume } from "./actual-state.ts";
+import { gateOn, NODE_GATES } from "./feature-gates.ts";
 import type { DesiredPodVolume, VolumeSpec } from "./desired-state.ts";
 import type { RegisteredDriver } from "./drivers.ts";
 import {
@@ -34,7 +36,10 @@ export const POD_INFO_KEYS = {
   ephemeral: "csi.storage.k8s.io/ephemeral",
 } as const;
 
-/** volume_context key of the pod's ServiceAccount tokens (CSIDriver.spec.tokenRequests). */
+/**
+ * Key of the pod's ServiceAccount tokens (CSIDriver.spec.tokenRequests): in volume_context, or
+ * in secrets when the CSIDriver sets serviceAccountTokenInSecrets.
+ */
 export const SERVICE_ACCOUNT_TOKENS_KEY = "csi.storage.k8s.io/serviceAccount.tokens";
 
 /** PV access modes → CSI access mode (FACTS.md "Access-mode mapping"). */
@@ -63,6 +68,8 @@ export interface CsiVolumeOptions {
   paths: KubeletPaths;
   nodeName: string;
   client: KubeClient;
+  /** The node's resolved gates (feature-gates.ts). */
+  featureGates: FeatureGates;
 }
 
 /** fsGroup of a pod, if set. */
@@ -203,8 +210,17 @@ export class CsiVolumePlugin {
       volumeContext[POD_INFO_KEYS.serviceAccountName] = pod.spec?.serviceAccountName ?? "default";
       volumeContext[POD_INFO_KEYS.ephemeral] = String(spec.ephemeral);
     }
+    const secrets = await this.#secrets(spec.nodePublishSecretRef, "NodePublishSecretRef", signal);
     const tokens = await this.#serviceAccountTokens(pod, podUID, csiDriver, signal);
-    if (tokens !== undefined) volumeContext[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
+    if (tokens !== undefined) {
+      // KEP-5538: a driver that opts in gets them in the csi_secret field, which every CSI log
+      // sanitizer strips, instead of volume_context, which drivers log.
+      const inSecrets =
+        gateOn(this.#options.featureGates, NODE_GATES.csiServiceAccountTokenSecrets) &&
+        csiDriver?.spec.serviceAccountTokenInSecrets === true;
+      if (inSecrets) secrets[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
+      else volumeContext[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
+    }
     const mountGroup = this.mountGroup(pod, driver, csiDriver);
     await driver.client.node.nodePublishVolume(
       {
@@ -216,7 +232,7 @@ export class CsiVolumePlugin {
         targetPath,
         volumeCapability: this.capability(spec, driver, mountGroup),
         readonly: spec.readOnly,
-        secrets: await this.#secrets(spec.nodePublishSecretRef, "NodePublishSecretRef", signal),
+        secrets,
         volumeContext,
       },
       { signal },

@@ -22,7 +22,8 @@ import {
   type Pod,
   type VolumeAttachment,
 } from "../api/index.ts";
-import { migratedPlugins, resolveFeatureGates } from "../migration/index.ts";
+import { migratedPlugins } from "../migration/index.ts";
+import { nodeFeatureGates } from "./feature-gates.ts";
 import { ActualState } from "./actual-state.ts";
 import { CsiVolumePlugin } from "./csi-volume.ts";
 import { DriverRegistry } from "./drivers.ts";
@@ -58,6 +59,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
   const paths = new KubeletPaths(options.rootDir ?? DEFAULT_ROOT_DIR);
   const client = options.client;
   const events = new EventRecorder({ client, component: "kubelet", host: options.nodeName, clock, logger });
+  const gates = nodeFeatureGates(options.featureGates);
   const context: NodeContext = { nodeName: options.nodeName, paths, client, events, clock, logger };
   const inner = new AbortController();
   const stop = (): void => inner.abort(signal.reason);
@@ -75,11 +77,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       kubeletVersion: "v1.33.0-csikit",
     });
     const node = await nodeStatus.register(inner.signal);
-    const nodeInfo = new NodeInfoManager(
-      context,
-      nodeStatus,
-      migratedPlugins(options.featureGates ?? resolveFeatureGates({})),
-    );
+    const nodeInfo = new NodeInfoManager(context, nodeStatus, migratedPlugins(gates));
     await nodeInfo.initializeCSINode(node.metadata?.uid ?? "", inner.signal);
     // Ready only now that controllers can read this node's migrated plugins (seed: ADC–kubelet sync).
     nodeStatus.markCSINodeInitialized();
@@ -140,7 +138,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       volumeRefreshMs: options.syncFrequencyMs ?? 60_000,
       ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
     });
-    const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client });
+    const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client, featureGates: gates });
     const reconciler = new Reconciler({
       context,
       informers,
@@ -152,7 +150,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
       syncFrequencyMs: options.syncFrequencyMs ?? 60_000,
       runtime,
-      ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
+      featureGates: gates,
     });
 
     // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.

@@ -82,7 +82,7 @@ export interface NodeOptions {
   podHiddenPaths?: readonly string[];
   /** The container runtime's clock (restarts, back-off, grace periods, log stamps). Default `clock`. */
   runtimeClock?: Clock;
-  /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
+  /** Resolved --feature-gates (the release's storage gates and CSI migration's). Default: the default release's (feature-gates.ts). */
   featureGates?: FeatureGates;
   /**
    * Called once the node is registered and serving (tests, `csikit up`); `streams` is the
