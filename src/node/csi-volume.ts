@@ -16,6 +16,7 @@ import { isNotFound, type KubeClient } from "../kube/index.ts";
 import type { FeatureGates } from "../migration/index.ts";
 import type { PublishedVolume, StagedVolume } from "./actual-state.ts";
 import { gateOn, NODE_GATES } from "./feature-gates.ts";
+import { seLinuxMountLabel, withSELinuxMountOption } from "./selinux.ts";
 import type { DesiredPodVolume, VolumeSpec } from "./desired-state.ts";
 import type { RegisteredDriver } from "./drivers.ts";
 import {
@@ -70,6 +71,8 @@ export interface CsiVolumeOptions {
   client: KubeClient;
   /** The node's resolved gates (feature-gates.ts). */
   featureGates: FeatureGates;
+  /** Whether the host has SELinux (selinux.ts): without it no volume gets a context= option. */
+  seLinuxEnabled: boolean;
 }
 
 /** fsGroup of a pod, if set. */
@@ -104,6 +107,7 @@ export class CsiVolumePlugin {
     spec: VolumeSpec,
     driver: RegisteredDriver,
     volumeMountGroup: string | undefined,
+    seLinuxLabel = "",
   ): VolumeCapabilityInput {
     const mode = csiAccessMode(
       spec.accessModes.length > 0 ? spec.accessModes : ["ReadWriteOnce"],
@@ -113,7 +117,7 @@ export class CsiVolumePlugin {
     return {
       mount: {
         fsType: spec.fsType,
-        mountFlags: spec.mountOptions,
+        mountFlags: withSELinuxMountOption(spec.mountOptions, seLinuxLabel),
         ...(volumeMountGroup !== undefined ? { volumeMountGroup } : {}),
       },
       accessMode: { mode },
@@ -130,6 +134,15 @@ export class CsiVolumePlugin {
     if (fsGroup === undefined || !driver.nodeCapabilities.has("VOLUME_MOUNT_GROUP")) return undefined;
     const policy = csiDriver?.spec.fsGroupPolicy ?? "ReadWriteOnceWithFSType";
     return policy === "File" ? String(fsGroup) : undefined;
+  }
+
+  /** KEP-1710: the SELinux label this pod's volume is mounted with ("" = none; selinux.ts). */
+  seLinuxLabel(volume: DesiredPodVolume, csiDriver: CSIDriver | undefined): string {
+    if (volume.spec.block) return "";
+    return seLinuxMountLabel(volume.pod, volume.outerName, volume.spec.accessModes, csiDriver, {
+      gates: this.#options.featureGates,
+      hostEnabled: this.#options.seLinuxEnabled,
+    });
   }
 
   /** Writes the staging vol_data.json, creates the staging dir and calls NodeStageVolume if supported. */
@@ -162,7 +175,12 @@ export class CsiVolumePlugin {
           volumeId: spec.handle,
           publishContext,
           stagingTargetPath: stagingPath,
-          volumeCapability: this.capability(spec, driver, this.mountGroup(volume.pod, driver, csiDriver)),
+          volumeCapability: this.capability(
+            spec,
+            driver,
+            this.mountGroup(volume.pod, driver, csiDriver),
+            this.seLinuxLabel(volume, csiDriver),
+          ),
           secrets: await this.#secrets(spec.nodeStageSecretRef, "NodeStageSecretRef", signal),
           volumeContext: spec.volumeAttributes,
         },
@@ -230,7 +248,7 @@ export class CsiVolumePlugin {
           ? { stagingTargetPath: stagingPath }
           : {}),
         targetPath,
-        volumeCapability: this.capability(spec, driver, mountGroup),
+        volumeCapability: this.capability(spec, driver, mountGroup, this.seLinuxLabel(volume, csiDriver)),
         readonly: spec.readOnly,
         secrets,
         volumeContext,

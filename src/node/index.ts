@@ -23,7 +23,9 @@ import {
   type VolumeAttachment,
 } from "../api/index.ts";
 import { migratedPlugins } from "../migration/index.ts";
-import { nodeFeatureGates } from "./feature-gates.ts";
+import { gateOn, NODE_GATES, nodeFeatureGates } from "./feature-gates.ts";
+import { AllocatableUpdater } from "./allocatable-updater.ts";
+import { hostSELinuxEnabled } from "./selinux.ts";
 import { ActualState } from "./actual-state.ts";
 import { CsiVolumePlugin } from "./csi-volume.ts";
 import { DriverRegistry } from "./drivers.ts";
@@ -68,6 +70,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
   const drivers = new DriverRegistry({ timeoutMs: options.csiTimeoutMs ?? 120_000 });
   let executor: OperationExecutor | undefined;
   let runtime: PodRuntime | undefined;
+  let allocatable: AllocatableUpdater | undefined;
   try {
     running.push(events.start(inner.signal));
     const nodeStatus = new NodeStatusManager(context, {
@@ -138,7 +141,21 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       volumeRefreshMs: options.syncFrequencyMs ?? 60_000,
       ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
     });
-    const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client, featureGates: gates });
+    const plugin = new CsiVolumePlugin({
+      paths,
+      nodeName: options.nodeName,
+      client,
+      featureGates: gates,
+      seLinuxEnabled: options.seLinux ?? hostSELinuxEnabled(),
+    });
+    // KEP-4876: CSINode allocatable.count refreshed at the CSIDriver's period and on ResourceExhausted.
+    allocatable = new AllocatableUpdater({
+      context,
+      drivers,
+      nodeInfo,
+      csiDriver: (name) => informers.csiDrivers.store.get(name),
+      enabled: gateOn(gates, NODE_GATES.mutableCSINodeAllocatableCount),
+    });
     const reconciler = new Reconciler({
       context,
       informers,
@@ -151,6 +168,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       syncFrequencyMs: options.syncFrequencyMs ?? 60_000,
       runtime,
       featureGates: gates,
+      onAttachResourceExhausted: (driverName) => allocatable?.resourceExhausted(driverName, inner.signal),
     });
 
     // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.
@@ -224,6 +242,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     while (!inner.signal.aborted) {
       pending = false;
       reconciler.pass(inner.signal);
+      allocatable?.tick(inner.signal);
       if (clock.now() - lastCleanup >= ORPHAN_CLEANUP_INTERVAL_MS) {
         lastCleanup = clock.now();
         const live = new Set(informers.pods.store.list().map((p) => p.metadata?.uid ?? ""));
@@ -246,6 +265,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     // Containers die with the node (bwrap --die-with-parent does it too if the process dies).
     await runtime?.stop();
     await executor?.waitIdle();
+    await allocatable?.waitIdle();
     executor?.stop();
     await Promise.allSettled(running);
     drivers.closeAll();

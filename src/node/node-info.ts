@@ -105,6 +105,32 @@ export class NodeInfoManager {
     }, signal);
   }
 
+  /**
+   * KEP-4876: sets the driver's allocatable.count in place (MutableCSINodeAllocatableCount makes
+   * it the one mutable field of an entry) to max_volumes_per_node, 0 meaning no limit (field
+   * omitted). Writes only when it differs; a driver with no entry is left alone. Returns
+   * whether it wrote.
+   */
+  async updateAllocatable(
+    driverName: string,
+    maxVolumesPerNode: number,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    let wrote = false;
+    await this.#mutateCSINode((csiNode) => {
+      wrote = false;
+      const entry = csiNode.spec?.drivers?.find((d) => d.name === driverName);
+      if (entry === undefined) return false;
+      const want = maxVolumesPerNode > 0 ? maxVolumesPerNode : undefined;
+      if (entry.allocatable?.count === want) return false;
+      if (want === undefined) delete entry.allocatable;
+      else entry.allocatable = { count: want };
+      wrote = true;
+      return true;
+    }, signal);
+    return wrote;
+  }
+
   /** Removes the driver's CSINode entry and node-ID annotation key (labels stay). */
   async uninstallDriver(driverName: string, signal: AbortSignal): Promise<void> {
     await this.#removeEntry(driverName, signal);
