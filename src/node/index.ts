@@ -41,7 +41,7 @@ import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
 import { VolumeStatsCollector } from "./volume-stats.ts";
-import { PodRuntime, type ContainerStreams } from "./runtime/index.ts";
+import { PodRuntime, sandboxUnavailable, type ContainerStreams } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
@@ -78,6 +78,13 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       labels: options.labels ?? {},
       leaseDurationSeconds: options.leaseDurationSeconds ?? 40,
       kubeletVersion: "v1.33.0-csikit",
+      // What the runtime can do: bubblewrap's --ro-bind is recursive, if containers run at all.
+      ...(gateOn(gates, NODE_GATES.recursiveReadOnlyMounts)
+        ? {
+            recursiveReadOnlyMounts:
+              (options.podProcesses ?? true) && (await sandboxUnavailable()) === undefined,
+          }
+        : {}),
     });
     const node = await nodeStatus.register(inner.signal);
     const nodeInfo = new NodeInfoManager(context, nodeStatus, migratedPlugins(gates));
@@ -139,6 +146,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       enabled: options.podProcesses ?? true,
       hiddenPaths: [...(options.podHiddenPaths ?? [])],
       volumeRefreshMs: options.syncFrequencyMs ?? 60_000,
+      recursiveReadOnlyMounts: gateOn(gates, NODE_GATES.recursiveReadOnlyMounts),
       ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
     });
     const plugin = new CsiVolumePlugin({
