@@ -16,9 +16,11 @@ import {
   type PersistentVolumeClaim,
   type Secret,
 } from "../api/index.ts";
+import { memoryLogger, type Logger } from "../base/index.ts";
 import { GrpcStatus, type NodeServiceCapability_RPC_Type } from "../csi/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
 import {
+  assertNoSecretIn,
   boundClaim,
   csiDriver,
   getPod,
@@ -51,6 +53,7 @@ async function setup(
     kubeletRetries?: boolean;
     /** The node's resolved gates (default: the default release's). */
     featureGates?: Record<string, boolean>;
+    logger?: Logger;
   },
 ) {
   const api = await testServer(t);
@@ -73,6 +76,7 @@ async function setup(
     ...(options.httpEndpoint ? { httpEndpoint: options.httpEndpoint } : {}),
     ...(options.kubeletRetries ? { retryInitialMs: 500, retryMaxMs: 122_000 } : {}),
     ...(options.featureGates ? { featureGates: options.featureGates } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     onReady: (info) => (metricsUrl = info.metricsUrl),
   });
   await runRealRegistrar(t, client, { rootDir: root, nodeName: NODE, csiAddress: endpoint });
@@ -409,9 +413,12 @@ for (const gateOn of [true, false]) {
   test(`serviceAccountTokenInSecrets with CSIServiceAccountTokenSecrets=${gateOn}: tokens in ${gateOn ? "NodePublishVolume secrets, not volume_context" : "volume_context (gate off)"}`, async (t) => {
     // 1.35: the gate is beta there, so it may be turned off (1.36 locks it on).
     const gates = kubeRelease("1.35", { CSIServiceAccountTokenSecrets: String(gateOn) }).gates;
+    // Everything the node logs, at the highest verbosity: no token may be in it.
+    const { logger, lines } = memoryLogger({ verbosity: 10 });
     const { client, scripted } = await setup(t, {
       capabilities: [],
       featureGates: gates,
+      logger,
       driverSpec: {
         attachRequired: false,
         volumeLifecycleModes: ["Ephemeral"],
@@ -451,6 +458,8 @@ for (const gateOn of [true, false]) {
     const tokens = JSON.parse(where[key] ?? "{}") as Record<string, { token: string }>;
     assert.deepEqual(Object.keys(tokens), ["vault"]);
     assert.match(tokens.vault!.token, /^ey/);
+    const events = await client.list<CoreEvent>(GVR.events, { namespace: NS });
+    assertNoSecretIn(lines.join("\n") + JSON.stringify(events.items), tokens.vault!.token);
   });
 }
 
