@@ -130,3 +130,29 @@ for (const gate of [true, false]) {
     }
   });
 }
+
+test("a driver registering again with another max_volumes_per_node (node restart): the count is updated, the entry kept", async (t) => {
+  const api = await testServer(t);
+  const client = api.client();
+  const root = await tempDir(t);
+  const dir = await tempDir(t, "csikit-node-driver-");
+  const endpoint = join(dir, "csi.sock");
+  const limit = { value: 7 };
+  await serveScriptedNode(t, {
+    endpoint,
+    nodeId: "scripted-a",
+    capabilities: [],
+    maxVolumesPerNode: () => limit.value,
+  });
+  const first = await runNode(t, client, { nodeName: NODE, rootDir: root });
+  await runRealRegistrar(t, client, { rootDir: root, nodeName: NODE, csiAddress: endpoint });
+  await first.stop();
+  limit.value = 4;
+  await runNode(t, client, { nodeName: NODE, rootDir: root });
+  const entry = await until(async () => {
+    const csiNode = await client.get<CSINode>(GVR.csiNodes, NODE);
+    const found = csiNode.spec.drivers.find((d) => d.name === DRIVER);
+    return found?.allocatable?.count === 4 && found;
+  }, "count updated on registration");
+  assert.equal(entry.nodeID, "scripted-a");
+});

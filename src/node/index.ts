@@ -87,7 +87,9 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
         : {}),
     });
     const node = await nodeStatus.register(inner.signal);
-    const nodeInfo = new NodeInfoManager(context, nodeStatus, migratedPlugins(gates));
+    const nodeInfo = new NodeInfoManager(context, nodeStatus, migratedPlugins(gates), {
+      mutableAllocatable: gateOn(gates, NODE_GATES.mutableCSINodeAllocatableCount),
+    });
     await nodeInfo.initializeCSINode(node.metadata?.uid ?? "", inner.signal);
     // Ready only now that controllers can read this node's migrated plugins (seed: ADC–kubelet sync).
     nodeStatus.markCSINodeInitialized();

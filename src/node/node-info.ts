@@ -28,10 +28,19 @@ export class NodeInfoManager {
   /** In-tree plugins migrated on this node: the CSINode's migrated-plugins annotation. */
   readonly #migratedPlugins: readonly string[];
 
-  constructor(context: NodeContext, status: NodeStatusManager, migratedPlugins: readonly string[] = []) {
+  /** MutableCSINodeAllocatableCount: allocatable.count may change in place (KEP-4876). */
+  readonly #mutableAllocatable: boolean;
+
+  constructor(
+    context: NodeContext,
+    status: NodeStatusManager,
+    migratedPlugins: readonly string[] = [],
+    options: { mutableAllocatable?: boolean } = {},
+  ) {
     this.#context = context;
     this.#status = status;
     this.#migratedPlugins = migratedPlugins;
+    this.#mutableAllocatable = options.mutableAllocatable ?? false;
   }
 
   /** Creates the CSINode (no drivers, owner: the Node) unless it exists; fixes a missing owner. */
@@ -95,6 +104,15 @@ export class NodeInfoManager {
     };
     const existing = await this.#driverEntry(info.driverName, signal);
     if (existing && sameEntry(existing, entry)) return;
+    // Only the count changed and it may change in place: one write, the entry never missing.
+    if (
+      existing &&
+      this.#mutableAllocatable &&
+      sameEntry(existing, { ...entry, allocatable: existing.allocatable ?? {} })
+    ) {
+      await this.updateAllocatable(info.driverName, info.maxVolumesPerNode, signal);
+      return;
+    }
     // An existing entry is immutable as a whole: drop it first, then add the new one.
     if (existing) await this.#removeEntry(info.driverName, signal);
     await this.#mutateCSINode((csiNode) => {
