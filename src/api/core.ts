@@ -288,6 +288,7 @@ export interface ContainerStatus {
   started?: boolean;
   state?: Record<string, Record<string, unknown>>;
   lastState?: Record<string, Record<string, unknown>>;
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; recursiveReadOnly?: string }[];
 }
 
 export interface PodStatus {

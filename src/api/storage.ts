@@ -40,6 +40,8 @@ export interface CSIDriverSpec {
   nodeAllocatableUpdatePeriodSeconds?: number;
   /** KEP-5030 (VolumeLimitScaling): the scheduler keeps this driver's pods off nodes without it. */
   preventPodSchedulingIfMissing?: boolean;
+  /** KEP-5538: tokens of tokenRequests in NodePublishVolume's secrets, not its volume_context. */
+  serviceAccountTokenInSecrets?: boolean;
 }
 
 export interface CSIDriver extends KubeResource {

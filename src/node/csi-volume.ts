@@ -13,7 +13,10 @@ import { GVR } from "../api/index.ts";
 import { CsikitError, errorMessage, isErrno } from "../base/index.ts";
 import type { VolumeCapabilityInput, VolumeCapability_AccessMode_Mode } from "../csi/index.ts";
 import { isNotFound, type KubeClient } from "../kube/index.ts";
+import type { FeatureGates } from "../migration/index.ts";
 import type { PublishedVolume, StagedVolume } from "./actual-state.ts";
+import { gateOn, NODE_GATES } from "./feature-gates.ts";
+import { seLinuxMountLabel, withSELinuxMountOption } from "./selinux.ts";
 import type { DesiredPodVolume, VolumeSpec } from "./desired-state.ts";
 import type { RegisteredDriver } from "./drivers.ts";
 import {
@@ -34,7 +37,10 @@ export const POD_INFO_KEYS = {
   ephemeral: "csi.storage.k8s.io/ephemeral",
 } as const;
 
-/** volume_context key of the pod's ServiceAccount tokens (CSIDriver.spec.tokenRequests). */
+/**
+ * Key of the pod's ServiceAccount tokens (CSIDriver.spec.tokenRequests): in volume_context, or
+ * in secrets when the CSIDriver sets serviceAccountTokenInSecrets.
+ */
 export const SERVICE_ACCOUNT_TOKENS_KEY = "csi.storage.k8s.io/serviceAccount.tokens";
 
 /** PV access modes → CSI access mode (FACTS.md "Access-mode mapping"). */
@@ -63,6 +69,10 @@ export interface CsiVolumeOptions {
   paths: KubeletPaths;
   nodeName: string;
   client: KubeClient;
+  /** The node's resolved gates (feature-gates.ts). */
+  featureGates: FeatureGates;
+  /** Whether the host has SELinux (selinux.ts): without it no volume gets a context= option. */
+  seLinuxEnabled: boolean;
 }
 
 /** fsGroup of a pod, if set. */
@@ -97,6 +107,7 @@ export class CsiVolumePlugin {
     spec: VolumeSpec,
     driver: RegisteredDriver,
     volumeMountGroup: string | undefined,
+    seLinuxLabel = "",
   ): VolumeCapabilityInput {
     const mode = csiAccessMode(
       spec.accessModes.length > 0 ? spec.accessModes : ["ReadWriteOnce"],
@@ -106,7 +117,7 @@ export class CsiVolumePlugin {
     return {
       mount: {
         fsType: spec.fsType,
-        mountFlags: spec.mountOptions,
+        mountFlags: withSELinuxMountOption(spec.mountOptions, seLinuxLabel),
         ...(volumeMountGroup !== undefined ? { volumeMountGroup } : {}),
       },
       accessMode: { mode },
@@ -123,6 +134,15 @@ export class CsiVolumePlugin {
     if (fsGroup === undefined || !driver.nodeCapabilities.has("VOLUME_MOUNT_GROUP")) return undefined;
     const policy = csiDriver?.spec.fsGroupPolicy ?? "ReadWriteOnceWithFSType";
     return policy === "File" ? String(fsGroup) : undefined;
+  }
+
+  /** KEP-1710: the SELinux label this pod's volume is mounted with ("" = none; selinux.ts). */
+  seLinuxLabel(volume: DesiredPodVolume, csiDriver: CSIDriver | undefined): string {
+    if (volume.spec.block) return "";
+    return seLinuxMountLabel(volume.pod, volume.outerName, volume.spec.accessModes, csiDriver, {
+      gates: this.#options.featureGates,
+      hostEnabled: this.#options.seLinuxEnabled,
+    });
   }
 
   /** Writes the staging vol_data.json, creates the staging dir and calls NodeStageVolume if supported. */
@@ -155,7 +175,12 @@ export class CsiVolumePlugin {
           volumeId: spec.handle,
           publishContext,
           stagingTargetPath: stagingPath,
-          volumeCapability: this.capability(spec, driver, this.mountGroup(volume.pod, driver, csiDriver)),
+          volumeCapability: this.capability(
+            spec,
+            driver,
+            this.mountGroup(volume.pod, driver, csiDriver),
+            this.seLinuxLabel(volume, csiDriver),
+          ),
           secrets: await this.#secrets(spec.nodeStageSecretRef, "NodeStageSecretRef", signal),
           volumeContext: spec.volumeAttributes,
         },
@@ -203,8 +228,17 @@ export class CsiVolumePlugin {
       volumeContext[POD_INFO_KEYS.serviceAccountName] = pod.spec?.serviceAccountName ?? "default";
       volumeContext[POD_INFO_KEYS.ephemeral] = String(spec.ephemeral);
     }
+    const secrets = await this.#secrets(spec.nodePublishSecretRef, "NodePublishSecretRef", signal);
     const tokens = await this.#serviceAccountTokens(pod, podUID, csiDriver, signal);
-    if (tokens !== undefined) volumeContext[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
+    if (tokens !== undefined) {
+      // KEP-5538: a driver that opts in gets them in the csi_secret field, which every CSI log
+      // sanitizer strips, instead of volume_context, which drivers log.
+      const inSecrets =
+        gateOn(this.#options.featureGates, NODE_GATES.csiServiceAccountTokenSecrets) &&
+        csiDriver?.spec.serviceAccountTokenInSecrets === true;
+      if (inSecrets) secrets[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
+      else volumeContext[SERVICE_ACCOUNT_TOKENS_KEY] = tokens;
+    }
     const mountGroup = this.mountGroup(pod, driver, csiDriver);
     await driver.client.node.nodePublishVolume(
       {
@@ -214,9 +248,9 @@ export class CsiVolumePlugin {
           ? { stagingTargetPath: stagingPath }
           : {}),
         targetPath,
-        volumeCapability: this.capability(spec, driver, mountGroup),
+        volumeCapability: this.capability(spec, driver, mountGroup, this.seLinuxLabel(volume, csiDriver)),
         readonly: spec.readOnly,
-        secrets: await this.#secrets(spec.nodePublishSecretRef, "NodePublishSecretRef", signal),
+        secrets,
         volumeContext,
       },
       { signal },

@@ -22,7 +22,10 @@ import {
   type Pod,
   type VolumeAttachment,
 } from "../api/index.ts";
-import { migratedPlugins, resolveFeatureGates } from "../migration/index.ts";
+import { migratedPlugins } from "../migration/index.ts";
+import { gateOn, NODE_GATES, nodeFeatureGates } from "./feature-gates.ts";
+import { AllocatableUpdater } from "./allocatable-updater.ts";
+import { hostSELinuxEnabled } from "./selinux.ts";
 import { ActualState } from "./actual-state.ts";
 import { CsiVolumePlugin } from "./csi-volume.ts";
 import { DriverRegistry } from "./drivers.ts";
@@ -38,7 +41,7 @@ import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
 import { VolumeStatsCollector } from "./volume-stats.ts";
-import { PodRuntime, type ContainerStreams } from "./runtime/index.ts";
+import { PodRuntime, sandboxUnavailable, type ContainerStreams } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
@@ -58,6 +61,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
   const paths = new KubeletPaths(options.rootDir ?? DEFAULT_ROOT_DIR);
   const client = options.client;
   const events = new EventRecorder({ client, component: "kubelet", host: options.nodeName, clock, logger });
+  const gates = nodeFeatureGates(options.featureGates);
   const context: NodeContext = { nodeName: options.nodeName, paths, client, events, clock, logger };
   const inner = new AbortController();
   const stop = (): void => inner.abort(signal.reason);
@@ -66,6 +70,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
   const drivers = new DriverRegistry({ timeoutMs: options.csiTimeoutMs ?? 120_000 });
   let executor: OperationExecutor | undefined;
   let runtime: PodRuntime | undefined;
+  let allocatable: AllocatableUpdater | undefined;
   try {
     running.push(events.start(inner.signal));
     const nodeStatus = new NodeStatusManager(context, {
@@ -73,13 +78,18 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       labels: options.labels ?? {},
       leaseDurationSeconds: options.leaseDurationSeconds ?? 40,
       kubeletVersion: "v1.33.0-csikit",
+      // What the runtime can do: bubblewrap's --ro-bind is recursive, if containers run at all.
+      ...(gateOn(gates, NODE_GATES.recursiveReadOnlyMounts)
+        ? {
+            recursiveReadOnlyMounts:
+              (options.podProcesses ?? true) && (await sandboxUnavailable()) === undefined,
+          }
+        : {}),
     });
     const node = await nodeStatus.register(inner.signal);
-    const nodeInfo = new NodeInfoManager(
-      context,
-      nodeStatus,
-      migratedPlugins(options.featureGates ?? resolveFeatureGates({})),
-    );
+    const nodeInfo = new NodeInfoManager(context, nodeStatus, migratedPlugins(gates), {
+      mutableAllocatable: gateOn(gates, NODE_GATES.mutableCSINodeAllocatableCount),
+    });
     await nodeInfo.initializeCSINode(node.metadata?.uid ?? "", inner.signal);
     // Ready only now that controllers can read this node's migrated plugins (seed: ADC–kubelet sync).
     nodeStatus.markCSINodeInitialized();
@@ -138,9 +148,24 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       enabled: options.podProcesses ?? true,
       hiddenPaths: [...(options.podHiddenPaths ?? [])],
       volumeRefreshMs: options.syncFrequencyMs ?? 60_000,
+      recursiveReadOnlyMounts: gateOn(gates, NODE_GATES.recursiveReadOnlyMounts),
       ...(options.runtimeClock ? { clock: options.runtimeClock } : {}),
     });
-    const plugin = new CsiVolumePlugin({ paths, nodeName: options.nodeName, client });
+    const plugin = new CsiVolumePlugin({
+      paths,
+      nodeName: options.nodeName,
+      client,
+      featureGates: gates,
+      seLinuxEnabled: options.seLinux ?? hostSELinuxEnabled(),
+    });
+    // KEP-4876: CSINode allocatable.count refreshed at the CSIDriver's period and on ResourceExhausted.
+    allocatable = new AllocatableUpdater({
+      context,
+      drivers,
+      nodeInfo,
+      csiDriver: (name) => informers.csiDrivers.store.get(name),
+      enabled: gateOn(gates, NODE_GATES.mutableCSINodeAllocatableCount),
+    });
     const reconciler = new Reconciler({
       context,
       informers,
@@ -152,7 +177,8 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
       attachTimeoutMs: options.attachTimeoutMs ?? 120_000,
       syncFrequencyMs: options.syncFrequencyMs ?? 60_000,
       runtime,
-      ...(options.featureGates !== undefined ? { featureGates: options.featureGates } : {}),
+      featureGates: gates,
+      onAttachResourceExhausted: (driverName) => allocatable?.resourceExhausted(driverName, inner.signal),
     });
 
     // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.
@@ -226,6 +252,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     while (!inner.signal.aborted) {
       pending = false;
       reconciler.pass(inner.signal);
+      allocatable?.tick(inner.signal);
       if (clock.now() - lastCleanup >= ORPHAN_CLEANUP_INTERVAL_MS) {
         lastCleanup = clock.now();
         const live = new Set(informers.pods.store.list().map((p) => p.metadata?.uid ?? ""));
@@ -248,6 +275,7 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     // Containers die with the node (bwrap --die-with-parent does it too if the process dies).
     await runtime?.stop();
     await executor?.waitIdle();
+    await allocatable?.waitIdle();
     executor?.stop();
     await Promise.allSettled(running);
     drivers.closeAll();

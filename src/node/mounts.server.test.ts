@@ -11,7 +11,7 @@ import { lstat, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
-import { GVR } from "../api/index.ts";
+import { GVR, kubeRelease } from "../api/index.ts";
 import { CsiClient } from "../csi/index.ts";
 import { serveHostpathDriver } from "../drivers/index.ts";
 import type { KubeClient } from "../kube/index.ts";
@@ -29,6 +29,7 @@ import {
 } from "../../test/harness/node.ts";
 import { attachmentName, KubeletPaths } from "./index.ts";
 import { until } from "../../test/harness/until.ts";
+import { serveCsiTap } from "../../test/harness/csi-tap.ts";
 import { defer, tempDir } from "../../test/harness/cleanup.ts";
 
 const NAMESPACE_ENV = "CSIKIT_NODE_IN_MOUNT_NS";
@@ -216,9 +217,52 @@ if (isRoot && hasUnshare && !inNamespace) {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     assert.equal(code, 0, output);
-    assert.match(output, /pass 3/, output);
+    assert.match(output, /pass 5/, output);
   });
 } else {
+  for (const minor of ["1.37", "1.36"] as const) {
+    test(
+      `SELinuxMount through a CSI tap in front of hostpath, node at ${minor}: ${minor === "1.37" ? "context= in" : "no context= in"} the mount_flags of a ReadWriteOnce volume's stage and publish; real mounts`,
+      { skip: SKIP },
+      async (t) => {
+        const s = await setup(t);
+        await s.client.delete(GVR.csiDrivers, DRIVER);
+        await s.client.create(
+          GVR.csiDrivers,
+          csiDriver(DRIVER, { attachRequired: true, seLinuxMount: true }),
+        );
+        const tap = await serveCsiTap({ endpoint: join(s.root, "..", "tap.sock"), target: s.driverPath });
+        defer(t, () => tap.close());
+        // An SELinux host as far as the node knows; hostpath binds without the option.
+        await runNode(t, s.client, {
+          nodeName: NODE,
+          rootDir: s.root,
+          seLinux: true,
+          featureGates: kubeRelease(minor).gates,
+        });
+        await runRealRegistrar(t, s.client, { rootDir: s.root, nodeName: NODE, csiAddress: tap.path });
+        await provision(s, "data");
+        const created = pod(NS, "app", {
+          nodeName: NODE,
+          volumes: [{ name: "vol", persistentVolumeClaim: { claimName: "data" } }],
+        });
+        created.spec!.securityContext = { seLinuxOptions: { level: "s0:c7,c8" } };
+        created.spec!.containers[0]!.volumeMounts = [{ name: "vol", mountPath: "/data" }];
+        const uid = (await s.client.create(GVR.pods, created)).metadata?.uid ?? "";
+        await until(() => podRunning(s.client, NS, "app"), "pod Running");
+        assert.ok((await mountPointsUnder(s.root)).includes(s.paths.publishTarget(uid, "pv-data")));
+        const want = minor === "1.37" ? ['context="system_u:object_r:container_file_t:s0:c7,c8"'] : [];
+        for (const method of ["NodeStageVolume", "NodePublishVolume"]) {
+          const calls = tap.callsOf(method);
+          assert.equal(calls.length, 1, method);
+          const capability = calls[0]!.request.volumeCapability as { mount?: { mountFlags?: string[] } };
+          assert.deepEqual(capability.mount?.mountFlags ?? [], want, `${method} mount_flags`);
+        }
+        await s.client.delete(GVR.pods, "app", { namespace: NS });
+        await until(async () => (await getPod(s.client, NS, "app")) === undefined, "pod gone");
+      },
+    );
+  }
   test(
     "filesystem PV: real bind mounts at the kubelet paths, data visible through the pod dir, nothing left after teardown",
     { skip: SKIP },

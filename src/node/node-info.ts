@@ -28,10 +28,19 @@ export class NodeInfoManager {
   /** In-tree plugins migrated on this node: the CSINode's migrated-plugins annotation. */
   readonly #migratedPlugins: readonly string[];
 
-  constructor(context: NodeContext, status: NodeStatusManager, migratedPlugins: readonly string[] = []) {
+  /** MutableCSINodeAllocatableCount: allocatable.count may change in place (KEP-4876). */
+  readonly #mutableAllocatable: boolean;
+
+  constructor(
+    context: NodeContext,
+    status: NodeStatusManager,
+    migratedPlugins: readonly string[] = [],
+    options: { mutableAllocatable?: boolean } = {},
+  ) {
     this.#context = context;
     this.#status = status;
     this.#migratedPlugins = migratedPlugins;
+    this.#mutableAllocatable = options.mutableAllocatable ?? false;
   }
 
   /** Creates the CSINode (no drivers, owner: the Node) unless it exists; fixes a missing owner. */
@@ -95,6 +104,15 @@ export class NodeInfoManager {
     };
     const existing = await this.#driverEntry(info.driverName, signal);
     if (existing && sameEntry(existing, entry)) return;
+    // Only the count changed and it may change in place: one write, the entry never missing.
+    if (
+      existing &&
+      this.#mutableAllocatable &&
+      sameEntry(existing, { ...entry, allocatable: existing.allocatable ?? {} })
+    ) {
+      await this.updateAllocatable(info.driverName, info.maxVolumesPerNode, signal);
+      return;
+    }
     // An existing entry is immutable as a whole: drop it first, then add the new one.
     if (existing) await this.#removeEntry(info.driverName, signal);
     await this.#mutateCSINode((csiNode) => {
@@ -103,6 +121,32 @@ export class NodeInfoManager {
       };
       return true;
     }, signal);
+  }
+
+  /**
+   * KEP-4876: sets the driver's allocatable.count in place (MutableCSINodeAllocatableCount makes
+   * it the one mutable field of an entry) to max_volumes_per_node, 0 meaning no limit (field
+   * omitted). Writes only when it differs; a driver with no entry is left alone. Returns
+   * whether it wrote.
+   */
+  async updateAllocatable(
+    driverName: string,
+    maxVolumesPerNode: number,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    let wrote = false;
+    await this.#mutateCSINode((csiNode) => {
+      wrote = false;
+      const entry = csiNode.spec?.drivers?.find((d) => d.name === driverName);
+      if (entry === undefined) return false;
+      const want = maxVolumesPerNode > 0 ? maxVolumesPerNode : undefined;
+      if (entry.allocatable?.count === want) return false;
+      if (want === undefined) delete entry.allocatable;
+      else entry.allocatable = { count: want };
+      wrote = true;
+      return true;
+    }, signal);
+    return wrote;
   }
 
   /** Removes the driver's CSINode entry and node-ID annotation key (labels stay). */

@@ -43,6 +43,11 @@ export interface NodeStatusOptions {
   labels: Readonly<Record<string, string>>;
   leaseDurationSeconds: number;
   kubeletVersion: string;
+  /**
+   * status.runtimeHandlers' features of the default handler (""): whether containers get
+   * recursive read-only mounts (KEP-3857). Omitted while the RecursiveReadOnlyMounts gate is off.
+   */
+  recursiveReadOnlyMounts?: boolean;
 }
 
 /** The node's InternalIP: the secure port's own address when it names one, else loopback. */
@@ -173,6 +178,13 @@ export class NodeStatusManager {
           operatingSystem: "linux",
           architecture: goArch(),
         },
+        ...(this.#options.recursiveReadOnlyMounts !== undefined
+          ? {
+              runtimeHandlers: [
+                { name: "", features: { recursiveReadOnlyMounts: this.#options.recursiveReadOnlyMounts } },
+              ],
+            }
+          : {}),
       };
       await this.#context.client.patch(
         GVR.nodes,

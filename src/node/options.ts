@@ -82,7 +82,14 @@ export interface NodeOptions {
   podHiddenPaths?: readonly string[];
   /** The container runtime's clock (restarts, back-off, grace periods, log stamps). Default `clock`. */
   runtimeClock?: Clock;
-  /** Resolved --feature-gates (CSI migration's; see src/migration). Default: 1.32's defaults. */
+  /**
+   * Whether the host has SELinux, which decides whether volumes of a CSIDriver with
+   * seLinuxMount get `context="<label>"` mount options (KEP-1710; the kubelet asks libselinux).
+   * Default: detected (selinuxfs mounted). True makes the node act as an SELinux host, so a
+   * driver's handling of the option can be tried on any machine.
+   */
+  seLinux?: boolean;
+  /** Resolved --feature-gates (the release's storage gates and CSI migration's). Default: the default release's (feature-gates.ts). */
   featureGates?: FeatureGates;
   /**
    * Called once the node is registered and serving (tests, `csikit up`); `streams` is the

@@ -76,13 +76,23 @@ export interface ReconcilerOptions {
   featureGates?: FeatureGates;
   /** Runs pods' containers; without it every pod is Running with nothing executed. */
   runtime?: PodRuntime;
+  /**
+   * A VolumeAttachment of this node reports attachError.errorCode ResourceExhausted (KEP-4876):
+   * called once per distinct error, with the volume's driver.
+   */
+  onAttachResourceExhausted?: (driverName: string) => void;
 }
+
+/** gRPC RESOURCE_EXHAUSTED, as VolumeError.errorCode carries it. */
+const GRPC_RESOURCE_EXHAUSTED = 8;
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;
   readonly #caches: Caches;
   /** When each (pod volume) started waiting for its attachment. */
   readonly #attachWaitSince = new Map<string, number>();
+  /** Per VolumeAttachment, the ResourceExhausted error already reported (its time and message). */
+  readonly #exhaustedSeen = new Map<string, string>();
   /** Last problem message evented per pod, so one unresolved volume is not evented every pass. */
   readonly #podProblems = new Map<string, string>();
   /** "<pod volume key>@<size>" of expansions done, so a stale claim in the cache is not expanded twice. */
@@ -248,6 +258,7 @@ export class Reconciler {
         return;
       }
       this.#attachWaitSince.delete(volume.key);
+      this.#exhaustedSeen.delete(name);
       publishContext = attachment.status.attachmentMetadata ?? {};
       // The kubelet mounts an attachable volume only once node status says it is in use, so
       // the attach/detach controller cannot detach it under the mount.
@@ -322,6 +333,14 @@ export class Reconciler {
   #waitingForAttach(volume: DesiredPodVolume, attachment: VolumeAttachment | undefined): void {
     const { context } = this.#o;
     const attachError = attachment?.status?.attachError?.message;
+    const volumeError = attachment?.status?.attachError;
+    if (volumeError?.errorCode === GRPC_RESOURCE_EXHAUSTED && attachment?.metadata?.name) {
+      const stamp = `${volumeError.time ?? ""} ${volumeError.message ?? ""}`;
+      if (this.#exhaustedSeen.get(attachment.metadata.name) !== stamp) {
+        this.#exhaustedSeen.set(attachment.metadata.name, stamp);
+        this.#o.onAttachResourceExhausted?.(volume.spec.driver);
+      }
+    }
     if (attachError) {
       this.#podEvent(
         volume.podUID,

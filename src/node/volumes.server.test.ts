@@ -9,15 +9,18 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import {
   GVR,
+  kubeRelease,
   type CSIDriver,
   type Node,
   type PersistentVolume,
   type PersistentVolumeClaim,
   type Secret,
 } from "../api/index.ts";
+import { memoryLogger, type Logger } from "../base/index.ts";
 import { GrpcStatus, type NodeServiceCapability_RPC_Type } from "../csi/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
 import {
+  assertNoSecretIn,
   boundClaim,
   csiDriver,
   getPod,
@@ -48,6 +51,9 @@ async function setup(
     syncFrequencyMs?: number;
     /** The kubelet's own retry intervals instead of the harness's fast ones. */
     kubeletRetries?: boolean;
+    /** The node's resolved gates (default: the default release's). */
+    featureGates?: Record<string, boolean>;
+    logger?: Logger;
   },
 ) {
   const api = await testServer(t);
@@ -69,6 +75,8 @@ async function setup(
     ...(options.syncFrequencyMs !== undefined ? { syncFrequencyMs: options.syncFrequencyMs } : {}),
     ...(options.httpEndpoint ? { httpEndpoint: options.httpEndpoint } : {}),
     ...(options.kubeletRetries ? { retryInitialMs: 500, retryMaxMs: 122_000 } : {}),
+    ...(options.featureGates ? { featureGates: options.featureGates } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     onReady: (info) => (metricsUrl = info.metricsUrl),
   });
   await runRealRegistrar(t, client, { rootDir: root, nodeName: NODE, csiAddress: endpoint });
@@ -400,6 +408,60 @@ test("tokenRequests: pod-bound ServiceAccount tokens per audience in volume_cont
   await client.delete(GVR.pods, "tok", { namespace: NS });
   await until(async () => (await getPod(client, NS, "tok")) === undefined, "pod gone");
 });
+
+for (const gateOn of [true, false]) {
+  test(`serviceAccountTokenInSecrets with CSIServiceAccountTokenSecrets=${gateOn}: tokens in ${gateOn ? "NodePublishVolume secrets, not volume_context" : "volume_context (gate off)"}`, async (t) => {
+    // 1.35: the gate is beta there, so it may be turned off (1.36 locks it on).
+    const gates = kubeRelease("1.35", { CSIServiceAccountTokenSecrets: String(gateOn) }).gates;
+    // Everything the node logs, at the highest verbosity: no token may be in it.
+    const { logger, lines } = memoryLogger({ verbosity: 10 });
+    const { client, scripted } = await setup(t, {
+      capabilities: [],
+      featureGates: gates,
+      logger,
+      driverSpec: {
+        attachRequired: false,
+        volumeLifecycleModes: ["Ephemeral"],
+        tokenRequests: [{ audience: "vault" }],
+        serviceAccountTokenInSecrets: true,
+      },
+    });
+    await client.create(GVR.secrets, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "publish-secret", namespace: NS },
+      data: { password: Buffer.from("hunter2").toString("base64") },
+    });
+    // No ServiceAccount controller runs here: the pod's account is made by hand.
+    await client.create(GVR.serviceAccounts, {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "default", namespace: NS },
+    });
+    const spec = pod(NS, "tok", {
+      nodeName: NODE,
+      volumes: [{ name: "creds", csi: { driver: DRIVER, nodePublishSecretRef: { name: "publish-secret" } } }],
+    });
+    await client.create(GVR.pods, spec);
+    await until(() => podRunning(client, NS, "tok"), "pod Running").catch(async (error: unknown) => {
+      const events = await client.list<CoreEvent>(GVR.events, { namespace: NS });
+      throw new Error(`${String(error)}; events: ${events.items.map((e) => e.message).join(" | ")}`);
+    });
+    const publish = lastCall(scripted, "NodePublishVolume");
+    const secrets = publish.secrets as Record<string, string>;
+    const context = publish.volumeContext as Record<string, string>;
+    const key = "csi.storage.k8s.io/serviceAccount.tokens";
+    assert.equal(secrets.password, "hunter2", "the publish secret's own keys stay");
+    const where = gateOn ? secrets : context;
+    const other = gateOn ? context : secrets;
+    assert.equal(other[key], undefined);
+    const tokens = JSON.parse(where[key] ?? "{}") as Record<string, { token: string }>;
+    assert.deepEqual(Object.keys(tokens), ["vault"]);
+    assert.match(tokens.vault!.token, /^ey/);
+    const events = await client.list<CoreEvent>(GVR.events, { namespace: NS });
+    assertNoSecretIn(lines.join("\n") + JSON.stringify(events.items), tokens.vault!.token);
+  });
+}
 
 test("failures: FailedMount event in the kubelet's words, retried with backoff; a driver that is down is retried until back", async (t) => {
   const { client, scripted, endpoint } = await setup(t, {

@@ -189,6 +189,8 @@ export async function serveScriptedNode(
     topology?: Record<string, string>;
     /** GetPluginInfo name; default scripted.csi.k8s.io. */
     name?: string;
+    /** max_volumes_per_node NodeGetInfo answers, asked at each call; default 7. */
+    maxVolumesPerNode?: () => number;
   },
 ): Promise<ScriptedNode> {
   const calls: RecordedCall[] = [];
@@ -204,7 +206,7 @@ export async function serveScriptedNode(
       record("NodeGetInfo", request);
       return Promise.resolve({
         nodeId: options.nodeId,
-        maxVolumesPerNode: "7",
+        maxVolumesPerNode: String(options.maxVolumesPerNode?.() ?? 7),
         ...(options.topology ? { accessibleTopology: { segments: options.topology } } : {}),
       });
     },

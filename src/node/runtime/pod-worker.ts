@@ -27,6 +27,11 @@ import {
 } from "./pod-volumes.ts";
 import { ContainerCreateError, ensureHostToContainer } from "./propagation.ts";
 import { sandboxUnavailable, type SandboxMount, type SandboxUser } from "./sandbox.ts";
+import {
+  resolveRecursiveReadOnly,
+  volumeMountStatuses,
+  type VolumeMountStatus,
+} from "./recursive-read-only.ts";
 import { podStatus, type ContainerState, type ContainerView } from "./status.ts";
 
 /** Minimum grace period of a kill, in seconds (the kubelet's minimumGracePeriodInSeconds). */
@@ -47,6 +52,8 @@ export interface WorkerDeps {
   volumeRefreshMs: number;
   /** Makes the node's root dir rshared (once), for HostToContainer volumes below it. */
   shareNodeRoot: () => Promise<void>;
+  /** The RecursiveReadOnlyMounts gate (the sandbox itself always can). */
+  recursiveReadOnlyMounts: boolean;
 }
 
 interface Instance {
@@ -74,10 +81,14 @@ class ContainerRecord {
   /** The container has no command: "running" with nothing executed (csikit's behaviour before processes). */
   readonly idle: boolean;
 
-  constructor(spec: Container, init: boolean) {
+  /** The status' volumeMounts (RecursiveReadOnlyMounts gate on), fixed by the spec. */
+  readonly volumeMounts: VolumeMountStatus[] | undefined;
+
+  constructor(spec: Container, init: boolean, recursiveReadOnlyMounts: boolean) {
     this.spec = spec;
     this.init = init;
     this.idle = (spec.command ?? []).length === 0;
+    this.volumeMounts = volumeMountStatuses(spec.volumeMounts, recursiveReadOnlyMounts);
   }
 
   view(): ContainerView {
@@ -89,6 +100,7 @@ class ContainerRecord {
         this.instance?.containerID ?? (this.state.kind === "terminated" ? this.state.containerID : ""),
       state: this.state,
       ...(this.lastTerminated ? { lastTerminated: this.lastTerminated } : {}),
+      ...(this.volumeMounts ? { volumeMounts: this.volumeMounts } : {}),
     };
   }
 }
@@ -127,8 +139,9 @@ export class PodWorker {
     this.uid = pod.metadata?.uid ?? "";
     this.#pod = pod;
     this.#deps = deps;
-    this.#init = (pod.spec?.initContainers ?? []).map((c) => new ContainerRecord(c, true));
-    this.#main = (pod.spec?.containers ?? []).map((c) => new ContainerRecord(c, false));
+    const rro = deps.recursiveReadOnlyMounts;
+    this.#init = (pod.spec?.initContainers ?? []).map((c) => new ContainerRecord(c, true, rro));
+    this.#main = (pod.spec?.containers ?? []).map((c) => new ContainerRecord(c, false, rro));
     this.#startTime = deps.clock.now();
     this.settled = new Promise((resolve) => (this.#settledResolve = resolve));
   }
@@ -453,6 +466,7 @@ export class PodWorker {
         readOnly: mount.readOnly === true || volume.readOnly,
         device: false,
         propagation,
+        recursiveReadOnly: this.#deps.recursiveReadOnlyMounts && resolveRecursiveReadOnly(mount, true),
       });
     }
     for (const device of record.spec.volumeDevices ?? []) {

@@ -47,6 +47,8 @@ export interface PodRuntimeOptions {
    * --sync-frequency, 1m).
    */
   volumeRefreshMs?: number;
+  /** The RecursiveReadOnlyMounts gate (KEP-3857). Default on, as at every release csikit acts as. */
+  recursiveReadOnlyMounts?: boolean;
 }
 
 /** A ServiceAccount token is requested again after 80% of its lifetime (the kubelet's token manager). */
@@ -112,6 +114,7 @@ export class PodRuntime implements ContainerStreams {
         hidden: [this.#o.context.paths.root, ...(this.#o.hiddenPaths ?? [])],
         volumeRefreshMs: this.#o.volumeRefreshMs ?? 60_000,
         shareNodeRoot: () => (this.#sharedRoot ??= this.#shareRoot()),
+        recursiveReadOnlyMounts: this.#o.recursiveReadOnlyMounts ?? true,
       });
       this.#workers.set(uid, worker);
       this.#objectManager.register(pod);

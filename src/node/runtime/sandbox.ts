@@ -27,6 +27,11 @@ export interface SandboxMount {
   device: boolean;
   /** The volumeMount's mountPropagation (default None: private in the sandbox). */
   propagation?: MountPropagation;
+  /**
+   * Read-only down to every mount below it (KEP-3857; recursive-read-only.ts); otherwise a
+   * read-only mount is read-only at its top only, as upstream's plain readOnly.
+   */
+  recursiveReadOnly?: boolean;
 }
 
 export interface SandboxUser {
@@ -120,8 +125,12 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
     args.push("--tmpfs", hidden, "--remount-ro", hidden);
   }
   for (const mount of mounts) {
-    const kind = mount.device ? "--dev-bind" : mount.readOnly ? "--ro-bind" : "--bind";
-    args.push(kind, mount.source, mount.dest);
+    if (mount.device) args.push("--dev-bind", mount.source, mount.dest);
+    // --ro-bind remounts every submount read-only too; --remount-ro only the mount itself.
+    else if (mount.readOnly && mount.recursiveReadOnly === true)
+      args.push("--ro-bind", mount.source, mount.dest);
+    else if (mount.readOnly) args.push("--bind", mount.source, mount.dest, "--remount-ro", mount.dest);
+    else args.push("--bind", mount.source, mount.dest);
   }
   args.push(
     "--remount-ro",

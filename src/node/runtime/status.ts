@@ -3,6 +3,7 @@
 // STATUS (the phase, or a container's waiting/terminated reason, "Init:N/M"), RESTARTS.
 
 import type { ContainerStatus, Pod, PodCondition, PodStatus } from "../../api/index.ts";
+import type { VolumeMountStatus } from "./recursive-read-only.ts";
 
 export type ContainerState =
   | { kind: "waiting"; reason: string; message?: string }
@@ -24,6 +25,8 @@ export interface ContainerView {
   containerID: string;
   state: ContainerState;
   lastTerminated?: Extract<ContainerState, { kind: "terminated" }>;
+  /** The container's volumeMounts as its status reports them (RecursiveReadOnlyMounts). */
+  volumeMounts?: VolumeMountStatus[];
 }
 
 /** Go's metav1.Time: whole seconds, RFC 3339. */
@@ -63,6 +66,7 @@ export function containerStatus(view: ContainerView): ContainerStatus {
     imageID: "",
     ...(view.state.kind !== "waiting" ? { containerID: view.containerID } : {}),
     started: running,
+    ...(view.volumeMounts ? { volumeMounts: view.volumeMounts } : {}),
   };
 }
 
