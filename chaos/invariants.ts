@@ -100,6 +100,8 @@ function convergence(state: ClusterState, intent: RunIntent): Violation[] {
         kind: "stuck",
         what: `pod ${podName} is ${pod.status?.phase ?? "without phase"}, not Running`,
       });
+    else if ((pod.status.containerStatuses ?? []).some((c) => c.ready !== true))
+      out.push({ kind: "stuck", what: `pod ${podName} is Running with a container not ready` });
   }
   const snapshots = new Map(state.snapshots.map((s) => [name(s), s]));
   for (const snapshotName of intent.keptSnapshots) {

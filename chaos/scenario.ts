@@ -157,24 +157,36 @@ async function killOne(stateDir: string, pick: () => number): Promise<string | u
   }
 }
 
-/** Reads each kept pod's token back through `kubectl exec`; a mismatch is a violation. */
+/**
+ * Reads each kept pod's token back through `kubectl exec`, until `deadline` (performance.now()):
+ * a container a killed node agent took down is started again, and exec reaches it only then. A
+ * different token is lost data at once; no answer by the deadline is a pod that did not settle.
+ */
 async function readBack(
   cluster: ChaosCluster,
   tokens: ReadonlyMap<string, string>,
+  deadline: number,
 ): Promise<{ violations: Violation[]; checked: number }> {
   const violations: Violation[] = [];
   let checked = 0;
   for (const [pod, token] of tokens) {
-    const read = await kubectl(["exec", "-n", NAMESPACE, pod, "--", "cat", "/data/token"], {
-      kubeconfig: cluster.kubeconfig,
-      timeoutMs: 30_000,
-    });
-    checked++;
-    if (read.stdout.trim() !== token)
-      violations.push({
-        kind: "lost",
-        what: `pod ${pod} reads ${JSON.stringify(read.stdout.trim() || read.stderr.trim())}, wrote ${token}`,
+    for (;;) {
+      const read = await kubectl(["exec", "-n", NAMESPACE, pod, "--", "cat", "/data/token"], {
+        kubeconfig: cluster.kubeconfig,
+        timeoutMs: 30_000,
       });
+      const text = read.stdout.trim();
+      if (read.code === 0 && text === token) break;
+      if (read.code === 0 || performance.now() > deadline) {
+        violations.push({
+          kind: read.code === 0 ? "lost" : "stuck",
+          what: `pod ${pod} reads ${JSON.stringify(text || read.stderr.trim())}, wrote ${token}`,
+        });
+        break;
+      }
+      await sleep(2000);
+    }
+    checked++;
   }
   return { violations, checked };
 }
@@ -300,9 +312,11 @@ export async function runChaos(
   }
   report.violations = violations;
   if (report.settledMs !== undefined && cluster.podsRun) {
-    const data = await readBack(cluster, tokens);
+    // Settling ends when the data reads back too, within the same bound.
+    const data = await readBack(cluster, tokens, settling + options.settleMs);
     report.violations.push(...data.violations);
     report.dataChecked = data.checked;
+    report.settledMs = performance.now() - settling;
   }
   return report;
 }

@@ -165,7 +165,13 @@ export class NodeStatusManager {
           { type: "InternalIP", address: internalIP(this.#kubeletEndpoint?.address) },
           { type: "Hostname", address: this.#options.hostname || this.#context.nodeName },
         ],
-        daemonEndpoints: { kubeletEndpoint: { Port: this.#kubeletEndpoint?.port ?? 0 } },
+        // A restarted node agent writes status before its server listens: the port the last run
+        // reported stays until then, so `kubectl exec` and logs keep finding the node.
+        daemonEndpoints: {
+          kubeletEndpoint: {
+            Port: this.#kubeletEndpoint?.port ?? current.status?.daemonEndpoints?.kubeletEndpoint?.Port ?? 0,
+          },
+        },
         nodeInfo: {
           machineID: "",
           systemUUID: "",
