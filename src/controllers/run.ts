@@ -41,6 +41,8 @@ export interface ControllerContext {
   informers: InformerFactory;
   logger: Logger;
   knobs: ControllerKnobs;
+  /** kube-controller-manager's metrics the loops feed (the CLI's registry). Default none. */
+  volumeMetrics?: ControllerVolumeMetrics;
 }
 
 /** Loop-specific settings from KCM's flags (each with KCM's default). */
@@ -248,13 +250,14 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
     name: "selinux-warning-controller",
     disabledByDefault: true,
     requiredFeatureGates: ["SELinuxChangePolicy"],
-    start: ({ client, informers, logger, knobs }, signal) =>
+    start: ({ client, informers, logger, knobs, volumeMetrics }, signal) =>
       startSELinuxWarningController(
         {
           client,
           informers,
           logger,
           ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
+          onCache: (cache) => volumeMetrics?.attachSELinuxConflicts(() => cache.conflicts()),
         },
         signal,
       ),
@@ -357,6 +360,7 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
       informers,
       logger,
       knobs: options.knobs ?? {},
+      ...(options.volumeMetrics !== undefined ? { volumeMetrics: options.volumeMetrics } : {}),
     };
     options.volumeMetrics?.attach(informers);
     logger.info(1, "starting controllers", { controllers: enabled.map((loop) => loop.name) });

@@ -1,7 +1,7 @@
 // selinux-warning-controller against the real API server, under the controllers' identity and
 // RBAC (deploy/rbac/, user system:kube-controller-manager): pods sharing a CSI volume whose
 // CSIDriver has seLinuxMount: true, with different SELinux levels or change policies, each get
-// upstream's events; the loop starts only when named and only with SELinuxChangePolicy on.
+// upstream's events and series of the conflict metric (gone with the pods); the loop starts only when named and only with SELinuxChangePolicy on.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { GVR, resolveKubeFeatureGates, type CSIDriver, type Pod } from "../../api/index.ts";
@@ -17,7 +17,11 @@ import {
 } from "../../../test/harness/controllers.ts";
 import { until } from "../../../test/harness/until.ts";
 import { CONTROLLERS_USER } from "../../../test/harness/controllers.ts";
+import { Registry } from "../../kube/index.ts";
+import { ControllerVolumeMetrics } from "../metrics.ts";
 import { SELINUX_WARNING_COMPONENT } from "./index.ts";
+
+const METRIC = "selinux_warning_controller_selinux_volume_conflict";
 
 const DRIVER = "selinux.csi.k8s.io";
 
@@ -40,9 +44,13 @@ function labelledPod(name: string, level: string, changePolicy?: string): Pod {
 test("selinux-warning-controller: pods sharing a volume with different labels or policies get conflict events", async (t) => {
   const cluster = await startControllersCluster(t);
   const { admin } = cluster;
+  const registry = new Registry();
   const loops = runLoops(cluster.controllers, {
     controllers: ["persistentvolume-binder-controller", "selinux-warning-controller"],
+    volumeMetrics: new ControllerVolumeMetrics(registry),
   });
+  const series = async (): Promise<string[]> =>
+    (await registry.getSingleMetricAsString(METRIC)).split("\n").filter((line) => line.startsWith(METRIC));
   t.after(() => loops.stop());
 
   await admin.create<CSIDriver>(GVR.csiDrivers, {
@@ -105,6 +113,25 @@ test("selinux-warning-controller: pods sharing a volume with different labels or
     (await eventsFor(admin, "p3")).every((event) => event.reason !== "SELinuxLabelConflict"),
     "p3 mounts without -o context: no label conflict",
   );
+
+  const metric = await series();
+  assert.ok(
+    metric.includes(
+      `${METRIC}{property="SELinuxLabel",pod1_namespace="${NS}",pod1_name="p1",pod1_value=":::s0:c1,c2",` +
+        `pod2_namespace="${NS}",pod2_name="p2",pod2_value=":::s0:c3,c4"} 1`,
+    ),
+    metric.join("\n"),
+  );
+  assert.equal(
+    metric.filter((line) => line.includes('property="SELinuxChangePolicy"')).length,
+    4,
+    metric.join("\n"),
+  );
+
+  // The conflicting pods go: the conflicts leave the metric (the cache forgets deleted pods).
+  await admin.delete(GVR.pods, "p2", { namespace: NS });
+  await admin.delete(GVR.pods, "p3", { namespace: NS });
+  await until(async () => (await series()).length === 0 || undefined, "no conflict series left");
 
   const forbidden = cluster.rbac.audit.filter(
     (event) =>
