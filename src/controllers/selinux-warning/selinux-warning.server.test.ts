@@ -114,6 +114,22 @@ test("selinux-warning-controller: pods sharing a volume with different labels or
     "p3 mounts without -o context: no label conflict",
   );
 
+  // Two containers giving the volume different labels: a Warning on that pod, not tracked.
+  const twice = labelledPod("p4", "s0:c1,c2");
+  twice.spec!.containers.push({
+    name: "other",
+    image: "busybox",
+    securityContext: { seLinuxOptions: { level: "s0:c9" } },
+    volumeMounts: [{ name: "data", mountPath: "/other" }],
+  });
+  await admin.create(GVR.pods, twice);
+  const multiple = await waitForEvent(admin, "p4", "MultipleSELinuxLabels");
+  assert.equal(multiple.type, "Warning");
+  assert.equal(
+    multiple.message,
+    'Volume "data" is mounted twice with different SELinux labels inside this pod',
+  );
+
   const metric = await series();
   assert.ok(
     metric.includes(
