@@ -24,7 +24,11 @@ import type { Command } from "./command.ts";
 import { FEATURE_GATES_FLAG, featureGates, KUBERNETES_VERSION_FLAG } from "./feature-gates.ts";
 
 function loopList(): string {
-  return CONTROLLER_LOOPS.map((loop) => [loop.name, ...(loop.aliases ?? [])].join(" / ")).join(", ");
+  return CONTROLLER_LOOPS.map(
+    (loop) =>
+      [loop.name, ...(loop.aliases ?? [])].join(" / ") +
+      (loop.disabledByDefault === true ? " (disabled by default: name it to run it)" : ""),
+  ).join(", ");
 }
 
 export const controllersCommand: Command = {

@@ -1,5 +1,7 @@
 // kube-controller-manager's volume metrics, with its names and labels, so the dashboards and
-// alerts people keep for a Go control plane read csikit's too. The PV controller's collector
+// alerts people keep for a Go control plane read csikit's too. The selinux-warning-controller's
+// gauge lists its current conflicts at scrape time (one series of value 1 per pod of each
+// conflicting pair, as upstream's collector). The PV controller's collector
 // counts bound and unbound volumes and claims at scrape time from the informer caches (as
 // upstream's pvAndPVCCountCollector does); the attach/detach controller's gauge counts the
 // VolumeAttachments by plugin. The work queues report their workqueue_* metrics through the
@@ -41,8 +43,18 @@ function pluginOf(volume: PersistentVolume): string {
  * Registers the collectors on `registry`; `attach` hands them the informers of the running
  * loops (called again after a leader election is won anew: the newest caches are read).
  */
+/** One side of an SELinux conflict, as the selinux-warning-controller's cache reports it. */
+export interface SELinuxConflictSample {
+  property: string;
+  pod: { namespace: string; name: string };
+  value: string;
+  otherPod: { namespace: string; name: string };
+  otherValue: string;
+}
+
 export class ControllerVolumeMetrics {
   #caches: Caches | undefined;
+  #seLinuxConflicts: (() => readonly SELinuxConflictSample[]) | undefined;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -110,6 +122,37 @@ export class ControllerVolumeMetrics {
       "Gauge measuring number of persistent volume claim currently unbound",
       false,
     );
+    const seLinuxConflicts = () => this.#seLinuxConflicts?.() ?? [];
+    new Gauge({
+      name: "selinux_warning_controller_selinux_volume_conflict",
+      help: "Conflict between two Pods using the same volume",
+      labelNames: [
+        "property",
+        "pod1_namespace",
+        "pod1_name",
+        "pod1_value",
+        "pod2_namespace",
+        "pod2_name",
+        "pod2_value",
+      ],
+      registers,
+      collect() {
+        this.reset();
+        for (const conflict of seLinuxConflicts())
+          this.set(
+            {
+              property: conflict.property,
+              pod1_namespace: conflict.pod.namespace,
+              pod1_name: conflict.pod.name,
+              pod1_value: conflict.value,
+              pod2_namespace: conflict.otherPod.namespace,
+              pod2_name: conflict.otherPod.name,
+              pod2_value: conflict.otherValue,
+            },
+            1,
+          );
+      },
+    });
     new Gauge({
       name: "attachdetach_controller_total_volumes",
       help: "Number of volumes in A/D Controller",
@@ -125,6 +168,11 @@ export class ControllerVolumeMetrics {
         }
       },
     });
+  }
+
+  /** Reads the selinux-warning-controller's conflicts from this source from now on. */
+  attachSELinuxConflicts(source: () => readonly SELinuxConflictSample[]): void {
+    this.#seLinuxConflicts = source;
   }
 
   /** Reads from these informers from now on (requests them, so they run with the loops). */

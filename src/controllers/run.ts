@@ -6,7 +6,8 @@
 //   informers synchronously, and resolves once it has fully stopped.
 // - `--controllers` semantics are KCM's IsControllerEnabled: the first entry naming the loop
 //   decides ("foo" on, "-foo" off); otherwise "*" enables every loop not disabled by default;
-//   an unknown name is an error naming it.
+//   an unknown name is an error naming it. A loop whose required feature gates are off does
+//   not start even when named (KCM's requiredFeatureGates), and the log says so.
 // - With leader election, every loop and every informer runs only while this process holds
 //   the Lease (kube-system/kube-controller-manager by default), as KCM; losing it rejects
 //   with LeadershipLostError after the loops stopped (the CLI exits non-zero, as KCM does).
@@ -31,6 +32,8 @@ import { startReplicaSetController } from "./replicaset/index.ts";
 import { startDeploymentController } from "./deployment/index.ts";
 import { startDaemonSetController } from "./daemonset/index.ts";
 import { startJobController } from "./job/index.ts";
+import { startSELinuxWarningController } from "./selinux-warning/index.ts";
+import { gateEnabled } from "./common/index.ts";
 
 /** What every loop's start function receives. */
 export interface ControllerContext {
@@ -38,6 +41,8 @@ export interface ControllerContext {
   informers: InformerFactory;
   logger: Logger;
   knobs: ControllerKnobs;
+  /** kube-controller-manager's metrics the loops feed (the CLI's registry). Default none. */
+  volumeMetrics?: ControllerVolumeMetrics;
 }
 
 /** Loop-specific settings from KCM's flags (each with KCM's default). */
@@ -78,6 +83,8 @@ export interface ControllerLoop {
   aliases?: readonly string[];
   /** Not enabled by "*". Default false. */
   disabledByDefault?: boolean;
+  /** Feature gates that must all be on for the loop to start. Default none. */
+  requiredFeatureGates?: readonly string[];
   start(context: ControllerContext, signal: AbortSignal): Promise<void>;
 }
 
@@ -103,8 +110,16 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
   {
     name: "persistentvolumeclaim-protection-controller",
     aliases: ["pvc-protection"],
-    start: ({ client, informers, logger }, signal) =>
-      startPvcProtectionController({ client, informers, logger }, signal),
+    start: ({ client, informers, logger, knobs }, signal) =>
+      startPvcProtectionController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
+        },
+        signal,
+      ),
   },
   {
     name: "persistentvolume-protection-controller",
@@ -239,6 +254,23 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
         signal,
       ),
   },
+  {
+    // Off unless named; needs SELinuxChangePolicy (GA from 1.36), as KCM's descriptor.
+    name: "selinux-warning-controller",
+    disabledByDefault: true,
+    requiredFeatureGates: ["SELinuxChangePolicy"],
+    start: ({ client, informers, logger, knobs, volumeMetrics }, signal) =>
+      startSELinuxWarningController(
+        {
+          client,
+          informers,
+          logger,
+          ...(knobs.featureGates !== undefined ? { featureGates: knobs.featureGates } : {}),
+          onCache: (cache) => volumeMetrics?.attachSELinuxConflicts(() => cache.conflicts()),
+        },
+        signal,
+      ),
+  },
 ];
 
 /** `{ [key]: value }` when the knob is set, `{}` otherwise (exactOptionalPropertyTypes). */
@@ -313,8 +345,16 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
   const loops = options.loops ?? CONTROLLER_LOOPS;
   const words = options.controllers ?? ["*"];
   validateControllerNames(loops, words);
-  const enabled = loops.filter((loop) => isControllerEnabled(loop, words));
   const logger = options.logger ?? silentLogger;
+  const enabled = loops.filter((loop) => {
+    if (!isControllerEnabled(loop, words)) return false;
+    const off = (loop.requiredFeatureGates ?? []).filter(
+      (gate) => !gateEnabled(options.knobs?.featureGates, gate),
+    );
+    if (off.length > 0)
+      logger.info(1, "controller is disabled by a feature gate", { controller: loop.name, gates: off });
+    return off.length === 0;
+  });
   const election = options.leaderElection ?? { enabled: false };
 
   const runAll = async (runSignal: AbortSignal): Promise<void> => {
@@ -329,6 +369,7 @@ export async function runControllers(options: RunControllersOptions, signal: Abo
       informers,
       logger,
       knobs: options.knobs ?? {},
+      ...(options.volumeMetrics !== undefined ? { volumeMetrics: options.volumeMetrics } : {}),
     };
     options.volumeMetrics?.attach(informers);
     logger.info(1, "starting controllers", { controllers: enabled.map((loop) => loop.name) });

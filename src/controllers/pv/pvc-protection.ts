@@ -8,9 +8,16 @@
 // is removed — except, for generic ephemeral claims, a pod already shut down (deletion
 // timestamp with grace 0). "Unused" is decided on the cache and confirmed with a live list of
 // the namespace's pods, so a stale cache cannot drop the finalizer of a claim in use.
+//
+// With PersistentVolumeClaimUnusedSinceTime on (1.37's default; off in 1.36) the same loop keeps
+// the claim's "Unused" condition (pvc-unused.ts decides): it also queues a Bound claim that has
+// none yet, and the claims of every pod added, deleted or terminated, and writes the condition
+// through the status subresource only when it changes. "Used" there is decided on the cache
+// alone: a condition is informational, the next pod event corrects a stale answer.
 
 import { FINALIZERS, GVR, type PersistentVolumeClaim, type Pod } from "../../api/index.ts";
-import { silentLogger, type Logger } from "../../base/index.ts";
+import { realClock, silentLogger, type Clock, type Logger } from "../../base/index.ts";
+import type { FeatureGates } from "../../migration/index.ts";
 import {
   WorkQueue,
   controllerRateLimiter,
@@ -22,6 +29,15 @@ import {
   type KubeClient,
 } from "../../kube/index.ts";
 import { POD_CLAIM_INDEX, ensurePodClaimIndex, podClaimKeys } from "../common/index.ts";
+import { gateEnabled } from "../common/index.ts";
+import {
+  PVC_UNUSED_GATE,
+  claimTracksUnused,
+  conditionsWithUnused,
+  isPodTerminated as isPodDoneForUnused,
+  podUsesClaimForUnused,
+  unusedCondition,
+} from "./pvc-unused.ts";
 
 const FINALIZER = FINALIZERS.pvcProtection.key;
 
@@ -31,6 +47,10 @@ export interface ProtectionControllerOptions {
   logger?: Logger;
   /** Concurrent workers. Default 1. */
   workers?: number;
+  /** Resolved --feature-gates (PersistentVolumeClaimUnusedSinceTime). Default: csikit's default release's. */
+  featureGates?: FeatureGates;
+  /** The condition's transition times. Default the real clock. */
+  clock?: Clock;
 }
 
 function podIsShutDown(pod: Pod): boolean {
@@ -101,26 +121,50 @@ export async function startPvcProtectionController(
     name: "pvcprotection",
     rateLimiter: controllerRateLimiter<string>({ retryIntervalStartMs: 5, retryIntervalMaxMs: 1_000_000 }),
   });
+  const trackUnused = gateEnabled(options.featureGates, PVC_UNUSED_GATE);
+  const clock = options.clock ?? realClock;
   const enqueueClaim = (claim: PersistentVolumeClaim): void => {
-    if (needToAddFinalizer(claim, FINALIZER) || isDeletionCandidate(claim, FINALIZER))
+    if (
+      needToAddFinalizer(claim, FINALIZER) ||
+      isDeletionCandidate(claim, FINALIZER) ||
+      (trackUnused && claimTracksUnused(claim) && unusedCondition(claim) === undefined)
+    )
       queue.add(objectKey(claim));
   };
-  // Only pod changes that can free a claim matter: deleted, finished, or never scheduled.
-  const enqueuePodClaims = (pod: Pod, deleted: boolean): void => {
-    if (!deleted && !isPodTerminated(pod) && pod.spec?.nodeName) return;
+  // For the finalizer only pod changes that can free a claim matter: deleted, finished, or
+  // never scheduled. For the Unused condition a new pod, and one turning terminated, matter too.
+  const enqueuePodClaims = (pod: Pod, deleted: boolean, unusedMayChange: boolean): void => {
+    if (!deleted && !unusedMayChange && !isPodTerminated(pod) && pod.spec?.nodeName) return;
     for (const key of podClaimKeys(pod)) queue.add(key);
   };
   const removeHandlers = [
     claimInformer.addEventHandler({ onAdd: enqueueClaim, onUpdate: (_old, claim) => enqueueClaim(claim) }),
     podInformer.addEventHandler({
-      onAdd: (pod) => enqueuePodClaims(pod, false),
+      onAdd: (pod) => enqueuePodClaims(pod, false, trackUnused),
       onUpdate: (old, pod) => {
-        enqueuePodClaims(pod, false);
-        if (old.metadata?.uid !== pod.metadata?.uid) enqueuePodClaims(old, true);
+        enqueuePodClaims(pod, false, trackUnused && isPodDoneForUnused(old) !== isPodDoneForUnused(pod));
+        if (old.metadata?.uid !== pod.metadata?.uid) enqueuePodClaims(old, true, trackUnused);
       },
-      onDelete: (pod) => enqueuePodClaims(deletedObject(pod), true),
+      onDelete: (pod) => enqueuePodClaims(deletedObject(pod), true, trackUnused),
     }),
   ];
+
+  /** Writes the Unused condition when it does not say `inUse` yet (nothing otherwise). */
+  async function syncUnused(
+    claim: PersistentVolumeClaim,
+    reconcileSignal: AbortSignal,
+    reconcileLogger: Logger,
+  ): Promise<void> {
+    const inUse = podInformer.store
+      .byIndex(POD_CLAIM_INDEX, objectKey(claim))
+      .some((pod) => podUsesClaimForUnused(pod, claim));
+    const conditions = conditionsWithUnused(claim, inUse, clock.now());
+    if (conditions === undefined) return;
+    const updated = structuredClone(claim);
+    updated.status = { ...updated.status, conditions };
+    await options.client.updateStatus(GVR.persistentVolumeClaims, updated, reconcileSignal);
+    reconcileLogger.info(3, "updated PVC Unused condition", { unused: !inUse });
+  }
 
   async function inUse(claim: PersistentVolumeClaim, reconcileSignal: AbortSignal): Promise<boolean> {
     const key = objectKey(claim);
@@ -171,6 +215,11 @@ export async function startPvcProtectionController(
                 reconcileSignal,
               );
               reconcileLogger.info(3, "added PVC protection finalizer");
+            } else if (trackUnused && claimTracksUnused(claim)) {
+              // OBSERVATION: a live Bound claim that has its finalizer: keep its condition.
+              await syncUnused(claim, reconcileSignal, reconcileLogger);
+            } else {
+              // OBSERVATION: nothing to do (gate off, claim unbound, or being deleted and used).
             }
           } catch (error) {
             if (!isNotFound(error)) throw error;
