@@ -64,6 +64,18 @@ export const ANNOTATIONS = Object.freeze({
     "expand controller",
     "which resizer acts",
   ),
+  preResizeCapacity: entry(
+    "volume.alpha.kubernetes.io/pre-resize-capacity",
+    ["PersistentVolume"],
+    "resizer (AnnotateFsResize)",
+    "capacity before a resize the node has yet to finish; lets the node expansion resume if the claim is bound anew",
+  ),
+  nodeExpansionNotRequired: entry(
+    "volume.kubernetes.io/node-expansion-not-required",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "controller expansion finished the resize; the kubelet skips NodeExpandVolume (ReadWriteMany)",
+  ),
   provisionerDeletionSecretName: entry(
     "volume.kubernetes.io/provisioner-deletion-secret-name",
     ["PersistentVolume"],
@@ -450,6 +462,12 @@ export const EVENT_REASONS = Object.freeze({
     ["PersistentVolumeClaim"],
     "resizer",
     "ControllerModifyVolume failed, or the VolumeAttributesClass does not exist",
+  ),
+  volumeModifyCancelled: entry(
+    "VolumeModifyCancelled",
+    ["PersistentVolumeClaim"],
+    "resizer",
+    "a failed modification given up: the claim's VolumeAttributesClass was unset",
   ),
   volumeModifySuccessful: entry(
     "VolumeModifySuccessful",

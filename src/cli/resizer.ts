@@ -1,4 +1,4 @@
-// `csikit resizer`: the external-resizer sidecar. Flags are upstream v1.13's (see
+// `csikit resizer`: the external-resizer sidecar. Flags and behaviour are upstream v2.2.1's (see
 // src/sidecars/resizer/flags.ts); this file only turns them into options and starts it.
 
 import { RESIZER_FLAGS, resizerOptionsFromFlags, startResizer } from "../sidecars/resizer/index.ts";
@@ -10,11 +10,13 @@ export const resizerCommand: Command = {
     "Run the external-resizer sidecar: ControllerExpandVolume/ControllerModifyVolume for claims of one CSI driver",
   usage: "csikit resizer --csi-address=/run/csi/socket [--kubeconfig=FILE] [flags]",
   description:
-    "A drop-in for registry.k8s.io/sig-storage/csi-resizer, whose flags match upstream external-resizer\n" +
-    "v2.2.1 (2026; every older flag still accepted; resize behaviour as v1.13): same flags, conditions,\n" +
-    "allocatedResourceStatuses, events, Lease and metrics. Grows the volume of a Bound claim whose\n" +
-    "request exceeds its capacity and leaves FileSystemResizePending for the kubelet when the node\n" +
-    "must expand; with --feature-gates=VolumeAttributesClass=true also applies VolumeAttributesClasses.\n" +
+    "A drop-in for registry.k8s.io/sig-storage/csi-resizer v2.2.1 (external-resizer v2.2.1, 2026; every\n" +
+    "older flag still accepted): same flags, gates, conditions, allocatedResourceStatuses, annotations,\n" +
+    "events, Lease and metrics. Grows the volume of a Bound claim whose request exceeds its capacity\n" +
+    "and leaves NodeResizePending for the kubelet when the node must expand (RecoverVolumeExpansionFailure\n" +
+    "GA, AnnotateFsResize on); applies VolumeAttributesClasses with ControllerModifyVolume, with\n" +
+    "rollback (VolumeAttributesClass GA, on), also for a driver with MODIFY_VOLUME but no expansion.\n" +
+    "--handle-volume-inuse-error keeps no cluster-wide pod cache (pods are listed per namespace on demand).\n" +
     "Environment: POD_NAMESPACE (leader-election namespace).",
   flags: RESIZER_FLAGS,
   async run({ flags, logger, signal }) {

@@ -30,14 +30,19 @@ const NODE_RESIZE_INFEASIBLE = "NodeResizeInfeasible";
 const INFEASIBLE = new Set([3, 5, 11]);
 
 /**
- * A claim whose node step waits: NodeResizePending or NodeResizeInProgress (a node restarted
- * mid-expansion resumes); without allocatedResourceStatuses (an older resizer), the
- * FileSystemResizePending condition. NodeResizeInfeasible waits for the resizer instead.
+ * A claim whose node step may run: NodeResizePending or NodeResizeInProgress (a node restarted
+ * mid-expansion resumes), or no allocatedResourceStatuses at all — an older resizer, or a claim
+ * bound anew to a volume whose node expansion was cut short (the PV controller gave it the
+ * pre-resize-capacity): then, as the kubelet, the size skew alone decides (nodeExpansionSize).
+ * ControllerResizeInProgress/Infeasible and NodeResizeInfeasible wait for the resizer.
+ * The resizer's node-expansion-not-required annotation needs no check here: it governs only a
+ * claim that already reports the PV's size (the kubelet's ReadWriteMany case), which this node
+ * never expands.
  */
 export function resizePending(claim: PersistentVolumeClaim): boolean {
   const status = claim.status?.allocatedResourceStatuses?.storage;
   if (status !== undefined) return status === NODE_RESIZE_PENDING || status === NODE_RESIZE_IN_PROGRESS;
-  return (claim.status?.conditions ?? []).some((c) => c.type === FS_RESIZE_PENDING && c.status === "True");
+  return true;
 }
 
 /**

@@ -116,7 +116,7 @@ test("gRPC failures read as Go's status text; only the kubelet's non-final codes
   }
 });
 
-test("a claim is resize-pending by allocatedResourceStatuses or the FileSystemResizePending condition", () => {
+test("a claim is resize-pending by allocatedResourceStatuses, or by the size skew alone without them", () => {
   const claim = (status: NonNullable<PersistentVolumeClaim["status"]>): PersistentVolumeClaim => ({
     metadata: { name: "c" },
     status,
@@ -130,7 +130,9 @@ test("a claim is resize-pending by allocatedResourceStatuses or the FileSystemRe
     resizePending(claim({ allocatedResourceStatuses: { storage: "ControllerResizeInProgress" } })),
     false,
   );
-  assert.equal(resizePending(claim({})), false);
+  // No allocatedResourceStatuses (an older resizer, or a claim bound anew with the PV's
+  // pre-resize-capacity): as the kubelet, the PV-vs-capacity skew decides (nodeExpansionSize).
+  assert.equal(resizePending(claim({})), true);
   assert.equal(
     resizePending(claim({ allocatedResourceStatuses: { storage: "NodeResizeInProgress" } })),
     true,
@@ -171,9 +173,30 @@ test("node expansion goes to the PV's size only when it is above the claim's rec
   assert.equal(nodeExpansionSize(pending("1Mi"), pv()), undefined, "PV without a capacity");
   const notPending: PersistentVolumeClaim = {
     metadata: { name: "c" },
-    status: { capacity: { storage: "1Mi" } },
+    status: {
+      capacity: { storage: "1Mi" },
+      allocatedResourceStatuses: { storage: "ControllerResizeInProgress" },
+    },
   };
   assert.equal(nodeExpansionSize(notPending, pv("2Mi")), undefined, "only claims whose node step waits");
+  // A claim bound anew to a PV whose node expansion was cut short: the PV controller gave it the
+  // pre-resize-capacity and no resize status; the node expands to the PV's size.
+  const rebound: PersistentVolumeClaim = {
+    metadata: { name: "c" },
+    status: { capacity: { storage: "1Mi" } },
+  };
+  assert.equal(nodeExpansionSize(rebound, pv("2Mi")), "2Mi");
+  // The resizer finished the whole resize (node-expansion-not-required): the claim reports the
+  // PV's size, so nothing runs on the node — the kubelet's ReadWriteMany case included.
+  const finished: PersistentVolumeClaim = {
+    metadata: {
+      name: "c",
+      annotations: { "volume.kubernetes.io/node-expansion-not-required": "true" },
+    },
+    spec: { accessModes: ["ReadWriteMany"] },
+    status: { capacity: { storage: "2Mi" } },
+  };
+  assert.equal(nodeExpansionSize(finished, pv("2Mi")), undefined);
 });
 
 test("desired state: bound CSI claims and inline volumes of active pods; problems in the kubelet's words", () => {

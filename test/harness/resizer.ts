@@ -49,11 +49,21 @@ export interface ResizeStub {
   onModify: ((request: ControllerModifyVolumeRequest) => Promise<void>) | undefined;
 }
 
-/** A scripted controller driver: EXPAND_VOLUME (unless nodeOnly) and MODIFY_VOLUME, volumes in memory. */
+/**
+ * A scripted controller driver, volumes in memory: controller EXPAND_VOLUME (unless nodeOnly or
+ * noExpansion), node EXPAND_VOLUME (unless noExpansion) and MODIFY_VOLUME (unless noModify).
+ */
 export async function startResizeStub(
   t: TestContext,
   dir: string,
-  options: { nodeOnly?: boolean; online?: boolean; name?: string; driverName?: string } = {},
+  options: {
+    nodeOnly?: boolean;
+    noExpansion?: boolean;
+    noModify?: boolean;
+    online?: boolean;
+    name?: string;
+    driverName?: string;
+  } = {},
 ): Promise<ResizeStub> {
   const stub: Omit<ResizeStub, "server"> = {
     expands: [],
@@ -79,8 +89,8 @@ export async function startResizeStub(
     controller: {
       controllerGetCapabilities: async () => ({
         capabilities: [
-          ...(options.nodeOnly ? [] : (["EXPAND_VOLUME"] as const)),
-          "MODIFY_VOLUME" as const,
+          ...(options.nodeOnly || options.noExpansion ? [] : (["EXPAND_VOLUME"] as const)),
+          ...(options.noModify ? [] : (["MODIFY_VOLUME"] as const)),
         ].map((type) => ({ rpc: { type } })),
       }),
       controllerExpandVolume: async (request, context) => {
@@ -98,7 +108,9 @@ export async function startResizeStub(
       },
     },
     node: {
-      nodeGetCapabilities: async () => ({ capabilities: [{ rpc: { type: "EXPAND_VOLUME" } }] }),
+      nodeGetCapabilities: async () => ({
+        capabilities: options.noExpansion ? [] : [{ rpc: { type: "EXPAND_VOLUME" } }],
+      }),
     },
   });
   defer(t, () => server.close());
@@ -118,7 +130,7 @@ export interface RunningResizer {
 
 export function runResizer(
   t: TestContext,
-  cluster: Cluster,
+  cluster: Pick<Cluster, "kubeconfig">,
   socket: string,
   argv: readonly string[] = [],
   extra: { logger?: Logger } = {},
@@ -167,7 +179,7 @@ export interface BoundClaimOptions {
 
 /** A claim and its PV as the PV controller leaves them after binding (both Bound). */
 export async function boundClaim(
-  cluster: Cluster,
+  cluster: Pick<Cluster, "client">,
   options: BoundClaimOptions,
 ): Promise<{ claim: PersistentVolumeClaim; pv: PersistentVolume }> {
   const { client } = cluster;
@@ -220,7 +232,7 @@ export async function boundClaim(
 
 /** The user edits the claim's request (kubectl edit / patch). */
 export async function setRequest(
-  cluster: Cluster,
+  cluster: Pick<Cluster, "client">,
   name: string,
   size: string,
   namespace = "default",
@@ -241,7 +253,11 @@ export async function claimStatus(
 }
 
 /** A running pod that uses the claim (what --handle-volume-inuse-error watches). */
-export async function podUsing(cluster: Cluster, name: string, claimName: string): Promise<Pod> {
+export async function podUsing(
+  cluster: Pick<Cluster, "client">,
+  name: string,
+  claimName: string,
+): Promise<Pod> {
   return cluster.client.create<Pod>(GVR.pods, {
     apiVersion: "v1",
     kind: "Pod",

@@ -163,6 +163,10 @@ const UNEXERCISED: Readonly<Record<string, Readonly<Record<string, string>>>> = 
     "watch coordination.k8s.io/leases": LEASES_UPSTREAM,
     "delete coordination.k8s.io/leases": LEASES_UPSTREAM,
     "get storage.k8s.io/volumeattributesclasses": VAC_GATE,
+    "list /pods":
+      "--handle-volume-inuse-error: the claim's namespace is listed only while a claim waits after FAILED_PRECONDITION (an offline-only driver); hostpath expands online",
+    "watch /pods":
+      "upstream's cluster-wide pod informer for --handle-volume-inuse-error; csikit keeps no pod cache (src/sidecars/resizer/in-use.ts)",
   },
   snapshotter: {
     "create snapshot.storage.k8s.io/volumesnapshotcontents":

@@ -153,11 +153,18 @@ test("PVC update: spec immutable except storage increase and VAC name of bound c
     persistentVolumeClaims.validateUpdate(setAt(gold, "spec.volumeAttributesClassName", "silver"), gold),
     [],
   );
+  // Unset: allowed while no class has been applied (a rollback of an infeasible first class,
+  // Kubernetes 1.34), forbidden once one is current.
+  assert.deepEqual(
+    persistentVolumeClaims.validateUpdate(setAt(gold, "spec.volumeAttributesClassName", undefined), gold),
+    [],
+  );
+  const applied = setAt(gold, "status.currentVolumeAttributesClassName", "gold");
   assert.deepEqual(
     persistentVolumeClaims
-      .validateUpdate(setAt(gold, "spec.volumeAttributesClassName", undefined), gold)
+      .validateUpdate(setAt(applied, "spec.volumeAttributesClassName", undefined), applied)
       .map((c) => c.message),
-    ["Forbidden: update from non-nil value to nil is forbidden"],
+    ["Forbidden: update to nil is forbidden when status.currentVolumeAttributesClassName is not nil"],
   );
   // a class may be set once on a claim without one
   const classless = setAt(old, "spec.storageClassName", undefined);

@@ -569,9 +569,15 @@ function validateClaimSpecUpdate(object: Obj, old: Obj): FieldCause[] {
   if (!jsonEqual(newMode, oldMode)) causes.push(fieldInvalid("volumeMode", newMode ?? null, FIELD_IMMUTABLE));
   const oldClass = at(old, "spec.volumeAttributesClassName");
   const newClass = at(object, "spec.volumeAttributesClassName");
-  if (typeof oldClass === "string" && newClass === undefined) {
+  // Kubernetes 1.34 (kubernetes#132106, KEP-3751 rollback): a class may be unset while none has
+  // been applied yet (status.currentVolumeAttributesClassName nil), to give up an infeasible one.
+  const current = at(old, "status.currentVolumeAttributesClassName");
+  if (typeof oldClass === "string" && newClass === undefined && typeof current === "string") {
     causes.push(
-      fieldForbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"),
+      fieldForbidden(
+        "spec.volumeAttributesClassName",
+        "update to nil is forbidden when status.currentVolumeAttributesClassName is not nil",
+      ),
     );
   } else if (typeof oldClass === "string" && newClass === "") {
     causes.push(

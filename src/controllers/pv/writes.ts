@@ -15,7 +15,16 @@ import {
 import { isConflict, isNotFound, objectReference, type EventType } from "../../kube/index.ts";
 import type { PvSyncContext } from "./context.ts";
 import { isVolumeBoundToClaim, storageQuantity } from "./match.ts";
-import { compareQuantities } from "../../api/index.ts";
+import { compareQuantities, parseQuantity } from "../../api/index.ts";
+
+function isQuantity(text: string): boolean {
+  try {
+    parseQuantity(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const BOUND_BY_CONTROLLER = ANNOTATIONS.boundByController.key;
 const BIND_COMPLETED = ANNOTATIONS.bindCompleted.key;
@@ -96,7 +105,8 @@ export async function updateVolumePhaseWithEvent(
 /**
  * Claim status: phase, and access modes and capacity from the volume (cleared without one).
  * Capacity is copied only when the claim becomes Bound: a later difference may be an
- * expansion in progress and must not be clobbered.
+ * expansion in progress and must not be clobbered. A volume carrying the resizer's
+ * pre-resize-capacity annotation gives that size instead.
  */
 export async function updateClaimStatus(
   ctx: PvSyncContext,
@@ -133,6 +143,14 @@ export async function updateClaimStatus(
         compareQuantities(storageQuantity(volume.spec.capacity), storageQuantity(status.capacity)) !== 0
       ) {
         status.capacity = { ...volume.spec.capacity };
+        dirty = true;
+      }
+      // A volume grown by the resizer whose node expansion had not finished (AnnotateFsResize)
+      // binds with its size from before: the kubelet then sees status < PV and expands the
+      // filesystem, as the PV controller does since Kubernetes 1.21 (kubernetes#99326).
+      const preResize = volume.metadata?.annotations?.[ANNOTATIONS.preResizeCapacity.key];
+      if (preResize !== undefined && isQuantity(preResize)) {
+        status.capacity = { ...status.capacity, storage: preResize };
         dirty = true;
       }
     }

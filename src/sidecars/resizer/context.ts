@@ -4,7 +4,7 @@
 // None of it is needed for safety after a restart: the claim's status (allocatedResources and
 // allocatedResourceStatuses) is the durable intent; the sets only pace retries.
 
-import type { PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttributesClass } from "../../api/index.ts";
+import type { PersistentVolume, PersistentVolumeClaim, VolumeAttributesClass } from "../../api/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
 import type { CsiClient } from "../../csi/index.ts";
 import type { EventRecorder, KubeClient, SharedInformer } from "../../kube/index.ts";
@@ -42,9 +42,7 @@ export interface ResizerContext {
   options: ResizerOptions;
   claims: SharedInformer<PersistentVolumeClaim>;
   volumes: SharedInformer<PersistentVolume>;
-  /** Present with --handle-volume-inuse-error. */
-  pods: SharedInformer<Pod> | undefined;
-  /** Present with the VolumeAttributesClass gate. */
+  /** Present when the modify controller runs. */
   attributeClasses: SharedInformer<VolumeAttributesClass> | undefined;
   events: EventRecorder;
   logger: Logger;

@@ -5,16 +5,19 @@
 //   2. the diagnostics endpoint (metrics incl. csi_sidecar_operations_seconds and workqueue_*,
 //      /healthz/leader-election);
 //   3. under leader election on the Lease `external-resizer-<sanitized driver>`, the resize
-//      controller (--workers workers) and, with the VolumeAttributesClass gate, the modify
-//      controller (--workers more), sharing one informer factory.
+//      controller (--workers workers; when the driver expands at all) and the modify controller
+//      (--workers more; VolumeAttributesClass gate on, the driver has MODIFY_VOLUME and the API
+//      server serves VolumeAttributesClasses), sharing one informer factory of claims, volumes
+//      and classes. No pod informer: --handle-volume-inuse-error looks pods up on demand
+//      (in-use.ts), so memory does not grow with the cluster's pods (external-resizer#211).
 // Resolves once everything has stopped after `signal` aborts (workers drained, lease released,
 // sockets closed); rejects with LeadershipLostError when the lease is lost.
 
 import {
   GVR,
+  type GroupVersionKindResource,
   type PersistentVolume,
   type PersistentVolumeClaim,
-  type Pod,
   type VolumeAttributesClass,
 } from "../../api/index.ts";
 import {
@@ -22,7 +25,6 @@ import {
   InformerFactory,
   ItemExponentialRateLimiter,
   WorkQueue,
-  deletedObject,
   objectKey,
   runController,
   runSidecar,
@@ -33,9 +35,9 @@ import { newResizerState, type ResizerContext } from "./context.ts";
 import { discoverResizerDriver, type ResizerDriverInfo } from "./driver.ts";
 import { syncExpansion } from "./expand.ts";
 import { requestedSize } from "./conditions.ts";
-import { claimKeysOfPod } from "./in-use.ts";
 import { syncModify } from "./modify.ts";
 import type { ResizerOptions } from "./options.ts";
+import { servedVolumeAttributesClassApi } from "./vac-api.ts";
 
 export async function startResizer(options: ResizerOptions, signal: AbortSignal): Promise<void> {
   await runSidecar<ResizerDriverInfo>(
@@ -44,19 +46,38 @@ export async function startResizer(options: ResizerOptions, signal: AbortSignal)
       component: "resizer",
       discover: (csi, discoverSignal) =>
         discoverResizerDriver(csi, { timeoutMs: options.timeoutMs, signal: discoverSignal }),
-      describe: (driver) => ({ controllerExpansion: driver.controllerExpansion, online: driver.online }),
+      describe: (driver) => ({
+        controllerExpansion: driver.controllerExpansion,
+        nodeExpansion: driver.nodeExpansion,
+        modifyVolume: driver.modifyVolume,
+        online: driver.online,
+      }),
       isMigrationTarget: isMigratedCSIDriverByName,
       leaderElection: options.leaderElection.enabled,
-      prepare: async (parts) => (workSignal) => runControllers({ options, ...parts }, workSignal),
+      prepare: async (parts, prepareSignal) => {
+        let vacApi: GroupVersionKindResource | undefined;
+        if (!options.features.volumeAttributesClass) {
+          // OBSERVATION: the gate is off: no modify controller.
+        } else if (!parts.driver.modifyVolume) {
+          parts.logger.info(2, "Modify not supported: the driver lacks MODIFY_VOLUME", {});
+        } else {
+          vacApi = await servedVolumeAttributesClassApi(parts.client, parts.logger, prepareSignal);
+        }
+        return (workSignal) => runControllers({ options, ...parts, vacApi }, workSignal);
+      },
     },
     signal,
   );
 }
 
-type RunParts = SidecarParts<ResizerDriverInfo> & { options: ResizerOptions };
+type RunParts = SidecarParts<ResizerDriverInfo> & {
+  options: ResizerOptions;
+  /** The VolumeAttributesClass version to read; undefined: no modify controller. */
+  vacApi: GroupVersionKindResource | undefined;
+};
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
-  const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
+  const { options, driver, client, csi, queueMetrics, logger, clock, vacApi } = parts;
   // --resync-period: every cached object is handed to the handlers again (onUpdate(obj, obj)),
   // so every claim is looked at again, as upstream's shared informer factory does.
   const factory = new InformerFactory({
@@ -67,11 +88,9 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   });
   const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
-  const pods = options.handleVolumeInUseError ? factory.informer<Pod>(GVR.pods) : undefined;
-  const modify = options.features.volumeAttributesClass;
-  const attributeClasses = modify
-    ? factory.informer<VolumeAttributesClass>(GVR.volumeAttributesClasses)
-    : undefined;
+  const resize = driver.expansion;
+  const modify = vacApi !== undefined;
+  const attributeClasses = vacApi ? factory.informer<VolumeAttributesClass>(vacApi) : undefined;
   const events = new EventRecorder({ client, component: `external-resizer ${driver.name}`, logger, clock });
   const ctx: ResizerContext = {
     client,
@@ -80,7 +99,6 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     options,
     claims,
     volumes,
-    pods,
     attributeClasses,
     events,
     logger,
@@ -101,7 +119,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   const modifyQueue = queue(`${driver.name}-modify-pvc`);
   const enqueueClaim = (claim: PersistentVolumeClaim): void => {
     const key = objectKey(claim);
-    resizeQueue.add(key);
+    if (resize) resizeQueue.add(key);
     if (modify) modifyQueue.add(key);
   };
   claims.addEventHandler({
@@ -110,7 +128,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
       // A failing claim keeps its backoff whatever the resizer's own status writes cause (the
       // queue's hold); a new request from the user is a new operation and goes at once.
       const key = objectKey(claim);
-      if (requestedSize(old) !== requestedSize(claim)) resizeQueue.expedite(key);
+      if (resize && requestedSize(old) !== requestedSize(claim)) resizeQueue.expedite(key);
       if (modify && old.spec?.volumeAttributesClassName !== claim.spec?.volumeAttributesClassName)
         modifyQueue.expedite(key);
       enqueueClaim(claim);
@@ -125,18 +143,8 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     }
   };
   volumes.addEventHandler({ onAdd: onVolume, onUpdate: (_old, pv) => onVolume(pv) });
-  // A pod going away may free a claim whose expansion waits for it (in-use error).
-  pods?.addEventHandler({
-    onDelete: (object) => {
-      for (const key of claimKeysOfPod(deletedObject(object)))
-        if (ctx.state.inUseErrors.has(key)) resizeQueue.add(key);
-    },
-    onUpdate: (_old, pod) => {
-      const phase = pod.status?.phase;
-      if (phase !== "Succeeded" && phase !== "Failed") return;
-      for (const key of claimKeysOfPod(pod)) if (ctx.state.inUseErrors.has(key)) resizeQueue.add(key);
-    },
-  });
+  // A claim waiting for its pods to go (in-use error) is retried on the queue's backoff, and
+  // its pods are looked up then (in-use.ts): no watch of every pod of the cluster.
   // A class appearing lets Pending modifications go on.
   attributeClasses?.addEventHandler({
     onAdd: (vac) => {
@@ -144,27 +152,26 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
         if (claim.spec?.volumeAttributesClassName === vac.metadata?.name) modifyQueue.add(objectKey(claim));
     },
   });
-  const informers = [
-    claims,
-    volumes,
-    ...(pods ? [pods] : []),
-    ...(attributeClasses ? [attributeClasses] : []),
-  ];
-  const running = [
-    factory.start(signal),
-    events.start(signal),
-    runController(
-      {
-        name: "resize",
-        informers,
-        queue: resizeQueue,
-        workers: options.workers,
-        logger,
-        reconcile: (key, rc) => syncExpansion(ctx, key, rc),
-      },
-      signal,
-    ),
-  ];
+  const informers = [claims, volumes, ...(attributeClasses ? [attributeClasses] : [])];
+  const running = [factory.start(signal), events.start(signal)];
+  if (resize)
+    running.push(
+      runController(
+        {
+          name: "resize",
+          informers,
+          queue: resizeQueue,
+          workers: options.workers,
+          logger,
+          reconcile: (key, rc) => syncExpansion(ctx, key, rc),
+        },
+        signal,
+      ),
+    );
+  else {
+    logger.info(2, "the driver expands neither in the controller nor on the node: no resize controller", {});
+    resizeQueue.shutDown();
+  }
   if (modify)
     running.push(
       runController(

@@ -266,3 +266,41 @@ test("offline-only driver: after FAILED_PRECONDITION the claim waits while a pod
   await until(async () => (await claimStatus(cluster, "busy")).capacity?.storage === "2Mi", "capacity 2Mi");
   assert.equal(stub.expands.length, 2);
 });
+
+test("ControllerExpandVolume past --timeout (DeadlineExceeded) is uncertain: no VolumeResizeSuccessful, same size retried (external-resizer#474)", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startResizeStub(t, cluster.dir);
+  stub.nodeExpansionRequired = false;
+  // The driver works longer than the resizer waits, until the test lets it answer in time.
+  let slow = true;
+  stub.onExpand = async () => {
+    if (slow) await new Promise((resolve) => setTimeout(resolve, 600));
+  };
+  await boundClaim(cluster, { name: "late", driver: STUB, handle: "vol-late" });
+  runResizer(t, cluster, stub.server.path, ["--timeout=200ms"]);
+  await setRequest(cluster, "late", "4Mi");
+  await until(
+    async () =>
+      (await events(cluster)).filter(
+        (e) => e.reason === "VolumeResizeFailed" && /DeadlineExceeded|deadline/i.test(e.message ?? ""),
+      ).length >= 1 && stub.expands.length >= 2,
+    "timed-out calls retried",
+  );
+  // While the outcome is unknown: nothing reported done, the intent kept, the PV untouched, and
+  // a lowered request is not tried (the driver may still be growing to 4Mi).
+  await setRequest(cluster, "late", "3Mi");
+  await until(() => stub.expands.length >= 4, "more retries");
+  const status = await claimStatus(cluster, "late");
+  assert.equal(RESIZE_STATUS(status), "ControllerResizeInProgress");
+  assert.deepEqual(status.allocatedResources, { storage: "4Mi" });
+  assert.equal(status.capacity?.storage, "1Mi");
+  assert.equal((await getVolume(cluster, "pv-late"))?.spec?.capacity?.storage, "1Mi");
+  assert.ok(!(await events(cluster)).some((e) => e.reason === "VolumeResizeSuccessful"));
+  assert.ok(stub.expands.every((r) => r.capacityRange?.requiredBytes === String(4 * MI)));
+  slow = false;
+  await until(async () => (await claimStatus(cluster, "late")).capacity?.storage === "4Mi", "capacity 4Mi");
+  await until(
+    async () => (await events(cluster)).some((e) => e.reason === "VolumeResizeSuccessful"),
+    "VolumeResizeSuccessful once the driver answered",
+  );
+});

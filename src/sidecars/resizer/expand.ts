@@ -140,7 +140,7 @@ async function expandAndRecover(
     updateStatus = false;
   }
   let current = await markControllerResizeInProgress(ctx, claim, plan.size, updateStatus, rc.signal);
-  refuseWhileInUse(ctx, key, current);
+  await refuseWhileInUse(ctx, key, current, rc.signal);
   ctx.events.event(
     current,
     "Normal",
@@ -195,7 +195,7 @@ async function resizeLegacy(
   )
     return; // OBSERVATION: controller part done, the kubelet finishes.
   const current = await markResizeInProgressLegacy(ctx, claim, rc.signal);
-  refuseWhileInUse(ctx, key, current);
+  await refuseWhileInUse(ctx, key, current, rc.signal);
   ctx.events.event(
     current,
     "Normal",
@@ -223,8 +223,14 @@ async function resizeLegacy(
 }
 
 /** A claim whose last attempt failed because its volume was in use is not tried while a pod uses it. */
-function refuseWhileInUse(ctx: ResizerContext, key: string, claim: PersistentVolumeClaim): void {
-  if (!ctx.state.inUseErrors.has(key) || !claimInUse(ctx, claim)) return;
+async function refuseWhileInUse(
+  ctx: ResizerContext,
+  key: string,
+  claim: PersistentVolumeClaim,
+  signal: AbortSignal,
+): Promise<void> {
+  if (!ctx.options.handleVolumeInUseError || !ctx.state.inUseErrors.has(key)) return;
+  if (!(await claimInUse(ctx, claim, signal))) return;
   const message = `Unable to expand ${key} because CSI driver ${ctx.driver.name} only supports offline expansion and volume is currently in-use`;
   ctx.events.event(claim, "Warning", REASON.resizeFailed, message);
   throw new CsikitError("CSIKIT_ERR_IN_USE", message);

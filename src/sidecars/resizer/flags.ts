@@ -46,7 +46,7 @@ export const RESIZER_FLAGS: FlagSpecs = {
   },
   "feature-gates": {
     type: "map",
-    help: "A set of key=value pairs that describe feature gates for alpha/experimental features for csi external resizer. Options are: AnnotateFsResize=true|false (ALPHA - default=false), RecoverVolumeExpansionFailure=true|false (BETA - default=true), VolumeAttributesClass=true|false (BETA - default=false).",
+    help: "A set of key=value pairs that describe feature gates for alpha/experimental features for csi external resizer. Options are: AnnotateFsResize=true|false (BETA - default=true), RecoverVolumeExpansionFailure=true|false (GA - default=true), VolumeAttributesClass=true|false (GA - default=true; turned off when the API server serves no VolumeAttributesClass API).",
   },
 };
 

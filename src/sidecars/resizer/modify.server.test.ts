@@ -78,13 +78,13 @@ test("ModifyVolume success: parameters (+ extra metadata) sent, current class an
   assert.ok(reasons.includes("VolumeModify"));
 });
 
-test("without the gate no modification happens", async (t) => {
+test("with the gate turned off no modification happens", async (t) => {
   const cluster = await startCluster(t);
   const stub = await startResizeStub(t, cluster.dir);
   stub.nodeExpansionRequired = false;
   await createVac(cluster, "gold", STUB, { iops: "3000" });
   await boundClaim(cluster, { name: "off", driver: STUB, handle: "vol-off" });
-  runResizer(t, cluster, stub.server.path);
+  runResizer(t, cluster, stub.server.path, ["--feature-gates=VolumeAttributesClass=false"]);
   await setClass(cluster, "off", "gold");
   // The resize controller still works: its completion shows the claim was processed.
   await cluster.client.patch(

@@ -1,14 +1,22 @@
-// The modify controller's reconcile (external-resizer pkg/modifycontroller, gate
-// VolumeAttributesClass): when a Bound claim of this driver names a VolumeAttributesClass other
-// than status.currentVolumeAttributesClassName, call ControllerModifyVolume with the class's
-// parameters and keep status.modifyVolumeStatus as upstream does:
-//   class missing → Pending (retried when the class appears);
-//   start → InProgress (target = the class), condition ModifyingVolume, Event VolumeModify;
+// The modify controller's reconcile (external-resizer v2.2 pkg/modifycontroller, with rollback,
+// external-resizer#513): keep a Bound claim's volume at the VolumeAttributesClass its spec names,
+// with status.modifyVolumeStatus recording the last operation that did not finish:
+//   spec = current and no modifyVolumeStatus → nothing to do;
+//   class missing → Pending, Event VolumeModifyFailed (retried when the class appears);
+//   start → InProgress (target = the spec's class), condition ModifyingVolume, Event VolumeModify;
 //   success → PV spec.volumeAttributesClassName first, then the claim: current = target,
 //     modifyVolumeStatus and modify conditions cleared, Event VolumeModifySuccessful;
-//   failure → condition ModifyVolumeError; a non-final error leaves the claim "uncertain" (the
-//     target is retried as is, whatever the claim now asks); InvalidArgument → Infeasible, retried
-//     slowly; Event VolumeModifyFailed.
+//   failure (Event VolumeModifyFailed) —
+//     non-final (Unavailable, DeadlineExceeded, …): InProgress, the claim is "uncertain": the same
+//       target is retried whatever the spec now says, since the driver may still be applying it;
+//     final InvalidArgument: Infeasible, retried only after --retry-interval-max;
+//     other final errors: InProgress, and the spec is followed again.
+// Rollback: after a final error the user may set the spec back to status.currentVolumeAttributesClassName
+// (the driver is called with that class's parameters, then the status is cleared as on any
+// success), or to another class. With the spec unset (allowed only while no class is current):
+// a modification still in progress goes on to its target; an Infeasible or Pending one is given
+// up — Event VolumeModifyCancelled, modify conditions cleared, modifyVolumeStatus kept as the
+// record of the last attempt — and the claim is left alone.
 
 import {
   GVR,
@@ -20,7 +28,7 @@ import { CsikitError } from "../../base/index.ts";
 import { GrpcStatus, grpcCode, grpcDetails } from "../../csi/index.ts";
 import { createMergePatch, type ProcessResult, type ReconcileContext } from "../../kube/index.ts";
 import { patchStatusChecked } from "./claim-status.ts";
-import { clearModifyConditions, condition, mergeModifyConditions } from "./conditions.ts";
+import { clearModifyConditions, condition, hasCondition, mergeModifyConditions } from "./conditions.ts";
 import type { ResizerContext } from "./context.ts";
 import { modifyVolume } from "./csi-calls.ts";
 import { isFinalError } from "./errors.ts";
@@ -35,45 +43,87 @@ export async function syncModify(
   rc: ReconcileContext,
 ): Promise<ProcessResult | void> {
   const claim = ctx.claims.store.get(key);
-  if (!claim?.spec?.volumeName) return;
+  if (!claim?.spec?.volumeName || claim.status?.phase !== "Bound") return;
   const pv = ctx.volumes.store.get(claim.spec.volumeName);
-  if (!pv) return;
-  const target = claim.spec.volumeAttributesClassName;
-  if (!target || claim.status?.phase !== "Bound" || !volumeOfDriver(ctx, pv)) return;
-  const current = claim.status?.currentVolumeAttributesClassName;
-  if (current === target) return;
+  if (!pv?.spec?.csi || !volumeOfDriver(ctx, pv)) return;
   const { state } = ctx;
-  if (current !== undefined && current !== "") {
-    if (state.uncertainModify.has(key)) {
-      // OBSERVATION: the last call may still run in the driver: finish it, whatever is asked now.
-      const pending = claim.status?.modifyVolumeStatus?.targetVolumeAttributesClassName ?? target;
-      const vac = ctx.attributeClasses?.store.get(pending);
-      if (!vac) throw new CsikitError("CSIKIT_ERR_MODIFY", `VolumeAttributesClass ${pending} not found`);
-      return modifyWithClass(ctx, key, claim, pv, vac, rc);
-    }
+  const spec = claim.spec.volumeAttributesClassName ?? "";
+  const current = claim.status.currentVolumeAttributesClassName ?? "";
+  const status = claim.status.modifyVolumeStatus;
+
+  // An Infeasible target the spec still names waits --retry-interval-max; a new spec goes at once.
+  if (status && spec !== "" && status.targetVolumeAttributesClassName === spec) {
     const inSlowSet = state.slowModify.contains(key);
-    if (claim.status?.modifyVolumeStatus?.status === MODIFY_STATUS.infeasible) state.slowModify.add(key);
+    if (status.status === MODIFY_STATUS.infeasible) state.slowModify.add(key);
     if (inSlowSet) {
       rc.logger.info(4, "skipping volume modification: it previously failed as infeasible");
       return { requeueAfterMs: Math.max(1, state.slowModify.remainingMs(key)) };
     }
   } else {
-    // OBSERVATION: the first class of this claim.
+    state.slowModify.remove(key);
   }
-  const vac = ctx.attributeClasses?.store.get(target);
-  if (!vac) {
-    rc.logger.info(2, "VolumeAttributesClass not found: modification pending", { class: target });
-    await markModifyStatus(ctx, claim, MODIFY_STATUS.pending, undefined, rc.signal);
+
+  if (!status && spec === current) return; // OBSERVATION: at the target already.
+  const inProgress = status?.status === MODIFY_STATUS.inProgress;
+  if (spec === "" && !inProgress) {
+    // OBSERVATION: rolled back to "no class" after a failure that is not running: give it up.
+    await cancelModification(ctx, claim, rc.signal);
     return;
   }
-  const started = await markModifyStatus(ctx, claim, MODIFY_STATUS.inProgress, undefined, rc.signal);
+  // Only this process knows whether the last call may still run in the driver; after a restart
+  // an InProgress status follows the spec, as upstream.
+  const uncertain = inProgress && state.uncertainModify.has(key);
+  if (uncertain || spec === "") {
+    // OBSERVATION: keep going to the target already in flight.
+    const target = status?.targetVolumeAttributesClassName ?? "";
+    const vac = attributeClass(ctx, claim, target);
+    if (!vac) throw new CsikitError("CSIKIT_ERR_MODIFY", `VolumeAttributesClass ${target} not found`);
+    return modifyWithClass(ctx, key, claim, pv, vac, rc);
+  }
+  const vac = attributeClass(ctx, claim, spec);
+  if (!vac) {
+    rc.logger.info(2, "VolumeAttributesClass not found: modification pending", { class: spec });
+    await markModifyStatus(
+      ctx,
+      claim,
+      MODIFY_STATUS.pending,
+      status?.targetVolumeAttributesClassName,
+      undefined,
+      rc.signal,
+    );
+    return;
+  }
+  const started = await markModifyStatus(ctx, claim, MODIFY_STATUS.inProgress, spec, undefined, rc.signal);
   ctx.events.event(
     started,
     "Normal",
     REASON.modify,
-    `external resizer is modifying volume ${claim.metadata?.name} with vac ${target}`,
+    `external resizer is modifying volume ${claim.metadata?.name} with vac ${spec}`,
   );
   return modifyWithClass(ctx, key, started, pv, vac, rc);
+}
+
+/** The class from the cache; a missing one is reported on the claim (Event VolumeModifyFailed). */
+function attributeClass(
+  ctx: ResizerContext,
+  claim: PersistentVolumeClaim,
+  name: string,
+): VolumeAttributesClass | undefined {
+  const vac = ctx.attributeClasses?.store.get(name);
+  if (!vac) ctx.events.event(claim, "Warning", REASON.modifyFailed, `VAC "${name}" does not exist.`);
+  return vac;
+}
+
+async function cancelModification(
+  ctx: ResizerContext,
+  claim: PersistentVolumeClaim,
+  signal: AbortSignal,
+): Promise<void> {
+  if (!hasCondition(claim, CONDITION.modifyingVolume)) return; // cancelled already
+  ctx.events.event(claim, "Normal", REASON.modifyCancelled, "Cancelled modify.");
+  const status: Status = structuredClone(claim.status ?? {});
+  status.conditions = clearModifyConditions(status.conditions);
+  await patchStatusChecked(ctx, claim, status, undefined, signal);
 }
 
 async function modifyWithClass(
@@ -84,6 +134,7 @@ async function modifyWithClass(
   vac: VolumeAttributesClass,
   rc: ReconcileContext,
 ): Promise<void> {
+  const target = vac.metadata?.name ?? "";
   const parameters: Record<string, string> = { ...vac.parameters };
   if (ctx.options.extraModifyMetadata) {
     parameters[MODIFY_METADATA.pvcName] = claim.metadata?.name ?? "";
@@ -94,26 +145,25 @@ async function modifyWithClass(
     await modifyVolume(ctx, pv, parameters, rc.signal);
   } catch (error) {
     const code = grpcCode(error);
-    if (code === undefined) throw error;
-    let current = await markModifyError(ctx, claim, error, rc.signal);
+    if (code === undefined) throw error; // e.g. the secret could not be read: retried as is
+    let next: string = MODIFY_STATUS.inProgress;
+    let message = grpcDetails(error);
     if (!isFinalError(error)) {
       ctx.state.uncertainModify.add(key);
+      message += `. Still modifying to VAC ${target}`;
     } else {
-      if (code === (GrpcStatus.INVALID_ARGUMENT as number)) {
-        current = await markModifyStatus(ctx, current, MODIFY_STATUS.infeasible, error, rc.signal);
-        ctx.state.slowModify.add(key);
-      }
+      if (code === (GrpcStatus.INVALID_ARGUMENT as number)) next = MODIFY_STATUS.infeasible;
       ctx.state.uncertainModify.delete(key);
     }
-    ctx.events.event(current, "Warning", REASON.modifyFailed, grpcDetails(error));
+    const marked = await markModifyStatus(ctx, claim, next, target, error, rc.signal);
+    if (next === MODIFY_STATUS.infeasible) ctx.state.slowModify.add(key);
+    ctx.events.event(marked, "Warning", REASON.modifyFailed, message);
     throw new CsikitError("CSIKIT_ERR_MODIFY", `ControllerModifyVolume failed: ${grpcDetails(error)}`, {
       cause: error,
     });
   }
   ctx.state.uncertainModify.delete(key);
   ctx.state.slowModify.remove(key);
-  const target =
-    claim.status?.modifyVolumeStatus?.targetVolumeAttributesClassName ?? vac.metadata?.name ?? "";
   // PV before claim: a crash in between leaves the claim asking, and the retry is idempotent.
   await ctx.client.patch(
     GVR.persistentVolumes,
@@ -126,71 +176,46 @@ async function modifyWithClass(
   delete status.modifyVolumeStatus;
   status.currentVolumeAttributesClassName = target;
   status.conditions = clearModifyConditions(status.conditions);
-  await putStatus(ctx, claim, status, rc.signal, false);
-  ctx.events.event(
-    claim,
-    "Normal",
-    REASON.modifySuccessful,
-    `external resizer modified volume ${claim.metadata?.name} with vac ${target} successfully `,
-  );
-}
-
-/** markControllerModifyVolumeStatus (Pending keeps the conditions as they are). */
-async function markModifyStatus(
-  ctx: ResizerContext,
-  claim: PersistentVolumeClaim,
-  value: string,
-  error: unknown,
-  signal: AbortSignal,
-): Promise<PersistentVolumeClaim> {
-  const status: Status = structuredClone(claim.status ?? {});
-  status.modifyVolumeStatus = { ...status.modifyVolumeStatus, status: value };
-  let message = "";
-  if (value === MODIFY_STATUS.inProgress) {
-    message = "ModifyVolume operation in progress.";
-    status.modifyVolumeStatus.targetVolumeAttributesClassName = claim.spec?.volumeAttributesClassName ?? "";
-  } else if (value === MODIFY_STATUS.infeasible) {
-    message = `ModifyVolume failed with error${grpcDetails(error)}. Waiting for retry.`;
-  }
-  if (value !== MODIFY_STATUS.pending)
-    status.conditions = mergeModifyConditions(status.conditions, [
-      condition(CONDITION.modifyingVolume, new Date(ctx.clock.now()), message),
-    ]);
-  return putStatus(ctx, claim, status, signal, true);
-}
-
-/** updateConditionBasedOnError: the ModifyVolumeError condition. */
-function markModifyError(
-  ctx: ResizerContext,
-  claim: PersistentVolumeClaim,
-  error: unknown,
-  signal: AbortSignal,
-): Promise<PersistentVolumeClaim> {
-  const status: Status = structuredClone(claim.status ?? {});
-  status.conditions = mergeModifyConditions(status.conditions, [
-    condition(
-      CONDITION.modifyVolumeError,
-      new Date(ctx.clock.now()),
-      `ModifyVolume failed with error: ${grpcDetails(error)}. Waiting for retry.`,
-    ),
-  ]);
-  return putStatus(ctx, claim, status, signal, false);
-}
-
-/** With checkVersion the patch carries the resourceVersion (409 on a stale copy). */
-async function putStatus(
-  ctx: ResizerContext,
-  claim: PersistentVolumeClaim,
-  status: Status,
-  signal: AbortSignal,
-  checkVersion: boolean,
-): Promise<PersistentVolumeClaim> {
-  if (checkVersion) return patchStatusChecked(ctx, claim, status, undefined, signal);
-  return ctx.client.patch<PersistentVolumeClaim>(
+  await ctx.client.patch<PersistentVolumeClaim>(
     GVR.persistentVolumeClaims,
     claim.metadata?.name ?? "",
     { status: createMergePatch(claim.status, status) },
     { namespace: claim.metadata?.namespace ?? "", subresource: "status" },
-    signal,
+    rc.signal,
   );
+  ctx.events.event(
+    claim,
+    "Normal",
+    REASON.modifySuccessful,
+    `external resizer modified volume ${claim.metadata?.name} with vac ${target} successfully`,
+  );
+}
+
+/**
+ * markControllerModifyVolumeStatus: the status and its target; every state but Pending replaces
+ * the modify conditions with ModifyingVolume (Infeasible's carries the driver's error). Written
+ * with the claim's resourceVersion, so a stale copy retries from a fresh one.
+ */
+async function markModifyStatus(
+  ctx: ResizerContext,
+  claim: PersistentVolumeClaim,
+  value: string,
+  target: string | undefined,
+  error: unknown,
+  signal: AbortSignal,
+): Promise<PersistentVolumeClaim> {
+  const status: Status = structuredClone(claim.status ?? {});
+  status.modifyVolumeStatus = {
+    status: value,
+    ...(target ? { targetVolumeAttributesClassName: target } : {}),
+  };
+  const message =
+    value === MODIFY_STATUS.infeasible
+      ? `ModifyVolume failed with error${grpcDetails(error)}. Waiting for retry.`
+      : "ModifyVolume operation in progress.";
+  if (value !== MODIFY_STATUS.pending)
+    status.conditions = mergeModifyConditions(status.conditions, [
+      condition(CONDITION.modifyingVolume, new Date(ctx.clock.now()), message),
+    ]);
+  return patchStatusChecked(ctx, claim, status, undefined, signal);
 }

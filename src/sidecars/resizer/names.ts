@@ -1,4 +1,4 @@
-// The strings external-resizer v1.13 and the kubelet share through the claim and the PV
+// The strings external-resizer v2.2 and the kubelet share through the claim and the PV
 // (k8s.io/api/core/v1 constants and external-resizer's pkg/util): condition types, the
 // allocatedResourceStatuses values, modifyVolumeStatus values, annotations and Event reasons.
 // They are the contract with the kubelet (csikit node or a real one) and with users' tooling.
@@ -44,7 +44,11 @@ export const ANNOTATION = {
   storageResizer: "volume.kubernetes.io/storage-resizer",
   /** PV: the capacity before a resize that needs the node (gate AnnotateFsResize). */
   preResizeCapacity: "volume.alpha.kubernetes.io/pre-resize-capacity",
-  /** PVC: set when controller expansion finished the whole resize, so the kubelet skips the node step. */
+  /**
+   * PVC (external-resizer v2.0, #496): set when controller expansion finished the whole resize,
+   * so a kubelet that still sees the volume smaller than the PV (a ReadWriteMany volume on
+   * another node) skips NodeExpandVolume; removed when a new expansion starts.
+   */
   nodeExpansionNotRequired: "volume.kubernetes.io/node-expansion-not-required",
   /** PV: secret for ControllerModifyVolume (the provisioner copies it from the class). */
   controllerModifySecretName: "volume.kubernetes.io/controller-modify-secret-name",
@@ -60,6 +64,7 @@ export const REASON = {
   modify: EVENT_REASONS.volumeModify.key,
   modifyFailed: EVENT_REASONS.volumeModifyFailed.key,
   modifySuccessful: EVENT_REASONS.volumeModifySuccessful.key,
+  modifyCancelled: EVENT_REASONS.volumeModifyCancelled.key,
 } as const;
 
 /** --extra-modify-metadata keys added to mutable_parameters. */

@@ -178,7 +178,17 @@ test("the flag list is external-resizer v2.2.1's (v1.13.2's and csi-lib-utils' a
   assert.equal(options.resyncPeriodMs, 600_000);
   assert.equal(options.handleVolumeInUseError, true);
   assert.equal(options.csiAddress, "/run/csi/socket");
+  // v2.2.1's gates: VolumeAttributesClass GA (v2.0), RecoverVolumeExpansionFailure GA and
+  // AnnotateFsResize beta, on by default (v2.2.0); each may still be turned off.
   assert.deepEqual(options.features, {
+    recoverVolumeExpansionFailure: true,
+    volumeAttributesClass: true,
+    annotateFsResize: true,
+  });
+  const off = resizerOptionsFromFlags(
+    resizerFlags(["--feature-gates=AnnotateFsResize=false,VolumeAttributesClass=false"]),
+  );
+  assert.deepEqual(off.features, {
     recoverVolumeExpansionFailure: true,
     volumeAttributesClass: false,
     annotateFsResize: false,
