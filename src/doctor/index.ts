@@ -14,3 +14,4 @@ export { diagnose } from "./diagnose.ts";
 export { renderJson, renderText } from "./render.ts";
 export { parseMountInfo } from "./collect-node-root.ts";
 export type * from "./types.ts";
+export { applyFix, FixRefused, type FixContext, type FixOutcome } from "./fix.ts";
