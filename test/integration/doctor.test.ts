@@ -8,15 +8,8 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { promisify } from "node:util";
-import { parse as parseYaml } from "yaml";
-import {
-  GVR,
-  type KubeResource,
-  type PersistentVolume,
-  type PersistentVolumeClaim,
-  type Pod,
-  type VolumeAttachment,
-} from "../../src/api/index.ts";
+import { parseAllDocuments } from "yaml";
+import { GVR, type PersistentVolumeClaim, type Pod, type VolumeAttachment } from "../../src/api/index.ts";
 import { silentLogger } from "../../src/base/index.ts";
 import { CsiClient } from "../../src/csi/index.ts";
 import {
@@ -27,12 +20,13 @@ import {
   type DoctorReport,
 } from "../../src/doctor/index.ts";
 import { isNotFound, type KubeClient } from "../../src/kube/index.ts";
-import { defer, tempDir } from "../harness/cleanup.ts";
+import { defer } from "../harness/cleanup.ts";
 import { connect } from "../harness/csi.ts";
 import { IS_ROOT, exitOf, startCsikit } from "../harness/csikit-process.ts";
 import { persistentVolume } from "../harness/node.ts";
 import { HOSTPATH, startCluster, startHostpath } from "../harness/provisioner.ts";
 import { describeEvent, startRbacCluster } from "../harness/rbac.ts";
+import { applyManifests, type Manifest } from "../../src/cluster/index.ts";
 import { installSnapshotCrds, writeReadySnapshot } from "../harness/snapshots.ts";
 
 const run = promisify(execFile);
@@ -299,3 +293,74 @@ test(
     assert.equal(backing, "", "the loop device is detached");
   },
 );
+
+/** The ClusterRoles docs/doctor.md gives (the block after `<!-- doctor-rbac -->`): the test holds the doc to its word. */
+async function documentedRoles(): Promise<Manifest[]> {
+  const doc = await readFile(new URL("../../docs/doctor.md", import.meta.url), "utf8");
+  const block = /<!-- doctor-rbac -->\n```yaml\n([\s\S]*?)```/.exec(doc);
+  assert.ok(block, "docs/doctor.md has its RBAC block");
+  return parseAllDocuments(block[1]!).map((d) => d.toJS() as Manifest);
+}
+
+function binding(role: string, user: string): Manifest {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: role },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+    subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+  };
+}
+
+test("CLI under the documented read-only role: text and JSON reports, exit codes, no write; --fix --yes with the fix role", async (t) => {
+  const user = "csikit-doctor";
+  const cluster = await startRbacCluster(t, {
+    staticIdentities: [{ component: "doctor", user, groups: [] }],
+  });
+  await applyManifests(cluster.admin, [...(await documentedRoles()), binding("csikit-doctor", user)]);
+  const kubeconfig = await cluster.staticKubeconfig("doctor");
+  await cluster.admin.create(GVR.volumeAttachments, attachment("va-stale", "node-gone", "pv-a"));
+  const doctor = async (...args: string[]): Promise<{ code: unknown; output: string }> => {
+    const child = startCsikit(t, ["doctor", `--kubeconfig=${kubeconfig}`, ...args]);
+    const code = await exitOf(child);
+    return { code, output: child.output() };
+  };
+  const auditFrom = cluster.audit.length;
+
+  const text = await doctor();
+  assert.equal(text.code, 1, text.output);
+  assert.match(
+    text.output,
+    /attachment-to-deleted-node: VolumeAttachment va-stale\n {2}why: .*node node-gone, which no longer exists/,
+  );
+  assert.match(text.output, /1 finding: 1 fixable with --fix, 0 to handle by hand/);
+  const json = await doctor("-o", "json");
+  assert.equal(json.code, 1, json.output);
+  const report = JSON.parse(json.output) as DoctorReport;
+  assert.deepEqual(
+    report.findings.map((f) => [f.kind, f.object, f.fix?.action.type]),
+    [["attachment-to-deleted-node", "VolumeAttachment va-stale", "delete-object"]],
+  );
+  const asked = await doctor("--fix");
+  assert.equal(asked.code, 2, asked.output);
+  assert.match(asked.output, /needs a terminal .* give --yes/);
+
+  const requests = cluster.audit.slice(auditFrom).filter((e) => e.user.username === user);
+  assert.ok(requests.length > 0, "the doctor's requests are audited");
+  const writes = requests.filter((e) => !["get", "list"].includes(e.verb) || e.responseStatus.code === 403);
+  assert.deepEqual(
+    writes.map(describeEvent),
+    [],
+    "a report only reads, and the read-only role is enough (the snapshot kinds answer 404: no CRDs here)",
+  );
+  assert.equal(await exists(cluster.admin, GVR.volumeAttachments, "va-stale"), true);
+
+  await applyManifests(cluster.admin, [binding("csikit-doctor-fix", user)]);
+  const fixed = await doctor("--fix", "--yes");
+  assert.equal(fixed.code, 0, fixed.output);
+  assert.match(fixed.output, /fixed: delete VolumeAttachment va-stale/);
+  assert.equal(await exists(cluster.admin, GVR.volumeAttachments, "va-stale"), false);
+  const clean = await doctor();
+  assert.equal(clean.code, 0, clean.output);
+  assert.match(clean.output, /no findings/);
+});
