@@ -10,7 +10,7 @@ import type { Command } from "./command.ts";
 const FLAGS: FlagSpecs = {
   kubeconfig: {
     type: "string",
-    help: "Kubeconfig of the cluster (default: $KUBECONFIG, then in-cluster, then ~/.kube/config)",
+    help: "Kubeconfig of the cluster (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)",
   },
   master: { type: "string", help: "API server URL, overriding the kubeconfig's" },
   "csi-address": {

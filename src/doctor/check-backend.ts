@@ -127,7 +127,7 @@ function missingVolumes(cluster: ClusterState, backend: BackendState): Finding[]
       object: `PersistentVolume ${pv.metadata.name}`,
       why: `its backend volume ${csi.volumeHandle} is not in driver ${backend.driverName}'s ListVolumes${claim ? ` (bound to ${claim.namespace}/${claim.name})` : ""}`,
       manual:
-        "not repaired: the data is gone or the driver lost track of it. Restore the backend volume, or once nothing needs the data delete the claim and PV by hand (kubectl delete pv)",
+        "the data is gone or the driver lost track of it: restore the backend volume, or once nothing needs the data delete the claim and the PV (doctor does not decide about data)",
     });
   }
   return findings;
