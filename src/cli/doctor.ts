@@ -32,7 +32,7 @@ const FLAGS: FlagSpecs = {
   timeout: {
     type: "duration",
     default: "1m",
-    help: "Deadline of each CSI call and of the wait for the driver",
+    help: "Deadline of each CSI call and of the wait for the driver (0 = none)",
   },
   "min-age": {
     type: "duration",

@@ -25,7 +25,7 @@ export interface DoctorOptions {
   nodeRoots?: readonly string[];
   /** A deletion younger than this is in progress, not stuck (ms). */
   minAgeMs: number;
-  /** Deadline of each CSI call and of the wait for the driver (ms). */
+  /** Deadline of each CSI call and of the wait for the driver (ms; 0 = none). */
   timeoutMs: number;
   /** Repair what can be repaired. Default false: report only, no write of any kind. */
   fix?: boolean;
@@ -126,7 +126,10 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   const notes: string[] = [];
   let csi: CsiClient | undefined;
   if (options.csiAddress) {
-    csi = CsiClient.connect(options.csiAddress, { logger: options.logger, timeoutMs: options.timeoutMs });
+    csi = CsiClient.connect(options.csiAddress, {
+      logger: options.logger,
+      ...(options.timeoutMs > 0 ? { timeoutMs: options.timeoutMs } : {}),
+    });
   } else {
     notes.push(
       "skipped backend checks (leaked volumes and snapshots, PVs whose volume is gone): no --csi-address",
@@ -137,7 +140,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   try {
     if (csi)
       await csi.waitForReady({
-        timeoutMs: options.timeoutMs,
+        ...(options.timeoutMs > 0 ? { timeoutMs: options.timeoutMs } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
       });
     const first = await collect(options, csi, notes);
