@@ -16,17 +16,8 @@
 //   finalizer checks, where a missing volume is what lets its provisioner finalizer go.
 
 import { ANNOTATIONS, FINALIZERS, type PersistentVolumeClaim } from "../api/index.ts";
+import { namedVolumeHandles } from "./named-volumes.ts";
 import type { BackendState, ClusterState, Finding } from "./types.ts";
-
-/** The volume handles the PVs of `driver` name. */
-export function volumeHandlesOf(cluster: ClusterState, driver: string): Set<string> {
-  const handles = new Set<string>();
-  for (const pv of cluster.persistentVolumes) {
-    const csi = pv.spec?.csi;
-    if (csi?.driver === driver && csi.volumeHandle) handles.add(csi.volumeHandle);
-  }
-  return handles;
-}
 
 /** The snapshot handles the contents of `driver` name. */
 export function snapshotHandlesOf(cluster: ClusterState, driver: string): Set<string> {
@@ -56,7 +47,7 @@ export function claimsInProvisioning(cluster: ClusterState, driver: string): Per
 }
 
 function orphanVolumes(cluster: ClusterState, backend: BackendState): Finding[] {
-  const named = volumeHandlesOf(cluster, backend.driverName);
+  const { handles: named, complete, untranslatable } = namedVolumeHandles(cluster, backend.driverName);
   const provisioning = claimsInProvisioning(cluster, backend.driverName);
   const findings: Finding[] = [];
   for (const entry of backend.volumes ?? []) {
@@ -68,7 +59,9 @@ function orphanVolumes(cluster: ClusterState, backend: BackendState): Finding[] 
       object: `backend volume ${id}`,
       why: `driver ${backend.driverName} lists it but no PersistentVolume names it as its volumeHandle`,
     };
-    if (provisioning.length > 0) {
+    if (!complete) {
+      finding.manual = `not deleted: the volume handle of ${untranslatable.join(", ")} (in-tree, migrated to this driver) cannot be worked out, so it may be this one`;
+    } else if (provisioning.length > 0) {
       const names = provisioning.map((c) => `${c.metadata.namespace}/${c.metadata.name}`).join(", ");
       finding.manual = `not deleted while claims are being provisioned (${names}): it may be theirs; run doctor again once they are bound`;
     } else {

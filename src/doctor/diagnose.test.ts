@@ -12,6 +12,7 @@ import type {
   VolumeSnapshot,
   VolumeSnapshotContent,
 } from "../api/index.ts";
+import { translateInTreePVToCSI } from "../migration/index.ts";
 import { diagnose } from "./diagnose.ts";
 import { ownerOfPath } from "./check-node-root.ts";
 import type { BackendState, ClusterState, DoctorInputs, Finding } from "./types.ts";
@@ -132,6 +133,27 @@ describe("backend checks", () => {
       "orphan-volume backend volume vol-x fix:delete-volume",
       "volume-missing PersistentVolume pv-gone manual",
     ]);
+  });
+
+  test("an in-tree PV migrated to the driver and a pod's inline CSI volume name their volumes too", () => {
+    const gce = "pd.csi.storage.gke.io";
+    const inTree: PersistentVolume = {
+      metadata: { name: "pv-gce", labels: { "topology.kubernetes.io/zone": "us-east1-b" } },
+      spec: { gcePersistentDisk: { pdName: "disk-1" }, accessModes: ["ReadWriteOnce"] },
+    };
+    const handle = translateInTreePVToCSI(inTree).spec!.csi!.volumeHandle;
+    const inline: Pod = {
+      metadata: { name: "p", namespace: "default", uid: "pod-uid" },
+      spec: { containers: [], volumes: [{ name: "scratch", csi: { driver: gce } }] },
+    };
+    const inlineHandle = `csi-${createHash("sha256")
+      .update("pod-uid" + "scratch")
+      .digest("hex")}`;
+    const findings = run({
+      cluster: cluster({ persistentVolumes: [inTree], pods: [inline] }),
+      backend: { ...backend([handle, inlineHandle, "leak"]), driverName: gce },
+    });
+    assert.deepEqual(summary(findings), ["orphan-volume backend volume leak fix:delete-volume"]);
   });
 
   test("a driver that cannot list volumes → no volume findings at all", () => {

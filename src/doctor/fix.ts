@@ -12,7 +12,8 @@ import { GVR, type GroupVersionKindResource, type KubeResource } from "../api/in
 import { ValidationError } from "../base/index.ts";
 import { GrpcStatus, grpcCode, type CsiClient } from "../csi/index.ts";
 import { apiStatusCode, isNotFound, type KubeClient } from "../kube/index.ts";
-import { snapshotHandlesOf, volumeHandlesOf } from "./check-backend.ts";
+import { snapshotHandlesOf } from "./check-backend.ts";
+import { namedVolumeHandles } from "./named-volumes.ts";
 import { collectCluster } from "./collect-cluster.ts";
 import { readMounts } from "./collect-node-root.ts";
 import type { BackendState, FixAction, ObjectRef } from "./types.ts";
@@ -112,8 +113,13 @@ async function deleteVolume(context: FixContext, volumeId: string): Promise<FixO
   const { client, backend } = driverOf(context);
   // The guard: a fresh look, since a PV may have been created since the findings were made.
   const cluster = await collectCluster(context.kube, context.signal);
-  if (volumeHandlesOf(cluster, backend.driverName).has(volumeId))
-    throw new FixRefused(`a PersistentVolume names volume ${volumeId}: never deleted`);
+  const named = namedVolumeHandles(cluster, backend.driverName);
+  if (named.handles.has(volumeId))
+    throw new FixRefused(`a PersistentVolume (or an inline volume) names volume ${volumeId}: never deleted`);
+  if (!named.complete)
+    throw new FixRefused(
+      `the handle of ${named.untranslatable.join(", ")} cannot be worked out: it may name ${volumeId}`,
+    );
   try {
     await client.controller.deleteVolume({ volumeId }, context.signal ? { signal: context.signal } : {});
   } catch (error) {
