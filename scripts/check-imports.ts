@@ -38,6 +38,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   sanity: ["base", "csi"],
   // `csikit fault-proxy`: forwards CSI calls at the HTTP/2 level (node:http2), csi for statuses.
   faultproxy: ["base", "csi"],
+  // `csikit doctor`: reads the API and a driver's listing (migration: in-tree PVs name volumes too), repairs through both.
+  doctor: ["base", "api", "csi", "kube", "migration"],
   cluster: [
     "base",
     "api",
@@ -65,6 +67,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "sanity",
     "cluster",
     "faultproxy",
+    "doctor",
   ],
 };
 

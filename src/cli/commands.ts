@@ -35,6 +35,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./csi.ts")).csiCommand,
   },
   {
+    name: "doctor",
+    summary:
+      "Find what is left over or stuck (leaked volumes, stuck finalizers, stale attachments, orphan mounts) and fix it on request",
+    load: async () => (await import("./doctor.ts")).doctorCommand,
+  },
+  {
     name: "fault-proxy",
     summary:
       "Run a CSI proxy between a CO and a driver that injects faults (latency, codes, timeouts, hangs, drops) by rule",
