@@ -38,6 +38,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   sanity: ["base", "csi"],
   // `csikit fault-proxy`: forwards CSI calls at the HTTP/2 level (node:http2), csi for statuses.
   faultproxy: ["base", "csi"],
+  // `csikit why`: reads a cluster through kube's client and judges it; no component imports it.
+  why: ["base", "api", "kube"],
   cluster: [
     "base",
     "api",
@@ -65,6 +67,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "sanity",
     "cluster",
     "faultproxy",
+    "why",
   ],
 };
 
