@@ -658,7 +658,43 @@ function claimLinks(view: ClusterView, chain: Chain): boolean {
 
   if (!provisionLink(view, chain, claim, claimEvents)) return false;
   if (!bindLink(view, chain, claim, claimEvents)) return false;
+  if (!modifyLink(chain, claim, claimEvents)) return false;
   return resizeLink(view, chain, claim, claimEvents);
+}
+
+/** A VolumeAttributesClass change on a bound claim (ControllerModifyVolume by the external-resizer). */
+function modifyLink(chain: Chain, claim: PersistentVolumeClaim, claimEvents: CoreEvent[]): boolean {
+  const modify = claim.status?.modifyVolumeStatus;
+  if (!modify) return true;
+  const ns = claim.metadata.namespace!;
+  const name = claim.metadata.name!;
+  const target = modify.targetVolumeAttributesClassName ?? claim.spec?.volumeAttributesClassName ?? "";
+  const current = claim.status?.currentVolumeAttributesClassName;
+  const infeasible = modify.status === "Infeasible";
+  const failedEvent = standing(claimEvents, ["VolumeModifyFailed"], ["VolumeModifySuccessful"]);
+  const condition = claim.status?.conditions?.find((c) => /Modify/.test(c.type) && c.message);
+  const failed = failedEvent ?? (condition ? { message: condition.message } : undefined);
+  const resizer = claim.metadata.annotations?.[STORAGE_RESIZER];
+  chain.add(
+    link({
+      step: "modify",
+      state: infeasible ? "failed" : "waiting",
+      object: objectName("PersistentVolumeClaim", name, ns),
+      summary: `VolumeAttributesClass change to ${target} is ${modify.status}${current ? ` (current ${current})` : ""}`,
+      cause: infeasible
+        ? `the driver refused the new attributes as infeasible${failed ? `: ${failed.message ?? ""}` : ""}; set volumeAttributesClassName back to ${current ?? "its previous value"} or to a class the driver accepts`
+        : failed
+          ? `ControllerModifyVolume failed and is retried: ${failed.message ?? ""}`
+          : "waits for the external-resizer to call ControllerModifyVolume",
+      responsible: {
+        component: resizer ? `external-resizer for ${resizer}` : "external-resizer",
+        annotation: STORAGE_RESIZER,
+      },
+      events: evidence(claimEvents),
+      next: [`kubectl describe pvc -n ${ns} ${name}`],
+    }),
+  );
+  return false;
 }
 
 function provisionLink(

@@ -84,6 +84,7 @@ export type Step =
   | "volume-attributes-class"
   | "provision"
   | "bind"
+  | "modify"
   | "resize"
   | "schedule"
   | "node"
