@@ -747,7 +747,7 @@ function provisionLink(
           object: claimLabel,
           summary: "waits for first consumer: no pod uses this claim",
           cause: `StorageClass ${storageClass.metadata.name} has volumeBindingMode WaitForFirstConsumer: the volume is provisioned only once a pod that uses the claim is scheduled (annotation ${SELECTED_NODE})`,
-          responsible: { component: "kube-scheduler (sets the selected node)", annotation: SELECTED_NODE },
+          responsible: { component: "kube-scheduler", annotation: SELECTED_NODE },
           events: evidence(claimEvents),
           next: [`create a pod with a volume persistentVolumeClaim.claimName: ${name} in namespace ${ns}`],
         }),
