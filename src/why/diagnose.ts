@@ -433,7 +433,10 @@ function finalizerOwner(view: ClusterView, finalizer: string, object: Deletable)
     };
   };
   if (finalizer === FINALIZERS.pvcProtection.key) {
-    const users = view.podsUsingClaim.filter((pod) => !podFinished(pod)).map((pod) => pod.metadata.name!);
+    // As the pvc-protection controller counts them: scheduled pods that have not finished.
+    const users = view.podsUsingClaim
+      .filter((pod) => pod.spec?.nodeName && !podFinished(pod))
+      .map((pod) => pod.metadata.name!);
     return {
       component: "pvc-protection controller (kube-controller-manager)",
       cause:

@@ -21,7 +21,14 @@ import {
 } from "../api/index.ts";
 import type { KubeClient, KubeObject } from "../kube/index.ts";
 import { explain, renderText, type Diagnosis, type Link, type Target } from "./index.ts";
-import { markPodReady, runLoops } from "../../test/harness/controllers.ts";
+import {
+  markPodReady,
+  pv,
+  pvc,
+  runLoops,
+  startTestServer,
+  waitClaimBound,
+} from "../../test/harness/controllers.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -399,6 +406,27 @@ test("finalizer held by a dead controller: a deleted VolumeAttachment keeps exte
     /Lease default\/external-attacher-leader-scripted-attacher-csikit-io (has no holder|held by \S+ expired .*: the attacher is not running)/,
   ]);
   assert.equal(link.responsible?.finalizer, "external-attacher/scripted-attacher-csikit-io");
+});
+
+test("deletion held by pvc-protection: the claim is kept while a scheduled pod uses it, and the pod is named", async (t) => {
+  // The API server with its admission plugins (pvc-protection adds the finalizer) and the loops.
+  const server = await startTestServer();
+  defer(t, () => server.stop());
+  const client = server.client();
+  defer(t, () => client.close());
+  const running = runLoops(client, { controllers: ["*", "-garbage-collector-controller"] });
+  defer(t, () => running.stop());
+  await client.create(GVR.persistentVolumes, pv("v-held", { storageClassName: "held" }));
+  await client.create(GVR.persistentVolumeClaims, pvc("held", { storageClassName: "held" }));
+  await waitClaimBound(client, "held");
+  await client.create(GVR.pods, podOf("user", "held", "node-1"));
+  await client.delete(GVR.persistentVolumeClaims, "held", { namespace: NS });
+  const { link } = await stuckAt(client, { kind: "pvc", name: "held", namespace: NS }, "deletion", [
+    /kubernetes\.io\/pvc-protection/,
+    /still used by pod\(s\) user/,
+  ]);
+  assert.equal(link.responsible?.finalizer, "kubernetes.io/pvc-protection");
+  assert.deepEqual(link.next.slice(0, 1), ["kubectl delete pod -n default user"]);
 });
 
 test("resize infeasible: the resizer's ControllerResizeInfeasible and the driver's message", async (t) => {
