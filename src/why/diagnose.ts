@@ -1402,7 +1402,17 @@ function snapshotChain(view: ClusterView, chain: Chain): void {
     );
     const claim = view.claim?.object;
     const claimName = snapshot.spec.source.persistentVolumeClaimName;
-    if (!content) {
+    if (content) {
+      // Snapshotted already: the source may have changed or gone since, which no longer matters.
+      chain.add(
+        link({
+          step: "snapshot-source",
+          state: "done",
+          object: objectName("PersistentVolumeClaim", claimName, ns),
+          summary: `source claim ${claimName}${content.spec.source.volumeHandle ? ` (volume ${content.spec.source.volumeHandle})` : ""}`,
+        }),
+      );
+    } else {
       if (!claim || claim.status?.phase !== "Bound") {
         chain.add(
           link({

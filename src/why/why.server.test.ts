@@ -50,6 +50,14 @@ import {
   startResizeStub,
 } from "../../test/harness/resizer.ts";
 import { installSnapshotCrds } from "../../test/harness/snapshots.ts";
+import {
+  boundClaim as snapshotSourceClaim,
+  createClass as createSnapshotClass,
+  createSnapshot,
+  runController as runSnapshotController,
+  setup as setupSnapshots,
+  untilReady,
+} from "../../test/harness/snapshot-controller.ts";
 import { defer } from "../../test/harness/cleanup.ts";
 import { until } from "../../test/harness/until.ts";
 
@@ -548,6 +556,39 @@ test("snapshot not ready: the content's error from the snapshotter", async (t) =
   );
   assert.equal(link.state, "failed");
   assert.match(link.responsible?.component ?? "", /external-snapshotter/);
+});
+
+test("snapshot not ready: the real snapshot-controller binds a content no csi-snapshotter serves", async (t) => {
+  const f = await setupSnapshots(t, { standIn: false });
+  runSnapshotController(t, f);
+  await createSnapshotClass(f.admin, "snap");
+  await snapshotSourceClaim(f.admin, "src");
+  await createSnapshot(f.admin, "s1", { claim: "src" }, "snap");
+  const { link } = await stuckAt(
+    f.admin,
+    { kind: "volumesnapshot", name: "s1", namespace: NS },
+    "snapshot-ready",
+    [/external-snapshotter \(csi-snapshotter\) for hostpath\.csi\.k8s\.io has not reported on the content/],
+  );
+  assert.equal(link.state, "failed");
+  assert.match(link.object ?? "", /^VolumeSnapshotContent\/snapcontent-/);
+});
+
+test("snapshot ready: the real snapshot-controller and a snapshotter — every link done", async (t) => {
+  const f = await setupSnapshots(t);
+  runSnapshotController(t, f);
+  await createSnapshotClass(f.admin, "snap", { isDefault: true });
+  await snapshotSourceClaim(f.admin, "src");
+  await createSnapshot(f.admin, "s1", { claim: "src" });
+  await untilReady(f.admin, "s1");
+  const diagnosis = await until(async () => {
+    const d = await explain(f.admin, { kind: "volumesnapshot", name: "s1", namespace: NS });
+    return d.done ? d : undefined;
+  }, "snapshot chain done");
+  assert.deepEqual(
+    diagnosis.links.map((l) => l.step),
+    ["snapshot-class", "snapshot-source", "snapshot-content", "snapshot-ready"],
+  );
 });
 
 test("happy path: provisioned, bound, scheduled, attached and running — every link done", async (t) => {
