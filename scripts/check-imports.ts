@@ -40,6 +40,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   faultproxy: ["base", "csi"],
   // `csikit doctor`: reads the API and a driver's listing (migration: in-tree PVs name volumes too), repairs through both.
   doctor: ["base", "api", "csi", "kube", "migration"],
+  // `csikit why`: reads a cluster through kube's client and judges it; no component imports it.
+  why: ["base", "api", "kube"],
   cluster: [
     "base",
     "api",
@@ -68,6 +70,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "cluster",
     "faultproxy",
     "doctor",
+    "why",
   ],
 };
 

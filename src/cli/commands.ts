@@ -113,6 +113,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./snapshot-metadata.ts")).snapshotMetadataListCommand,
   },
   {
+    name: "why",
+    summary:
+      "Explain why a pod, claim, volume, attachment or snapshot is stuck: the first link not done, its cause and who acts",
+    load: async () => (await import("./why.ts")).whyCommand,
+  },
+  {
     name: "up",
     summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
     load: async () => (await import("./up.ts")).upCommand,
