@@ -989,7 +989,11 @@ test("--attach-limit: ControllerPublishVolume past the limit on one node is RESO
 test("volume condition: backing data deleted → abnormal in ControllerGetVolume and ListVolumes; restored → healthy", async (t) => {
   const { client, stateDir } = await startTestDriver(t);
   const capabilities = await client.controllerCapabilities();
-  assert.ok(capabilities.has("VOLUME_CONDITION") && capabilities.has("GET_VOLUME") && capabilities.has("LIST_VOLUMES"));
+  assert.ok(
+    capabilities.has("VOLUME_CONDITION") &&
+      capabilities.has("GET_VOLUME") &&
+      capabilities.has("LIST_VOLUMES"),
+  );
   const volumeId = (await client.controller.createVolume({ name: "sick", volumeCapabilities: [MOUNT_RW] }))
     .volume!.volumeId;
   const healthy = await client.controller.controllerGetVolume({ volumeId });
@@ -998,10 +1002,18 @@ test("volume condition: backing data deleted → abnormal in ControllerGetVolume
   const data = join(stateDir, "volumes", volumeId);
   await rm(data, { recursive: true });
   const missing = { abnormal: true, message: "The source path of the volume doesn't exist" };
-  assert.deepEqual((await client.controller.controllerGetVolume({ volumeId })).status?.volumeCondition, missing);
-  const listed = (await client.controller.listVolumes({})).entries.find((e) => e.volume?.volumeId === volumeId);
+  assert.deepEqual(
+    (await client.controller.controllerGetVolume({ volumeId })).status?.volumeCondition,
+    missing,
+  );
+  const listed = (await client.controller.listVolumes({})).entries.find(
+    (e) => e.volume?.volumeId === volumeId,
+  );
   assert.deepEqual(listed?.status?.volumeCondition, missing);
 
   await mkdir(data);
-  assert.equal((await client.controller.controllerGetVolume({ volumeId })).status?.volumeCondition?.abnormal, false);
+  assert.equal(
+    (await client.controller.controllerGetVolume({ volumeId })).status?.volumeCondition?.abnormal,
+    false,
+  );
 });

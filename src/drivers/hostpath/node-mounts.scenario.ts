@@ -101,11 +101,17 @@ test("filesystem volume: stage, publish rw and ro, stats, idempotency, teardown"
   const data = join(driver.stateDir, "volumes", volumeId);
   await rename(data, `${data}.away`);
   const gone = await client.node.nodeGetVolumeStats({ volumeId, volumePath: rw });
-  assert.deepEqual(gone.volumeCondition, { abnormal: true, message: "The source path of the volume doesn't exist" });
+  assert.deepEqual(gone.volumeCondition, {
+    abnormal: true,
+    message: "The source path of the volume doesn't exist",
+  });
   const controllerSide = await client.controller.controllerGetVolume({ volumeId });
   assert.equal(controllerSide.status?.volumeCondition?.abnormal, true);
   await rename(`${data}.away`, data);
-  assert.equal((await client.node.nodeGetVolumeStats({ volumeId, volumePath: rw })).volumeCondition?.abnormal, false);
+  assert.equal(
+    (await client.node.nodeGetVolumeStats({ volumeId, volumePath: rw })).volumeCondition?.abnormal,
+    false,
+  );
 
   for (const target of [rw, ro]) {
     await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
