@@ -5,12 +5,7 @@
 // compute the same name, and an upstream replica must too, or both would lead at once.
 
 export type LeaseComponent =
-  | "provisioner"
-  | "attacher"
-  | "resizer"
-  | "snapshotter"
-  | "snapshot-controller"
-  | "health-monitor";
+  "provisioner" | "attacher" | "resizer" | "snapshotter" | "snapshot-controller" | "health-monitor";
 
 /** csi-lib-utils' name sanitizer. */
 export function sanitizeLeaseName(name: string): string {

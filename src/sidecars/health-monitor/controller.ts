@@ -11,7 +11,13 @@
 //      (volume-check.ts); with --enable-node-watcher the node watcher (node-watcher.ts).
 // Resolves once everything has stopped after `signal` aborts.
 
-import { GVR, type Node, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../../api/index.ts";
+import {
+  GVR,
+  type Node,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Pod,
+} from "../../api/index.ts";
 import { errorMessage } from "../../base/index.ts";
 import {
   EventRecorder,
@@ -63,7 +69,12 @@ async function every(
 
 async function runMonitor(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
-  const factory = new InformerFactory({ client, clock, logger, defaultResyncPeriodMs: options.resyncPeriodMs });
+  const factory = new InformerFactory({
+    client,
+    clock,
+    logger,
+    defaultResyncPeriodMs: options.resyncPeriodMs,
+  });
   const ctx: HealthMonitorContext = {
     driver,
     csi,

@@ -5,7 +5,12 @@
 // `healthMonitorOptionsFromFlags` validates ranges and names the bad flag.
 
 import { FlagError, type FlagSpecs, type Flags } from "../../base/index.ts";
-import { COMMON_SIDECAR_FLAGS, SIDECAR_LOGGING_FLAGS, commonSidecarOptions, flagAtLeast } from "../../kube/index.ts";
+import {
+  COMMON_SIDECAR_FLAGS,
+  SIDECAR_LOGGING_FLAGS,
+  commonSidecarOptions,
+  flagAtLeast,
+} from "../../kube/index.ts";
 import type { HealthMonitorOptions } from "./options.ts";
 
 export const HEALTH_MONITOR_FLAGS: FlagSpecs = {

@@ -17,7 +17,11 @@ export function eventComponent(driverName: string): string {
 }
 
 /** NodeFailed's message, word for word as upstream builds it. */
-export function nodeFailedMessage(pods: readonly string[], claim: { namespace: string; name: string }, node: string): string {
+export function nodeFailedMessage(
+  pods: readonly string[],
+  claim: { namespace: string; name: string },
+  node: string,
+): string {
   return `Pods: [ ${pods.map((p) => `${p} `).join("")}] consuming PVC: ${claim.name} in namespace: ${claim.namespace} are now on a failed node: ${node}`;
 }
 

@@ -32,7 +32,11 @@ function claimOf(ctx: HealthMonitorContext, pv: PersistentVolume): PersistentVol
 }
 
 /** Records the abnormal condition on the PV's claim; false when the claim is not (yet) known. */
-export function reportCondition(ctx: HealthMonitorContext, pv: PersistentVolume, condition: VolumeCondition): boolean {
+export function reportCondition(
+  ctx: HealthMonitorContext,
+  pv: PersistentVolume,
+  condition: VolumeCondition,
+): boolean {
   if (!condition.abnormal) return true;
   const claim = claimOf(ctx, pv);
   if (!claim) {
@@ -77,7 +81,9 @@ export async function checkByListVolumes(ctx: HealthMonitorContext, signal: Abor
   try {
     conditions = await listVolumeConditions(ctx, signal);
   } catch (error) {
-    ctx.logger.error("check controller volume status error", { err: `failed to list volumes: ${errorMessage(error)}` });
+    ctx.logger.error("check controller volume status error", {
+      err: `failed to list volumes: ${errorMessage(error)}`,
+    });
     return;
   }
   for (const pv of ctx.volumes.store.list()) {
@@ -105,7 +111,10 @@ export async function checkVolume(
   if (!isMonitoredVolume(pv, ctx.driver.name)) return "forget";
   const handle = pv.spec!.csi!.volumeHandle;
   if (handle === "") {
-    ctx.logger.error("check controller volume status error", { pv: pvName, err: "volume handle in csi source is empty" });
+    ctx.logger.error("check controller volume status error", {
+      pv: pvName,
+      err: "volume handle in csi source is empty",
+    });
     return "requeue";
   }
   try {
