@@ -18,7 +18,7 @@ import {
   type Walkthrough,
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
-import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
+import { COMPONENT_FEATURE_GATES, FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 import { kubernetesMinorFlag, RELEASE_FLAGS } from "./apiserver.ts";
 import { KUBERNETES_MINORS, kubeRelease } from "../api/index.ts";
 
@@ -142,7 +142,8 @@ export const upCommand: Command = {
       help:
         "Passed as --feature-gates to the controllers and every node agent (kube-controller-manager's and the kubelet's " +
         "CSI migration gates; the sidecars have no migration gates). Each run takes its own: resuming with a gate " +
-        `turned off rolls migration back. Options are: ${featureGatesHelp()}.`,
+        "turned off rolls migration back. The node agents get CSIVolumeHealth=true unless this sets it (volume health " +
+        `events and metrics on up's own cluster; alpha and off in a real kubelet). Options are: ${featureGatesHelp(COMPONENT_FEATURE_GATES)}.`,
     },
   },
   async run({ flags, logger, signal, stdout }) {

@@ -294,6 +294,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     "attacher",
     "resizer",
     "snapshotter",
+    "health-monitor",
     SNAPSHOT_METADATA,
     SNAPSHOT_METADATA_GRPC,
   ])

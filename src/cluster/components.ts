@@ -153,6 +153,16 @@ const gates = (plan: ClusterPlan): string[] =>
   plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`];
 
 /**
+ * The node agents' gates: the plan's, with CSIVolumeHealth on unless the plan sets it. `up`'s
+ * own cluster turns the kubelet's volume health reporting on (alpha, off in a real kubelet) so
+ * that an abnormal volume shows on its pods and in kubelet_volume_stats_health_status_abnormal.
+ */
+export function nodeFeatureGates(plan: Pick<ClusterPlan, "featureGates">): string {
+  if (/(^|,)\s*CSIVolumeHealth\s*=/.test(plan.featureGates)) return plan.featureGates;
+  return plan.featureGates === "" ? "CSIVolumeHealth=true" : `${plan.featureGates},CSIVolumeHealth=true`;
+}
+
+/**
  * Client-side rate limits `up` gives its API clients, as a deployment sizes them for its load
  * (the commands keep upstream's defaults: the sidecars' 5/10 would spend ~1 s of waiting per
  * claim when 100 claims arrive at once, each needing ~5 writes). The API server on the same
@@ -279,6 +289,34 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // external-health-monitor-controller beside the driver's controller, as upstream hostpath's
+    // plugin runs it, with the node watcher on (claims used on a deleted or NotReady node).
+    // Runs only with a driver that has VOLUME_CONDITION (upstream's exits otherwise): hostpath.
+    scope: "cluster",
+    name: "health-monitor",
+    subcommand: "health-monitor",
+    stage: "sidecar",
+    optional: true,
+    when: (plan) => runsHostpath(plan),
+    identity: () => ({
+      kind: "serviceAccount",
+      namespace: "default",
+      name: "csi-external-health-monitor-controller",
+    }),
+    args: (plan) => [
+      v(plan),
+      `--csi-address=${controllerSocket(plan)}`,
+      kubeconfig(plan, "health-monitor"),
+      "--enable-node-watcher",
+      // A deleted volume shows within seconds on a one-machine cluster, not upstream's 5 minutes.
+      "--list-volumes-interval=10s",
+      "--monitor-interval=10s",
+      "--node-list-add-interval=1m",
+      httpEndpoint(plan, "health-monitor"),
+      ...SIDECAR_QPS,
+    ],
+  },
+  {
     // The snapshot-metadata service beside hostpath's controller (a user's driver may not serve
     // SNAPSHOT_METADATA_SERVICE), on loopback with the key pair `up` makes (snapshot-metadata.ts).
     scope: "cluster",
@@ -313,7 +351,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--node-labels=${ZONE_LABEL}=${node!.zone}`,
       kubeconfig(plan, node!.name),
       ...NODE_QPS,
-      ...gates(plan),
+      `--feature-gates=${nodeFeatureGates(plan)}`,
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
       ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
