@@ -137,6 +137,17 @@ export function runsSnapshotMetadata(
   return plan.commands.has("snapshot-metadata") && runsHostpath(plan) && !plan.distributed;
 }
 
+/**
+ * Whether `up` runs the health monitor: built here, beside hostpath's controller (a user's
+ * driver may lack VOLUME_CONDITION, and upstream's monitor exits then; a distributed plan has
+ * no controller instance).
+ */
+export function runsHealthMonitor(
+  plan: Pick<ClusterPlan, "commands" | "driverSocket" | "driverCommand" | "distributed">,
+): boolean {
+  return plan.commands.has("health-monitor") && runsHostpath(plan) && !plan.distributed;
+}
+
 /** Whether a distributed plan runs a snapshotter per node (both snapshot commands in this checkout). */
 export function runsNodeSnapshotters(plan: Pick<ClusterPlan, "commands" | "distributed">): boolean {
   return (
@@ -297,7 +308,7 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     subcommand: "health-monitor",
     stage: "sidecar",
     optional: true,
-    when: (plan) => runsHostpath(plan),
+    when: (plan) => runsHealthMonitor(plan),
     identity: () => ({
       kind: "serviceAccount",
       namespace: "default",
@@ -550,6 +561,12 @@ export function metricsEndpoints(
         endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
     if (plan.commands.has("snapshotter"))
       endpoints.push({ instance: "snapshotter", what: "csi-snapshotter", url: http("snapshotter") });
+    if (runsHealthMonitor(plan))
+      endpoints.push({
+        instance: "health-monitor",
+        what: "external-health-monitor-controller",
+        url: http("health-monitor"),
+      });
     if (runsSnapshotMetadata(plan))
       endpoints.push({
         instance: SNAPSHOT_METADATA,
