@@ -33,6 +33,7 @@ const OPTIONAL_SUBCOMMANDS = [
   "snapshot-controller",
   "snapshotter",
   "snapshot-metadata",
+  "health-monitor",
 ];
 
 /** Subcommands this checkout has (read from the files, not the command list: no import cycle). */

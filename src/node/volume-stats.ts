@@ -8,7 +8,7 @@
 // Warning VolumeConditionAbnormal event on the pod ("Volume <name>: <message>") every period.
 
 import type { Registry } from "prom-client";
-import type { Pod } from "../api/index.ts";
+import { EVENT_REASONS, type Pod } from "../api/index.ts";
 import { Gauge, type EventRecorder } from "../kube/index.ts";
 import { errorMessage, type Clock, type Logger } from "../base/index.ts";
 import type { ActualState, PublishedVolume } from "./actual-state.ts";
@@ -44,7 +44,7 @@ export const VOLUME_STATS_METRICS = {
 export const CSI_VOLUME_HEALTH_GATE = "CSIVolumeHealth";
 
 /** The kubelet's event reason for an abnormal volume condition on a pod. */
-export const VOLUME_CONDITION_ABNORMAL = "VolumeConditionAbnormal";
+export const VOLUME_CONDITION_ABNORMAL = EVENT_REASONS.volumeConditionAbnormal.key;
 
 /**
  * The pod's own name for the volume (the kubelet's outer volume spec name): the volume naming

@@ -1,14 +1,16 @@
 // The health monitor's contract strings, as upstream external-health-monitor writes them:
 // event reasons, the event source component and the node watcher's messages.
 
+import { EVENT_REASONS } from "../../api/index.ts";
+
 /** Event reasons (all Warning, as upstream records them). */
 export const REASON = {
   /** On the claim: the driver reports its volume abnormal; the message is the driver's. */
-  volumeConditionAbnormal: "VolumeConditionAbnormal",
+  volumeConditionAbnormal: EVENT_REASONS.volumeConditionAbnormal.key,
   /** On the claim: pods using it are on a deleted, terminated or long-NotReady node. */
-  nodeFailed: "NodeFailed",
+  nodeFailed: EVENT_REASONS.nodeFailed.key,
   /** On the claim: the node of the pods using it, once reported failed, is Ready again. */
-  nodeRecovered: "NodeRecovered",
+  nodeRecovered: EVENT_REASONS.nodeRecovered.key,
 } as const;
 
 /** source.component of the events (upstream: csi-pv-monitor-controller-<driver>). */
