@@ -148,10 +148,17 @@ test("ListVolumes mode (hostpath): backing data deleted → VolumeConditionAbnor
   );
 
   await mkdir(data);
-  // Let a round that listed before the restore land, then the count must stand still.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const settled = total(await claimEvents(cluster.admin, "data", "VolumeConditionAbnormal"));
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // Rounds that listed before the restore may still land: wait for the count to hold still for
+  // a while (bounded), then it must not move again over many more rounds.
+  let last = -1;
+  const settled = await until(async () => {
+    const now = total(await claimEvents(cluster.admin, "data", "VolumeConditionAbnormal"));
+    const stable = now === last;
+    last = now;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    return stable && now;
+  }, "the abnormal count settles after the restore");
+  await new Promise((resolve) => setTimeout(resolve, 1500));
   assert.equal(total(await claimEvents(cluster.admin, "data", "VolumeConditionAbnormal")), settled);
   // A volume the driver does not know is not reported (ListVolumes does not list it).
   assert.equal((await claimEvents(cluster.admin, "fine", "VolumeConditionAbnormal")).length, 0);
