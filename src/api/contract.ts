@@ -768,4 +768,23 @@ export const EVENT_REASONS = Object.freeze({
   ),
   // leader election
   leaderElection: entry("LeaderElection", ["Lease"], "leader election", "became leader"),
+  // external-health-monitor-controller (source csi-pv-monitor-controller-<driver>) and the kubelet (CSIVolumeHealth)
+  volumeConditionAbnormal: entry(
+    "VolumeConditionAbnormal",
+    ["PersistentVolumeClaim", "Pod"],
+    "health monitor / kubelet",
+    "the driver reports the volume abnormal (claim: the driver's message; pod: Volume <name>: <message>)",
+  ),
+  nodeFailed: entry(
+    "NodeFailed",
+    ["PersistentVolumeClaim"],
+    "health monitor (node watcher)",
+    "pods using the claim are on a deleted, terminated or long-NotReady node",
+  ),
+  nodeRecovered: entry(
+    "NodeRecovered",
+    ["PersistentVolumeClaim"],
+    "health monitor (node watcher)",
+    "the node of the claim's pods is Ready again",
+  ),
 });

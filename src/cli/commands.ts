@@ -47,6 +47,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./fault-proxy.ts")).faultProxyCommand,
   },
   {
+    name: "health-monitor",
+    summary:
+      "Run the external-health-monitor-controller sidecar: volume conditions as VolumeConditionAbnormal events on claims",
+    load: async () => (await import("./health-monitor.ts")).healthMonitorCommand,
+  },
+  {
     name: "hostpath",
     summary: "Run the hostpath reference CSI driver (controller and/or node service) on a Unix socket",
     load: async () => (await import("./hostpath.ts")).hostpathCommand,

@@ -32,6 +32,7 @@ const OPTIONAL_SUBCOMMANDS = [
   "snapshot-controller",
   "snapshotter",
   "snapshot-metadata",
+  "health-monitor",
 ];
 
 /** Subcommands this checkout has (read from the files, not the command list: no import cycle). */
@@ -144,7 +145,8 @@ export const upCommand: Command = {
         "Passed as --feature-gates to the controllers and every node agent (kube-controller-manager's and the " +
         "kubelet's storage and CSI migration gates, resolved at --kubernetes-version; the API server takes the same " +
         "release's defaults). Each run takes its own: resuming with a migration gate turned off rolls migration back. " +
-        `Options are (1.37's defaults): ${kubeFeatureGatesHelp()}.`,
+        "The node agents get CSIVolumeHealth=true unless this sets it (volume health events and metrics on up's own " +
+        `cluster; alpha and off in a real kubelet). Options are (1.37's defaults): ${kubeFeatureGatesHelp()}.`,
     },
   },
   async run({ flags, logger, signal, stdout }) {

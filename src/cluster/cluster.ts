@@ -320,6 +320,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     "resizer",
     "snapshotter",
     "snapshot-controller",
+    "health-monitor",
     SNAPSHOT_METADATA,
     SNAPSHOT_METADATA_GRPC,
     // A restarted fault proxy keeps its rules API where tools (and `npm run chaos`) found it.

@@ -116,3 +116,51 @@ test("--driver-fault-proxy: a fault proxy serves each driver's socket and forwar
   }).instances;
   assert.ok(user.find((i) => i.name === "driver")!.args.some((a) => a.endsWith("/driver-controller.sock")));
 });
+
+test("the health monitor runs beside hostpath's controller with the node watcher; the node agents get CSIVolumeHealth=true unless the plan sets it", () => {
+  const withMonitor = {
+    ...plan(""),
+    commands: new Set(["attacher", "registrar", "livenessprobe", "health-monitor"]),
+  };
+  const { instances } = planComponents(withMonitor);
+  const monitor = instances.find((i) => i.name === "health-monitor")!;
+  assert.equal(monitor.subcommand, "health-monitor");
+  assert.equal(monitor.stage, "sidecar");
+  assert.deepEqual(monitor.identity, {
+    kind: "serviceAccount",
+    namespace: "default",
+    name: "csi-external-health-monitor-controller",
+  });
+  assert.ok(monitor.args.includes("--enable-node-watcher"), monitor.args.join(" "));
+  assert.ok(monitor.args.some((a) => a.startsWith("--csi-address=")));
+  for (const node of instances.filter((i) => i.stage === "node" && i.subcommand === "node"))
+    assert.ok(node.args.includes("--feature-gates=CSIVolumeHealth=true"), node.args.join(" "));
+  // A user's driver may lack VOLUME_CONDITION (upstream's monitor exits then): no monitor.
+  assert.equal(
+    planComponents({ ...withMonitor, driverSocket: "/tmp/user.sock" }).instances.some(
+      (i) => i.name === "health-monitor",
+    ),
+    false,
+  );
+  // Without the command in this checkout, none either.
+  assert.equal(
+    planComponents(plan("")).instances.some((i) => i.name === "health-monitor"),
+    false,
+  );
+  // The plan's own value wins; other gates are kept.
+  const off = planComponents(plan("CSIMigrationPortworx=false,CSIVolumeHealth=false")).instances;
+  assert.ok(
+    off
+      .find((i) => i.name === "node-1")!
+      .args.includes("--feature-gates=CSIMigrationPortworx=false,CSIVolumeHealth=false"),
+  );
+  const kept = planComponents(plan("CSIMigrationPortworx=false")).instances;
+  assert.ok(
+    kept
+      .find((i) => i.name === "node-1")!
+      .args.includes("--feature-gates=CSIMigrationPortworx=false,CSIVolumeHealth=true"),
+  );
+  assert.ok(
+    kept.find((i) => i.name === "controllers")!.args.includes("--feature-gates=CSIMigrationPortworx=false"),
+  );
+});

@@ -143,6 +143,17 @@ export function runsSnapshotMetadata(
   return plan.commands.has("snapshot-metadata") && runsHostpath(plan) && !plan.distributed;
 }
 
+/**
+ * Whether `up` runs the health monitor: built here, beside hostpath's controller (a user's
+ * driver may lack VOLUME_CONDITION, and upstream's monitor exits then; a distributed plan has
+ * no controller instance).
+ */
+export function runsHealthMonitor(
+  plan: Pick<ClusterPlan, "commands" | "driverSocket" | "driverCommand" | "distributed">,
+): boolean {
+  return plan.commands.has("health-monitor") && runsHostpath(plan) && !plan.distributed;
+}
+
 /** Whether a distributed plan runs a snapshotter per node (both snapshot commands in this checkout). */
 export function runsNodeSnapshotters(plan: Pick<ClusterPlan, "commands" | "distributed">): boolean {
   return (
@@ -156,10 +167,22 @@ export function runsHostpath(plan: Pick<ClusterPlan, "driverSocket" | "driverCom
 }
 
 /** The release and gates of the components whose twins are Kubernetes' own (controllers, node agents). */
+const release = (plan: ClusterPlan): string[] =>
+  plan.kubernetesMinor !== undefined ? [`--kubernetes-version=${plan.kubernetesMinor}`] : [];
 const gates = (plan: ClusterPlan): string[] => [
-  ...(plan.kubernetesMinor !== undefined ? [`--kubernetes-version=${plan.kubernetesMinor}`] : []),
+  ...release(plan),
   ...(plan.featureGates === "" ? [] : [`--feature-gates=${plan.featureGates}`]),
 ];
+
+/**
+ * The node agents' gates: the plan's, with CSIVolumeHealth on unless the plan sets it. `up`'s
+ * own cluster turns the kubelet's volume health reporting on (alpha, off in a real kubelet) so
+ * that an abnormal volume shows on its pods and in kubelet_volume_stats_health_status_abnormal.
+ */
+export function nodeFeatureGates(plan: Pick<ClusterPlan, "featureGates">): string {
+  if (/(^|,)\s*CSIVolumeHealth\s*=/.test(plan.featureGates)) return plan.featureGates;
+  return plan.featureGates === "" ? "CSIVolumeHealth=true" : `${plan.featureGates},CSIVolumeHealth=true`;
+}
 
 /**
  * Client-side rate limits `up` gives its API clients, as a deployment sizes them for its load
@@ -288,6 +311,34 @@ export const COMPONENTS: readonly ComponentEntry[] = [
     ],
   },
   {
+    // external-health-monitor-controller beside the driver's controller, as upstream hostpath's
+    // plugin runs it, with the node watcher on (claims used on a deleted or NotReady node).
+    // Runs only with a driver that has VOLUME_CONDITION (upstream's exits otherwise): hostpath.
+    scope: "cluster",
+    name: "health-monitor",
+    subcommand: "health-monitor",
+    stage: "sidecar",
+    optional: true,
+    when: (plan) => runsHealthMonitor(plan),
+    identity: () => ({
+      kind: "serviceAccount",
+      namespace: "default",
+      name: "csi-external-health-monitor-controller",
+    }),
+    args: (plan) => [
+      v(plan),
+      `--csi-address=${controllerSocket(plan)}`,
+      kubeconfig(plan, "health-monitor"),
+      "--enable-node-watcher",
+      // A deleted volume shows within seconds on a one-machine cluster, not upstream's 5 minutes.
+      "--list-volumes-interval=10s",
+      "--monitor-interval=10s",
+      "--node-list-add-interval=1m",
+      httpEndpoint(plan, "health-monitor"),
+      ...SIDECAR_QPS,
+    ],
+  },
+  {
     // The snapshot-metadata service beside hostpath's controller (a user's driver may not serve
     // SNAPSHOT_METADATA_SERVICE), on loopback with the key pair `up` makes (snapshot-metadata.ts).
     scope: "cluster",
@@ -322,7 +373,8 @@ export const COMPONENTS: readonly ComponentEntry[] = [
       `--node-labels=${ZONE_LABEL}=${node!.zone}`,
       kubeconfig(plan, node!.name),
       ...NODE_QPS,
-      ...gates(plan),
+      ...release(plan),
+      `--feature-gates=${nodeFeatureGates(plan)}`,
       `--port=${portOf(plan, node!.name)}`,
       "--address=127.0.0.1",
       ...(plan.podProcesses === false ? ["--pod-processes=false"] : []),
@@ -562,6 +614,12 @@ export function metricsEndpoints(
         endpoints.push({ instance: sidecar, what: `external-${sidecar}`, url: http(sidecar) });
     if (plan.commands.has("snapshotter"))
       endpoints.push({ instance: "snapshotter", what: "csi-snapshotter", url: http("snapshotter") });
+    if (runsHealthMonitor(plan))
+      endpoints.push({
+        instance: "health-monitor",
+        what: "external-health-monitor-controller",
+        url: http("health-monitor"),
+      });
     if (runsSnapshotMetadata(plan))
       endpoints.push({
         instance: SNAPSHOT_METADATA,

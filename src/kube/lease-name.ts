@@ -4,7 +4,8 @@
 // would end in "-" (a Lease name must end alphanumeric). Two replicas of the same sidecar must
 // compute the same name, and an upstream replica must too, or both would lead at once.
 
-export type LeaseComponent = "provisioner" | "attacher" | "resizer" | "snapshotter" | "snapshot-controller";
+export type LeaseComponent =
+  "provisioner" | "attacher" | "resizer" | "snapshotter" | "snapshot-controller" | "health-monitor";
 
 /** csi-lib-utils' name sanitizer. */
 export function sanitizeLeaseName(name: string): string {
@@ -25,5 +26,7 @@ export function leaseName(component: LeaseComponent, driverName: string): string
       return sanitizeLeaseName(`external-snapshotter-leader-${driverName}`);
     case "snapshot-controller":
       return "snapshot-controller-leader";
+    case "health-monitor":
+      return sanitizeLeaseName(`external-health-monitor-leader-${driverName}`);
   }
 }

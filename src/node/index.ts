@@ -40,12 +40,12 @@ import { PolledObjects } from "./polled-objects.ts";
 import { Reconciler } from "./reconciler.ts";
 import { cleanupOrphanedPodDirs, reconstruct } from "./reconstruction.ts";
 import { RegistrationHandler } from "./registration.ts";
-import { VolumeStatsCollector } from "./volume-stats.ts";
+import { CSI_VOLUME_HEALTH_GATE, VolumeStatsCollector } from "./volume-stats.ts";
 import { PodRuntime, sandboxUnavailable, type ContainerStreams } from "./runtime/index.ts";
 
 export type { NodeOptions } from "./options.ts";
 export { KubeletPaths, attachmentName, ephemeralVolumeHandle, uniqueVolumeName, sha256Hex } from "./paths.ts";
-export { VOLUME_STATS_METRICS } from "./volume-stats.ts";
+export { VOLUME_STATS_METRICS, VOLUME_CONDITION_ABNORMAL, CSI_VOLUME_HEALTH_GATE } from "./volume-stats.ts";
 export { POD_INFO_KEYS } from "./csi-volume.ts";
 export { highestSupportedVersion, CSI_PLUGIN_TYPE } from "./registration.ts";
 export { NODE_LEASE_NAMESPACE } from "./node-status.ts";
@@ -184,7 +184,18 @@ export async function startNode(options: NodeOptions, signal: AbortSignal): Prom
     // The container runtime as the kubelet's streaming endpoints (/containerLogs, /exec) use it.
     const streams: ContainerStreams = runtime;
     const registry = new Registry();
-    const stats = new VolumeStatsCollector(actual, drivers, registry);
+    // KEP-1432's node side (alpha, off by default): volume_condition → pod event + metric.
+    const stats = new VolumeStatsCollector(
+      actual,
+      drivers,
+      registry,
+      options.featureGates?.[CSI_VOLUME_HEALTH_GATE] === true
+        ? {
+            events,
+            podOf: (uid) => informers.pods.store.list().find((pod) => pod.metadata?.uid === uid),
+          }
+        : undefined,
+    );
     instrumentVolumeOperations(plugin, registry);
     let metricsUrl: string | undefined;
     if (options.httpEndpoint) {

@@ -784,3 +784,62 @@ test("a finished pod (Succeeded) has its volumes torn down but stays in the API"
   const still = await getPod(client, NS, "job");
   assert.equal(still?.status?.phase, "Succeeded", "the node does not delete a finished pod");
 });
+
+for (const gate of [true, false])
+  test(`volume health (CSIVolumeHealth=${gate}): an abnormal volume_condition → ${gate ? "VolumeConditionAbnormal on the pod and kubelet_volume_stats_health_status_abnormal 1, back to 0 when healthy" : "no event and no health metric, as the kubelet with the gate off"}`, async (t) => {
+    const { client, scripted, metricsUrl } = await setup(t, {
+      capabilities: ["STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS", "VOLUME_CONDITION"],
+      driverSpec: { attachRequired: false },
+      httpEndpoint: "127.0.0.1:0",
+      featureGates: { CSIVolumeHealth: gate },
+    });
+    await boundClaim(client, NS, "sick", persistentVolume("pv-s", { driver: DRIVER, handle: "vol-s" }));
+    await client.create(
+      GVR.pods,
+      pod(NS, "patient", {
+        nodeName: NODE,
+        volumes: [{ name: "store", persistentVolumeClaim: { claimName: "sick" } }],
+      }),
+    );
+    await until(() => podRunning(client, NS, "patient"), "pod Running");
+    const url = metricsUrl()!;
+    const metrics = async (): Promise<string> =>
+      (await fetch(url, { signal: AbortSignal.timeout(5000) })).text();
+    const abnormal = (value: 0 | 1) =>
+      `kubelet_volume_stats_health_status_abnormal{namespace="default",persistentvolumeclaim="sick"} ${value}`;
+    // Stats are collected (capacity shows), healthy while the driver says nothing is wrong.
+    await until(
+      async () =>
+        (await metrics()).includes(
+          'kubelet_volume_stats_capacity_bytes{namespace="default",persistentvolumeclaim="sick"}',
+        ),
+      "stats",
+    );
+    scripted.volumeCondition = { abnormal: false, message: "" };
+    if (gate) await until(async () => (await metrics()).includes(abnormal(0)), "health 0");
+
+    scripted.volumeCondition = { abnormal: true, message: "The source path of the volume doesn't exist" };
+    const calls = scripted.callsOf("NodeGetVolumeStats").length;
+    if (gate) {
+      const event = await until(
+        async () => (await events(client)).find((e) => e.reason === "VolumeConditionAbnormal"),
+        "VolumeConditionAbnormal on the pod",
+      );
+      assert.equal(event.type, "Warning");
+      assert.equal(event.involvedObject.kind, "Pod");
+      assert.equal(event.involvedObject.name, "patient");
+      assert.equal(event.message, "Volume store: The source path of the volume doesn't exist");
+      assert.equal(event.source.component, "kubelet");
+      await until(async () => (await metrics()).includes(abnormal(1)), "health 1");
+      scripted.volumeCondition = { abnormal: false, message: "" };
+      await until(async () => (await metrics()).includes(abnormal(0)), "health back to 0");
+    } else {
+      // Several rounds with the abnormal answer, and nothing shows.
+      await until(
+        () => scripted.callsOf("NodeGetVolumeStats").length >= calls + 3,
+        "three more stats rounds",
+      );
+      assert.equal((await events(client)).filter((e) => e.reason === "VolumeConditionAbnormal").length, 0);
+      assert.ok(!(await metrics()).includes("kubelet_volume_stats_health_status_abnormal{"));
+    }
+  });

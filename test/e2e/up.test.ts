@@ -608,6 +608,17 @@ describe("csikit up", { skip: SKIP }, () => {
       provisioner.body,
       /^csi_sidecar_operations_seconds_count\{.*method_name="\/csi\.v1\.Controller\/CreateVolume"/m,
     );
+    // The health monitor runs beside hostpath's controller and polls it with ListVolumes.
+    const healthMonitor = endpoints.get("external-health-monitor-controller");
+    assert.ok(healthMonitor, text);
+    await until(
+      async () =>
+        /^csi_sidecar_operations_seconds_count\{.*method_name="\/csi\.v1\.Controller\/ListVolumes"/m.test(
+          (await scrape(healthMonitor, undefined)).body,
+        ),
+      "the health monitor's ListVolumes",
+      { timeoutMs: STEP_MS },
+    );
   });
 
   test("SIGINT tears volumes down before the processes and exits 0; a second up resumes the cluster", async () => {

@@ -173,6 +173,8 @@ export interface ScriptedNode {
   /** Makes the next calls of `method` fail with `code` (until cleared with undefined). */
   failWith(method: string, code: number | undefined): void;
   callsOf(method: string): RecordedCall[];
+  /** volume_condition NodeGetVolumeStats answers with (none when undefined). */
+  volumeCondition: { abnormal: boolean; message: string } | undefined;
 }
 
 /**
@@ -201,6 +203,7 @@ export async function serveScriptedNode(
     if (code !== undefined) throw new CsiError(code, `scripted ${method} failure`);
   };
   const { rm: remove, mkdir: makeDir, writeFile } = await import("node:fs/promises");
+  let volumeCondition: ScriptedNode["volumeCondition"];
   const node: Partial<NodeService> = {
     nodeGetInfo: (request) => {
       record("NodeGetInfo", request);
@@ -242,6 +245,7 @@ export async function serveScriptedNode(
           { unit: "BYTES", total: 1048576, available: 1000000, used: 48576 },
           { unit: "INODES", total: 100, available: 90, used: 10 },
         ],
+        ...(volumeCondition ? { volumeCondition } : {}),
       });
     },
   };
@@ -264,6 +268,12 @@ export async function serveScriptedNode(
       else failures.set(method, code);
     },
     callsOf: (method) => calls.filter((c) => c.method === method),
+    get volumeCondition() {
+      return volumeCondition;
+    },
+    set volumeCondition(value) {
+      volumeCondition = value;
+    },
   };
 }
 

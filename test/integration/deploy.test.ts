@@ -28,6 +28,7 @@ import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/
 import { provisionerOptionsFromFlags } from "../../src/sidecars/provisioner/index.ts";
 import { registrarOptionsFromFlags } from "../../src/sidecars/registrar/index.ts";
 import { resizerOptionsFromFlags } from "../../src/sidecars/resizer/index.ts";
+import { healthMonitorOptionsFromFlags } from "../../src/sidecars/health-monitor/index.ts";
 import { snapshotMetadataOptionsFromFlags } from "../../src/sidecars/snapshot-metadata/index.ts";
 import { snapshotterOptionsFromFlags } from "../../src/sidecars/snapshotter/index.ts";
 import { snapshotControllerOptionsFromFlags } from "../../src/controllers/index.ts";
@@ -51,6 +52,7 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   registrar: registrarOptionsFromFlags,
   livenessprobe: livenessProbeOptionsFromFlags,
   resizer: resizerOptionsFromFlags,
+  "health-monitor": healthMonitorOptionsFromFlags,
   "snapshot-metadata": (flags) => snapshotMetadataOptionsFromFlags(flags, {}),
   snapshotter: (flags) => snapshotterOptionsFromFlags(flags, {}),
   "snapshot-controller": snapshotControllerOptionsFromFlags,
@@ -325,6 +327,7 @@ test("every container command line in deploy/ is accepted by csikit's parser and
     "livenessprobe",
     "resizer",
     "snapshotter",
+    "health-monitor",
   ])
     assert.ok(
       checked.some((c) => c.startsWith(`${sub}@`)),

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, rm, writeFile, stat } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GrpcStatus, grpcCode, type CsiClient } from "../../csi/index.ts";
 import { BLOCK_RW, MIB, MOUNT_RW, rejectsWith, startTestDriver } from "./test-helpers.ts";
@@ -984,4 +984,36 @@ test("--attach-limit: ControllerPublishVolume past the limit on one node is RESO
   await publish(ids[0]!);
   const message = await rejectsWith(publish(ids[1]!), GrpcStatus.RESOURCE_EXHAUSTED);
   assert.match(message, /--attach-limit/);
+});
+
+test("volume condition: backing data deleted → abnormal in ControllerGetVolume and ListVolumes; restored → healthy", async (t) => {
+  const { client, stateDir } = await startTestDriver(t);
+  const capabilities = await client.controllerCapabilities();
+  assert.ok(
+    capabilities.has("VOLUME_CONDITION") &&
+      capabilities.has("GET_VOLUME") &&
+      capabilities.has("LIST_VOLUMES"),
+  );
+  const volumeId = (await client.controller.createVolume({ name: "sick", volumeCapabilities: [MOUNT_RW] }))
+    .volume!.volumeId;
+  const healthy = await client.controller.controllerGetVolume({ volumeId });
+  assert.equal(healthy.status?.volumeCondition?.abnormal, false);
+
+  const data = join(stateDir, "volumes", volumeId);
+  await rm(data, { recursive: true });
+  const missing = { abnormal: true, message: "The source path of the volume doesn't exist" };
+  assert.deepEqual(
+    (await client.controller.controllerGetVolume({ volumeId })).status?.volumeCondition,
+    missing,
+  );
+  const listed = (await client.controller.listVolumes({})).entries.find(
+    (e) => e.volume?.volumeId === volumeId,
+  );
+  assert.deepEqual(listed?.status?.volumeCondition, missing);
+
+  await mkdir(data);
+  assert.equal(
+    (await client.controller.controllerGetVolume({ volumeId })).status?.volumeCondition?.abnormal,
+    false,
+  );
 });

@@ -49,7 +49,7 @@ test("data: directory volume → snapshot (tar) → restore and clone keep the c
 
   await removeData(clone);
   await removeData(clone); // idempotent
-  assert.equal(await dataProblem(clone, "mount"), "volume data is missing");
+  assert.equal(await dataProblem(clone, "mount"), "The source path of the volume doesn't exist");
 });
 
 test("data: block volumes are sparse files; copies grow but never shrink; a crashed temp is redone", async (t) => {

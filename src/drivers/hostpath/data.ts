@@ -150,7 +150,8 @@ export async function dataProblem(path: string, accessType: AccessType): Promise
     if (accessType === "mount" && !info.isDirectory()) return "data directory is not a directory";
     return undefined;
   } catch (error) {
-    if (isErrno(error, "ENOENT")) return "volume data is missing";
+    // upstream hostpath's message for a volume whose backing directory is gone
+    if (isErrno(error, "ENOENT")) return "The source path of the volume doesn't exist";
     return `volume data cannot be read: ${error instanceof Error ? error.message : String(error)}`;
   }
 }

@@ -95,6 +95,24 @@ test("filesystem volume: stage, publish rw and ro, stats, idempotency, teardown"
   await client.node.nodeExpandVolume({ volumeId, volumePath: rw });
   await client.node.nodeExpandVolume({ volumeId, volumePath: unrelated, stagingTargetPath: staging });
 
+  // The health path (VOLUME_CONDITION, upstream hostpath's check that the backing directory
+  // exists): with the data moved away the published volume is reported abnormal, node and
+  // controller side; moved back, healthy again.
+  const data = join(driver.stateDir, "volumes", volumeId);
+  await rename(data, `${data}.away`);
+  const gone = await client.node.nodeGetVolumeStats({ volumeId, volumePath: rw });
+  assert.deepEqual(gone.volumeCondition, {
+    abnormal: true,
+    message: "The source path of the volume doesn't exist",
+  });
+  const controllerSide = await client.controller.controllerGetVolume({ volumeId });
+  assert.equal(controllerSide.status?.volumeCondition?.abnormal, true);
+  await rename(`${data}.away`, data);
+  assert.equal(
+    (await client.node.nodeGetVolumeStats({ volumeId, volumePath: rw })).volumeCondition?.abnormal,
+    false,
+  );
+
   for (const target of [rw, ro]) {
     await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });
     await client.node.nodeUnpublishVolume({ volumeId, targetPath: target });

@@ -664,8 +664,11 @@ async function nodeGetVolumeStats(
   // volume_path "some/path" and expects NOT_FOUND).
   const volume = await findVolume(context, id);
   const path = pathOfVolume(context, volume, request.volumePath, "volume_path");
-  await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
   const problem = await dataProblem(volume.dataPath, volume.accessType);
+  // With its data gone the volume's mounts can no longer be matched against it: an existing
+  // volume_path is enough to answer, abnormal (the health path's whole point).
+  if (problem === undefined) await requireVolumeAt(volume, [{ path, field: "volume_path" }]);
+  else await requireExisting(path, "volume_path");
   const usage =
     volume.accessType === "block"
       ? [{ unit: "BYTES" as const, total: String(volume.sizeBytes), available: "0", used: "0" }]
