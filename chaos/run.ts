@@ -6,8 +6,8 @@
 // settled with no violation.
 
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CsiClient } from "../src/csi/index.ts";
@@ -65,6 +65,21 @@ function loopsUnder(dir: string): string[] {
   }
 }
 
+/** Cores, load and the state dir's filesystem, as every table of figures says where it ran. */
+function whereItRuns(dir: string): string {
+  let filesystem = "unknown filesystem";
+  try {
+    filesystem =
+      execFileSync("df", ["-T", dir], { encoding: "utf8" }).split("\n")[1]?.split(/\s+/)[1] ?? filesystem;
+  } catch {
+    // df missing: said as unknown.
+  }
+  const load = loadavg()
+    .map((n) => n.toFixed(1))
+    .join(" ");
+  return `${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? "?"}), load ${load}, state dir on ${filesystem}`;
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
@@ -101,11 +116,13 @@ async function main(): Promise<number> {
   const base = await mkdtemp(join(tmpdir(), "csikit-chaos-"));
   const stateDir = join(base, "state");
   const podsRun = (await sandboxUnavailable()) === undefined;
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
   process.stdout.write(
     `chaos: ${runs} runs from seed ${firstSeed}; ${plan.claims} claims, ${plan.kills} kills, ${plan.faultRules} fault rules, ` +
       `${plan.windowMs / 1000} s of faults per run; ${nodes} nodes; state ${stateDir}; ${isRoot ? "root" : "unprivileged"}` +
       `${podsRun ? "" : "; pods run no commands here (no sandbox): no read-back of data"}\n`,
   );
+  process.stdout.write(`where: ${whereItRuns(stateDir)}\n`);
   const up = startUp(stateDir, [`--nodes=${nodes}`, "--driver-fault-proxy"]);
   let failed = 0;
   let client: KubeClient | undefined;
