@@ -22,7 +22,7 @@ import {
   type PersistentVolumeClaim,
   type Pod,
 } from "../api/index.ts";
-import { leaseName, type LeaseComponent } from "../kube/index.ts";
+import { GRPC_CODE_NAMES, leaseName, type LeaseComponent } from "../kube/index.ts";
 import type { ClusterView, Diagnosis, EventEvidence, Link, LinkState, Responsible, Step } from "./model.ts";
 
 /** Events shown per link: the latest few are what a person reads. */
@@ -1270,28 +1270,8 @@ function attachmentLink(
   return false;
 }
 
-const GRPC_CODES = [
-  "OK",
-  "Canceled",
-  "Unknown",
-  "InvalidArgument",
-  "DeadlineExceeded",
-  "NotFound",
-  "AlreadyExists",
-  "PermissionDenied",
-  "ResourceExhausted",
-  "FailedPrecondition",
-  "Aborted",
-  "OutOfRange",
-  "Unimplemented",
-  "Internal",
-  "Unavailable",
-  "DataLoss",
-  "Unauthenticated",
-];
-
 function grpcName(code: number): string {
-  const name = GRPC_CODES[code];
+  const name = GRPC_CODE_NAMES[code];
   return name ? ` ${name}` : "";
 }
 
