@@ -490,7 +490,7 @@ spec:
 );
 
 // Rollback (seed 001, "Update 1/13/2020"; issue 14 §4) on `csikit up`: Portworx is the one
-// plugin whose migration can still be turned off at 1.32, so this cluster runs hostpath as
+// plugin whose migration can still be turned off at 1.32 (the release this cluster acts as), so it runs hostpath as
 // pxd.portworx.com. A claim of an in-tree Portworx class is provisioned with migration on;
 // `up` is stopped and resumed with `--feature-gates=CSIMigrationPortworx=false` (every
 // controller and node agent restarts with the gate off): migrated-to goes from the claim and
@@ -509,9 +509,11 @@ describe("csikit up --feature-gates: rolling Portworx migration back and forward
       up.child.kill("SIGINT");
       assert.equal(await exitWithin(up, 150_000), 0, up.output());
     }
+    // A 1.32 cluster: from 1.33 on the gate is GA and locked on, as upstream's.
     up = startUp(stateDir, [
       "--nodes=1",
       `--driver-name=${PX}`,
+      "--kubernetes-version=1.32",
       `--feature-gates=CSIMigrationPortworx=${gate}`,
     ]);
     await until(
