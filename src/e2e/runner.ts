@@ -23,10 +23,10 @@ export interface TestResult {
   seconds: number;
 }
 
-export interface PlannedTest {
-  suite: Suite;
+export interface PlannedTest<C = TestContext> {
+  suite: Suite<C>;
   pattern: TestPattern;
-  test: TestCase;
+  test: TestCase<C>;
   fullName: string;
 }
 
@@ -36,12 +36,12 @@ export interface SelectOptions {
 }
 
 /** Every (suite, pattern, test) whose full name --focus matches and --skip does not, in suite order. */
-export function planTests(
-  suites: readonly Suite[],
+export function planTests<C = TestContext>(
+  suites: readonly Suite<C>[],
   driver: E2eDriver,
   select: SelectOptions = {},
-): PlannedTest[] {
-  const planned: PlannedTest[] = [];
+): PlannedTest<C>[] {
+  const planned: PlannedTest<C>[] = [];
   for (const suite of suites)
     for (const pattern of suite.patterns)
       for (const test of suite.tests) {
@@ -53,10 +53,10 @@ export function planTests(
   return planned;
 }
 
-export interface RunOptions {
+export interface RunOptions<C = TestContext> {
   driver: E2eDriver;
   /** Builds the per-test context (its namespace) and returns it with its cleanup. */
-  prepare: (planned: PlannedTest) => Promise<{ context: TestContext; cleanup: () => Promise<void> }>;
+  prepare: (planned: PlannedTest<C>) => Promise<{ context: C; cleanup: () => Promise<void> }>;
   /** Tests at once (default 1). */
   parallel?: number;
   onResult?: (result: TestResult) => void;
@@ -64,7 +64,10 @@ export interface RunOptions {
 }
 
 /** Runs the planned tests; never throws for a test's failure (it is a result). */
-export async function runTests(planned: readonly PlannedTest[], options: RunOptions): Promise<TestResult[]> {
+export async function runTests<C>(
+  planned: readonly PlannedTest<C>[],
+  options: RunOptions<C>,
+): Promise<TestResult[]> {
   const results: TestResult[] = new Array<TestResult>(planned.length);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -80,7 +83,7 @@ export async function runTests(planned: readonly PlannedTest[], options: RunOpti
   return results;
 }
 
-async function runOne(planned: PlannedTest, options: RunOptions): Promise<TestResult> {
+async function runOne<C>(planned: PlannedTest<C>, options: RunOptions<C>): Promise<TestResult> {
   const base = {
     suite: planned.suite.name,
     pattern: planned.pattern.name,

@@ -19,17 +19,18 @@ export interface TestContext {
   signal: AbortSignal;
 }
 
-export interface TestCase {
+/** A test; generic in its context so the runner is testable without a cluster. */
+export interface TestCase<C = TestContext> {
   /** Upstream's It() text, e.g. "should store data". */
   name: string;
   /** Why this test cannot run on the driver (naming the missing capability), or undefined. */
   skipReason?: (driver: E2eDriver, pattern: TestPattern) => string | undefined;
-  run(context: TestContext): Promise<void>;
+  run(context: C): Promise<void>;
 }
 
-export interface Suite {
+export interface Suite<C = TestContext> {
   /** Upstream's suite name (TestSuiteInfo.Name), e.g. "provisioning". */
   name: string;
   patterns: readonly TestPattern[];
-  tests: readonly TestCase[];
+  tests: readonly TestCase<C>[];
 }
