@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CsikitError } from "../base/index.ts";
+import { CsikitError, errorMessage } from "../base/index.ts";
 import { ClusterLayout } from "../cluster/index.ts";
 
 export interface UpClusterOptions {
@@ -133,7 +133,12 @@ export async function startUpCluster(options: UpClusterOptions, signal: AbortSig
     });
   } catch (error) {
     await stop();
-    throw error;
+    // up says why it did not start (a flag, a path too long for a socket…): its last lines.
+    const tail = text.trimEnd().split("\n").slice(-15).join("\n");
+    throw new CsikitError(
+      "CSIKIT_ERR_UP",
+      `${errorMessage(error)}${tail ? `; its output ends:\n${tail}` : ""}`,
+    );
   }
   return { kubeconfig: new ClusterLayout(stateDir).adminKubeconfig, stateDir, output: () => text, stop };
 }
