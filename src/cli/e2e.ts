@@ -49,7 +49,9 @@ export const e2eCommand: Command = {
   flags: {
     "driver-command": {
       type: "string",
-      help: "Start this driver under csikit up (its --driver-command: {endpoint}, {nodeid}, {mode} replaced); default csikit's hostpath.",
+      help:
+        "Start this driver under csikit up (its --driver-command: {endpoint}, {nodeid}, {mode} replaced, and {statedir} by the " +
+        "cluster's temporary state dir); default csikit's hostpath.",
     },
     "driver-name": {
       type: "string",

@@ -15,7 +15,7 @@ import { ClusterLayout } from "../cluster/index.ts";
 export interface UpClusterOptions {
   /** The csikit entry point (src/cli/main.ts) the child runs. */
   cliMain: string;
-  /** `--driver-command` of up; none: csikit's hostpath. */
+  /** `--driver-command` of up ({statedir} replaced by the cluster's state dir); none: csikit's hostpath. */
   driverCommand?: string;
   driverName: string;
   /** Virtual nodes of the cluster. */
@@ -81,7 +81,11 @@ export async function startUpCluster(options: UpClusterOptions, signal: AbortSig
     `--state-dir=${stateDir}`,
     `--nodes=${options.nodes}`,
     `--driver-name=${options.driverName}`,
-    ...(options.driverCommand !== undefined ? [`--driver-command=${options.driverCommand}`] : []),
+    // {statedir}: the cluster's state dir, known only here (a driver may need to be told where
+    // the nodes' targets live); up replaces {endpoint}, {nodeid} and {mode} itself.
+    ...(options.driverCommand !== undefined
+      ? [`--driver-command=${options.driverCommand.replaceAll("{statedir}", stateDir)}`]
+      : []),
   ];
   const child = canUnshare()
     ? spawn("unshare", ["-m", "--propagation", "private", process.execPath, ...args], {
