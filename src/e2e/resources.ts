@@ -186,19 +186,24 @@ export class TestNamespace {
 
   /** Waits (bounded by PodStart) until the pod is Running; a pod that ends first fails the wait. */
   async waitRunning(pod: string): Promise<Pod> {
-    return pollUntil(
+    // pollUntil takes a throw for "not yet": an ended pod is returned and failed here instead.
+    const seen = await pollUntil(
       `pod ${this.name}/${pod} to be Running`,
       this.#timeouts.podStartMs,
       this.#signal,
       async () => {
         const p = await this.#client.get<Pod>(GVR.pods, pod, { namespace: this.name });
         const phase = p.status?.phase;
-        if (phase === "Failed" || phase === "Succeeded")
-          throw new E2eCheckError(`pod ${this.name}/${pod} ended (${phase}) before it was seen Running`);
-        return phase === "Running" ? p : undefined;
+        return phase === "Running" || phase === "Failed" || phase === "Succeeded" ? p : undefined;
       },
       250,
     );
+    const phase = seen.status?.phase;
+    if (phase !== "Running")
+      throw new E2eCheckError(
+        `pod ${this.name}/${pod} ended (${phase}) before it was seen Running: ${seen.status?.message ?? seen.status?.reason ?? "no message"}`,
+      );
+    return seen;
   }
 
   /** Runs `sh -c <script>` in the pod through the API server (pods/exec). */
