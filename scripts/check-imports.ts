@@ -42,6 +42,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   doctor: ["base", "api", "csi", "kube", "migration"],
   // `csikit why`: reads a cluster through kube's client and judges it; no component imports it.
   why: ["base", "api", "kube"],
+  // `csikit e2e`: storage e2e suites through the API (kube), starting `csikit up` as a child (cluster's layout and poll).
+  e2e: ["base", "api", "kube", "csi", "cluster"],
   cluster: [
     "base",
     "api",
@@ -71,6 +73,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "faultproxy",
     "doctor",
     "why",
+    "e2e",
   ],
 };
 
@@ -93,6 +96,8 @@ const PACKAGES: Record<string, readonly string[]> = {
     "yaml",
   ],
   sanity: ["yaml"],
+  // `csikit e2e --test-driver` reads upstream's test-driver YAML.
+  e2e: ["yaml"],
   // `csikit migrate` reads and writes multi-document manifests.
   cli: ["yaml"],
   // deploy/rbac/*.yaml and the components' kubeconfigs.

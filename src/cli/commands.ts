@@ -41,6 +41,12 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./doctor.ts")).doctorCommand,
   },
   {
+    name: "e2e",
+    summary:
+      "Run Kubernetes' external storage e2e suites against a CSI driver, on a csikit up cluster started around it or on a real cluster",
+    load: async () => (await import("./e2e.ts")).e2eCommand,
+  },
+  {
     name: "fault-proxy",
     summary:
       "Run a CSI proxy between a CO and a driver that injects faults (latency, codes, timeouts, hangs, drops) by rule",

@@ -17,3 +17,4 @@ export {
 export { runWalkthrough, WALKTHROUGHS } from "./walkthrough.ts";
 export type { Walkthrough } from "./walkthrough.ts";
 export { inUserMountNamespace, mountProblem, reexecInUserMountNamespace } from "./namespace.ts";
+export { pollUntil } from "./poll.ts";
