@@ -334,7 +334,7 @@ test("test names and skips match upstream's for the hostpath definition", async 
   assert.equal(
     byName(
       plan,
-      `${D} [Testpattern: Dynamic PV (filesystem volmode)] multiVolume should concurrently access the single volume from pods on different node`,
+      `${D} [Testpattern: Dynamic PV (filesystem volmode)] multiVolume [Slow] should concurrently access the single volume from pods on different node`,
     ).skip,
     "Driver hostpath.csi.k8s.io doesn't support RWX -- skipping",
   );

@@ -243,7 +243,7 @@ const volumeMode: Suite = {
     "BlockVolModePreprovisionedPV",
     "BlockVolModeDynamicPV",
   ],
-  minSize: "",
+  minSize: "1Mi",
   skips: [],
   tests: [
     it("should fail to create pod by failing to mount volume", {
@@ -266,7 +266,7 @@ const volumeIO: Suite = {
   name: "volumeIO",
   tags: [],
   patterns: ["DefaultFsInlineVolume", "DefaultFsPreprovisionedPV", "DefaultFsDynamicPV", "NtfsDynamicPV"],
-  minSize: "",
+  minSize: "1Mi",
   skips: [skipVolTypes("PreprovisionedPV", "InlineVolume")],
   tests: [it("should write files of various sizes, verify size, validate content", { tags: [SLOW] })],
 };
@@ -281,7 +281,7 @@ const subPath: Suite = {
   name: "subPath",
   tags: [],
   patterns: ["DefaultFsInlineVolume", "DefaultFsPreprovisionedPV", "DefaultFsDynamicPV", "NtfsDynamicPV"],
-  minSize: "",
+  minSize: "1Mi",
   skips: [skipVolTypes("PreprovisionedPV", "InlineVolume")],
   tests: [
     it("should support non-existent path"),
@@ -335,7 +335,7 @@ const noMultiPods = needsCap(
 
 const multiVolume: Suite = {
   name: "multiVolume",
-  tags: [],
+  tags: [SLOW],
   patterns: [
     "FsVolModePreprovisionedPV",
     "FsVolModeDynamicPV",
@@ -436,7 +436,7 @@ const capacity: Suite = {
   name: "capacity",
   tags: [],
   patterns: ["DefaultFsDynamicPV"],
-  minSize: "",
+  minSize: "1Mi",
   skips: [
     onlyDynamic("capacity"),
     needsCap("capacity", (c) => `Driver ${name(c)} doesn't publish storage capacity -- skipping`),
