@@ -5,10 +5,25 @@
 import { join } from "node:path";
 import { FlagError, type Flags } from "../base/index.ts";
 import { DEFAULT_DRIVER_NAME } from "../cluster/index.ts";
-import { hostpathDriver, readTestDriver, runE2e, type E2eDriver } from "../e2e/index.ts";
+import {
+  loadTestDriver,
+  runE2e,
+  selectedTests,
+  TestDriverError,
+  type DriverDefinition,
+} from "../e2e/index.ts";
 import type { Command } from "./command.ts";
 
 const CLI_MAIN = join(import.meta.dirname, "main.ts");
+/** csikit hostpath's test driver definition (deploy/e2e/), used without --test-driver. */
+export const HOSTPATH_TEST_DRIVER = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "deploy",
+  "e2e",
+  "test-driver.yaml",
+);
 
 function regexFlag(flags: Flags, name: string): RegExp | undefined {
   const value = flags.string(name);
@@ -22,14 +37,29 @@ function regexFlag(flags: Flags, name: string): RegExp | undefined {
   }
 }
 
-async function driverOf(flags: Flags): Promise<E2eDriver> {
+async function driverOf(flags: Flags, warn: (line: string) => void): Promise<DriverDefinition> {
   const file = flags.string("test-driver");
   const name = flags.string("driver-name");
-  if (file === "") return hostpathDriver(name === "" ? DEFAULT_DRIVER_NAME : name);
-  const driver = await readTestDriver(file);
-  if (name !== "" && name !== driver.name)
-    throw new FlagError(`flag -driver-name ${name} differs from ${file}'s DriverInfo.Name ${driver.name}`);
-  return driver;
+  let definition: DriverDefinition;
+  try {
+    const parsed = await loadTestDriver(file === "" ? HOSTPATH_TEST_DRIVER : file);
+    for (const warning of parsed.warnings) warn(`warning: ${warning}`);
+    definition = parsed.definition;
+  } catch (error) {
+    if (error instanceof TestDriverError || (error as NodeJS.ErrnoException).code === "ENOENT")
+      throw new FlagError(
+        `invalid value ${JSON.stringify(file)} for flag -test-driver: ${(error as Error).message}`,
+      );
+    throw error;
+  }
+  if (name === "") return definition;
+  if (file !== "" && name !== definition.DriverInfo.Name)
+    throw new FlagError(
+      `flag -driver-name ${name} differs from ${file}'s DriverInfo.Name ${definition.DriverInfo.Name}`,
+    );
+  // The built-in description serves hostpath under another name (up --driver-name): its class
+  // then is up's csi-hostpath too, whose provisioner follows the name.
+  return { ...definition, DriverInfo: { ...definition.DriverInfo, Name: name } };
 }
 
 export const e2eCommand: Command = {
@@ -39,13 +69,17 @@ export const e2eCommand: Command = {
   usage:
     'csikit e2e [--driver-command="DRIVER --endpoint {endpoint} --nodeid {nodeid}"] [--test-driver=FILE] [--kubeconfig=FILE] [--focus=REGEX] [--skip=REGEX] [--junit=FILE]',
   description:
-    "Runs the suites Kubernetes runs against every CSI driver (test/e2e/storage/testsuites: provisioning and\n" +
-    "volumes so far, pattern Dynamic PV (default fs)), each test in a namespace of its own, checking data through\n" +
-    "pods (pods/exec), never through the host. Without --kubeconfig it starts `csikit up` around the driver\n" +
+    "Runs the suites Kubernetes runs against every CSI driver (test/e2e/storage/testsuites: provisioning, volumes,\n" +
+    "volumeMode, volumeIO, subPath, multiVolume, topology, capacity, volume-expand, snapshottable, ephemeral,\n" +
+    "volumeLimits, disruptive, read-write-once-pod, fsgroupchangepolicy, volume-modify, volumegroupsnapshottable)\n" +
+    "with upstream's test patterns, each test in a namespace of its own, checking data through pods (pods/exec),\n" +
+    "never through the host. The driver is described by upstream's test driver file (--storage.testdriver's\n" +
+    "format: DriverInfo, Capabilities, StorageClass, SnapshotClass, Timeouts…); a test the driver's capabilities\n" +
+    "rule out is skipped with upstream's message. Without --kubeconfig it starts `csikit up` around the driver\n" +
     "(--driver-command; none: csikit's hostpath) on a temporary state dir and tears it down afterwards. Test names\n" +
-    "are upstream's: External Storage [Driver: NAME] [Testpattern: PATTERN] SUITE TEST; --focus and --skip match\n" +
-    "them. Prints a line per test as it ends, then a matrix suite × pattern (passed/failed/skipped; a skip names\n" +
-    "the capability missing). Exit code: 0 when no test failed, 1 otherwise, 2 on bad flags.",
+    "are upstream's (External Storage [Driver: NAME] [Testpattern: PATTERN] SUITE TEST); --focus and --skip match\n" +
+    "them. Prints a line per test as it ends, then a matrix suite × pattern (passed/failed/skipped). Exit code: 0\n" +
+    "when no test failed, 1 otherwise, 2 on bad flags.",
   flags: {
     "driver-command": {
       type: "string",
@@ -73,6 +107,11 @@ export const e2eCommand: Command = {
     focus: { type: "string", help: "Run only tests whose full name matches this regular expression." },
     skip: { type: "string", help: "Skip tests whose full name matches this regular expression." },
     junit: { type: "string", help: "Write a JUnit XML report to this file." },
+    list: {
+      type: "bool",
+      default: "false",
+      help: "Print the selected tests' names (and why a skipped one is skipped) and exit, running nothing (ginkgo's --dry-run).",
+    },
     nodes: { type: "int", default: "1", help: "Tests run in parallel (ginkgo's --nodes)." },
     "cluster-nodes": { type: "int", default: "2", help: "Virtual nodes of the csikit up cluster." },
     "timeout-scale": {
@@ -100,7 +139,12 @@ export const e2eCommand: Command = {
     const focus = regexFlag(flags, "focus");
     const skip = regexFlag(flags, "skip");
     const junit = flags.string("junit");
-    const driver = await driverOf(flags);
+    const driver = await driverOf(flags, (line) => void process.stderr.write(line + "\n"));
+    if (flags.bool("list")) {
+      for (const planned of selectedTests({ driver, ...(focus ? { focus } : {}), ...(skip ? { skip } : {}) }))
+        stdout.write(`${planned.name}${planned.skip !== null ? ` — skipped: ${planned.skip}` : ""}\n`);
+      return 0;
+    }
     // A second Ctrl-C must not cut the teardown short.
     process.on("SIGINT", () => {});
     process.on("SIGTERM", () => {});

@@ -1,77 +1,52 @@
-// The vocabulary of the storage e2e tests, as Kubernetes' external storage suites name them: test
-// patterns ("Dynamic PV (default fs)"), full test names, the timeouts, skip reasons naming a
-// missing capability. The driver is described by `E2eDriver`, a minimal
-// local stand-in for the upstream test-driver definition: the catalogue (src/e2e/catalogue/,
-// another branch) is to replace it with the full DriverInfo, keeping these fields.
+// What a running e2e test is given besides its namespace: the bounds of its waits (upstream's
+// framework timeouts, as the test driver file sets them, scaled by --timeout-scale), the size of
+// its volumes (the intersection of the driver's SupportedSizeRange and the suite's, as upstream's
+// CreateVolumeResource takes), and the error a test throws to skip itself once it sees the cluster
+// cannot run it (upstream's e2eskipper at run time: too few nodes, no way to restart a kubelet).
 
-/** What the runner needs to know of the driver under test (a subset of upstream's DriverInfo). */
-export interface E2eDriver {
-  /** DriverInfo.Name: the CSI driver name, the StorageClass provisioner. */
-  name: string;
-  /** DriverInfo.Capabilities: persistence, exec, block, … (absent = false). */
-  capabilities: Readonly<Record<string, boolean>>;
-  /** DriverInfo.SupportedMountOption: options the provisioning suite puts on its class. */
-  supportedMountOptions: readonly string[];
-  /** Size of each claim (DriverInfo.SupportedSizeRange.Min when given). */
-  claimSize: string;
-  /** StorageClass.FromExistingClassName: copy this class instead of one naming the driver. */
-  existingClassName?: string;
-  /** StorageClass parameters (StorageClass.FromFile's), none by default. */
-  classParameters?: Readonly<Record<string, string>>;
+import { CsikitError } from "../base/index.ts";
+import { parseQuantity, quantityValue } from "../api/index.ts";
+import { effectiveTimeouts, type DriverDefinition, type TimeoutKey } from "./catalogue/index.ts";
+
+/** Upstream's TimeoutContext (ms), plus the bound of one exec in a pod. */
+export type E2eTimeouts = Record<TimeoutKey, number> & { Exec: number };
+
+const EXEC_MS = 60_000;
+
+export function e2eTimeouts(driver: DriverDefinition, scale: number): E2eTimeouts {
+  const base = effectiveTimeouts(driver);
+  const scaled = Object.fromEntries(
+    Object.entries(base).map(([key, ms]) => [key, Math.round(ms * scale)]),
+  ) as Record<TimeoutKey, number>;
+  return { ...scaled, Exec: Math.round(EXEC_MS * scale) };
 }
 
-/** Upstream's test pattern: how the volume is obtained (only dynamic PVs so far). */
-export interface TestPattern {
-  /** The name in brackets: `[Testpattern: Dynamic PV (default fs)]`. */
-  name: string;
-  volType: "DynamicPV";
-  /** Empty: the driver's default filesystem. */
-  fsType: string;
+/** A test that sees at run time that it cannot run here; its message is the skip reason. */
+export class E2eSkip extends CsikitError {
+  constructor(reason: string) {
+    super("CSIKIT_ERR_E2E_SKIP", reason);
+  }
 }
 
-export const DYNAMIC_PV_DEFAULT_FS: TestPattern = {
-  name: "Dynamic PV (default fs)",
-  volType: "DynamicPV",
-  fsType: "",
-};
-
-/** Bounds of each wait (upstream's framework Timeouts), already scaled by --timeout-scale. */
-export interface E2eTimeouts {
-  /** A claim bound (upstream ClaimProvision, 5 min). */
-  claimProvisionMs: number;
-  /** A pod Running (upstream PodStart, 5 min). */
-  podStartMs: number;
-  /** A pod, claim or namespace gone (upstream PodDelete / NamespaceDelete). */
-  deleteMs: number;
-  /** One exec in a pod. */
-  execMs: number;
+/** A failed check of a test (not a setup error): its message is the test's failure. */
+export class E2eCheckError extends CsikitError {
+  constructor(message: string) {
+    super("CSIKIT_ERR_E2E_CHECK", message);
+  }
 }
 
-export const DEFAULT_TIMEOUTS: E2eTimeouts = {
-  claimProvisionMs: 300_000,
-  podStartMs: 300_000,
-  deleteMs: 300_000,
-  execMs: 60_000,
-};
-
-export function scaleTimeouts(timeouts: E2eTimeouts, scale: number): E2eTimeouts {
-  return {
-    claimProvisionMs: timeouts.claimProvisionMs * scale,
-    podStartMs: timeouts.podStartMs * scale,
-    deleteMs: timeouts.deleteMs * scale,
-    execMs: timeouts.execMs * scale,
-  };
+/**
+ * The size a test's claims ask for: the larger of the driver's SupportedSizeRange.Min and the
+ * suite's minimum (upstream takes the smallest size both ranges allow); an empty bound is none.
+ */
+export function claimSize(driver: DriverDefinition, suiteMin: string): string {
+  const driverMin = driver.DriverInfo.SupportedSizeRange.Min;
+  if (driverMin === "") return suiteMin === "" ? "1Mi" : suiteMin;
+  if (suiteMin === "") return driverMin;
+  return bytesOf(driverMin) >= bytesOf(suiteMin) ? driverMin : suiteMin;
 }
 
-/** A skip reason when the driver lacks `capability` (upstream's Capabilities key). */
-export function requireCapability(capability: string): (driver: E2eDriver) => string | undefined {
-  return (driver) =>
-    driver.capabilities[capability] === true
-      ? undefined
-      : `Driver ${driver.name} does not support capability ${capability}`;
-}
-
-/** The upstream-style full name focus and skip match: `External Storage [Driver: X] [Testpattern: P] suite test`. */
-export function fullTestName(driverName: string, pattern: TestPattern, suite: string, test: string): string {
-  return `External Storage [Driver: ${driverName}] [Testpattern: ${pattern.name}] ${suite} ${test}`;
+/** Bytes of a quantity string ("1Gi" → 1073741824). */
+export function bytesOf(quantity: string): bigint {
+  return quantityValue(parseQuantity(quantity));
 }

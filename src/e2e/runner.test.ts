@@ -1,71 +1,59 @@
-// The runner without a cluster: which tests --focus/--skip select by their upstream full name,
-// capability skips naming what is missing, a failing or throwing cleanup failing its test, the
-// JUnit report's shape (parsed back), the closing matrix, and the test-driver file's fields.
+// The runner without a cluster: which tests --focus/--skip select by their upstream full name, a
+// test the driver's definition rules out skipped with upstream's message, one without a body
+// skipped as not implemented, a body's E2eSkip, a failing or throwing cleanup failing its test,
+// [Serial]/[Disruptive] tests run alone after the others, the JUnit report's shape and the matrix.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parse } from "yaml";
 import {
-  DYNAMIC_PV_DEFAULT_FS,
-  SUITES,
-  hostpathDriver,
+  E2eSkip,
   junitXml,
   matrixRows,
+  NOT_IMPLEMENTED,
   parseTestDriver,
   planTests,
   renderMatrix,
-  requireCapability,
   resultLine,
+  runsAlone,
   runTests,
-  type E2eDriver,
-  type Suite,
+  selectTests,
+  type PlannedTest,
   type TestResult,
 } from "./index.ts";
 
-const driver: E2eDriver = { ...hostpathDriver("x.csi.example.com"), capabilities: { persistence: true } };
+const DRIVER = parseTestDriver(
+  [
+    "StorageClass: {FromName: true}",
+    "DriverInfo:",
+    "  Name: x.csi.example.com",
+    "  Capabilities: {persistence: true, exec: false}",
+  ].join("\n"),
+).definition;
 const PREFIX = "External Storage [Driver: x.csi.example.com] [Testpattern: Dynamic PV (default fs)]";
+const PLAN = planTests(DRIVER);
 
-test("planTests: full upstream names; --focus and --skip are regexes on them", () => {
-  const all = planTests(SUITES, driver).map((p) => p.fullName);
-  assert.deepEqual(all, [
-    `${PREFIX} provisioning should provision storage with defaults`,
-    `${PREFIX} provisioning should provision storage with mount options`,
-    `${PREFIX} volumes should store data`,
-    `${PREFIX} volumes should allow exec of files on the volume`,
-  ]);
-  assert.equal(planTests(SUITES, driver, { focus: /volumes/ }).length, 2);
+test("selectTests: --focus and --skip are regexes on upstream's full names", () => {
+  const volumes = selectTests(PLAN, { focus: /\[Testpattern: Dynamic PV \(default fs\)\] volumes / });
   assert.deepEqual(
-    planTests(SUITES, driver, { focus: /provisioning|volumes/, skip: /exec|mount options/ }).map(
-      (p) => p.test.name,
-    ),
-    ["should provision storage with defaults", "should store data"],
+    volumes.map((p) => p.name),
+    [`${PREFIX} volumes should store data`, `${PREFIX} volumes should allow exec of files on the volume`],
   );
-  assert.equal(planTests(SUITES, driver, { focus: /\[Driver: other\]/ }).length, 0);
+  assert.equal(volumes[0]!.skip, null);
+  assert.match(volumes[1]!.skip ?? "", /exec/, "exec: false in the definition");
+  assert.deepEqual(
+    selectTests(volumes, { skip: /exec/ }).map((p) => p.test.title),
+    ["should store data"],
+  );
+  assert.equal(selectTests(PLAN, { focus: /\[Driver: other\]/ }).length, 0);
+  assert.ok(PLAN.some(runsAlone), "some tests are [Serial] or [Disruptive]");
 });
 
-/** A suite whose tests pass, fail, throw in cleanup or need a capability, recording what ran. */
-function fakeSuite(ran: string[]): Suite<string> {
-  return {
-    name: "demo",
-    patterns: [DYNAMIC_PV_DEFAULT_FS],
-    tests: [
-      { name: "passes", run: async () => void ran.push("passes") },
-      {
-        name: "fails",
-        run: async () => {
-          ran.push("fails");
-          throw new Error("boom <&>");
-        },
-      },
-      {
-        name: "needs exec",
-        skipReason: requireCapability("exec"),
-        run: async () => void ran.push("needs exec"),
-      },
-      { name: "leaks", run: async () => void ran.push("leaks") },
-    ],
-  };
-}
+/** The Dynamic PV (default fs) test whose name (after the pattern) matches. */
+const pick = (pattern: RegExp): PlannedTest => {
+  const found = PLAN.find((p) => p.name.startsWith(PREFIX) && pattern.test(p.name));
+  assert.ok(found, `no planned test matches ${pattern}`);
+  return found;
+};
 
 async function runFake(): Promise<{
   results: TestResult[];
@@ -76,55 +64,111 @@ async function runFake(): Promise<{
   const ran: string[] = [];
   const lines: string[] = [];
   const cleaned: string[] = [];
-  const planned = planTests([fakeSuite(ran)], driver);
-  const results = await runTests(planned, {
-    driver,
+  const planned = [
+    pick(/\] volumes should store data$/),
+    pick(/\] volumes should allow exec/), // exec: false in the definition
+    pick(
+      /\[Testpattern: Dynamic PV \(default fs\)\] provisioning should provision storage with mount options/,
+    ),
+    pick(/\[Testpattern: Dynamic PV \(default fs\)\] volumeIO /),
+    pick(/\[Testpattern: Dynamic PV \(default fs\)\] subPath should support non-existent path/),
+    pick(/\[Testpattern: Dynamic PV \(default fs\)\] subPath should support existing directory$/),
+  ];
+  const bodies: Record<string, (context: string) => Promise<void>> = {
+    "should store data": async () => void ran.push("store"),
+    "should write files of various sizes, verify size, validate content": async () => {
+      ran.push("io");
+      throw new Error("boom <&>");
+    },
+    "should support non-existent path": async () => {
+      ran.push("skips itself");
+      throw new E2eSkip("needs 2 nodes, the cluster has 1");
+    },
+    "should support existing directory": async () => void ran.push("leaks"),
+  };
+  const results = await runTests<string>(planned, {
     parallel: 2,
+    body: (p) => bodies[p.test.title],
     onResult: (r) => lines.push(resultLine(r)),
     prepare: async (p) => ({
-      context: p.test.name,
+      context: p.test.title,
       cleanup: async () => {
-        cleaned.push(p.test.name);
-        if (p.test.name === "leaks") throw new Error("namespace still there");
+        cleaned.push(p.test.title);
+        if (p.test.title === "should support existing directory") throw new Error("namespace still there");
       },
     }),
   });
   return { results, ran, lines, cleaned };
 }
 
-test("runTests: outcomes, capability skip reason, cleanup always and its failure fails the test", async () => {
+test("runTests: outcomes, upstream's skip message, not implemented, E2eSkip, cleanup always", async () => {
   const { results, ran, lines, cleaned } = await runFake();
   assert.deepEqual(
-    results.map((r) => [r.test, r.outcome, r.message]),
+    results.map((r) => [r.suite, r.outcome, r.message]),
     [
-      ["passes", "passed", undefined],
-      ["fails", "failed", "boom <&>"],
-      ["needs exec", "skipped", "Driver x.csi.example.com does not support capability exec"],
-      ["leaks", "failed", "cleanup: namespace still there"],
+      ["volumes", "passed", undefined],
+      ["volumes", "skipped", results[1]!.message],
+      ["provisioning", "skipped", results[2]!.message],
+      ["volumeIO", "failed", "boom <&>"],
+      ["subPath", "skipped", "needs 2 nodes, the cluster has 1"],
+      ["subPath", "failed", "cleanup: namespace still there"],
     ],
   );
-  assert.deepEqual(ran.sort(), ["fails", "leaks", "passes"]);
-  assert.deepEqual(
-    cleaned.sort(),
-    ["fails", "leaks", "passes"],
-    "a skipped test prepares nothing; the others clean up",
-  );
-  assert.equal(lines.length, 4);
+  assert.match(results[1]!.message!, /exec/, "exec: false: upstream's skip");
+  assert.match(results[2]!.message!, /mount option/, "no SupportedMountOption: upstream's skip");
+  assert.deepEqual(ran.sort(), ["io", "leaks", "skips itself", "store"]);
+  assert.deepEqual(cleaned.length, 4, "a skipped-before-run test prepares nothing; the others clean up");
+  assert.equal(lines.length, 6);
   assert.match(
-    lines.find((l) => l.includes("needs exec"))!,
-    /^- +0\.0s .* demo needs exec — skipped: .*capability exec$/,
+    lines.find((l) => l.includes("allow exec"))!,
+    /^- +0\.0s .* — skipped: .*exec/,
   );
+});
+
+test("runTests: a test with no body is skipped as not implemented", async () => {
+  const results = await runTests<string>([pick(/\] volumes should store data$/)], {
+    body: () => undefined,
+    prepare: () => assert.fail("nothing to prepare"),
+  });
+  assert.deepEqual(
+    results.map((r) => [r.outcome, r.message]),
+    [["skipped", NOT_IMPLEMENTED]],
+  );
+});
+
+test("runTests: [Serial] and [Disruptive] tests run alone, after the others", async () => {
+  const alone = PLAN.filter(runsAlone).slice(0, 2);
+  const together = PLAN.filter((p) => !runsAlone(p)).slice(0, 3);
+  const planned = [alone[0]!, ...together, alone[1]!].map((p) => ({ ...p, skip: null }));
+  let running = 0;
+  const log: string[] = [];
+  await runTests<PlannedTest>(planned, {
+    parallel: 4,
+    body: () => async (p) => {
+      running++;
+      log.push(`${runsAlone(p) ? "alone" : "together"}:${running}`);
+      await new Promise((resolve) => setImmediate(resolve));
+      running--;
+    },
+    prepare: async (p) => ({ context: p, cleanup: async () => {} }),
+  });
+  assert.deepEqual(log.slice(3), ["alone:1", "alone:1"]);
+  assert.ok(log.slice(0, 3).every((entry) => entry.startsWith("together")));
 });
 
 test("matrix: counts per suite × pattern with a total", async () => {
   const { results } = await runFake();
-  assert.deepEqual(matrixRows(results), [
-    { suite: "demo", pattern: "Dynamic PV (default fs)", passed: 1, failed: 2, skipped: 1 },
+  assert.deepEqual(matrixRows(results).slice(0, 2), [
+    { suite: "volumes", pattern: "Dynamic PV (default fs)", passed: 1, failed: 0, skipped: 1 },
+    { suite: "provisioning", pattern: "Dynamic PV (default fs)", passed: 0, failed: 0, skipped: 1 },
   ]);
   const text = renderMatrix(results).split("\n");
   assert.match(text[0]!, /^SUITE +TEST PATTERN +PASSED +FAILED +SKIPPED$/);
-  assert.match(text[1]!, /^demo +Dynamic PV \(default fs\) +1 +2 +1$/);
-  assert.match(text[2]!, /^total +1 +2 +1$/);
+  assert.match(text[1]!, /^volumes +Dynamic PV \(default fs\) +1 +0 +1$/);
+  assert.ok(
+    text.some((line) => /^total +1 +2 +3$/.test(line)),
+    text.join("\n"),
+  );
 });
 
 test("junit: testsuite counts, testcase per result, skipped and failure children, escaped", async () => {
@@ -133,52 +177,19 @@ test("junit: testsuite counts, testcase per result, skipped and failure children
   assert.match(xml, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites /);
   assert.match(
     xml,
-    /<testsuite name="Kubernetes e2e suite" tests="4" disabled="0" errors="0" failures="2" skipped="1" /,
+    /<testsuite name="Kubernetes e2e suite" tests="6" disabled="0" errors="0" failures="2" skipped="3" /,
   );
   const cases = xml.match(/<testcase [^>]*>/g) ?? [];
-  assert.equal(cases.length, 4);
-  assert.match(cases[0], new RegExp(`name="${PREFIX.replace(/[[\]()]/g, "\\$&")} demo passes"`));
-  assert.match(xml, /<failure message="boom &lt;&amp;&gt;" type="failed">boom &lt;&amp;&gt;<\/failure>/);
+  assert.equal(cases.length, 6);
   assert.match(
-    xml,
-    /<skipped message="Driver x\.csi\.example\.com does not support capability exec"><\/skipped>/,
+    cases[0],
+    new RegExp(`name="${PREFIX.replace(/[[\]()]/g, "\\$&")} volumes should store data"`),
   );
-  // Well-formed enough for a YAML-free check: every opened element is closed, in order.
+  assert.match(xml, /<failure message="boom &lt;&amp;&gt;" type="failed">boom &lt;&amp;&gt;<\/failure>/);
   const tags = [...xml.matchAll(/<(\/?)(testsuites|testsuite|testcase|failure|skipped)\b/g)];
   const stack: string[] = [];
   for (const [, close, name] of tags)
     if (close) assert.equal(stack.pop(), name);
     else stack.push(name!);
   assert.deepEqual(stack, []);
-});
-
-test("parseTestDriver: upstream's fields; bad input names what is wrong", () => {
-  const text = [
-    "StorageClass:",
-    "  FromExistingClassName: fast",
-    "DriverInfo:",
-    "  Name: x.csi.example.com",
-    "  SupportedSizeRange:",
-    "    Min: 1Gi",
-    "  SupportedMountOption:",
-    "    dirsync: {}",
-    "    noatime: {}",
-    "  Capabilities:",
-    "    persistence: true",
-    "    exec: false",
-  ].join("\n");
-  assert.deepEqual(parse(text).DriverInfo.Name, "x.csi.example.com");
-  assert.deepEqual(parseTestDriver(text, "d.yaml"), {
-    name: "x.csi.example.com",
-    capabilities: { persistence: true, exec: false },
-    supportedMountOptions: ["dirsync", "noatime"],
-    claimSize: "1Gi",
-    existingClassName: "fast",
-  });
-  assert.throws(() => parseTestDriver("DriverInfo: {}", "d.yaml"), /d\.yaml: DriverInfo\.Name is missing/);
-  assert.throws(
-    () => parseTestDriver("DriverInfo: {Name: a, Capabilities: {exec: yes-please}}", "d.yaml"),
-    /DriverInfo\.Capabilities\.exec is not true or false/,
-  );
-  assert.throws(() => parseTestDriver("[", "d.yaml"), /d\.yaml: not YAML/);
 });

@@ -1,36 +1,51 @@
-// The shape of a storage e2e test: a suite (provisioning, volumes, …) holds test cases and runs
-// under test patterns; each case may need capabilities of the driver and is skipped, naming the
-// one missing, when the driver does not claim it; a case that runs gets a TestContext with a
-// namespace of its own.
+// The shape of csikit's implementation of upstream's storage e2e tests. Which tests exist, under
+// which names and patterns, and when they are skipped is the catalogue's (src/e2e/catalogue/);
+// this is what runs one: a body per It title of a suite, given a TestContext — the cluster, the
+// driver's definition, the pattern, a namespace of its own and, on a `csikit up` cluster, control
+// over its processes for the disruptive tests.
 
 import type { KubeClient } from "../kube/index.ts";
-import type { E2eDriver, E2eTimeouts, TestPattern } from "./model.ts";
+import type { DriverDefinition, Suite as CatalogueSuite, TestPattern } from "./catalogue/index.ts";
+import type { E2eTimeouts } from "./model.ts";
 import type { TestNamespace } from "./resources.ts";
 
-/** What a running test gets: the cluster, its own namespace, the driver, the bounds. */
+/**
+ * What a disruptive test may do to the cluster's processes (upstream does it over SSH with
+ * systemctl). Only a cluster csikit e2e started has it; on another, such tests skip.
+ */
+export interface NodeProcesses {
+  /** kill -9 of the node's agent (the kubelet); resolves once its supervisor started it again. */
+  restartNodeAgent(node: string): Promise<void>;
+  /** Freezes the node's agent (SIGSTOP): the kubelet is down, its pods' processes go on. */
+  stopNodeAgent(node: string): Promise<void>;
+  /** Lets a frozen node agent go on (SIGCONT). */
+  startNodeAgent(node: string): Promise<void>;
+  /** kill -9 of the node's driver instance; resolves once it was started again. */
+  restartNodeDriver(node: string): Promise<void>;
+}
+
+/** What a running test gets. */
 export interface TestContext {
   client: KubeClient;
-  driver: E2eDriver;
+  driver: DriverDefinition;
+  suite: CatalogueSuite;
   pattern: TestPattern;
   namespace: TestNamespace;
   timeouts: E2eTimeouts;
   /** Image of the test pods (a real cluster pulls it; csikit runs the command from the host). */
   image: string;
+  /** Ready, schedulable nodes, sorted (read when the test starts). */
+  nodes: readonly string[];
+  /** Present on a cluster csikit e2e started (csikit up). */
+  processes?: NodeProcesses;
   signal: AbortSignal;
 }
 
-/** A test; generic in its context so the runner is testable without a cluster. */
-export interface TestCase<C = TestContext> {
-  /** Upstream's It() text, e.g. "should store data". */
-  name: string;
-  /** Why this test cannot run on the driver (naming the missing capability), or undefined. */
-  skipReason?: (driver: E2eDriver, pattern: TestPattern) => string | undefined;
-  run(context: C): Promise<void>;
-}
+/** One It of a suite. */
+export type TestBody = (context: TestContext) => Promise<void>;
 
-export interface Suite<C = TestContext> {
-  /** Upstream's suite name (TestSuiteInfo.Name), e.g. "provisioning". */
-  name: string;
-  patterns: readonly TestPattern[];
-  tests: readonly TestCase<C>[];
+/** The bodies of one upstream suite, keyed by the It title exactly as the catalogue has it. */
+export interface SuiteImplementation {
+  suite: string;
+  tests: Readonly<Record<string, TestBody>>;
 }

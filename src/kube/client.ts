@@ -218,17 +218,20 @@ export class KubeClient {
       namespace?: string;
       propagationPolicy?: "Foreground" | "Background" | "Orphan";
       preconditions?: { uid?: string; resourceVersion?: string };
+      /** 0: a force deletion (`kubectl delete --force --grace-period=0`). */
+      gracePeriodSeconds?: number;
     } = {},
     signal?: AbortSignal,
   ): Promise<unknown> {
-    const { propagationPolicy, preconditions, ...where } = options;
+    const { propagationPolicy, preconditions, gracePeriodSeconds, ...where } = options;
     const body =
-      propagationPolicy || preconditions
+      propagationPolicy || preconditions || gracePeriodSeconds !== undefined
         ? {
             apiVersion: "v1",
             kind: "DeleteOptions",
             ...(propagationPolicy ? { propagationPolicy } : {}),
             ...(preconditions ? { preconditions } : {}),
+            ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
           }
         : undefined;
     return this.#json<unknown>({

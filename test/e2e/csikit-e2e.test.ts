@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { sandboxUnavailable } from "../../src/node/index.ts";
@@ -18,22 +18,12 @@ const noSandbox = SKIP === false ? await sandboxUnavailable() : undefined;
 
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-const TEST_DRIVER = [
-  "# The built-in hostpath description, plus a mount option so the mount-options case runs too.",
-  "StorageClass:",
-  "  FromName: true",
-  "DriverInfo:",
-  "  Name: hostpath.csi.k8s.io",
-  "  SupportedMountOption:",
-  "    noatime: {}",
-  "  Capabilities:",
-  "    persistence: true",
-  "    exec: true",
-  "",
-].join("\n");
+/** The provisioning and volumes tests of the default fs pattern: the short focus npm test runs. */
+const FOCUS =
+  "\\[Testpattern: Dynamic PV \\(default fs\\)\\] (provisioning should provision storage with mount options|volumes )";
 
 test(
-  "csikit e2e --focus provisioning|volumes on hostpath: every test passes, matrix and junit",
+  "csikit e2e on hostpath (its deploy/e2e test driver), provisioning and volumes of the default fs pattern: every test passes, matrix and junit",
   {
     skip: SKIP || (noSandbox !== undefined ? `pods run no commands here: ${noSandbox}` : false),
     timeout: RUN_MS + 60_000,
@@ -42,12 +32,10 @@ test(
     const dir = await tempDir(t, "csikit-e2e-test-");
     // Short: up's socket paths under its state dir must stay within 107 bytes.
     const scratch = await tempDir(t, "e");
-    const driverFile = join(dir, "driver.yaml");
-    await writeFile(driverFile, TEST_DRIVER);
     const junit = join(dir, "junit.xml");
     const child = spawn(
       process.execPath,
-      [MAIN, "e2e", "--focus=provisioning|volumes", `--test-driver=${driverFile}`, `--junit=${junit}`],
+      [MAIN, "e2e", `--focus=${FOCUS}`, `--junit=${junit}`],
       // up's state dir is made under TMPDIR: what is left there after the run is a leak.
       { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TMPDIR: scratch } },
     );
@@ -76,23 +64,23 @@ test(
     assert.equal(code, 0, output);
 
     const prefix = "External Storage [Driver: hostpath.csi.k8s.io] [Testpattern: Dynamic PV (default fs)]";
+    assert.match(output, /^3 tests selected for driver hostpath\.csi\.k8s\.io: 3 to run, 0 skipped$/m);
     for (const name of [
-      "provisioning should provision storage with defaults",
       "provisioning should provision storage with mount options",
       "volumes should store data",
       "volumes should allow exec of files on the volume",
     ])
       assert.match(output, new RegExp(`^✓ +\\d+\\.\\ds ${escape(`${prefix} ${name}`)}$`, "m"), output);
-    assert.match(output, /^provisioning +Dynamic PV \(default fs\) +2 +0 +0$/m, output);
+    assert.match(output, /^provisioning +Dynamic PV \(default fs\) +1 +0 +0$/m, output);
     assert.match(output, /^volumes +Dynamic PV \(default fs\) +2 +0 +0$/m, output);
-    assert.match(output, /^total +4 +0 +0$/m, output);
+    assert.match(output, /^total +3 +0 +0$/m, output);
 
     const xml = await readFile(junit, "utf8");
     assert.match(
       xml,
-      /<testsuite name="Kubernetes e2e suite" tests="4" disabled="0" errors="0" failures="0" skipped="0" /,
+      /<testsuite name="Kubernetes e2e suite" tests="3" disabled="0" errors="0" failures="0" skipped="0" /,
     );
-    assert.equal((xml.match(/<testcase /g) ?? []).length, 4);
+    assert.equal((xml.match(/<testcase /g) ?? []).length, 3);
     assert.match(xml, new RegExp(escape(`name="${prefix} volumes should store data"`)));
     // (Node keeps its compile cache under TMPDIR too; that is not ours.)
     const left = (await readdir(scratch)).filter((entry) => entry.startsWith("csikit-e2e-"));

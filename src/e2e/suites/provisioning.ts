@@ -1,45 +1,46 @@
-// Upstream's provisioning suite (test/e2e/storage/testsuites/provisioning.go), the cases on a
-// dynamically provisioned filesystem volume: provisioning from the driver's class with its
-// defaults, and with the driver's supported mount options on the class (which must reach the
-// PV). Each then proves the volume holds data through pods.
+// Upstream's provisioning suite (test/e2e/storage/testsuites/provisioning.go): a dynamically
+// provisioned volume is the driver's, of the test's class, at least the size asked, carries the
+// class's mount options, and holds data through pods.
 
-import { DYNAMIC_PV_DEFAULT_FS } from "../model.ts";
-import type { Suite, TestContext } from "../suite.ts";
-import { E2eCheckError } from "../resources.ts";
-import { checkProvisionedVolume, writeReadCheck } from "./checks.ts";
+import type { SuiteImplementation, TestContext } from "../suite.ts";
+import { E2eCheckError } from "../model.ts";
+import {
+  checkProvisionedVolume,
+  podVolume,
+  randomContent,
+  writeData,
+  expectData,
+  locationOf,
+} from "./checks.ts";
 
-async function provision(context: TestContext, mountOptions: readonly string[]): Promise<void> {
+/** Provisions with the class options, checks the PV, writes and reads data (one pod binds a delayed claim). */
+async function provisionAndCheck(context: TestContext, mountOptions: readonly string[]): Promise<void> {
   const { namespace, driver } = context;
-  const storageClass = await namespace.createClass({ mountOptions });
-  const className = storageClass.metadata?.name ?? "";
-  const claim = await namespace.createClaim(className);
-  const claimName = claim.metadata?.name ?? "";
-  const volume = await namespace.waitBound(claimName);
-  checkProvisionedVolume(volume, driver, className);
-  const onVolume = volume.spec?.mountOptions ?? [];
+  const volume = await namespace.createVolume({ class: { mountOptions } });
+  const content = randomContent();
+  const writer = await namespace.runPod({ volumes: [podVolume(volume)] });
+  const node = (await namespace.getPod(writer)).spec?.nodeName ?? "";
+  await writeData(namespace, writer, locationOf(volume), content);
+  const pv = await namespace.waitBound(volume.claimName ?? "");
+  checkProvisionedVolume(pv, driver, volume.className ?? "", namespace.claimSize);
+  const onVolume = pv.spec?.mountOptions ?? [];
   const missing = mountOptions.filter((option) => !onVolume.includes(option));
   if (missing.length > 0)
     throw new E2eCheckError(
-      `PV ${volume.metadata?.name} lacks the class's mount options ${missing.join(",")} (has ${onVolume.join(",") || "none"})`,
+      `PV ${pv.metadata?.name} lacks the class's mount options ${missing.join(",")} (has ${onVolume.join(",") || "none"})`,
     );
-  await writeReadCheck(namespace, claimName);
+  await namespace.deletePod(writer);
+  const reader = await namespace.runPod({ volumes: [podVolume(volume)], node });
+  await expectData(namespace, reader, locationOf(volume), content);
 }
 
-export const provisioningSuite: Suite = {
-  name: "provisioning",
-  patterns: [DYNAMIC_PV_DEFAULT_FS],
-  tests: [
-    {
-      name: "should provision storage with defaults",
-      run: (context) => provision(context, []),
-    },
-    {
-      name: "should provision storage with mount options",
-      skipReason: (driver) =>
-        driver.supportedMountOptions.length === 0
-          ? `Driver ${driver.name} does not define supported mount option (SupportedMountOption)`
-          : undefined,
-      run: (context) => provision(context, context.driver.supportedMountOptions),
-    },
-  ],
+export const provisioningTests: SuiteImplementation = {
+  suite: "provisioning",
+  tests: {
+    "should provision storage with mount options": (context) =>
+      provisionAndCheck(context, [
+        ...(context.driver.DriverInfo.SupportedMountOption ?? []),
+        ...(context.driver.DriverInfo.RequiredMountOption ?? []),
+      ]),
+  },
 };

@@ -1,0 +1,19 @@
+// csikit's bodies for upstream's storage e2e suites, one module per suite, looked up by suite
+// name and It title (the catalogue's). A test the catalogue lists without a body here is reported
+// as skipped, "not implemented by csikit e2e".
+
+import type { PlannedTest } from "../catalogue/index.ts";
+import type { SuiteImplementation, TestBody } from "../suite.ts";
+import { provisioningTests } from "./provisioning.ts";
+import { volumesTests } from "./volumes.ts";
+
+export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [provisioningTests, volumesTests];
+
+const BY_SUITE = new Map(
+  IMPLEMENTATIONS.map((implementation) => [implementation.suite, implementation.tests]),
+);
+
+/** The body of a planned test, or undefined when csikit has none. */
+export function bodyOf(test: PlannedTest): TestBody | undefined {
+  return BY_SUITE.get(test.suite.name)?.[test.test.title];
+}
