@@ -203,6 +203,12 @@ export const FINALIZERS = Object.freeze({
     "PV protection admission / controller",
     "bound volume is not removed",
   ),
+  vacProtection: entry(
+    "kubernetes.io/vac-protection",
+    ["VolumeAttributesClass"],
+    "volumeattributesclass-protection-controller",
+    "class a claim or volume names is not removed",
+  ),
   provisionerDeletion: entry(
     "external-provisioner.volume.kubernetes.io/finalizer",
     ["PersistentVolume"],

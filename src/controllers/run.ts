@@ -21,6 +21,7 @@ import { startGarbageCollector } from "./gc/index.ts";
 import {
   startPersistentVolumeController,
   startPvProtectionController,
+  startVacProtectionController,
   startPvcProtectionController,
 } from "./pv/index.ts";
 import { startClusterRoleAggregationController } from "./rbac/index.ts";
@@ -126,6 +127,13 @@ export const CONTROLLER_LOOPS: readonly ControllerLoop[] = [
     aliases: ["pv-protection"],
     start: ({ client, informers, logger }, signal) =>
       startPvProtectionController({ client, informers, logger }, signal),
+  },
+  {
+    name: "volumeattributesclass-protection-controller",
+    aliases: ["vac-protection"],
+    requiredFeatureGates: ["VolumeAttributesClass"],
+    start: ({ client, informers, logger }, signal) =>
+      startVacProtectionController({ client, informers, logger }, signal),
   },
   {
     name: "garbage-collector-controller",

@@ -5,4 +5,5 @@ export type { PersistentVolumeControllerOptions } from "./controller.ts";
 export { startPvcProtectionController, podUsesClaim } from "./pvc-protection.ts";
 export type { ProtectionControllerOptions } from "./pvc-protection.ts";
 export { startPvProtectionController } from "./pv-protection.ts";
+export { startVacProtectionController } from "./vac-protection.ts";
 export { findBestMatchForClaim, volumeNodeAffinityMatches, nodeSelectorTermMatches } from "./match.ts";
