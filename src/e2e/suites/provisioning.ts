@@ -6,7 +6,7 @@
 
 import { GVR, type PersistentVolume } from "../../api/index.ts";
 import type { SuiteImplementation, TestContext } from "../suite.ts";
-import { E2eCheckError, E2eSkip } from "../model.ts";
+import { E2eCheckError } from "../model.ts";
 import { TestNamespace } from "../resources.ts";
 import {
   checkProvisionedVolume,
@@ -25,6 +25,7 @@ import {
   sourceWithData,
   type SourceVolume,
 } from "./data-sources.ts";
+import { anyVolumeDataSource } from "./populator.ts";
 
 /** Provisions with the class options, checks the PV, writes and reads data (one pod binds a delayed claim). */
 async function provisionAndCheck(context: TestContext, mountOptions: readonly string[]): Promise<void> {
@@ -158,10 +159,6 @@ export const provisioningTests: SuiteImplementation = {
     "should provision storage with pvc data source": (context) => pvcDataSource(context, 1),
     "should provision storage with pvc data source in parallel": (context) => pvcDataSource(context, 5),
     "should mount multiple PV pointing to the same storage on the same node": multiplePVsSameStorage,
-    "should provision storage with any volume data source": async () => {
-      throw new E2eSkip(
-        "csikit e2e runs no volume populator: upstream's test deploys the hello-populator controller image, which pods on a csikit up cluster cannot run (they run host commands, images are ignored), and csikit has no populator of its own",
-      );
-    },
+    "should provision storage with any volume data source": anyVolumeDataSource,
   },
 };
