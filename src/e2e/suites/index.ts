@@ -4,10 +4,19 @@
 
 import type { PlannedTest } from "../catalogue/index.ts";
 import type { SuiteImplementation, TestBody } from "../suite.ts";
+import { capacityTests } from "./capacity.ts";
+import { multiVolumeTests } from "./multiVolume.ts";
 import { provisioningTests } from "./provisioning.ts";
+import { topologyTests } from "./topology.ts";
 import { volumesTests } from "./volumes.ts";
 
-export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [provisioningTests, volumesTests];
+export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
+  provisioningTests,
+  volumesTests,
+  multiVolumeTests,
+  topologyTests,
+  capacityTests,
+];
 
 const BY_SUITE = new Map(
   IMPLEMENTATIONS.map((implementation) => [implementation.suite, implementation.tests]),
