@@ -4,10 +4,19 @@
 
 import type { PlannedTest } from "../catalogue/index.ts";
 import type { SuiteImplementation, TestBody } from "../suite.ts";
+import { ephemeralTests } from "./ephemeral.ts";
 import { provisioningTests } from "./provisioning.ts";
+import { snapshottableTests } from "./snapshottable.ts";
+import { volumeModifyTests } from "./volume-modify.ts";
 import { volumesTests } from "./volumes.ts";
 
-export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [provisioningTests, volumesTests];
+export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
+  provisioningTests,
+  volumesTests,
+  snapshottableTests,
+  ephemeralTests,
+  volumeModifyTests,
+];
 
 const BY_SUITE = new Map(
   IMPLEMENTATIONS.map((implementation) => [implementation.suite, implementation.tests]),
