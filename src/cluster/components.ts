@@ -448,6 +448,10 @@ function hostpathArgs(plan: ClusterPlan, mode: DriverMode, node: NodeSpec | unde
       "--controller-service=true",
       `--enable-attach=${plan.commands.has("attacher")}`,
       "--enable-controller-modify-volume=true",
+      // hostpath's example mutable parameters (DEFAULT_MUTABLE_PARAMETERS): another key is
+      // refused, as a real backend refuses one it does not know (csikit e2e's volume-modify
+      // suite moves a claim to a class with an unknown key and back).
+      "--accepted-mutable-parameter-names=iops,throughput",
       ...(runsSnapshotMetadata(plan) ? ["--enable-snapshot-metadata"] : []),
       `--allowed-path-roots=${plan.layout.nodesDir}`,
     ];

@@ -582,7 +582,7 @@ async function modifyClaim(
       kind: "VolumeAttributesClass",
       metadata: { name: ATTRIBUTES_CLASS },
       driverName: cluster.driverName,
-      parameters: { tier: "gold" },
+      parameters: { iops: "3000" },
     });
   await client.patch<PersistentVolumeClaim>(
     GVR.persistentVolumeClaims,

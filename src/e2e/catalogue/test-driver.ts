@@ -11,6 +11,7 @@
 // no run.
 
 import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, resolve as resolvePath } from "node:path";
 import { parse as parseYaml } from "yaml";
 
 /** Where a StorageClass / SnapshotClass / VolumeAttributesClass / GroupSnapshotClass comes from. */
@@ -191,7 +192,18 @@ export async function loadTestDriver(
   options: Omit<ParseOptions, "source"> = {},
 ): Promise<ParseResult> {
   const text = await readFile(path, "utf8");
-  return parseTestDriver(text, { ...options, source: path });
+  const result = parseTestDriver(text, { ...options, source: path });
+  // A class manifest named relative to the file is found next to it, wherever csikit runs.
+  const { definition } = result;
+  for (const source of [
+    definition.StorageClass,
+    definition.SnapshotClass,
+    definition.VolumeAttributesClass,
+    definition.GroupSnapshotClass,
+  ])
+    if (source.FromFile !== "" && !isAbsolute(source.FromFile))
+      source.FromFile = resolvePath(dirname(path), source.FromFile);
+  return result;
 }
 
 export function parseTestDriver(text: string, options: ParseOptions = {}): ParseResult {

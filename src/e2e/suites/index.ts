@@ -5,9 +5,12 @@
 import type { PlannedTest } from "../catalogue/index.ts";
 import type { SuiteImplementation, TestBody } from "../suite.ts";
 import { capacityTests } from "./capacity.ts";
+import { ephemeralTests } from "./ephemeral.ts";
 import { multiVolumeTests } from "./multiVolume.ts";
 import { provisioningTests } from "./provisioning.ts";
+import { snapshottableTests } from "./snapshottable.ts";
 import { topologyTests } from "./topology.ts";
+import { volumeModifyTests } from "./volume-modify.ts";
 import { volumesTests } from "./volumes.ts";
 
 export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
@@ -16,6 +19,9 @@ export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
   multiVolumeTests,
   topologyTests,
   capacityTests,
+  snapshottableTests,
+  ephemeralTests,
+  volumeModifyTests,
 ];
 
 const BY_SUITE = new Map(
