@@ -4,10 +4,19 @@
 
 import type { PlannedTest } from "../catalogue/index.ts";
 import type { SuiteImplementation, TestBody } from "../suite.ts";
+import { disruptiveTests } from "./disruptive.ts";
 import { provisioningTests } from "./provisioning.ts";
+import { readWriteOncePodTests } from "./read-write-once-pod.ts";
+import { volumeExpandTests } from "./volume-expand.ts";
 import { volumesTests } from "./volumes.ts";
 
-export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [provisioningTests, volumesTests];
+export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
+  provisioningTests,
+  volumesTests,
+  volumeExpandTests,
+  disruptiveTests,
+  readWriteOncePodTests,
+];
 
 const BY_SUITE = new Map(
   IMPLEMENTATIONS.map((implementation) => [implementation.suite, implementation.tests]),
