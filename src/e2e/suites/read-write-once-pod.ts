@@ -29,15 +29,15 @@ async function rwopVolume(namespace: TestNamespace): Promise<VolumeResource> {
 
 /** Upstream's WaitForPodNameUnschedulableInNamespace: PodScheduled False, reason Unschedulable. */
 async function waitUnschedulable(namespace: TestNamespace, pod: string): Promise<void> {
-  await namespace.waitFor(`pod ${pod} to be unschedulable`, "PodStart", async () => {
+  const seen = await namespace.waitFor(`pod ${pod} to be unschedulable`, "PodStart", async () => {
     const object = await namespace.getPod(pod);
-    if (object.status?.phase === "Running" || object.spec?.nodeName)
-      throw new E2eCheckError(
-        `pod ${pod} was scheduled to ${object.spec?.nodeName ?? "a node"}, want unschedulable`,
-      );
+    // Scheduled ends the wait (and fails the check) at once.
+    if (object.spec?.nodeName) return object;
     const scheduled = object.status?.conditions?.find((c) => c.type === "PodScheduled");
-    return scheduled?.status === "False" && scheduled.reason === "Unschedulable";
+    return scheduled?.status === "False" && scheduled.reason === "Unschedulable" ? object : undefined;
   });
+  if (seen.spec?.nodeName)
+    throw new E2eCheckError(`pod ${pod} was scheduled to ${seen.spec.nodeName}, want unschedulable`);
 }
 
 /** Upstream's WaitForPodNotFoundInNamespace, bounded by PodStart as upstream's preemption wait. */
@@ -111,19 +111,22 @@ export const readWriteOncePodTests: SuiteImplementation = {
         },
       );
       // Upstream's WaitForPodContainerToFail(…, "ContainerCreating"): the container waits to be created.
-      await namespace.waitFor(
+      // A pod that runs ends the wait (and fails the check) at once.
+      const stuck = await namespace.waitFor(
         `pod ${secondName}'s container to wait in ContainerCreating`,
         "PodStart",
         async () => {
           const pod = await namespace.getPod(secondName);
-          if (pod.status?.phase === "Running")
-            throw new E2eCheckError(
-              `pod ${secondName} runs while pod ${first} uses the ReadWriteOncePod volume`,
-            );
-          const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
-          return waiting?.reason === "ContainerCreating";
+          if (pod.status?.phase === "Running") return pod;
+          // A node agent that writes no container status before the volumes are mounted
+          // (csikit's) leaves the pod Pending with none: its container was not created either.
+          const statuses = pod.status?.containerStatuses ?? [];
+          if (statuses.length === 0) return pod.status?.phase === "Pending" ? pod : undefined;
+          return statuses[0]?.state?.waiting?.reason === "ContainerCreating" ? pod : undefined;
         },
       );
+      if (stuck.status?.phase === "Running")
+        throw new E2eCheckError(`pod ${secondName} runs while pod ${first} uses the ReadWriteOncePod volume`);
       await namespace.deletePod(first);
       await namespace.waitRunning(secondName);
     },
