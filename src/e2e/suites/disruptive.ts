@@ -116,6 +116,14 @@ const restartKeepsData: TestBody = async (context) => {
   const content = randomContent();
   await writeData(namespace, pod, where, content);
   await processes.restartNodeAgent(node);
+  // The restarted agent reports the node before it serves exec again (upstream waits too).
+  await namespace.waitFor(`exec in pod ${pod} to be served again`, "PodStart", async () => {
+    try {
+      return (await namespace.exec(pod, "true")).code === 0;
+    } catch {
+      return false;
+    }
+  });
   await expectData(namespace, pod, where, content);
 };
 
