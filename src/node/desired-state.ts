@@ -105,7 +105,10 @@ export function computeDesiredState(
   keep?: (pod: Pod) => boolean,
 ): DesiredState {
   const state: DesiredState = { volumes: new Map(), pods: new Map(), problems: new Map() };
-  for (const pod of pods) {
+  // A ReadWriteOncePod volume belongs to the first pod that wants it (the kubelet keeps the pod
+  // already in its desired state): the oldest, so the owner stays the same from pass to pass.
+  const rwopOwners = new Map<string, string>();
+  for (const pod of [...pods].sort(byAge)) {
     const active = podIsActive(pod);
     if (!active && !(keep?.(pod) ?? false)) continue;
     const uid = pod.metadata?.uid ?? "";
@@ -132,11 +135,39 @@ export function computeDesiredState(
         state.problems.set(uid, list);
         continue;
       }
+      if (result.accessModes.includes("ReadWriteOncePod")) {
+        const owner = rwopOwners.get(result.uniqueName);
+        if (owner !== undefined && owner !== uid) {
+          if (!active) continue;
+          const list = state.problems.get(uid) ?? [];
+          list.push(`error processing PVC ${claimOf(result)}: ${RWOP_IN_USE}`);
+          state.problems.set(uid, list);
+          continue;
+        }
+        rwopOwners.set(result.uniqueName, uid);
+      }
       const key = podVolumeKey(uid, result.specName);
       state.volumes.set(key, { key, podUID: uid, pod, outerName: volume.name, spec: result });
     }
   }
   return state;
+}
+
+/** The kubelet's refusal of a second pod of a ReadWriteOncePod volume. */
+export const RWOP_IN_USE =
+  "volume uses the ReadWriteOncePod access mode and is already in use by another pod";
+
+const claimOf = (spec: VolumeSpec): string =>
+  spec.claim ? `${spec.claim.namespace}/${spec.claim.name}` : spec.specName;
+
+/** Oldest pod first (creation time, then UID). */
+function byAge(a: Pod, b: Pod): number {
+  const at = a.metadata?.creationTimestamp ?? "";
+  const bt = b.metadata?.creationTimestamp ?? "";
+  if (at !== bt) return at < bt ? -1 : 1;
+  const au = a.metadata?.uid ?? "";
+  const bu = b.metadata?.uid ?? "";
+  return au < bu ? -1 : au > bu ? 1 : 0;
 }
 
 function inlineSpec(

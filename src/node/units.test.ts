@@ -318,3 +318,41 @@ test("desired state: a generic ephemeral volume uses the pod's own claim <pod>-<
     "PVC ns/app-scratch was not created for pod ns/app (pod is not owner)",
   ]);
 });
+
+test("desired state: a ReadWriteOncePod volume is the oldest pod's; a second pod gets the kubelet's refusal", () => {
+  const pv: PersistentVolume = {
+    metadata: { name: "pv-r" },
+    spec: {
+      accessModes: ["ReadWriteOncePod"],
+      claimRef: { uid: "c-uid" },
+      csi: { driver: "d", volumeHandle: "r" },
+    },
+  };
+  const claim: PersistentVolumeClaim = {
+    metadata: { name: "rwop", namespace: "ns", uid: "c-uid" },
+    spec: { volumeName: "pv-r" },
+    status: { phase: "Bound" },
+  };
+  const pod = (name: string, created: string, extra: Partial<NonNullable<Pod["metadata"]>> = {}): Pod => ({
+    metadata: { name, namespace: "ns", uid: `uid-${name}`, creationTimestamp: created, ...extra },
+    spec: { containers: [], volumes: [{ name: "v", persistentVolumeClaim: { claimName: "rwop" } }] },
+  });
+  const caches = { claim: () => claim, volume: () => pv, csiDriver: () => undefined };
+  const newer = pod("newer", "2026-01-01T00:00:02Z");
+  const older = pod("older", "2026-01-01T00:00:01Z");
+  // Listed newest first: the older pod still owns it.
+  const state = computeDesiredState([newer, older], caches);
+  assert.deepEqual([...state.volumes.keys()], ["uid-older/pv-r"]);
+  assert.deepEqual(state.problems.get("uid-newer"), [
+    "error processing PVC ns/rwop: volume uses the ReadWriteOncePod access mode and is already in use by another pod",
+  ]);
+  // A terminating owner keeps it until its volumes are released.
+  const terminating = pod("older", "2026-01-01T00:00:01Z", { deletionTimestamp: "2026-01-01T00:00:03Z" });
+  const kept = computeDesiredState([newer, terminating], caches, () => true);
+  assert.deepEqual([...kept.volumes.keys()], ["uid-older/pv-r"]);
+  assert.equal(kept.problems.get("uid-newer")?.length, 1);
+  // Once it is gone, the next pod gets it.
+  const freed = computeDesiredState([newer], caches);
+  assert.deepEqual([...freed.volumes.keys()], ["uid-newer/pv-r"]);
+  assert.equal(freed.problems.size, 0);
+});

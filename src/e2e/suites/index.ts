@@ -5,11 +5,14 @@
 import type { PlannedTest } from "../catalogue/index.ts";
 import type { SuiteImplementation, TestBody } from "../suite.ts";
 import { capacityTests } from "./capacity.ts";
+import { disruptiveTests } from "./disruptive.ts";
 import { ephemeralTests } from "./ephemeral.ts";
 import { multiVolumeTests } from "./multiVolume.ts";
 import { provisioningTests } from "./provisioning.ts";
+import { readWriteOncePodTests } from "./read-write-once-pod.ts";
 import { snapshottableTests } from "./snapshottable.ts";
 import { topologyTests } from "./topology.ts";
+import { volumeExpandTests } from "./volume-expand.ts";
 import { volumeModifyTests } from "./volume-modify.ts";
 import { volumesTests } from "./volumes.ts";
 
@@ -22,6 +25,9 @@ export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
   snapshottableTests,
   ephemeralTests,
   volumeModifyTests,
+  volumeExpandTests,
+  disruptiveTests,
+  readWriteOncePodTests,
 ];
 
 const BY_SUITE = new Map(
