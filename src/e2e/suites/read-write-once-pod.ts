@@ -6,8 +6,8 @@
 // in ContainerCreating — and starts once the first pod is gone.
 
 import { GVR, type CoreEvent, type GroupVersionKindResource, type Pod } from "../../api/index.ts";
-import { isNotFound } from "../../kube/index.ts";
-import { E2eCheckError } from "../model.ts";
+import { firstServedVersion, isNotFound } from "../../kube/index.ts";
+import { E2eCheckError, E2eSkip } from "../model.ts";
 import type { TestNamespace, VolumeResource } from "../resources.ts";
 import type { SuiteImplementation } from "../suite.ts";
 import { podVolume } from "./checks.ts";
@@ -56,7 +56,16 @@ async function waitNotFound(namespace: TestNamespace, pod: string): Promise<void
 export const readWriteOncePodTests: SuiteImplementation = {
   suite: "read-write-once-pod",
   tests: {
-    "should preempt lower priority pods using ReadWriteOncePod volumes": async ({ namespace }) => {
+    "should preempt lower priority pods using ReadWriteOncePod volumes": async ({
+      namespace,
+      client,
+      signal,
+    }) => {
+      // Preemption needs pod priority: a cluster without the PriorityClass API has neither.
+      if ((await firstServedVersion(client, [PRIORITY_CLASSES], signal)) === undefined)
+        throw new E2eSkip(
+          "the cluster does not serve scheduling.k8s.io/v1 PriorityClasses: no pod priority, no preemption",
+        );
       const volume = await rwopVolume(namespace);
       const priorityClass = await namespace.createObject(PRIORITY_CLASSES, {
         apiVersion: "scheduling.k8s.io/v1",

@@ -1,7 +1,8 @@
 // Upstream's volume-modify suite (test/e2e/storage/testsuites/volume_modify.go): a claim made
 // with a VolumeAttributesClass, or moved to one (from none, or from another), ends with the class
 // as status.currentVolumeAttributesClassName, no modification in progress, and its PV carrying
-// the class; a move to a class the driver refuses fails, and moving on to a valid class recovers.
+// the class; a move to a class the driver refuses fails, and moving on to a valid class recovers;
+// a class in use is kept (kubernetes.io/vac-protection) until nothing names it.
 
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
@@ -10,6 +11,7 @@ import {
   type GroupVersionKindResource,
   type PersistentVolume,
   type PersistentVolumeClaim,
+  type Pod,
   type VolumeAttributesClass,
 } from "../../api/index.ts";
 import { CsikitError } from "../../base/index.ts";
@@ -22,6 +24,9 @@ import type { SuiteImplementation, TestContext } from "../suite.ts";
 const VAC_VERSIONS: readonly GroupVersionKindResource[] = ["v1", "v1beta1"].map((version) =>
   Object.freeze({ ...GVR.volumeAttributesClasses, version }),
 );
+
+/** The finalizer that keeps a class in use (kube-controller-manager's vac-protection loop). */
+const VAC_PROTECTION = "kubernetes.io/vac-protection";
 
 /** The claim moves to this class in the recovery test: a key no driver knows. */
 const INVALID_PARAMETERS = { xxInvalidParameterKey: "xxInvalidParameterValue" };
@@ -172,6 +177,32 @@ export const volumeModifyTests: SuiteImplementation = {
       await waitModifyFailed(m, invalid);
       await setVac(m, m.vac);
       await waitModified(m, m.vac);
+    },
+    "should be protected by vac-protection finalizer": async (context) => {
+      const m = await init(context, true);
+      await waitModified(m, m.vac);
+      const { namespace, client } = context;
+      const get = (): Promise<VolumeAttributesClass> => client.get<VolumeAttributesClass>(m.api, m.vac);
+      await namespace.waitFor(
+        `VolumeAttributesClass ${m.vac} to carry ${VAC_PROTECTION}`,
+        "ClaimProvision",
+        async () => ((await get()).metadata?.finalizers ?? []).includes(VAC_PROTECTION),
+      );
+      await client.delete(m.api, m.vac);
+      const held = await get();
+      if (held.metadata?.deletionTimestamp === undefined)
+        throw new E2eCheckError(`VolumeAttributesClass ${m.vac} was not marked for deletion`);
+      if (!(held.metadata.finalizers ?? []).includes(VAC_PROTECTION))
+        throw new E2eCheckError(
+          `VolumeAttributesClass ${m.vac} in use by claim ${m.claim} lost ${VAC_PROTECTION}`,
+        );
+      // The class goes once nothing names it: the pod, the claim, then its volume.
+      const pv = (await namespace.getClaim(m.claim)).spec?.volumeName ?? "";
+      for (const pod of (await client.list<Pod>(GVR.pods, { namespace: namespace.name })).items)
+        await namespace.deletePod(pod.metadata?.name ?? "");
+      await namespace.deleteAndWait(GVR.persistentVolumeClaims, m.claim, namespace.name);
+      if (pv !== "") await namespace.waitGone(GVR.persistentVolumes, pv);
+      await namespace.waitGone(m.api, m.vac);
     },
   },
 };
