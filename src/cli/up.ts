@@ -22,7 +22,12 @@ import { kubernetesMinorFlag, RELEASE_FLAGS } from "./release-flags.ts";
 import { KUBERNETES_MINORS, kubeFeatureGatesHelp, kubeRelease } from "../api/index.ts";
 
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
-const CLI_MAIN = join(CLI_DIR, "main.ts");
+/**
+ * What up runs its csikit components with: the launcher (bin/csikit.js), so that each starts
+ * with the memory settings it has when run alone (its V8 flags and malloc arenas, applied in
+ * place by process.execve) rather than Node's defaults.
+ */
+const CLI_MAIN = join(CLI_DIR, "..", "..", "bin", "csikit.js");
 /** Sidecars `up` may run; each is one file per subcommand here (a checkout may lack some). */
 const OPTIONAL_SUBCOMMANDS = [
   "attacher",

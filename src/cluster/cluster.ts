@@ -89,7 +89,7 @@ export interface UpOptions {
   podProcesses?: boolean;
   /** csikit subcommands available (optional sidecars run only when present). */
   commands: ReadonlySet<string>;
-  /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
+  /** The csikit launcher (bin/csikit.js): every component is `node <cliMain> <subcommand> …`. */
   cliMain: string;
   logger: Logger;
   print: (line: string) => void;
@@ -351,15 +351,13 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(options.podProcesses === false ? { podProcesses: false } : {}),
     ...(options.driverFaultProxy ? { driverFaultProxy: true } : {}),
   };
-  // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
-  const longest = record.nodes.map(
-    (n) => `${layout.registrationDirOf(n.name)}/${driverName}-reg.sock.tmp-xxxxxx`,
+  // Unix socket paths end at 107 bytes: a deep state dir gets its sockets in a short dir.
+  await layout.placeSockets(
+    record.nodes.map((n) => n.name),
+    driverName,
   );
-  const tooLong = longest.find((path) => Buffer.byteLength(path) > 100);
-  if (tooLong)
-    throw new FlagError(
-      `--state-dir ${layout.stateDir} is too deep: socket paths like ${tooLong} exceed the 107-byte limit of Unix sockets; use a shorter path`,
-    );
+  if (layout.socketRoot !== undefined)
+    print(`sockets in ${layout.socketRoot} (the state dir is too deep for socket paths)`);
   const { instances, skipped } = planComponents(plan);
   if (skipped.length > 0) print(`not in this build (skipped): ${skipped.join(", ")}`);
   for (const dir of socketDirs(plan)) await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -617,6 +615,7 @@ async function teardown(options: {
     await supervisor.stop(byStage.get(stage) ?? []);
   }
   await supervisor.stopAll();
+  await options.layout.removeSocketRoot();
   print(
     `✓ all processes stopped (${seconds(performance.now() - started)}); state kept in ${options.layout.stateDir}`,
   );
