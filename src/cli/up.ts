@@ -17,17 +17,13 @@ import {
   type Walkthrough,
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
+import { memorySettingsOf } from "./memory-settings.ts";
 import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 import { kubernetesMinorFlag, RELEASE_FLAGS } from "./release-flags.ts";
 import { KUBERNETES_MINORS, kubeFeatureGatesHelp, kubeRelease } from "../api/index.ts";
 
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
-/**
- * What up runs its csikit components with: the launcher (bin/csikit.js), so that each starts
- * with the memory settings it has when run alone (its V8 flags and malloc arenas, applied in
- * place by process.execve) rather than Node's defaults.
- */
-const CLI_MAIN = join(CLI_DIR, "..", "..", "bin", "csikit.js");
+const CLI_MAIN = join(CLI_DIR, "main.ts");
 /** Sidecars `up` may run; each is one file per subcommand here (a checkout may lack some). */
 const OPTIONAL_SUBCOMMANDS = [
   "attacher",
@@ -203,6 +199,7 @@ export const upCommand: Command = {
         ...(flags.bool("pod-processes") ? {} : { podProcesses: false }),
         commands: availableSubcommands(),
         cliMain: CLI_MAIN,
+        memorySettingsOf,
         logger,
         print,
         ...(walkthrough !== undefined

@@ -89,8 +89,16 @@ export interface UpOptions {
   podProcesses?: boolean;
   /** csikit subcommands available (optional sidecars run only when present). */
   commands: ReadonlySet<string>;
-  /** The csikit launcher (bin/csikit.js): every component is `node <cliMain> <subcommand> …`. */
+  /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
   cliMain: string;
+  /**
+   * The V8 flags and environment a csikit subcommand starts with when run alone (the launcher,
+   * bin/csikit.js, applies them by re-executing itself, which would lose the supervisor's pipe):
+   * given to the component up starts directly. None: Node's defaults.
+   */
+  memorySettingsOf?: (
+    subcommand: string,
+  ) => { v8Flags: readonly string[]; env: Readonly<Record<string, string>> } | undefined;
   logger: Logger;
   print: (line: string) => void;
   /** Runs once the cluster is ready (the walkthrough). Its failure ends `up` with 1. */
@@ -379,8 +387,9 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   const stages = new Map<string, Stage>();
   const spawnComponent = (instance: ComponentInstance): void => {
     stages.set(instance.name, instance.stage);
+    const memory = instance.subcommand ? options.memorySettingsOf?.(instance.subcommand) : undefined;
     const args = instance.subcommand
-      ? [options.cliMain, instance.subcommand, ...instance.args]
+      ? [...(memory?.v8Flags ?? []), options.cliMain, instance.subcommand, ...instance.args]
       : instance.args.slice(1);
     const command = instance.subcommand ? process.execPath : (instance.args[0] ?? "");
     supervisor.start({
@@ -393,6 +402,10 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       env: {
         POD_NAMESPACE: "default",
         ...(instance.node ? { NODE_NAME: instance.node } : {}),
+        // what the user set for up (MALLOC_ARENA_MAX=…) wins, as with the launcher
+        ...Object.fromEntries(
+          Object.entries(memory?.env ?? {}).filter(([name]) => process.env[name] === undefined),
+        ),
         ...instance.env,
         ...compileCacheEnv(),
       },
