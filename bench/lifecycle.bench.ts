@@ -8,14 +8,14 @@
 // (lifecycle-phases.ts), the CPU time start-up took, cores, load and the state dir's filesystem.
 // Asserts nothing (issue 11 §6 targets are for reading, not for failing).
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim, type Pod } from "../src/api/index.ts";
 import type { FlagSpecs } from "../src/base/index.ts";
 import { benchFlags } from "./cli.ts";
+import { startUpChild } from "./up-child.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { PhaseRecorder } from "./lifecycle-phases.ts";
 import { percentile } from "./stats.ts";
@@ -26,7 +26,6 @@ const FLAGS: FlagSpecs = {
   single: { type: "int", default: "10", help: "Repetitions of the one-pod row." },
   nodes: { type: "int", default: "3", help: "Virtual nodes." },
 };
-const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const TIMEOUT_MS = 600_000;
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
@@ -207,22 +206,13 @@ async function main(): Promise<void> {
   const base = await mkdtemp(join(tmpdir(), "csikit-bl-"));
   const stateDir = join(base, "state");
   const isRoot = process.getuid?.() === 0;
-  const args = [MAIN, "up", `--state-dir=${stateDir}`, `--nodes=${flags.number("nodes")}`, "--component-v=0"];
   const spawnedAt = performance.now();
-  const child: ChildProcess = isRoot
-    ? spawn("unshare", ["-m", "--propagation", "private", process.execPath, ...args], {
-        stdio: ["ignore", "pipe", "inherit"],
-      })
-    : spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const up = startUpChild(stateDir, [`--nodes=${flags.number("nodes")}`, "--component-v=0"]);
+  const { child, exited } = up;
   try {
-    await until("the cluster to be ready", () =>
-      Promise.resolve(/cluster ready in/.test(output) ? true : undefined),
-    );
+    await up.ready(TIMEOUT_MS);
     const readyMs = performance.now() - spawnedAt;
-    const reported = /cluster ready in ([\d.]+)s/.exec(output)?.[1] ?? "?";
+    const reported = /cluster ready in ([\d.]+)s/.exec(up.output())?.[1] ?? "?";
     const startCpu = await cpuSecondsOf(join(stateDir, "pids.json"));
     const client = new KubeClient({
       kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }),

@@ -8,11 +8,9 @@
 // Prints one table (total, per second, p50/p99 per pod), cores, load and the state dir's
 // filesystem. Asserts nothing.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   GVR,
   type PersistentVolume,
@@ -23,6 +21,7 @@ import {
 import type { FlagSpecs } from "../src/base/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
 import { benchFlags } from "./cli.ts";
+import { startUpChild } from "./up-child.ts";
 import { percentile } from "./stats.ts";
 import { filesystemOf, machine } from "./where.ts";
 
@@ -30,7 +29,6 @@ const FLAGS: FlagSpecs = {
   replicas: { type: "int", default: "100", help: "Replicas of the StatefulSet (one claim each)." },
   nodes: { type: "int", default: "3", help: "Virtual nodes." },
 };
-const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const TIMEOUT_MS = 900_000;
 const NS = "default";
 const SET = "bench";
@@ -186,19 +184,10 @@ async function main(): Promise<void> {
   const base = await mkdtemp(join(tmpdir(), "csikit-bw-"));
   const stateDir = join(base, "state");
   const isRoot = process.getuid?.() === 0;
-  const args = [MAIN, "up", `--state-dir=${stateDir}`, `--nodes=${flags.number("nodes")}`, "--component-v=0"];
-  const child: ChildProcess = isRoot
-    ? spawn("unshare", ["-m", "--propagation", "private", process.execPath, ...args], {
-        stdio: ["ignore", "pipe", "inherit"],
-      })
-    : spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const up = startUpChild(stateDir, [`--nodes=${flags.number("nodes")}`, "--component-v=0"]);
+  const { child, exited } = up;
   try {
-    await until("the cluster to be ready", () =>
-      Promise.resolve(/cluster ready in/.test(output) ? true : undefined),
-    );
+    await up.ready(TIMEOUT_MS);
     const client = new KubeClient({
       kubeConfig: loadKubeConfig({ kubeconfig: join(stateDir, "kubeconfig") }),
       qps: 1000,

@@ -33,41 +33,22 @@ if (major < NEEDED_MAJOR) {
   process.exit(result.status ?? 1);
 }
 
-// Start-up settings for the processes that speak only CSI: the daemons a node DaemonSet runs
-// once per driver on every node, and `csikit sanity`. Each is memory a node pays per process
-// (`npm run bench:rss`; README, "Benchmarks"):
-// - A young generation capped at 1 MiB per semi-space (V8 grows it to 8 by default): hostpath
-//   1.5 MiB lower idle and 15 MiB lower after 1,000 volumes at no measurable throughput cost,
-//   sanity's peak 3.5 MiB lower.
-// - For the registrar and the livenessprobe, which make a few calls a minute, and sanity, whose
-//   time goes to waiting on the driver: no optimising compiler (--max-opt=1: interpreter and
-//   Sparkplug). Start-up alone makes the module loader hot enough for Maglev and TurboFan,
-//   which pages in 8 MiB of their machine code; after 1,000 probes the livenessprobe holds
-//   72 MiB instead of 97 for 10% more CPU, and a whole sanity run peaks at 70 MiB instead of
-//   91–99 in the same 3 s. Not for hostpath: its volume traffic costs a third more CPU without.
-// - One malloc arena (MALLOC_ARENA_MAX=1): glibc gives every thread that allocates an arena of
-//   its own; Node's JS runs on one thread, and the others' arenas are 0.5–1 MiB of idle RSS.
-// Heap sizes and malloc's arenas are fixed when the process starts, so the launcher
+// Start-up memory settings of the CSI-only processes (src/cli/memory-settings.ts says which and
+// why). Heap sizes and malloc's arenas are fixed when the process starts, so the launcher
 // re-executes itself in place (process.execve: same pid, same stdio, no second process) with
 // them; a flag or variable the user already gave (command line, NODE_OPTIONS, environment)
-// wins.
-const SEMI_SPACE = "--max-semi-space-size=1";
-const NO_OPTIMISING_COMPILER = "--max-opt=1";
-const CSI_ONLY_V8_FLAGS = new Map([
-  ["hostpath", [SEMI_SPACE]],
-  ["sanity", [SEMI_SPACE, NO_OPTIMISING_COMPILER]],
-  ["registrar", [SEMI_SPACE, NO_OPTIMISING_COMPILER]],
-  ["livenessprobe", [SEMI_SPACE, NO_OPTIMISING_COMPILER]],
-]);
-const CSI_ONLY_ENV = { MALLOC_ARENA_MAX: "1" };
-const v8Flags = CSI_ONLY_V8_FLAGS.get(process.argv[2] ?? "");
-if (v8Flags !== undefined && typeof process.execve === "function") {
+// wins. `up` passes them itself when it starts a component (an execve would close the pipe it
+// watches its children by). Node >= 24 from here on: it loads the TypeScript table as is.
+nodeModule.enableCompileCache();
+const { memorySettingsOf } = await import(join(root, "src", "cli", "memory-settings.ts"));
+const settings = memorySettingsOf(process.argv[2] ?? "");
+if (settings !== undefined && typeof process.execve === "function") {
   const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
-  const missing = v8Flags.filter((flag) => {
+  const missing = settings.v8Flags.filter((flag) => {
     const name = flag.split("=")[0];
     return !given.some((arg) => arg === name || arg.startsWith(`${name}=`));
   });
-  const missingEnv = Object.entries(CSI_ONLY_ENV).filter(([name]) => process.env[name] === undefined);
+  const missingEnv = Object.entries(settings.env).filter(([name]) => process.env[name] === undefined);
   if (missing.length > 0 || missingEnv.length > 0) {
     process.execve(
       process.execPath,
@@ -80,6 +61,5 @@ if (v8Flags !== undefined && typeof process.execve === "function") {
 // Node's compile cache keeps the type-stripped sources too: a process started after the first
 // never loads the TypeScript stripper, about 25 MiB of RSS less for every csikit process on a
 // node (`npm run bench:rss`). NODE_COMPILE_CACHE picks the dir; without a writable one Node runs
-// uncached.
-nodeModule.enableCompileCache();
+// uncached. (Enabled above, before the settings table is read.)
 await import(main);

@@ -17,6 +17,7 @@ import {
   type Walkthrough,
 } from "../cluster/index.ts";
 import type { Command } from "./command.ts";
+import { memorySettingsOf } from "./memory-settings.ts";
 import { FEATURE_GATES_FLAG, featureGates } from "./feature-gates.ts";
 import { kubernetesMinorFlag, RELEASE_FLAGS } from "./release-flags.ts";
 import { KUBERNETES_MINORS, kubeFeatureGatesHelp, kubeRelease } from "../api/index.ts";
@@ -198,6 +199,7 @@ export const upCommand: Command = {
         ...(flags.bool("pod-processes") ? {} : { podProcesses: false }),
         commands: availableSubcommands(),
         cliMain: CLI_MAIN,
+        memorySettingsOf,
         logger,
         print,
         ...(walkthrough !== undefined

@@ -91,6 +91,14 @@ export interface UpOptions {
   commands: ReadonlySet<string>;
   /** Path of src/cli/main.ts: every component is `node <cliMain> <subcommand> …`. */
   cliMain: string;
+  /**
+   * The V8 flags and environment a csikit subcommand starts with when run alone (the launcher,
+   * bin/csikit.js, applies them by re-executing itself, which would lose the supervisor's pipe):
+   * given to the component up starts directly. None: Node's defaults.
+   */
+  memorySettingsOf?: (
+    subcommand: string,
+  ) => { v8Flags: readonly string[]; env: Readonly<Record<string, string>> } | undefined;
   logger: Logger;
   print: (line: string) => void;
   /** Runs once the cluster is ready (the walkthrough). Its failure ends `up` with 1. */
@@ -351,15 +359,13 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(options.podProcesses === false ? { podProcesses: false } : {}),
     ...(options.driverFaultProxy ? { driverFaultProxy: true } : {}),
   };
-  // Unix socket paths end at 107 bytes; the registrar also makes a temp socket beside its own.
-  const longest = record.nodes.map(
-    (n) => `${layout.registrationDirOf(n.name)}/${driverName}-reg.sock.tmp-xxxxxx`,
+  // Unix socket paths end at 107 bytes: a deep state dir gets its sockets in a short dir.
+  await layout.placeSockets(
+    record.nodes.map((n) => n.name),
+    driverName,
   );
-  const tooLong = longest.find((path) => Buffer.byteLength(path) > 100);
-  if (tooLong)
-    throw new FlagError(
-      `--state-dir ${layout.stateDir} is too deep: socket paths like ${tooLong} exceed the 107-byte limit of Unix sockets; use a shorter path`,
-    );
+  if (layout.socketRoot !== undefined)
+    print(`sockets in ${layout.socketRoot} (the state dir is too deep for socket paths)`);
   const { instances, skipped } = planComponents(plan);
   if (skipped.length > 0) print(`not in this build (skipped): ${skipped.join(", ")}`);
   for (const dir of socketDirs(plan)) await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -381,8 +387,9 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   const stages = new Map<string, Stage>();
   const spawnComponent = (instance: ComponentInstance): void => {
     stages.set(instance.name, instance.stage);
+    const memory = instance.subcommand ? options.memorySettingsOf?.(instance.subcommand) : undefined;
     const args = instance.subcommand
-      ? [options.cliMain, instance.subcommand, ...instance.args]
+      ? [...(memory?.v8Flags ?? []), options.cliMain, instance.subcommand, ...instance.args]
       : instance.args.slice(1);
     const command = instance.subcommand ? process.execPath : (instance.args[0] ?? "");
     supervisor.start({
@@ -395,6 +402,10 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       env: {
         POD_NAMESPACE: "default",
         ...(instance.node ? { NODE_NAME: instance.node } : {}),
+        // what the user set for up (MALLOC_ARENA_MAX=…) wins, as with the launcher
+        ...Object.fromEntries(
+          Object.entries(memory?.env ?? {}).filter(([name]) => process.env[name] === undefined),
+        ),
         ...instance.env,
         ...compileCacheEnv(),
       },
@@ -617,6 +628,7 @@ async function teardown(options: {
     await supervisor.stop(byStage.get(stage) ?? []);
   }
   await supervisor.stopAll();
+  await options.layout.removeSocketRoot();
   print(
     `✓ all processes stopped (${seconds(performance.now() - started)}); state kept in ${options.layout.stateDir}`,
   );

@@ -667,7 +667,7 @@ export function metricsEndpoints(
 export function socketDirs(plan: ClusterPlan): string[] {
   return [
     plan.layout.socketsDir,
-    ...plan.nodes.map((node) => join(plan.layout.rootOf(node.name), "plugins", plan.driverName)),
+    ...plan.nodes.map((node) => dirname(plan.layout.nodeSocketOf(node.name, plan.driverName))),
     ...plan.nodes.map((node) => plan.layout.registrationDirOf(node.name)),
   ];
 }

@@ -4,13 +4,24 @@
 // symlink is never followed. Records are written atomically, without a predictable temp name.
 
 import assert from "node:assert/strict";
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { namesCreatedDuring, UNPREDICTABLE_TEMP } from "../../test/harness/temp-names.ts";
 import { writeComponentKubeconfig } from "./identities.ts";
-import { ClusterLayout, nodeSpecs } from "./layout.ts";
+import { ClusterLayout, nodeSpecs, shortSocketRoot, SOCKET_PATH_BUDGET } from "./layout.ts";
 
 const modeOf = async (path: string): Promise<number> => (await lstat(path)).mode & 0o777;
 
@@ -113,4 +124,44 @@ test("the cluster record and a component kubeconfig are written 0600 through unp
       [],
       dir,
     );
+});
+
+test("a deep state dir gets its sockets in a short private dir, recorded for the next run; a shallow one keeps them", async (t) => {
+  const base = await mkdtemp(join(tmpdir(), "csikit-layout-"));
+  const deep = new ClusterLayout(join(base, "x".repeat(90), "state"));
+  t.after(async () => {
+    await deep.removeSocketRoot();
+    await rm(base, { recursive: true, force: true });
+  });
+  const shallow = new ClusterLayout(join(base, "s"));
+  await shallow.create();
+  await shallow.placeSockets(["node-1"], "hostpath.csi.k8s.io");
+  assert.equal(shallow.socketRoot, undefined);
+  assert.equal(shallow.controllerSocket, join(base, "s", "sockets", "controller.sock"));
+
+  await deep.create();
+  await deep.placeSockets(["node-1", "node-2"], "hostpath.csi.k8s.io");
+  const root = deep.socketRoot;
+  assert.ok(root !== undefined && root === shortSocketRoot(deep.stateDir));
+  assert.equal(await modeOf(root), 0o700);
+  assert.equal((await readFile(deep.socketRootFile, "utf8")).trim(), root);
+  for (const path of [deep.controllerSocket, deep.nodeSocketOf("node-2", "hostpath.csi.k8s.io")])
+    assert.ok(path.startsWith(root + "/") && Buffer.byteLength(path) <= SOCKET_PATH_BUDGET, path);
+  // The node agent finds the registrar's socket through its kubelet dir's plugins_registry.
+  const link = join(deep.rootOf("node-1"), "plugins_registry");
+  assert.equal(await realpath(link), deep.registrationDirOf("node-1"));
+  // A second run (resume) finds the recorded dir, even with the dir itself gone.
+  await deep.removeSocketRoot();
+  const again = new ClusterLayout(deep.stateDir);
+  await again.placeSockets(["node-1", "node-2"], "hostpath.csi.k8s.io");
+  assert.equal(again.socketRoot, root);
+  assert.equal((await lstat(again.registrationDirOf("node-2"))).isDirectory(), true);
+  // Someone else's dir in its place is refused, not used.
+  await again.removeSocketRoot();
+  await symlink(base, root);
+  t.after(() => rm(root, { force: true }));
+  await assert.rejects(
+    again.placeSockets(["node-1"], "hostpath.csi.k8s.io"),
+    /not a directory of this user's/,
+  );
 });

@@ -5,7 +5,7 @@
 // path never overlap, and a path is reported removed only after it was reported added.
 
 import { watch, type FSWatcher } from "node:fs";
-import { lstat, mkdir, readdir } from "node:fs/promises";
+import { lstat, mkdir, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, isErrno, type Clock, type Logger } from "../base/index.ts";
 
@@ -28,15 +28,22 @@ export class PluginWatcher {
   readonly #known = new Map<string, string>();
   #scanning: Promise<void> | undefined;
   #again = false;
+  /** The watched dir by its real path (set by run). */
+  #dir: string;
 
   constructor(options: PluginWatcherOptions) {
     this.#options = options;
+    this.#dir = options.dir;
   }
 
   /** Watches until the signal aborts; resolves after the last handler call finished. */
   async run(signal: AbortSignal): Promise<void> {
-    const { dir, clock, rescanIntervalMs, logger } = this.#options;
-    await mkdir(dir, { recursive: true, mode: 0o750 });
+    const { clock, rescanIntervalMs, logger } = this.#options;
+    await mkdir(this.#options.dir, { recursive: true, mode: 0o750 });
+    // The dir may be a link to a shorter path (`up` with a deep state dir): sockets are
+    // addressed by the real one, as a socket path has at most 107 bytes.
+    const dir = await realpath(this.#options.dir);
+    this.#dir = dir;
     let watcher: FSWatcher | undefined;
     try {
       watcher = watch(dir, { persistent: false }, () => this.#scan(signal));
@@ -79,7 +86,8 @@ export class PluginWatcher {
   }
 
   async #scanOnce(signal: AbortSignal): Promise<void> {
-    const { dir, handler, logger } = this.#options;
+    const { handler, logger } = this.#options;
+    const dir = this.#dir;
     const found = new Map<string, string>();
     let names: string[] = [];
     try {

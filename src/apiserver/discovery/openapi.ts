@@ -47,6 +47,8 @@ function groupVersions(registry: ResourceRegistry): Map<string, ResourceDef[]> {
 interface BuiltDocument {
   document: Record<string, unknown>;
   hash: string;
+  /** The document as JSON, encoded once: kubectl fetches it on every invocation. */
+  encoded: string;
 }
 
 /**
@@ -68,8 +70,9 @@ function documents(registry: ResourceRegistry, version: string): Map<string, Bui
     const info = Object.freeze({ title: "Kubernetes", version });
     for (const [path, defs] of groupVersions(registry)) {
       const document = buildDocument(path, defs, info);
-      const hash = createHash("sha512").update(JSON.stringify(document)).digest("hex").toUpperCase();
-      built.set(path, { document, hash });
+      const encoded = JSON.stringify(document);
+      const hash = createHash("sha512").update(encoded).digest("hex").toUpperCase();
+      built.set(path, { document, hash, encoded });
     }
     byVersion.set(version, built);
   }
@@ -281,6 +284,55 @@ export function decodeError(def: ResourceDef, object: KubeObject): string | unde
   return error === undefined
     ? undefined
     : `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${error}`;
+}
+
+/** An /openapi/v3 answer as sent: the JSON text, its entity tag, and whether it never changes. */
+export interface OpenApiBody {
+  encoded: string;
+  /** Quoted, as an ETag header carries it. */
+  etag: string;
+  /**
+   * The request named the document by its current hash (the root's serverRelativeURL): that URL
+   * names these bytes for good, so a client may keep them (Cache-Control: public, immutable), as
+   * kube-apiserver lets kubectl's HTTP cache do.
+   */
+  immutable: boolean;
+}
+
+const rootBodies = new WeakMap<readonly ResourceDef[], Map<string, OpenApiBody>>();
+
+/**
+ * The encoded answer to an /openapi/... request path (query: hash only), built once per
+ * registry state like the documents; undefined = 404. What openApiDocument answers, ready to send.
+ */
+export function openApiBody(
+  registry: ResourceRegistry,
+  path: string,
+  version = DEFAULT_INFO_VERSION,
+): OpenApiBody | undefined {
+  const [pathPart = "", query = ""] = path.split("?", 2);
+  const clean = pathPart.replace(/\/+$/, "");
+  if (clean === "/openapi/v3") {
+    const all = registry.all();
+    let byVersion = rootBodies.get(all);
+    if (byVersion === undefined) {
+      byVersion = new Map();
+      rootBodies.set(all, byVersion);
+    }
+    let body = byVersion.get(version);
+    if (body === undefined) {
+      const encoded = JSON.stringify(openAPIV3Root(registry, version));
+      const hash = createHash("sha256").update(encoded).digest("hex").toUpperCase();
+      body = { encoded, etag: `"${hash}"`, immutable: false };
+      byVersion.set(version, body);
+    }
+    return body;
+  }
+  if (!clean.startsWith("/openapi/v3/")) return undefined;
+  const built = documents(registry, version).get(clean.slice("/openapi/v3/".length));
+  if (built === undefined) return undefined;
+  const asked = new URLSearchParams(query).get("hash");
+  return { encoded: built.encoded, etag: `"${built.hash}"`, immutable: asked === built.hash };
 }
 
 /**

@@ -42,7 +42,7 @@ import {
   type RestContext,
   type RestResult,
 } from "./rest.ts";
-import { openApiDocument } from "../discovery/openapi.ts";
+import { openApiBody } from "../discovery/openapi.ts";
 import { resolveRoute, type ResourceRequest, type Route } from "../transport/routing.ts";
 import {
   ApiError,
@@ -76,6 +76,15 @@ export function serverVersion(release: KubeRelease): Record<string, string> {
     compiler: "gc",
     platform: "linux/amd64",
   };
+}
+
+/** Whether an If-None-Match header names `etag` (or is "*"). */
+function ifNoneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(",").some((tag) => {
+    const trimmed = tag.trim().replace(/^W\//, "");
+    return trimmed === "*" || trimmed === etag;
+  });
 }
 
 /** Serves /openapi/... documents; undefined = 404. */
@@ -207,11 +216,26 @@ async function handle(options: HandlerOptions, req: IncomingMessage, res: Server
     case "version":
       return sendJson(res, 200, serverVersion(options.release));
     case "openapi": {
-      const document = options.openapi
-        ? options.openapi(route.path)
-        : openApiDocument(registry, route.path, serverVersion(options.release).gitVersion);
-      if (document === undefined) throw pathNotFound();
-      return sendJson(res, 200, document);
+      if (options.openapi) {
+        const document = options.openapi(route.path);
+        if (document === undefined) throw pathNotFound();
+        return sendJson(res, 200, document);
+      }
+      // Encoded once per registry state, with an entity tag: kubectl fetches the root and the
+      // documents it validates against on every invocation (its HTTP cache revalidates them).
+      const body = openApiBody(
+        registry,
+        `${route.path}${url.search}`,
+        serverVersion(options.release).gitVersion,
+      );
+      if (body === undefined) throw pathNotFound();
+      const cacheControl = body.immutable ? "public, immutable" : "no-cache, private";
+      if (ifNoneMatch(req.headers["if-none-match"], body.etag)) {
+        res.writeHead(304, { ETag: body.etag, "Cache-Control": cacheControl });
+        res.end();
+        return;
+      }
+      return sendJson(res, 200, undefined, { encoded: body.encoded, etag: body.etag, cacheControl });
     }
     case "coreVersions":
     case "groupList": {

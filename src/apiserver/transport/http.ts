@@ -168,6 +168,10 @@ export interface SendOptions {
   encoded?: string | readonly string[];
   /** The body already encoded as protobuf (with protobuf negotiated): sent as is. */
   bytes?: Buffer;
+  /** Cache-Control instead of "no-cache, private". */
+  cacheControl?: string;
+  /** An ETag header (quoted entity tag). */
+  etag?: string;
 }
 
 /** JSON bodies from this many characters on are written a slice at a time, letting other requests run between slices. */
@@ -191,8 +195,9 @@ export function sendJson(
   const streamed = chars >= STREAM_FROM_CHARS;
   const headers: Record<string, string | number | string[]> = {
     "Content-Type": options.contentType ?? "application/json",
-    "Cache-Control": "no-cache, private",
+    "Cache-Control": options.cacheControl ?? "no-cache, private",
   };
+  if (options.etag !== undefined) headers.ETag = options.etag;
   if (!streamed) {
     let length = 0;
     for (const piece of pieces) length += Buffer.byteLength(piece);
