@@ -2,7 +2,7 @@
 // shared ones (--csi-address, -v, logging) by their plain names, each sidecar's own as
 // --registrar.<flag> / --livenessprobe.<flag> (src/sidecars/combined/flags.ts).
 
-import { childController, type FlagSpecs } from "../base/index.ts";
+import { childController, type FlagSpecs, type Flags, type Logger } from "../base/index.ts";
 import { COMMON_SIDECAR_FLAGS, SIDECAR_LOGGING_FLAGS } from "../kube/index.ts";
 import {
   NODE_SIDECARS,
@@ -36,10 +36,7 @@ export const nodeSidecarsCommand: Command = {
     "the process exits non-zero, so the kubelet restarts the container. docs/sidecars.md.",
   flags: NODE_SIDECARS_FLAGS,
   async run({ flags, logger, signal }) {
-    const runs = COMPONENTS.map((component) => {
-      const row = NODE_SIDECARS[component];
-      return row.prepare(componentFlags(flags, component, row.flags), logger.with({ sidecar: component }));
-    });
+    const runs = nodeSidecarRuns(flags, logger);
     const { controller: stop, dispose } = childController(signal);
     let failure: Error | undefined;
     try {
@@ -61,3 +58,11 @@ export const nodeSidecarsCommand: Command = {
     return signal.aborted ? 0 : 1;
   },
 };
+
+/** Validates each sidecar's flags by its own rules; returns how to run each. */
+export function nodeSidecarRuns(flags: Flags, logger: Logger): ((signal: AbortSignal) => Promise<void>)[] {
+  return COMPONENTS.map((component) => {
+    const row = NODE_SIDECARS[component];
+    return row.prepare(componentFlags(flags, component, row.flags), logger.with({ sidecar: component }));
+  });
+}

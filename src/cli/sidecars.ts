@@ -2,7 +2,7 @@
 // shared ones by their plain names, each sidecar's own as --<component>.<flag> (see
 // src/sidecars/combined/flags.ts); this file only turns them into options and runs it.
 
-import { FlagError, type FlagSpecs } from "../base/index.ts";
+import { FlagError, type FlagSpecs, type Flags, type Logger } from "../base/index.ts";
 import { COMMON_SIDECAR_FLAGS, commonSidecarOptions } from "../kube/index.ts";
 import {
   CONTROLLER_SIDECARS,
@@ -11,6 +11,7 @@ import {
   componentFlags,
   namespacedFlags,
   runSidecars,
+  type SidecarsOptions,
 } from "../sidecars/combined/index.ts";
 import type { Command } from "./command.ts";
 
@@ -50,28 +51,26 @@ export const sidecarsCommand: Command = {
     "carries every sidecar's metrics; /healthz/leader-election-<component> per sidecar. docs/sidecars.md.",
   flags: SIDECARS_FLAGS,
   async run({ flags, logger, signal }) {
-    const enabled = SIDECAR_COMPONENTS.filter((c) => flags.bool(c));
-    if (enabled.length === 0)
-      throw new FlagError(
-        `no sidecar enabled: give one or more of ${SIDECAR_COMPONENTS.map((c) => `--${c}`).join(", ")}`,
-      );
-    const sidecars = enabled.map((component) => {
-      const row = CONTROLLER_SIDECARS[component];
-      const run = row.prepare(
-        componentFlags(flags, component, row.flags),
-        logger.with({ sidecar: component }),
-      );
-      return { component, run };
-    });
-    await runSidecars(
-      {
-        shared: commonSidecarOptions(componentFlags(flags, "", COMMON_SIDECAR_FLAGS)),
-        sidecars,
-        singleLease: flags.bool("single-lease"),
-        logger,
-      },
-      signal,
-    );
+    await runSidecars({ ...sidecarsOptionsFromFlags(flags, logger), logger }, signal);
     return 0;
   },
 };
+
+/** Validates the flags (each sidecar's by its own rules, naming the bad flag) into options. */
+export function sidecarsOptionsFromFlags(flags: Flags, logger: Logger): SidecarsOptions {
+  const enabled = SIDECAR_COMPONENTS.filter((c) => flags.bool(c));
+  if (enabled.length === 0)
+    throw new FlagError(
+      `no sidecar enabled: give one or more of ${SIDECAR_COMPONENTS.map((c) => `--${c}`).join(", ")}`,
+    );
+  const sidecars = enabled.map((component) => {
+    const row = CONTROLLER_SIDECARS[component];
+    const run = row.prepare(componentFlags(flags, component, row.flags), logger.with({ sidecar: component }));
+    return { component, run };
+  });
+  return {
+    shared: commonSidecarOptions(componentFlags(flags, "", COMMON_SIDECAR_FLAGS)),
+    sidecars,
+    singleLease: flags.bool("single-lease"),
+  };
+}
