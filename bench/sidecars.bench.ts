@@ -222,6 +222,8 @@ async function run(form: Form, volumes: number): Promise<RunResult> {
     let rss = 0;
     for (const child of sidecars) rss += await rssMiB(child.pid!);
     for (const child of sidecars) await stopProcess(child);
+    // A watch is audited when the server sees it close: give the closes a moment to land.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
     const users = new Set([
       "system:serviceaccount:default:csikit-sidecars",
       ...Object.values(ACCOUNTS).map((a) => `system:serviceaccount:default:${a}`),
