@@ -80,6 +80,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./node.ts")).nodeCommand,
   },
   {
+    name: "node-sidecars",
+    summary: "Run the node's registrar and livenessprobe in one process (the node DaemonSet's combined form)",
+    load: async () => (await import("./node-sidecars.ts")).nodeSidecarsCommand,
+  },
+  {
     name: "provisioner",
     summary: "Run the external-provisioner sidecar: CreateVolume/DeleteVolume for claims of one CSI driver",
     load: async () => (await import("./provisioner.ts")).provisionerCommand,
@@ -99,6 +104,12 @@ export const commands: readonly CommandEntry[] = [
     name: "sanity",
     summary: "Run the CSI conformance suite against a driver's socket",
     load: async () => (await import("./sanity.ts")).sanityCommand,
+  },
+  {
+    name: "sidecars",
+    summary:
+      "Run several controller sidecars (provisioner, attacher, resizer, snapshotter, health-monitor) in one process with one CSI connection and one watch per resource",
+    load: async () => (await import("./sidecars.ts")).sidecarsCommand,
   },
   {
     name: "snapshot-controller",

@@ -103,6 +103,14 @@ export const upCommand: Command = {
         "no resizer. For a driver whose state lives in each process (upstream hostpath); {mode} is then distributed. " +
         "A new state dir only.",
     },
+    sidecars: {
+      type: "string",
+      default: "separate",
+      help:
+        "How the controller sidecars run: separate (one process each: provisioner, attacher, resizer, snapshotter, " +
+        "health-monitor) or combined (one `csikit sidecars` process: one CSI connection, one watch per resource under " +
+        "the csikit-sidecars identity, each sidecar's writes under its own ServiceAccount as when separate).",
+    },
     "driver-fault-proxy": {
       type: "bool",
       default: "false",
@@ -170,6 +178,9 @@ export const upCommand: Command = {
       throw new FlagError(
         "flags -distributed and -driver-socket exclude each other: -distributed runs a driver per node",
       );
+    const sidecars = flags.string("sidecars");
+    if (sidecars !== "separate" && sidecars !== "combined")
+      throw new FlagError(`flag -sidecars must be separate or combined, got ${JSON.stringify(sidecars)}`);
     const driverFaultProxy = flags.bool("driver-fault-proxy");
     if (driverFaultProxy && driverSocket !== "")
       throw new FlagError(
@@ -193,6 +204,7 @@ export const upCommand: Command = {
         ...(driverCommand !== "" ? { driverCommand } : {}),
         ...(distributed ? { distributed } : {}),
         ...(driverFaultProxy ? { driverFaultProxy } : {}),
+        ...(sidecars === "combined" ? { combinedSidecars: true } : {}),
         verbosity: flags.number("component-v"),
         featureGates: gates,
         release,

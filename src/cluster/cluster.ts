@@ -76,6 +76,8 @@ export interface UpOptions {
   distributed?: boolean;
   /** A `csikit fault-proxy` in front of every driver instance `up` starts (`--driver-fault-proxy`). */
   driverFaultProxy?: boolean;
+  /** The controller sidecars in one `csikit sidecars` process (`--sidecars=combined`). */
+  combinedSidecars?: boolean;
   /** -v for the components. */
   verbosity: number;
   /** CSI migration's --feature-gates for the controllers and node agents (`A=true,B=false`; "" = defaults). */
@@ -358,6 +360,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     ...(distributed ? { distributed: true } : {}),
     ...(options.podProcesses === false ? { podProcesses: false } : {}),
     ...(options.driverFaultProxy ? { driverFaultProxy: true } : {}),
+    ...(options.combinedSidecars ? { combinedSidecars: true } : {}),
   };
   // Unix socket paths end at 107 bytes: a deep state dir gets its sockets in a short dir.
   await layout.placeSockets(
@@ -495,6 +498,14 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
             ? staticTokens.get(instance.name)!
             : await requestServiceAccountToken(client, identity.namespace, identity.name, signal);
         await writeComponentKubeconfig(layout, instance.name, cluster, token);
+        // `csikit sidecars`: each sidecar's own identity for its writes, beside the shared one.
+        for (const [component, extra] of Object.entries(instance.writeIdentities ?? {}))
+          await writeComponentKubeconfig(
+            layout,
+            component,
+            cluster,
+            await requestServiceAccountToken(client, extra.namespace, extra.name, signal),
+          );
       }),
     );
     print(

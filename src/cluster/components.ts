@@ -70,6 +70,8 @@ export interface ClusterPlan {
    * serves the driver's usual socket, the driver listens beside it (driverListenSocket).
    */
   driverFaultProxy?: boolean;
+  /** The controller sidecars in one `csikit sidecars` process (combined-sidecars.ts). */
+  combinedSidecars?: boolean;
 }
 
 export interface ComponentInstance {
@@ -80,6 +82,11 @@ export interface ComponentInstance {
   /** Arguments after the subcommand (or the whole command line of a user's driver). */
   args: string[];
   identity?: Identity;
+  /**
+   * `csikit sidecars`: the ServiceAccount of each sidecar's writes, by component; `up` writes
+   * <identities>/<component>.kubeconfig for each, as for a separate sidecar.
+   */
+  writeIdentities?: Readonly<Record<string, { namespace: string; name: string }>>;
   /** Node it belongs to (node-level components). */
   node?: string;
   /** Environment the component's upstream manifest gives it (the downward API's values). */
@@ -576,6 +583,7 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
       continue;
     }
     if (entry.when && !entry.when(plan)) continue;
+    if (plan.combinedSidecars && COMBINED_SIDECARS.has(entry.name)) continue;
     const targets = entry.scope === "cluster" ? [undefined] : plan.nodes;
     for (const node of targets) {
       const name = node ? (entry.name === "" ? node.name : `${node.name}-${entry.name}`) : entry.name;
@@ -590,7 +598,71 @@ export function planComponents(plan: ClusterPlan): { instances: ComponentInstanc
       });
     }
   }
+  if (plan.combinedSidecars) {
+    const members = COMPONENTS.filter(
+      (entry) =>
+        COMBINED_SIDECARS.has(entry.name) &&
+        !(plan.distributed && NOT_IN_DISTRIBUTED.has(entry.name)) &&
+        plan.commands.has(entry.subcommand) &&
+        (!entry.when || entry.when(plan)),
+    ).map((entry) => ({
+      component: entry.name,
+      args: entry.args(plan, undefined),
+      account: serviceAccountOf(entry.identity?.(undefined)),
+      env: entry.env,
+    }));
+    if (members.length > 0) instances.push(combinedSidecarsInstance(plan, members));
+  }
   return { instances, skipped };
+}
+
+function serviceAccountOf(identity: Identity | undefined): { namespace: string; name: string } {
+  if (identity?.kind !== "serviceAccount") throw new Error("a combined sidecar needs a ServiceAccount");
+  return { namespace: identity.namespace, name: identity.name };
+}
+
+/** The sidecars `--sidecars=combined` runs in one `csikit sidecars` process. */
+const COMBINED_SIDECARS = new Set(["provisioner", "attacher", "resizer", "snapshotter", "health-monitor"]);
+
+/** Flags of the separate command lines that are the combined process's own (shared). */
+const SHARED_ARGS = new Set(["v", "csi-address", "kube-api-qps", "kube-api-burst"]);
+
+/**
+ * One `csikit sidecars` instance from the separate sidecars' command lines: their shared
+ * flags once, the rest namespaced (--provisioner.feature-gates=...), each one's kubeconfig as
+ * --<component>.kubeconfig (its own identity for writes), the shared reads as csikit-sidecars.
+ */
+function combinedSidecarsInstance(
+  plan: ClusterPlan,
+  members: {
+    component: string;
+    args: string[];
+    account: { namespace: string; name: string };
+    env: Readonly<Record<string, string>> | undefined;
+  }[],
+): ComponentInstance {
+  const shared = new Map<string, string>();
+  const own: string[] = [];
+  for (const { component, args } of members) {
+    own.push(`--${component}`);
+    for (const arg of args) {
+      const match = /^--?([^=]+)(?:=(.*))?$/.exec(arg);
+      if (!match) continue;
+      const [, name, value] = match;
+      if (name === "http-endpoint") continue;
+      if (SHARED_ARGS.has(name!)) shared.set(name!, arg);
+      else own.push(`--${component}.${name}${value !== undefined ? `=${value}` : ""}`);
+    }
+  }
+  return {
+    name: "sidecars",
+    stage: "sidecar",
+    subcommand: "sidecars",
+    args: [...shared.values(), kubeconfig(plan, "sidecars"), httpEndpoint(plan, "sidecars"), ...own],
+    identity: { kind: "serviceAccount", namespace: "default", name: "csikit-sidecars" },
+    writeIdentities: Object.fromEntries(members.map((m) => [m.component, m.account])),
+    env: Object.assign({}, ...members.map((m) => m.env ?? {})) as Record<string, string>,
+  };
 }
 
 /**

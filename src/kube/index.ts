@@ -22,6 +22,7 @@ export * from "./client.ts";
 export * from "./store.ts";
 export * from "./reflector.ts";
 export * from "./informer.ts";
+export * from "./informer-scope.ts";
 export * from "./leaderelection.ts";
 export * from "./events.ts";
 export * from "./controller.ts";

@@ -6,12 +6,25 @@
 // election is on. Resolves once everything has stopped after `signal` aborts; rejects with
 // LeadershipLostError when the lease is lost; closes the CSI and Kubernetes connections
 // either way.
+//
+// In `csikit sidecars` (one process for several sidecars) the process hands each run a
+// `SharedSidecarRuntime`: the one CSI connection and its metrics, the one registry and
+// diagnostics endpoint, and the one informer factory (under the shared-read identity). The
+// sidecar still builds its OWN Kubernetes client from its own kubeconfig for every write and
+// live read, its own Lease (or runs under the process's one Lease), and its own queues.
 
 import { realClock, silentLogger, type Clock, type Logger } from "../base/index.ts";
 import { CsiClient } from "../csi/index.ts";
 import { kubeClientFromOptions, type KubeClient } from "./client.ts";
 import type { CommonSidecarOptions } from "./flags.ts";
-import { startHttpEndpoint, type HttpEndpoint, type RouteHandler } from "./http-endpoint.ts";
+import {
+  startHttpEndpoint,
+  type HealthCheck,
+  type HttpEndpoint,
+  type RouteHandler,
+} from "./http-endpoint.ts";
+import { InformerFactory } from "./informer.ts";
+import { InformerScope, type InformerSource } from "./informer-scope.ts";
 import { leaseName, type LeaseComponent } from "./lease-name.ts";
 import { LeaderElector, leaderElectionOptions, runElected } from "./leaderelection.ts";
 import { CsiOperationMetrics } from "./metrics.ts";
@@ -27,6 +40,25 @@ export interface SidecarShellOptions extends CommonSidecarOptions {
   clock?: Clock;
   /** Called with the diagnostics endpoint's URL once it listens (tests, `csikit up`). */
   onHttpEndpoint?: (url: string) => void;
+  /** Set by `csikit sidecars`: what this sidecar shares with the others in the process. */
+  shared?: SharedSidecarRuntime;
+}
+
+/** What the sidecars of one `csikit sidecars` process share (see the header). */
+export interface SharedSidecarRuntime {
+  /** The one CSI connection; the process closes it. */
+  csi: CsiClient;
+  csiMetrics: CsiOperationMetrics;
+  registry: Registry;
+  queueMetrics: WorkQueueMetrics;
+  /** The one informer factory, under the shared-read identity. */
+  factory: InformerFactory;
+  /** The process's signal: shared informers run until it aborts. */
+  processSignal: AbortSignal;
+  /** Adds checks to the process's diagnostics endpoint (/healthz/<name>). */
+  addHealthChecks(checks: Record<string, HealthCheck>): void;
+  /** With one Lease for all (--single-lease): runs the work while the process leads. */
+  runElected?: (work: (signal: AbortSignal) => Promise<void>, signal: AbortSignal) => Promise<void>;
 }
 
 /** What the shared start-up hands a sidecar's own code. */
@@ -38,6 +70,12 @@ export interface SidecarParts<D> {
   queueMetrics: WorkQueueMetrics;
   logger: Logger;
   clock: Clock;
+  /**
+   * The informers for this run: a factory of the sidecar's own over `client`, or, in
+   * `csikit sidecars`, a scope of the process's shared factory. `resyncPeriodMs` is the
+   * sidecar's resync of its own handlers (0 = off).
+   */
+  informers(options: { resyncPeriodMs?: number }): InformerSource;
 }
 
 export interface SidecarSpec<D extends { name: string }> {
@@ -70,39 +108,64 @@ export async function runSidecar<D extends { name: string }>(
   const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? realClock;
   const userAgent = `csi-${spec.component}`;
-  const registry = new Registry();
+  const shared = options.shared;
+  const registry = shared?.registry ?? new Registry();
   // process_* and nodejs_* metrics, as Go sidecars export process_* and go_* by default.
-  collectDefaultMetrics({ register: registry });
-  const csiMetrics = new CsiOperationMetrics({ registry });
-  const csi = CsiClient.connect(options.csiAddress, {
-    logger,
-    timeoutMs: options.timeoutMs,
-    ...(options.maxGrpcLogLength !== undefined ? { maxLogLength: options.maxGrpcLogLength } : {}),
-    onCall: csiMetrics.observer(),
-  });
+  if (!shared) collectDefaultMetrics({ register: registry });
+  const csiMetrics = shared?.csiMetrics ?? new CsiOperationMetrics({ registry });
+  const csi =
+    shared?.csi ??
+    CsiClient.connect(options.csiAddress, {
+      logger,
+      timeoutMs: options.timeoutMs,
+      ...(options.maxGrpcLogLength !== undefined ? { maxLogLength: options.maxGrpcLogLength } : {}),
+      onCall: csiMetrics.observer(),
+    });
   let client: KubeClient | undefined;
   try {
     const driver = await spec.discover(csi, signal);
     csiMetrics.setDriverName(driver.name);
     if (spec.isMigrationTarget(driver.name)) csiMetrics.enableMigratedLabel();
     logger.info(1, "driver ready", { driver: driver.name, ...spec.describe(driver) });
-    client = kubeClientFromOptions({ ...options, userAgent, clock });
-    const queueMetrics = new WorkQueueMetrics({ registry });
-    const work = await spec.prepare({ driver, client, csi, registry, queueMetrics, logger, clock }, signal);
-    const elector = spec.leaderElection
-      ? new LeaderElector({
-          ...leaderElectionOptions(options.leaderElection, {
-            // Its own token bucket, so a busy main client never starves lease renewal.
-            client: kubeClientFromOptions({ ...options, userAgent: `${userAgent}-leader-election`, clock }),
-            leaseName: leaseName(spec.component, driver.name),
-            logger,
+    const own = kubeClientFromOptions({ ...options, userAgent, clock });
+    client = own;
+    const queueMetrics = shared?.queueMetrics ?? new WorkQueueMetrics({ registry });
+    const informers = (request: { resyncPeriodMs?: number }): InformerSource =>
+      shared
+        ? new InformerScope({
+            factory: shared.factory,
+            processSignal: shared.processSignal,
+            resyncPeriodMs: request.resyncPeriodMs ?? 0,
             clock,
-          }),
-          ...(spec.releaseLeaseOnExit !== undefined ? { releaseOnCancel: spec.releaseLeaseOnExit } : {}),
-        })
-      : undefined;
+          })
+        : new InformerFactory({
+            client: own,
+            clock,
+            logger,
+            defaultResyncPeriodMs: request.resyncPeriodMs ?? 0,
+          });
+    const work = await spec.prepare(
+      { driver, client, csi, registry, queueMetrics, logger, clock, informers },
+      signal,
+    );
+    const elector =
+      spec.leaderElection && !shared?.runElected
+        ? new LeaderElector({
+            ...leaderElectionOptions(options.leaderElection, {
+              // Its own token bucket, so a busy main client never starves lease renewal.
+              client: kubeClientFromOptions({ ...options, userAgent: `${userAgent}-leader-election`, clock }),
+              leaseName: leaseName(spec.component, driver.name),
+              logger,
+              clock,
+            }),
+            ...(spec.releaseLeaseOnExit !== undefined ? { releaseOnCancel: spec.releaseLeaseOnExit } : {}),
+          })
+        : undefined;
     let endpoint: HttpEndpoint | undefined;
-    if (options.httpEndpoint !== "") {
+    if (shared) {
+      // One endpoint for the process: this sidecar's check at /healthz/leader-election-<component>.
+      if (elector) shared.addHealthChecks({ [`leader-election-${spec.component}`]: elector.healthCheck() });
+    } else if (options.httpEndpoint !== "") {
       endpoint = await startHttpEndpoint(
         {
           address: options.httpEndpoint,
@@ -117,10 +180,11 @@ export async function runSidecar<D extends { name: string }>(
       options.onHttpEndpoint?.(endpoint.url);
     }
     if (elector) await runElected(elector, work, signal);
+    else if (spec.leaderElection && shared?.runElected) await shared.runElected(work, signal);
     else await work(signal);
     await endpoint?.stopped;
   } finally {
-    csi.close();
+    if (!shared) csi.close();
     client?.close();
   }
 }

@@ -21,7 +21,9 @@ import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { startTestServer, type TestServer } from "../harness/apiserver.ts";
-import { Flags, LOGGING_FLAGS, parseFlags } from "../../src/base/index.ts";
+import { Flags, LOGGING_FLAGS, parseFlags, silentLogger } from "../../src/base/index.ts";
+import { sidecarsOptionsFromFlags } from "../../src/cli/sidecars.ts";
+import { nodeSidecarRuns } from "../../src/cli/node-sidecars.ts";
 import { commands } from "../../src/cli/commands.ts";
 import { hostpathOptions } from "../../src/cli/hostpath.ts";
 import { livenessProbeOptionsFromFlags } from "../../src/sidecars/livenessprobe/index.ts";
@@ -56,6 +58,8 @@ const VALIDATE: Record<string, (flags: Flags) => unknown> = {
   "snapshot-metadata": (flags) => snapshotMetadataOptionsFromFlags(flags, {}),
   snapshotter: (flags) => snapshotterOptionsFromFlags(flags, {}),
   "snapshot-controller": snapshotControllerOptionsFromFlags,
+  sidecars: (flags) => sidecarsOptionsFromFlags(flags, silentLogger),
+  "node-sidecars": (flags) => nodeSidecarRuns(flags, silentLogger),
 };
 
 /** The fields of a manifest object these checks read. */

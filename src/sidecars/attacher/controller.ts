@@ -24,7 +24,6 @@ import {
 } from "../../api/index.ts";
 import {
   EventRecorder,
-  InformerFactory,
   ItemExponentialRateLimiter,
   WorkQueue,
   deletedObject,
@@ -67,7 +66,7 @@ type RunParts = SidecarParts<AttacherDriverInfo> & { options: AttacherOptions };
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
-  const factory = new InformerFactory({ client, clock, logger, defaultResyncPeriodMs: options.resyncMs });
+  const factory = parts.informers({ resyncPeriodMs: options.resyncMs });
   const attachments = factory.informer<VolumeAttachment>(GVR.volumeAttachments);
   // A PV's finalizer waits for the attachments naming it: looked up per PV sync, so indexed.
   attachments.addIndexer(BY_VOLUME, (va) => {

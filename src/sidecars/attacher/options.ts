@@ -3,7 +3,7 @@
 // (external-attacher v4.12.0, cmd/csi-attacher/main.go).
 
 import type { Clock, Logger } from "../../base/index.ts";
-import type { CommonSidecarOptions } from "../../kube/index.ts";
+import type { SharedSidecarRuntime, CommonSidecarOptions } from "../../kube/index.ts";
 
 export const ATTACHER_FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> = {
   // GA in v4.12 (KEP-4876): the attacher's part is VolumeError.errorCode (the API server also
@@ -36,4 +36,6 @@ export interface AttacherOptions extends CommonSidecarOptions {
   clock?: Clock;
   /** Called once the HTTP endpoint listens (tests use port 0). */
   onHttpEndpoint?: (url: string) => void;
+  /** Set by `csikit sidecars`: the CSI connection, informers and endpoint shared in the process. */
+  shared?: SharedSidecarRuntime;
 }

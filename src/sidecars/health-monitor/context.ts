@@ -4,7 +4,7 @@
 import type { Clock, Logger } from "../../base/index.ts";
 import type { CsiClient } from "../../csi/index.ts";
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from "../../api/index.ts";
-import type { EventRecorder, SharedInformer } from "../../kube/index.ts";
+import type { EventRecorder, Informer } from "../../kube/index.ts";
 import type { HealthMonitorDriverInfo } from "./driver.ts";
 import type { HealthMonitorOptions } from "./options.ts";
 
@@ -12,11 +12,11 @@ export interface HealthMonitorContext {
   driver: HealthMonitorDriverInfo;
   csi: CsiClient;
   options: HealthMonitorOptions;
-  volumes: SharedInformer<PersistentVolume>;
-  claims: SharedInformer<PersistentVolumeClaim>;
+  volumes: Informer<PersistentVolume>;
+  claims: Informer<PersistentVolumeClaim>;
   /** Only with the node watcher (upstream watches pods and nodes only then). */
-  pods?: SharedInformer<Pod>;
-  nodes?: SharedInformer<Node>;
+  pods?: Informer<Pod>;
+  nodes?: Informer<Node>;
   events: EventRecorder;
   logger: Logger;
   clock: Clock;

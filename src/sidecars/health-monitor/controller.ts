@@ -21,7 +21,6 @@ import {
 import { errorMessage } from "../../base/index.ts";
 import {
   EventRecorder,
-  InformerFactory,
   WorkQueue,
   deletedObject,
   objectKey,
@@ -69,12 +68,7 @@ async function every(
 
 async function runMonitor(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
-  const factory = new InformerFactory({
-    client,
-    clock,
-    logger,
-    defaultResyncPeriodMs: options.resyncPeriodMs,
-  });
+  const factory = parts.informers({ resyncPeriodMs: options.resyncPeriodMs });
   const ctx: HealthMonitorContext = {
     driver,
     csi,

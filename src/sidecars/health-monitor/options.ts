@@ -3,7 +3,7 @@
 // Every field names its flag; defaults are upstream's (cmd/csi-external-health-monitor-controller).
 
 import type { Clock, Logger } from "../../base/index.ts";
-import type { CommonSidecarOptions } from "../../kube/index.ts";
+import type { SharedSidecarRuntime, CommonSidecarOptions } from "../../kube/index.ts";
 
 export interface HealthMonitorOptions extends CommonSidecarOptions {
   /** --timeout (15s): deadline of every CSI call (ListVolumes, ControllerGetVolume, start-up). */
@@ -31,4 +31,6 @@ export interface HealthMonitorOptions extends CommonSidecarOptions {
   clock?: Clock;
   /** Called once the HTTP endpoint listens (tests use port 0). */
   onHttpEndpoint?: (url: string) => void;
+  /** Set by `csikit sidecars`: the CSI connection, informers and endpoint shared in the process. */
+  shared?: SharedSidecarRuntime;
 }

@@ -6,7 +6,7 @@
 // any clone claim (for its source), with --cloning-protection-threads workers.
 
 import { FINALIZERS, GVR, type PersistentVolumeClaim } from "../../api/index.ts";
-import type { ReconcileContext, SharedInformer } from "../../kube/index.ts";
+import type { ReconcileContext, Informer } from "../../kube/index.ts";
 import type { ProvisionerContext } from "./context.ts";
 import { cloneSourceKey } from "./data-source.ts";
 import { hasFinalizer, removeFinalizer } from "./finalizers.ts";
@@ -25,7 +25,7 @@ export function cloneProtectionKeys(claim: PersistentVolumeClaim): string[] {
 
 export async function syncCloneSource(
   ctx: ProvisionerContext,
-  claims: SharedInformer<PersistentVolumeClaim>,
+  claims: Informer<PersistentVolumeClaim>,
   key: string,
   rc: ReconcileContext,
 ): Promise<void> {

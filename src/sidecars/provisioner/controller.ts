@@ -24,7 +24,6 @@ import {
 import { CsikitError, type Clock } from "../../base/index.ts";
 import {
   EventRecorder,
-  InformerFactory,
   ItemExponentialRateLimiter,
   PPROF_PREFIX,
   WorkQueue,
@@ -147,7 +146,7 @@ async function capacitySetup(
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, metrics, queueMetrics, registry, capacity, logger, clock, vacApi } =
     parts;
-  const factory = new InformerFactory({ client, clock, logger });
+  const factory = parts.informers({});
   const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
   const classes = factory.informer<StorageClass>(GVR.storageClasses);

@@ -3,7 +3,7 @@
 // flag; defaults are upstream's (external-provisioner v5.2 code).
 
 import type { Clock, Logger } from "../../base/index.ts";
-import type { CommonSidecarOptions } from "../../kube/index.ts";
+import type { SharedSidecarRuntime, CommonSidecarOptions } from "../../kube/index.ts";
 
 export interface ProvisionerFeatures {
   /** Topology (GA, default true). */
@@ -105,4 +105,6 @@ export interface ProvisionerOptions extends CommonSidecarOptions {
   clock?: Clock;
   /** Called once the HTTP endpoint listens (tests use port 0). */
   onHttpEndpoint?: (url: string) => void;
+  /** Set by `csikit sidecars`: the CSI connection, informers and endpoint shared in the process. */
+  shared?: SharedSidecarRuntime;
 }

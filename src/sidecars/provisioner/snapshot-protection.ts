@@ -20,7 +20,7 @@ import {
   isNotFound,
   type KubeObject,
   type ReconcileContext,
-  type SharedInformer,
+  type Informer,
 } from "../../kube/index.ts";
 import type { ProvisionerContext } from "./context.ts";
 import { claimDataSource, SNAPSHOT_GROUP, type ResolvedDataSource } from "./data-source.ts";
@@ -116,7 +116,7 @@ export type SweepResult = "swept" | "disabled";
  */
 export async function sweepOrphanedSnapshotFinalizers(
   ctx: ProvisionerContext,
-  claims: SharedInformer<PersistentVolumeClaim>,
+  claims: Informer<PersistentVolumeClaim>,
   signal: AbortSignal,
 ): Promise<SweepResult> {
   let snapshots: KubeObject[];
@@ -159,7 +159,7 @@ export async function sweepOrphanedSnapshotFinalizers(
  */
 export async function runSnapshotSweep(
   ctx: ProvisionerContext,
-  claims: SharedInformer<PersistentVolumeClaim>,
+  claims: Informer<PersistentVolumeClaim>,
   intervalMs: number,
   signal: AbortSignal,
 ): Promise<void> {

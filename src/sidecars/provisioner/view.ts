@@ -14,7 +14,7 @@ import type {
   VolumeAttachment,
 } from "../../api/index.ts";
 import { GVR } from "../../api/index.ts";
-import { isNotFound, type KubeClient, type KubeObject, type SharedInformer } from "../../kube/index.ts";
+import { isNotFound, type KubeClient, type KubeObject, type Informer } from "../../kube/index.ts";
 
 export interface VolumeSnapshot extends KubeObject {
   spec?: {
@@ -78,12 +78,12 @@ async function getOrUndefined<T>(fetch: () => Promise<T>): Promise<T | undefined
 
 export function clusterView(parts: {
   client: KubeClient;
-  claims: SharedInformer<PersistentVolumeClaim>;
-  volumes: SharedInformer<PersistentVolume>;
-  classes: SharedInformer<StorageClass>;
-  csiNodes?: SharedInformer<CSINode>;
-  nodes?: SharedInformer<Node>;
-  volumeAttachments?: SharedInformer<VolumeAttachment>;
+  claims: Informer<PersistentVolumeClaim>;
+  volumes: Informer<PersistentVolume>;
+  classes: Informer<StorageClass>;
+  csiNodes?: Informer<CSINode>;
+  nodes?: Informer<Node>;
+  volumeAttachments?: Informer<VolumeAttachment>;
   /** Node deployment: the local node as the only source of topology. */
   localNodes?: { csiNodes: CSINode[]; nodes: Node[] };
   /** The VolumeAttributesClass version the server serves (vac-api.ts); default GVR's. */

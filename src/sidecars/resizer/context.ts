@@ -7,7 +7,7 @@
 import type { PersistentVolume, PersistentVolumeClaim, VolumeAttributesClass } from "../../api/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
 import type { CsiClient } from "../../csi/index.ts";
-import type { EventRecorder, KubeClient, SharedInformer } from "../../kube/index.ts";
+import type { EventRecorder, KubeClient, Informer } from "../../kube/index.ts";
 import type { ResizerDriverInfo } from "./driver.ts";
 import type { ResizerOptions } from "./options.ts";
 import { SlowSet } from "./slow-set.ts";
@@ -40,10 +40,10 @@ export interface ResizerContext {
   csi: CsiClient;
   driver: ResizerDriverInfo;
   options: ResizerOptions;
-  claims: SharedInformer<PersistentVolumeClaim>;
-  volumes: SharedInformer<PersistentVolume>;
+  claims: Informer<PersistentVolumeClaim>;
+  volumes: Informer<PersistentVolume>;
   /** Present when the modify controller runs. */
-  attributeClasses: SharedInformer<VolumeAttributesClass> | undefined;
+  attributeClasses: Informer<VolumeAttributesClass> | undefined;
   events: EventRecorder;
   logger: Logger;
   clock: Clock;

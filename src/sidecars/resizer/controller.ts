@@ -22,7 +22,6 @@ import {
 } from "../../api/index.ts";
 import {
   EventRecorder,
-  InformerFactory,
   ItemExponentialRateLimiter,
   WorkQueue,
   objectKey,
@@ -80,12 +79,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
   const { options, driver, client, csi, queueMetrics, logger, clock, vacApi } = parts;
   // --resync-period: every cached object is handed to the handlers again (onUpdate(obj, obj)),
   // so every claim is looked at again, as upstream's shared informer factory does.
-  const factory = new InformerFactory({
-    client,
-    clock,
-    logger,
-    defaultResyncPeriodMs: options.resyncPeriodMs,
-  });
+  const factory = parts.informers({ resyncPeriodMs: options.resyncPeriodMs });
   const claims = factory.informer<PersistentVolumeClaim>(GVR.persistentVolumeClaims);
   const volumes = factory.informer<PersistentVolume>(GVR.persistentVolumes);
   const resize = driver.expansion;

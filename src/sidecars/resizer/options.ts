@@ -3,7 +3,7 @@
 // defaults are upstream's (cmd/csi-resizer/main.go, pkg/features at v2.2.1).
 
 import type { Clock, Logger } from "../../base/index.ts";
-import type { CommonSidecarOptions } from "../../kube/index.ts";
+import type { SharedSidecarRuntime, CommonSidecarOptions } from "../../kube/index.ts";
 
 export interface ResizerFeatures {
   /** RecoverVolumeExpansionFailure (GA in v2.2.0, default true): allocatedResources/Statuses, shrinking after a failure. */
@@ -44,4 +44,6 @@ export interface ResizerOptions extends CommonSidecarOptions {
   clock?: Clock;
   /** Called once the HTTP endpoint listens (tests use port 0). */
   onHttpEndpoint?: (url: string) => void;
+  /** Set by `csikit sidecars`: the CSI connection, informers and endpoint shared in the process. */
+  shared?: SharedSidecarRuntime;
 }

@@ -11,7 +11,7 @@ import type {
 } from "../../api/index.ts";
 import type { Clock, Logger } from "../../base/index.ts";
 import type { CsiClient } from "../../csi/index.ts";
-import type { EventRecorder, KubeClient, SharedInformer } from "../../kube/index.ts";
+import type { EventRecorder, KubeClient, Informer } from "../../kube/index.ts";
 import type { SnapshotterDriverInfo } from "./driver.ts";
 import type { SnapshotterOptions } from "./options.ts";
 
@@ -20,11 +20,11 @@ export interface SnapshotterContext {
   csi: CsiClient;
   driver: SnapshotterDriverInfo;
   options: SnapshotterOptions;
-  contents: SharedInformer<VolumeSnapshotContent>;
-  classes: SharedInformer<VolumeSnapshotClass>;
+  contents: Informer<VolumeSnapshotContent>;
+  classes: Informer<VolumeSnapshotClass>;
   /** Present with the CSIVolumeGroupSnapshot gate. */
-  groupContents: SharedInformer<VolumeGroupSnapshotContent> | undefined;
-  groupClasses: SharedInformer<VolumeGroupSnapshotClass> | undefined;
+  groupContents: Informer<VolumeGroupSnapshotContent> | undefined;
+  groupClasses: Informer<VolumeGroupSnapshotClass> | undefined;
   events: EventRecorder;
   logger: Logger;
   clock: Clock;

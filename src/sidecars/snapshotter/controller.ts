@@ -23,7 +23,6 @@ import {
 import { silentLogger } from "../../base/index.ts";
 import {
   EventRecorder,
-  InformerFactory,
   ItemExponentialRateLimiter,
   WorkQueue,
   deletedObject,
@@ -71,12 +70,7 @@ type RunParts = SidecarParts<SnapshotterDriverInfo> & { options: SnapshotterOpti
 
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, queueMetrics, logger, clock } = parts;
-  const factory = new InformerFactory({
-    client,
-    clock,
-    logger,
-    defaultResyncPeriodMs: options.resyncPeriodMs,
-  });
+  const factory = parts.informers({ resyncPeriodMs: options.resyncPeriodMs });
   // Distributed snapshotting: the snapshot-controller labels each content with the node of its
   // volume; this sidecar watches only its node's.
   const managed = options.nodeDeployment.enabled

@@ -3,7 +3,7 @@
 // defaults are upstream's (cmd/csi-snapshotter/main.go).
 
 import type { Clock, Logger } from "../../base/index.ts";
-import type { CommonSidecarOptions } from "../../kube/index.ts";
+import type { SharedSidecarRuntime, CommonSidecarOptions } from "../../kube/index.ts";
 
 /** Feature gates csi-snapshotter v8.6 knows (pkg/features), with their defaults. */
 export const SNAPSHOTTER_FEATURE_GATE_DEFAULTS: Readonly<Record<string, boolean>> = {
@@ -43,4 +43,6 @@ export interface SnapshotterOptions extends CommonSidecarOptions {
   clock?: Clock;
   /** Called once the HTTP endpoint listens (tests use port 0). */
   onHttpEndpoint?: (url: string) => void;
+  /** Set by `csikit sidecars`: the CSI connection, informers and endpoint shared in the process. */
+  shared?: SharedSidecarRuntime;
 }

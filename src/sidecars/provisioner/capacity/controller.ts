@@ -45,9 +45,9 @@ import {
   WorkQueue,
   deletedObject,
   isNotFound,
-  type InformerFactory,
+  type InformerSource,
   type KubeClient,
-  type SharedInformer,
+  type Informer,
   type WorkQueueMetricsRecorder,
 } from "../../../kube/index.ts";
 import type { Registry } from "prom-client";
@@ -67,7 +67,7 @@ export interface CapacityCsiClient {
 export interface CapacityControllerConfig {
   /** Writes CSIStorageCapacity objects (upstream's separate --kube-api-capacity-qps/burst client). */
   writer: KubeClient;
-  informers: InformerFactory;
+  informers: InformerSource;
   csi: CapacityCsiClient;
   driverName: string;
   namespace: string;
@@ -108,8 +108,8 @@ export class CapacityController {
   readonly #identity: CapacityIdentity;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #classes: SharedInformer<StorageClass>;
-  readonly #capacities: SharedInformer<CSIStorageCapacity>;
+  readonly #classes: Informer<StorageClass>;
+  readonly #capacities: Informer<CSIStorageCapacity>;
   readonly #queue: WorkQueue<string>;
   readonly #desired = new Map<string, Item>();
   readonly #obsolete = new Map<string, CSIStorageCapacity>();

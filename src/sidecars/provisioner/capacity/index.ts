@@ -11,7 +11,7 @@
 
 import type { OwnerReference } from "../../../api/index.ts";
 import { CsikitError, type Clock, type Logger } from "../../../base/index.ts";
-import type { InformerFactory, KubeClient, WorkQueueMetricsRecorder } from "../../../kube/index.ts";
+import type { InformerSource, KubeClient, WorkQueueMetricsRecorder } from "../../../kube/index.ts";
 import type { Registry } from "prom-client";
 import { CapacityController, type CapacityCsiClient } from "./controller.ts";
 import { managedByID } from "./managed-by.ts";
@@ -31,7 +31,7 @@ export interface CapacityControllerOptions {
   /** Writes CSIStorageCapacity objects: the --kube-api-capacity-qps/burst client (1/5). Default `client`. */
   capacityClient?: KubeClient;
   /** The process's shared factory; the caller starts it after this function was called. */
-  informers: InformerFactory;
+  informers: InformerSource;
   /** The driver's controller service (GetCapacity); a CsiClient fits. */
   csi: CapacityCsiClient;
   driverName: string;

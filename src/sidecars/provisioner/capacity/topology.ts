@@ -16,9 +16,9 @@
 import { GVR, type CSINode, type Node } from "../../../api/index.ts";
 import { silentLogger, type Clock, type Logger } from "../../../base/index.ts";
 import {
-  InformerFactory,
+  type InformerSource,
   WorkQueue,
-  type SharedInformer,
+  type Informer,
   type WorkQueueMetricsRecorder,
 } from "../../../kube/index.ts";
 import { driverTopologyKeys, nodeSegment, segmentString, type Segment } from "./segment.ts";
@@ -55,7 +55,7 @@ export class FixedTopology implements TopologySource {
 
 export interface NodeTopologyOptions {
   driverName: string;
-  informers: InformerFactory;
+  informers: InformerSource;
   clock?: Clock;
   logger?: Logger;
   /** workqueue_* metrics of the "csitopology" queue. */
@@ -66,8 +66,8 @@ const SYNC_KEY = "";
 
 export class NodeTopology implements TopologySource {
   readonly #driverName: string;
-  readonly #nodes: SharedInformer<Node>;
-  readonly #csiNodes: SharedInformer<CSINode>;
+  readonly #nodes: Informer<Node>;
+  readonly #csiNodes: Informer<CSINode>;
   readonly #queue: WorkQueue<string>;
   readonly #logger: Logger;
   readonly #listeners: TopologyListener[] = [];
