@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { sandboxUnavailable } from "../../src/node/index.ts";
 import { SKIP } from "../harness/up.ts";
-import { BUG_TABLE, runRow } from "./bug-seeded/table.ts";
+import { BUG_TABLE, runRow } from "../harness/bug-table.ts";
 
 const RUN_MS = 600_000;
 const noSandbox = SKIP === false ? await sandboxUnavailable() : undefined;

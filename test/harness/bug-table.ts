@@ -1,4 +1,4 @@
-// Which tests of `csikit e2e` must fail for each seeded bug (driver.ts), and which must still
+// Which tests of `csikit e2e` must fail for each seeded bug (scripts/bug-seeded-driver.ts), and which must still
 // pass beside them: a suite that fails everything proves nothing, so every row names tests that
 // do not touch the seeded path (its controls). runRow starts `csikit e2e` on the bug-seeded
 // driver with exactly those tests and reads their outcomes from the JUnit report.
@@ -7,10 +7,12 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Bug } from "./driver.ts";
+/** The seeded bugs scripts/bug-seeded-driver.ts knows. */
+export const BUGS = ["publish-no-bind", "expand-lies", "snapshot-empty", "block-as-fs"] as const;
+export type Bug = (typeof BUGS)[number];
 
-const DRIVER = join(import.meta.dirname, "driver.ts");
-const MAIN = join(import.meta.dirname, "..", "..", "..", "src", "cli", "main.ts");
+const DRIVER = join(import.meta.dirname, "..", "..", "scripts", "bug-seeded-driver.ts");
+const MAIN = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
 
 /** A test by its pattern and what follows it in the full name (suite and It title). */
 export interface TestRef {

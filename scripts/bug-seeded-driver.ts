@@ -13,15 +13,15 @@
 // Started by `csikit up --driver-command` per driver instance (usage below); it reads the
 // cluster's layout from --statedir only to give hostpath the flags `up` gives it.
 //
-//   node test/e2e/bug-seeded/driver.ts --bug=NAME --mode={mode} --endpoint={endpoint} \
+//   node scripts/bug-seeded-driver.ts --bug=NAME --mode={mode} --endpoint={endpoint} \
 //     --nodeid={nodeid} --statedir={statedir} [--drivername=NAME]
 
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ClusterLayout } from "../../../src/cluster/index.ts";
-import { hostpathCommand } from "../../../src/cli/hostpath.ts";
-import { parseProgramFlags, runCommand } from "../../../src/cli/command.ts";
+import { ClusterLayout } from "../src/cluster/index.ts";
+import { hostpathCommand } from "../src/cli/hostpath.ts";
+import { parseProgramFlags, runCommand } from "../src/cli/command.ts";
 import {
   CsiClient,
   serveCsi,
@@ -29,10 +29,9 @@ import {
   type CreateVolumeRequest,
   type CsiServerOptions,
   type NodePublishVolumeRequest,
-} from "../../../src/csi/index.ts";
+} from "../src/csi/index.ts";
 
-export const BUGS = ["publish-no-bind", "expand-lies", "snapshot-empty", "block-as-fs"] as const;
-export type Bug = (typeof BUGS)[number];
+import { BUGS, type Bug } from "../test/harness/bug-table.ts";
 
 type Handler = (request: never, context: CallContext) => Promise<unknown>;
 type Overrides = Partial<
@@ -178,7 +177,7 @@ function hostpathArgs(
 async function main(): Promise<number> {
   const flags = parseProgramFlags(
     "bug-seeded-driver",
-    "node test/e2e/bug-seeded/driver.ts --bug=NAME --mode=controller|node --endpoint=PATH --nodeid=ID --statedir=DIR",
+    "node scripts/bug-seeded-driver.ts --bug=NAME --mode=controller|node --endpoint=PATH --nodeid=ID --statedir=DIR",
     {
       bug: { type: "string", help: `The seeded bug: ${BUGS.join(", ")}.` },
       mode: { type: "string", help: "controller or node (up's {mode})." },
