@@ -5,9 +5,18 @@
 import type { PlannedTest } from "../catalogue/index.ts";
 import type { SuiteImplementation, TestBody } from "../suite.ts";
 import { provisioningTests } from "./provisioning.ts";
+import { subPathTests } from "./subPath.ts";
+import { volumeIOTests } from "./volumeIO.ts";
+import { volumeModeTests } from "./volumeMode.ts";
 import { volumesTests } from "./volumes.ts";
 
-export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [provisioningTests, volumesTests];
+export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
+  provisioningTests,
+  volumesTests,
+  volumeIOTests,
+  volumeModeTests,
+  subPathTests,
+];
 
 const BY_SUITE = new Map(
   IMPLEMENTATIONS.map((implementation) => [implementation.suite, implementation.tests]),
