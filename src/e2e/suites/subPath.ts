@@ -25,7 +25,7 @@ import { GVR } from "../../api/index.ts";
 import { execInPod } from "../../kube/index.ts";
 import { E2eCheckError, E2eSkip } from "../model.ts";
 import type { VolumeResource } from "../resources.ts";
-import type { SuiteImplementation, TestContext } from "../suite.ts";
+import type { SuiteImplementation, TestBody, TestContext } from "../suite.ts";
 
 const VOLUME_PATH = "/test-volume";
 const PROBE_PATH = "/probe-volume";
@@ -340,44 +340,46 @@ async function reconstruction(context: TestContext, force: boolean): Promise<voi
   });
 }
 
+/** A test whose pod, prepared by `plan`, reads the test file in container `index` (upstream's testReadFile). */
+const readTest =
+  (plan: (layout: Layout) => PodPlan, file: (layout: Layout) => string, index: 0 | 1): TestBody =>
+  async (context) => {
+    const { volume, layout } = await setup(context);
+    await runToSuccess(context, volume, layout, readIn(plan(layout), file(layout), index));
+  };
+
+/** A test whose subPath is a symlink to `target`, out of the volume: the subPath container must fail. */
+const outsideTest =
+  (target: string): TestBody =>
+  async (context) => {
+    const { volume, layout } = await setup(context);
+    await expectSubpathFailure(
+      context,
+      volume,
+      layout,
+      { init: `ln -s ${target} ${layout.subPathDir}` },
+      false,
+    );
+  };
+
 export const subPathTests: SuiteImplementation = {
   suite: "subPath",
   tests: {
-    "should support non-existent path": async (context) => {
-      const { volume, layout } = await setup(context);
-      await runToSuccess(
-        context,
-        volume,
-        layout,
-        readIn({ initSubpath: writeCommand(layout.fileInSubpath) }, layout.fileInVolume, 1),
-      );
-    },
-    "should support existing directory": async (context) => {
-      const { volume, layout } = await setup(context);
-      await runToSuccess(
-        context,
-        volume,
-        layout,
-        readIn(
-          { init: `mkdir -p ${layout.subPathDir}`, initSubpath: writeCommand(layout.fileInSubpath) },
-          layout.fileInVolume,
-          1,
-        ),
-      );
-    },
-    "should support existing single file [LinuxOnly]": async (context) => {
-      const { volume, layout } = await setup(context);
-      await runToSuccess(
-        context,
-        volume,
-        layout,
-        readIn(
-          { init: `mkdir -p ${layout.subPathDir}; echo '${CONTENT}' > ${layout.fileInVolume}` },
-          layout.fileInSubpath,
-          0,
-        ),
-      );
-    },
+    "should support non-existent path": readTest(
+      (l) => ({ initSubpath: writeCommand(l.fileInSubpath) }),
+      (l) => l.fileInVolume,
+      1,
+    ),
+    "should support existing directory": readTest(
+      (l) => ({ init: `mkdir -p ${l.subPathDir}`, initSubpath: writeCommand(l.fileInSubpath) }),
+      (l) => l.fileInVolume,
+      1,
+    ),
+    "should support existing single file [LinuxOnly]": readTest(
+      (l) => ({ init: `mkdir -p ${l.subPathDir}; echo '${CONTENT}' > ${l.fileInVolume}` }),
+      (l) => l.fileInSubpath,
+      0,
+    ),
     "should support file as subpath [LinuxOnly]": async (context) => {
       const { volume, layout } = await setup(context);
       const text = context.namespace.name;
@@ -386,34 +388,10 @@ export const subPathTests: SuiteImplementation = {
         subpath: `c=$(cat ${VOLUME_PATH}) && echo "$c" && [ "$c" = '${text}' ]`,
       });
     },
-    "should fail if subpath directory is outside the volume": async (context) => {
-      const { volume, layout } = await setup(context);
-      await expectSubpathFailure(context, volume, layout, { init: `ln -s /bin ${layout.subPathDir}` }, false);
-    },
-    "should fail if subpath file is outside the volume": async (context) => {
-      const { volume, layout } = await setup(context);
-      await expectSubpathFailure(
-        context,
-        volume,
-        layout,
-        { init: `ln -s /bin/sh ${layout.subPathDir}` },
-        false,
-      );
-    },
-    "should fail if non-existent subpath is outside the volume": async (context) => {
-      const { volume, layout } = await setup(context);
-      await expectSubpathFailure(
-        context,
-        volume,
-        layout,
-        { init: `ln -s /bin/notanexistingpath ${layout.subPathDir}` },
-        false,
-      );
-    },
-    "should fail if subpath with backstepping is outside the volume": async (context) => {
-      const { volume, layout } = await setup(context);
-      await expectSubpathFailure(context, volume, layout, { init: `ln -s ../ ${layout.subPathDir}` }, false);
-    },
+    "should fail if subpath directory is outside the volume": outsideTest("/bin"),
+    "should fail if subpath file is outside the volume": outsideTest("/bin/sh"),
+    "should fail if non-existent subpath is outside the volume": outsideTest("/bin/notanexistingpath"),
+    "should fail if subpath with backstepping is outside the volume": outsideTest("../"),
     "should support creating multiple subpath from same volumes": async (context) => {
       const { volume, layout } = await setup(context);
       const file1 = `/test-subpath1/${FILE_NAME}`;
@@ -439,40 +417,24 @@ export const subPathTests: SuiteImplementation = {
       reconstruction(context, false),
     "should unmount if pod is force deleted while kubelet is down": (context) =>
       reconstruction(context, true),
-    "should support readOnly directory specified in the volumeMount": async (context) => {
-      const { volume, layout } = await setup(context);
-      await runToSuccess(
-        context,
-        volume,
-        layout,
-        readIn(
-          {
-            init: `mkdir -p ${layout.subPathDir}`,
-            initVolume: writeCommand(layout.fileInVolume),
-            subpathReadOnly: true,
-          },
-          layout.fileInSubpath,
-          0,
-        ),
-      );
-    },
-    "should support readOnly file specified in the volumeMount [LinuxOnly]": async (context) => {
-      const { volume, layout } = await setup(context);
-      await runToSuccess(
-        context,
-        volume,
-        layout,
-        readIn(
-          {
-            init: `touch ${layout.subPathDir}`,
-            initVolume: writeCommand(layout.subPathDir),
-            subpathReadOnly: true,
-          },
-          VOLUME_PATH,
-          0,
-        ),
-      );
-    },
+    "should support readOnly directory specified in the volumeMount": readTest(
+      (l) => ({
+        init: `mkdir -p ${l.subPathDir}`,
+        initVolume: writeCommand(l.fileInVolume),
+        subpathReadOnly: true,
+      }),
+      (l) => l.fileInSubpath,
+      0,
+    ),
+    "should support readOnly file specified in the volumeMount [LinuxOnly]": readTest(
+      (l) => ({
+        init: `touch ${l.subPathDir}`,
+        initVolume: writeCommand(l.subPathDir),
+        subpathReadOnly: true,
+      }),
+      () => VOLUME_PATH,
+      0,
+    ),
     "should support existing directories when readOnly specified in the volumeSource": async (context) => {
       const { volume, layout } = await setup(context);
       requireReadOnlySource(context, volume);
