@@ -128,6 +128,7 @@ export function computeDesiredState(
         result = claimSpec(pod, ephemeralClaimName(pod, volume), false, caches, { ephemeral: true });
       }
       if (result === undefined) continue;
+      if (typeof result !== "string") result = modeMismatch(pod, volume.name, result) ?? result;
       if (typeof result === "string") {
         if (!active) continue;
         const list = state.problems.get(uid) ?? [];
@@ -168,6 +169,20 @@ function byAge(a: Pod, b: Pod): number {
   const au = a.metadata?.uid ?? "";
   const bu = b.metadata?.uid ?? "";
   return au < bu ? -1 : au > bu ? 1 : 0;
+}
+
+/**
+ * The kubelet's check of a volume's mode against its use: a Block volume only as a container's
+ * volumeDevices, a Filesystem one only as volumeMounts (init containers too).
+ */
+function modeMismatch(pod: Pod, name: string, spec: VolumeSpec): string | undefined {
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  const mounted = containers.some((c) => (c.volumeMounts ?? []).some((m) => m.name === name));
+  const mapped = containers.some((c) => (c.volumeDevices ?? []).some((d) => d.name === name));
+  if (spec.block && mounted) return `volume ${name} has volumeMode Block, but is specified in volumeMounts`;
+  if (!spec.block && mapped)
+    return `volume ${name} has volumeMode Filesystem, but is specified in volumeDevices`;
+  return undefined;
 }
 
 function inlineSpec(

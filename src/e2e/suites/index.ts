@@ -11,8 +11,11 @@ import { multiVolumeTests } from "./multiVolume.ts";
 import { provisioningTests } from "./provisioning.ts";
 import { readWriteOncePodTests } from "./read-write-once-pod.ts";
 import { snapshottableTests } from "./snapshottable.ts";
+import { subPathTests } from "./subPath.ts";
 import { topologyTests } from "./topology.ts";
 import { volumeExpandTests } from "./volume-expand.ts";
+import { volumeIOTests } from "./volumeIO.ts";
+import { volumeModeTests } from "./volumeMode.ts";
 import { volumeModifyTests } from "./volume-modify.ts";
 import { volumesTests } from "./volumes.ts";
 
@@ -28,6 +31,9 @@ export const IMPLEMENTATIONS: readonly SuiteImplementation[] = [
   volumeExpandTests,
   disruptiveTests,
   readWriteOncePodTests,
+  volumeIOTests,
+  volumeModeTests,
+  subPathTests,
 ];
 
 const BY_SUITE = new Map(

@@ -7,7 +7,8 @@
 // and every volumeRefreshMs (the kubelet's remount on pod sync). terminate() stops the containers (SIGTERM, SIGKILL after the grace period) and tears the
 // pod's own volumes down; `settled` tells the reconciler when the pod's CSI volumes may go.
 
-import { mkdir, readdir, realpath, rm, stat } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { GVR, type Container, type Pod } from "../../api/index.ts";
 import { errorMessage, type Clock } from "../../base/index.ts";
@@ -26,7 +27,8 @@ import {
   type VolumeSetupContext,
 } from "./pod-volumes.ts";
 import { ContainerCreateError, ensureHostToContainer } from "./propagation.ts";
-import { sandboxUnavailable, type SandboxMount, type SandboxUser } from "./sandbox.ts";
+import { resolveSubPath } from "./subpath.ts";
+import { execArgs, sandboxUnavailable, type SandboxMount, type SandboxUser } from "./sandbox.ts";
 import {
   resolveRecursiveReadOnly,
   volumeMountStatuses,
@@ -77,6 +79,8 @@ class ContainerRecord {
   state: ContainerState = { kind: "waiting", reason: "PodInitializing" };
   lastTerminated: Extract<ContainerState, { kind: "terminated" }> | undefined;
   instance: Instance | undefined;
+  /** The running instance was killed for failing its liveness probe: it restarts unless policy Never. */
+  livenessFailed = false;
   log: CriLogWriter | undefined;
   /** The container has no command: "running" with nothing executed (csikit's behaviour before processes). */
   readonly idle: boolean;
@@ -442,21 +446,11 @@ export class PodWorker {
           );
       }
       let source = volume.path;
-      if (subPath !== "") {
-        if (subPath.startsWith("/") || subPath.split("/").includes(".."))
-          throw new Error(`invalid subpath "${subPath}" for volumeMount "${mount.name}"`);
-        source = join(volume.path, subPath);
-        const info = await stat(source).catch(() => undefined);
-        if (!info) {
-          const mode = (await stat(volume.path)).mode & 0o777;
-          await mkdir(source, { recursive: true, mode });
-        }
-        const base = await realpath(volume.path);
-        const resolved = await realpath(source);
-        if (resolved !== base && !resolved.startsWith(`${base}/`))
-          throw new Error(`subpath "${subPath}" of volumeMount "${mount.name}" points outside the volume`);
-        source = resolved;
-      }
+      if (subPath !== "")
+        source = await resolveSubPath(volume.path, subPath, {
+          mount: mount.name,
+          container: record.spec.name,
+        });
       const propagation = mount.mountPropagation === "HostToContainer" ? "HostToContainer" : "None";
       if (propagation === "HostToContainer")
         await ensureHostToContainer(source, this.#deps.shareNodeRoot, this.#deps.context.paths.root);
@@ -542,7 +536,49 @@ export class PodWorker {
     record.state = { kind: "running", startedAt: now };
     this.#event("Normal", "Created", `Created container: ${record.spec.name}`, record);
     this.#event("Normal", "Started", `Started container ${record.spec.name}`, record);
+    record.livenessFailed = false;
     void process.exited.then((exit) => this.#exited(record, instance, exit));
+    this.#watchLiveness(record, instance);
+  }
+
+  /**
+   * The container's exec liveness probe (the kubelet's prober): after initialDelaySeconds, every
+   * periodSeconds the command runs in the container (timeoutSeconds); failureThreshold failures
+   * in a row kill the container, which then restarts unless the pod's restartPolicy is Never.
+   */
+  #watchLiveness(record: ContainerRecord, instance: Instance): void {
+    const probe = asRecord(record.spec.livenessProbe);
+    const command = asRecord(probe.exec).command;
+    if (!Array.isArray(command) || command.length === 0 || !command.every((c) => typeof c === "string"))
+      return;
+    const argv = command;
+    const period = Math.max(1, num(probe.periodSeconds) ?? 10);
+    const threshold = Math.max(1, num(probe.failureThreshold) ?? 3);
+    const timeout = Math.max(1, num(probe.timeoutSeconds) ?? 1);
+    const current = (): boolean => record.instance === instance && !this.#terminating;
+    let failures = 0;
+    const tick = async (): Promise<void> => {
+      if (!current()) return;
+      const failure = await probeExec(instance, argv, timeout);
+      if (!current()) return;
+      failures = failure === undefined ? 0 : failures + 1;
+      if (failures < threshold) {
+        this.#timer(period * 1000, () => void tick());
+        return;
+      }
+      this.#event("Warning", "Unhealthy", `Liveness probe failed: ${failure ?? ""}`, record);
+      this.#event(
+        "Normal",
+        "Killing",
+        `Container ${record.spec.name} failed liveness probe, will be restarted`,
+        record,
+      );
+      record.livenessFailed = true;
+      instance.process.signal("SIGTERM");
+      const grace = Math.max(MIN_GRACE_SECONDS, this.#pod.spec?.terminationGracePeriodSeconds ?? 30);
+      this.#timer(grace * 1000, () => instance.process.signal("SIGKILL"));
+    };
+    this.#timer(Math.max(0, num(probe.initialDelaySeconds) ?? 0) * 1000, () => void tick());
   }
 
   #exited(record: ContainerRecord, instance: Instance, exit: Exit): void {
@@ -575,6 +611,7 @@ export class PodWorker {
   #shouldRestart(record: ContainerRecord, exitCode: number): boolean {
     const policy = this.#pod.spec?.restartPolicy ?? "Always";
     if (record.init) return exitCode !== 0 && policy !== "Never";
+    if (record.livenessFailed) return policy !== "Never";
     if (policy === "Always") return true;
     if (policy === "OnFailure") return exitCode !== 0;
     return false;
@@ -814,4 +851,27 @@ export class PodWorker {
     this.#writing = this.#writing.then(write);
     await this.#writing;
   }
+}
+
+/** Runs a probe's command in the running container; undefined when it exited 0, else why not. */
+async function probeExec(
+  instance: Instance,
+  argv: string[],
+  timeoutSeconds: number,
+): Promise<string | undefined> {
+  const pid = await instance.process.pid;
+  if (pid === undefined) return "the container is not running";
+  const spec = instance.process.spec;
+  return new Promise((resolve) => {
+    execFile(
+      "nsenter",
+      execArgs(pid, spec.user, spec.workingDir, argv),
+      { env: instance.process.env, timeout: timeoutSeconds * 1000, maxBuffer: 64 * 1024 },
+      (error, stdout, stderr) => {
+        if (!error) resolve(undefined);
+        else
+          resolve(`${String(stderr).trim() || String(stdout).trim() || errorMessage(error)}`.slice(0, 1024));
+      },
+    );
+  });
 }
