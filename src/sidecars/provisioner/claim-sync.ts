@@ -34,7 +34,9 @@ import {
   isAlreadyExists,
   isNotFound,
   objectReference,
+  REQUEST_PRIORITY,
   withMigratedCalls,
+  withRequestPriority,
   type ProcessResult,
   type ReconcileContext,
 } from "../../kube/index.ts";
@@ -86,6 +88,49 @@ function event(
   ctx.events.event(objectReference(claim, CLAIM_TYPE), type, reason, message);
 }
 
+/**
+ * Removes the in-flight mark, unless this process already did and the cached copy is merely
+ * behind that write (a patch that would change nothing). Trailing priority: the user waits on
+ * no unmark, so PV creates and new marks get the client's tokens first.
+ */
+async function unmark(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  rc: ReconcileContext,
+): Promise<PersistentVolumeClaim> {
+  const uid = claim.metadata?.uid ?? "";
+  if (ctx.state.unmarked.has(uid) || !hasFinalizer(claim, IN_FLIGHT_FINALIZER)) return claim;
+  const current = await withRequestPriority(REQUEST_PRIORITY.trailing, () =>
+    removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal),
+  );
+  ctx.state.unmarked.add(uid);
+  return current;
+}
+
+/**
+ * Adds the in-flight mark. A cached copy that still shows a mark this process removed is stale:
+ * the patch is built as if the mark were absent (the uid test keeps it to the same claim).
+ */
+async function mark(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  rc: ReconcileContext,
+): Promise<PersistentVolumeClaim> {
+  const uid = claim.metadata?.uid ?? "";
+  const base = ctx.state.unmarked.has(uid)
+    ? {
+        ...claim,
+        metadata: {
+          ...claim.metadata,
+          finalizers: (claim.metadata?.finalizers ?? []).filter((f) => f !== IN_FLIGHT_FINALIZER),
+        },
+      }
+    : claim;
+  const marked = await addFinalizer(ctx.client, GVR.persistentVolumeClaims, base, IN_FLIGHT_FINALIZER, rc.signal);
+  ctx.state.unmarked.delete(uid);
+  return marked;
+}
+
 /** The PV this process or the cache knows for the claim (bound, created, or waiting to be saved). */
 function knownVolume(
   ctx: ProvisionerContext,
@@ -110,6 +155,8 @@ export async function syncClaim(
   const claim = ctx.view.claim(key.slice(0, slash), key.slice(slash + 1));
   if (!claim) return;
   const marked = hasFinalizer(claim, IN_FLIGHT_FINALIZER);
+  // The cache caught up with this process's unmark: nothing stale left to skip.
+  if (!marked) ctx.state.unmarked.delete(claim.metadata?.uid ?? "");
   if (claim.metadata?.deletionTimestamp) {
     // OBSERVATION: claim being deleted. Only a marked claim can have a volume in flight.
     if (marked) await settleDeletedClaim(ctx, claim, rc);
@@ -130,7 +177,7 @@ export async function syncClaim(
     const unsaved = ctx.state.unsaved.get(claim.metadata?.uid ?? "");
     if (unsaved) return saveVolume(ctx, claim, unsaved, rc);
     if (marked)
-      await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+      await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
     return;
   }
@@ -253,7 +300,7 @@ async function provisionClaim(
       "ProvisioningFailed",
       `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${errorMessage(error)}`,
     );
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, current, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, current, rc);
     ctx.state.inFlightRequests.delete(uid);
     throw error;
   }
@@ -291,7 +338,7 @@ async function markSourcesAndClaim(
   }
   await protectSnapshotSource(ctx, prepared.dataSource, rc);
   // The durable in-flight mark: written before the driver is asked for anything.
-  return addFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+  return mark(ctx, claim, rc);
 }
 
 /**
@@ -371,7 +418,10 @@ async function saveVolume(
 ): Promise<void> {
   const uid = claim.metadata?.uid ?? "";
   try {
-    await ctx.client.create(GVR.persistentVolumes, pv, rc.signal);
+    // Completion priority: a claim's PV goes before the next claim's mark (or any event).
+    await withRequestPriority(REQUEST_PRIORITY.completion, () =>
+      ctx.client.create(GVR.persistentVolumes, pv, rc.signal),
+    );
   } catch (error) {
     if (!isAlreadyExists(error)) {
       rc.logger.warn("failed to save PersistentVolume, will retry", {
@@ -395,7 +445,7 @@ async function saveVolume(
   ctx.state.inFlightRequests.delete(uid);
   ctx.state.provisioned.set(uid, pv.metadata?.name ?? "");
   try {
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, claim, rc);
   } catch (error) {
     // A changed claim (finalizer list reordered) or a gone one: the next run settles it.
     if (!isNotFound(error)) throw error;
@@ -441,13 +491,7 @@ async function handleCreateError(
   } else {
     // OBSERVATION: final answer: nothing exists; unmark (and reschedule if asked).
     ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
-    const current = await removeFinalizer(
-      ctx.client,
-      GVR.persistentVolumeClaims,
-      claim,
-      IN_FLIGHT_FINALIZER,
-      rc.signal,
-    );
+    const current = await unmark(ctx, claim, rc);
     const late =
       storageClass.volumeBindingMode === "WaitForFirstConsumer" || ctx.options.nodeDeployment.enabled;
     if (selectedNode !== "" && (state === "reschedule" || late)) {
@@ -521,7 +565,7 @@ async function settleDeletedClaim(
   }
   if (pv && pv.spec?.claimRef?.uid === uid) {
     // OBSERVATION: the PV exists: its reclaim policy decides the volume's fate.
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(uid);
     return;
   }
@@ -570,7 +614,7 @@ async function settleDeletedClaim(
     const state = provisioningStateFromError(error, { topology: false, selectedNode: false });
     if (state === "inBackground") throw error;
     // OBSERVATION: the driver refuses for sure: nothing was created.
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(uid);
     return;
   }
@@ -586,6 +630,6 @@ async function settleDeletedClaim(
     });
   }
   ctx.state.unsaved.delete(uid);
-  await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+  await unmark(ctx, claim, rc);
   ctx.state.inFlightRequests.delete(uid);
 }

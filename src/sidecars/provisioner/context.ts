@@ -25,6 +25,12 @@ export interface ProvisionerState {
   inFlightRequests: Map<string, PreparedProvision>;
   /** Claim UID → PV name created by this process but perhaps not yet in the informer cache. */
   provisioned: Map<string, string>;
+  /**
+   * Claim UIDs whose in-flight mark this process removed while the informer may still show it:
+   * a stale cached copy then sends no removal that would change nothing (dropped once the
+   * cache shows the claim unmarked, or when this process marks it again).
+   */
+  unmarked: Set<string>;
   /** PV name → UID of PVs whose DeleteVolume succeeded (skip repeating it on stale caches). */
   deletedVolumes: Map<string, string>;
   /** Node deployment: failed attempts to own an immediate claim, by claim key. */
@@ -56,6 +62,7 @@ export function newProvisionerState(): ProvisionerState {
     unsaved: new Map(),
     inFlightRequests: new Map(),
     provisioned: new Map(),
+    unmarked: new Set(),
     deletedVolumes: new Map(),
     ownAttempts: new Map(),
     ownNotBefore: new Map(),

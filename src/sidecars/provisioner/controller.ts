@@ -27,6 +27,7 @@ import {
   InformerFactory,
   ItemExponentialRateLimiter,
   PPROF_PREFIX,
+  REQUEST_PRIORITY,
   WorkQueue,
   deletedObject,
   kubeClientFromOptions,
@@ -35,6 +36,7 @@ import {
   runController,
   runSidecar,
   startsDeletion,
+  withRequestPriority,
   type SidecarParts,
   type KubeClient,
 } from "../../kube/index.ts";
@@ -287,7 +289,9 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     capacityRun,
     runSnapshotSweep(ctx, claims, options.snapshotOrphanSweepIntervalMs, signal),
     factory.start(signal),
-    events.start(signal),
+    // Events wait behind every other write of this client (client-go's broadcaster also
+    // writes them after the fact): the rate limit goes to PVs and marks first.
+    withRequestPriority(REQUEST_PRIORITY.trailing, () => events.start(signal)),
     runController(
       {
         name: "claims",
