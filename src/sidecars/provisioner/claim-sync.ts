@@ -52,6 +52,7 @@ import {
   removeFinalizer,
 } from "./finalizers.ts";
 import { FINALIZERS } from "../../api/index.ts";
+import type { InFlightIntent } from "./ledger.ts";
 import { volumeName } from "./names.ts";
 import { tryToOwnClaim } from "./node-deployment.ts";
 import { SELECTED_NODE, prepareProvision, readSecret, type PreparedProvision } from "./request.ts";
@@ -99,6 +100,7 @@ async function unmark(
   rc: ReconcileContext,
 ): Promise<PersistentVolumeClaim> {
   const uid = claim.metadata?.uid ?? "";
+  ctx.ledger?.settle(uid);
   if (ctx.state.unmarked.has(uid) || !hasFinalizer(claim, IN_FLIGHT_FINALIZER)) return claim;
   const current = await withRequestPriority(REQUEST_PRIORITY.trailing, () =>
     removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal),
@@ -114,9 +116,13 @@ async function unmark(
 async function mark(
   ctx: ProvisionerContext,
   claim: PersistentVolumeClaim,
+  prepared: PreparedProvision,
   rc: ReconcileContext,
 ): Promise<PersistentVolumeClaim> {
   const uid = claim.metadata?.uid ?? "";
+  // --in-flight-record=ledger: one group-committed write for the intents of the moment; the
+  // claim's own finalizer only when the ledger is full.
+  if (ctx.ledger && (await ctx.ledger.intend(intentOf(claim, prepared)))) return claim;
   const base = ctx.state.unmarked.has(uid)
     ? {
         ...claim,
@@ -129,6 +135,22 @@ async function mark(
   const marked = await addFinalizer(ctx.client, GVR.persistentVolumeClaims, base, IN_FLIGHT_FINALIZER, rc.signal);
   ctx.state.unmarked.delete(uid);
   return marked;
+}
+
+function intentOf(claim: PersistentVolumeClaim, prepared: PreparedProvision): InFlightIntent {
+  const { secrets: _secrets, ...request } = prepared.request;
+  return {
+    namespace: claim.metadata?.namespace ?? "",
+    name: claim.metadata?.name ?? "",
+    uid: claim.metadata?.uid ?? "",
+    request,
+    ...(prepared.provisionerSecret ? { secret: prepared.provisionerSecret } : {}),
+  };
+}
+
+/** The claim's in-flight intent is on record: its finalizer, or (ledger) its entry. */
+function isMarked(ctx: ProvisionerContext, claim: PersistentVolumeClaim): boolean {
+  return hasFinalizer(claim, IN_FLIGHT_FINALIZER) || ctx.ledger?.get(claim.metadata?.uid ?? "") !== undefined;
 }
 
 /** The PV this process or the cache knows for the claim (bound, created, or waiting to be saved). */
@@ -153,10 +175,13 @@ export async function syncClaim(
 ): Promise<ProcessResult | void> {
   const slash = key.indexOf("/");
   const claim = ctx.view.claim(key.slice(0, slash), key.slice(slash + 1));
+  // Ledger intents of a claim that is gone (or replaced by a new one of the same name).
+  for (const intent of ctx.ledger?.orphansOf(key, claim?.metadata?.uid) ?? [])
+    await settleOrphan(ctx, intent, rc);
   if (!claim) return;
-  const marked = hasFinalizer(claim, IN_FLIGHT_FINALIZER);
   // The cache caught up with this process's unmark: nothing stale left to skip.
-  if (!marked) ctx.state.unmarked.delete(claim.metadata?.uid ?? "");
+  if (!hasFinalizer(claim, IN_FLIGHT_FINALIZER)) ctx.state.unmarked.delete(claim.metadata?.uid ?? "");
+  const marked = isMarked(ctx, claim);
   if (claim.metadata?.deletionTimestamp) {
     // OBSERVATION: claim being deleted. Only a marked claim can have a volume in flight.
     if (marked) await settleDeletedClaim(ctx, claim, rc);
@@ -338,7 +363,7 @@ async function markSourcesAndClaim(
   }
   await protectSnapshotSource(ctx, prepared.dataSource, rc);
   // The durable in-flight mark: written before the driver is asked for anything.
-  return mark(ctx, claim, rc);
+  return mark(ctx, claim, prepared, rc);
 }
 
 /**
@@ -516,7 +541,7 @@ function requestForGoneNode(
   rc: ReconcileContext,
 ): PreparedProvision | undefined {
   if (!(error instanceof ProvisionError) || !error.reschedule) return undefined;
-  if (!hasFinalizer(claim, IN_FLIGHT_FINALIZER)) return undefined;
+  if (!isMarked(ctx, claim)) return undefined;
   const previous = ctx.state.inFlightRequests.get(claim.metadata?.uid ?? "");
   if (previous)
     rc.logger.info(2, "selected node is gone; retrying the in-flight CreateVolume as it was sent", {
@@ -632,4 +657,52 @@ async function settleDeletedClaim(
   ctx.state.unsaved.delete(uid);
   await unmark(ctx, claim, rc);
   ctx.state.inFlightRequests.delete(uid);
+}
+
+/**
+ * A ledger intent whose claim is gone: a PV recorded for it owns the volume; otherwise the
+ * recorded CreateVolume is asked again (idempotent: it returns what an earlier call made, or
+ * makes it now) and what it returns is deleted, then the intent is dropped.
+ */
+async function settleOrphan(ctx: ProvisionerContext, intent: InFlightIntent, rc: ReconcileContext): Promise<void> {
+  const pvName = intent.request.name ?? "";
+  let pv: PersistentVolume | undefined = ctx.view.volume(pvName);
+  if (!pv) {
+    try {
+      pv = await ctx.client.get<PersistentVolume>(GVR.persistentVolumes, pvName, {}, rc.signal);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+  if (pv?.spec?.claimRef?.uid === intent.uid) {
+    ctx.ledger?.settle(intent.uid);
+    return;
+  }
+  const secrets = await readSecret(ctx.view, intent.secret, rc.signal);
+  let volumeId: string;
+  try {
+    const response = await ctx.csi.controller.createVolume(
+      { ...intent.request, secrets },
+      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+    );
+    volumeId = response.volume?.volumeId ?? "";
+  } catch (error) {
+    const state = provisioningStateFromError(error, { topology: false, selectedNode: false });
+    if (state === "inBackground") throw error;
+    // The driver refuses for sure: nothing was created.
+    volumeId = "";
+  }
+  if (volumeId !== "") {
+    await ctx.csi.controller.deleteVolume(
+      { volumeId, secrets },
+      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+    );
+    rc.logger.info(1, "deleted the volume of a claim deleted while it was being provisioned", {
+      claim: `${intent.namespace}/${intent.name}`,
+      volumeId,
+    });
+  }
+  ctx.state.unsaved.delete(intent.uid);
+  ctx.state.inFlightRequests.delete(intent.uid);
+  ctx.ledger?.settle(intent.uid);
 }

@@ -13,6 +13,7 @@ import type { ProvisionerMetrics } from "./metrics.ts";
 import type { ProvisionerOptions } from "./options.ts";
 import type { PreparedProvision } from "./request.ts";
 import type { ClusterView } from "./view.ts";
+import type { InFlightLedger } from "./ledger.ts";
 
 export interface ProvisionerState {
   /** PVs whose create failed after CreateVolume succeeded, by claim UID: retried, never dropped. */
@@ -55,6 +56,8 @@ export interface ProvisionerContext {
   state: ProvisionerState;
   /** Early capacity re-polls after a provision or delete (a no-op without --enable-capacity). */
   capacityRefresh: CapacityRefresh;
+  /** --in-flight-record=ledger: the group-committed intents (ledger.ts); else undefined. */
+  ledger?: InFlightLedger;
 }
 
 export function newProvisionerState(): ProvisionerState {

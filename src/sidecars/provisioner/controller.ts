@@ -32,8 +32,10 @@ import {
   deletedObject,
   kubeClientFromOptions,
   objectKey,
+  podNamespace,
   pprofRoute,
   runController,
+  sanitizeLeaseName,
   runSidecar,
   startsDeletion,
   withRequestPriority,
@@ -46,6 +48,7 @@ import { syncClaim } from "./claim-sync.ts";
 import { cloneProtectionKeys, syncCloneSource } from "./clone-protection.ts";
 import { newProvisionerState, type ProvisionerContext } from "./context.ts";
 import { discoverDriver, type DriverInfo } from "./driver.ts";
+import { InFlightLedger } from "./ledger.ts";
 import { ProvisionerMetrics } from "./metrics.ts";
 import { provisionerIdentity } from "./names.ts";
 import { localTopologyView } from "./node-deployment.ts";
@@ -146,6 +149,24 @@ async function capacitySetup(
   };
 }
 
+/**
+ * The in-flight ledger, read before any worker runs (under leader election: once leading, so the
+ * new leader sees every intent of the previous one).
+ */
+async function loadLedger(parts: RunParts, signal: AbortSignal): Promise<InFlightLedger> {
+  const { options, driver, client, logger } = parts;
+  const nd = options.nodeDeployment;
+  const ledger = new InFlightLedger({
+    client,
+    namespace: options.leaderElection.namespace !== "" ? options.leaderElection.namespace : podNamespace(),
+    name: sanitizeLeaseName(`${driver.name}-in-flight${nd.enabled ? `-${nd.nodeName}` : ""}`),
+    logger,
+  });
+  const intents = await ledger.load(signal);
+  logger.info(2, "in-flight ledger loaded", { lease: `${ledger.namespace}/${ledger.name}`, intents: intents.length });
+  return ledger;
+}
+
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, metrics, queueMetrics, registry, capacity, logger, clock, vacApi } =
     parts;
@@ -185,6 +206,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     random: Math.random,
     state: newProvisionerState(),
     capacityRefresh: new CapacityRefresh(),
+    ...(options.inFlightRecord === "ledger" ? { ledger: await loadLedger(parts, signal) } : {}),
   };
   const limiter = <T>() =>
     new ItemExponentialRateLimiter<T>({
@@ -224,8 +246,12 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     onDelete: (object) => {
       const claim = deletedObject(object);
       for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
+      // A claim gone with its intent still recorded: settle what its CreateVolume may have made.
+      if (ctx.ledger?.get(claim.metadata?.uid ?? "")) claimQueue.add(objectKey(claim));
     },
   });
+  // Intents recorded by an earlier process (or leader): each claim is looked at again.
+  for (const intent of ctx.ledger?.all() ?? []) claimQueue.add(`${intent.namespace}/${intent.name}`);
   const onVolume = (pv: PersistentVolume): void => {
     volumeQueue.add(objectKey(pv));
     const ref = pv.spec?.claimRef;
