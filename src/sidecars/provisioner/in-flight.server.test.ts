@@ -27,6 +27,7 @@ import {
   type Cluster,
 } from "../../../test/harness/provisioner.ts";
 import { IN_FLIGHT_FINALIZER } from "./index.ts";
+import { LEDGER_ANNOTATION } from "./ledger.ts";
 import { until } from "../../../test/harness/until.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
@@ -109,7 +110,12 @@ test("QPS 1 / burst 1: each claim's PV is created before the next claim's mark",
 
 // ---- crash windows, kill -9 of the real process ------------------------------------------
 
-function startProcess(t: TestContext, cluster: Cluster, socket: string): ChildProcess {
+function startProcess(
+  t: TestContext,
+  cluster: Cluster,
+  socket: string,
+  extra: readonly string[] = [],
+): ChildProcess {
   const proc = spawn(
     process.execPath,
     [
@@ -121,8 +127,9 @@ function startProcess(t: TestContext, cluster: Cluster, socket: string): ChildPr
       "--retry-interval-start=100ms",
       "--retry-interval-max=1s",
       "--kube-api-qps=100",
+      ...extra,
     ],
-    { stdio: "ignore" },
+    { stdio: "ignore", env: { ...process.env, POD_NAMESPACE: "default" } },
   );
   t.after(() => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
@@ -229,4 +236,114 @@ test("window 4: killed after the PV was saved, before the unmark; restart: unmar
   assert.deepEqual(stub.deletes, []);
   // The claim deleted later: the PV's reclaim policy owns the volume, the claim is not held.
   await deleteAndUntilGone(cluster, "w4");
+});
+
+// ---- --in-flight-record=ledger: the same windows, the intent in one group-committed Lease ----
+
+const LEDGER = ["--in-flight-record=ledger"];
+const LEASE = "stub-csi-csikit-io-in-flight";
+
+async function recordedUids(cluster: Cluster): Promise<string[]> {
+  try {
+    const lease = await cluster.client.get(
+      { group: "coordination.k8s.io", version: "v1", resource: "leases" },
+      LEASE,
+      { namespace: "default" },
+    );
+    return Object.keys(JSON.parse(lease.metadata?.annotations?.[LEDGER_ANNOTATION] ?? "{}") as object);
+  } catch {
+    return [];
+  }
+}
+
+test("ledger: many claims, few ledger writes, no claim write; every intent dropped once its PV exists", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  const names = Array.from({ length: 20 }, (_, i) => `g-${i}`);
+  const claims = await Promise.all(names.map((name) => createClaim(cluster, name, STUB)));
+  const running = runProvisioner(t, cluster, stub.server.path, [...LEDGER, "--kube-api-qps=5", "--kube-api-burst=10"], {
+    env: { POD_NAMESPACE: "default" },
+  });
+  for (const claim of claims) await waitForVolume(cluster, claim, 60_000);
+  await until(async () => (await recordedUids(cluster)).length === 0, "ledger emptied", { timeoutMs: 60_000 });
+  await running.stop();
+  const writes = provisionerWrites(cluster);
+  assert.deepEqual(
+    writes.filter((e) => e.objectRef?.resource === "persistentvolumeclaims"),
+    [],
+    "no claim write at all",
+  );
+  const ledgerWrites = (cluster.audit ?? []).filter(
+    (e) => e.userAgent?.startsWith("csi-provisioner") && e.verb === "update" && e.objectRef?.name === LEASE,
+  );
+  assert.ok(ledgerWrites.length < names.length, `group commit: ${ledgerWrites.length} ledger writes for ${names.length} claims`);
+});
+
+test("ledger, kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (external-provisioner#486)", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  let hang = true;
+  stub.onCreate = async (_request, context) => {
+    if (hang) await untilCancelled(context);
+  };
+  const first = startProcess(t, cluster, stub.server.path, LEDGER);
+  const claim = await createClaim(cluster, "l2", STUB);
+  await until(() => stub.creates.length >= 1, "CreateVolume in flight");
+  assert.deepEqual(await recordedUids(cluster), [claim.metadata?.uid], "intent recorded before CreateVolume");
+  await kill9(first);
+  // No finalizer on the claim in this mode: it is gone at once; the ledger remembers it.
+  await cluster.client.delete(GVR.persistentVolumeClaims, "l2", { namespace: "default" });
+  assert.equal(await getClaim(cluster, "l2"), undefined);
+  hang = false;
+  startProcess(t, cluster, stub.server.path, LEDGER);
+  await until(() => stub.volumes.size === 0, "the volume created before the kill was deleted", { timeoutMs: 30_000 });
+  await until(async () => (await recordedUids(cluster)).length === 0, "intent dropped");
+  assert.deepEqual(stub.deletes, [`stub-${pvNameOf(claim)}`]);
+  assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
+});
+
+test("ledger, window 3: killed before the PV was saved, claim deleted, restart: nothing leaks", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  cluster.faults.failNext({ verb: "create", resource: "persistentvolumes", code: 500, count: 100_000 });
+  const first = startProcess(t, cluster, stub.server.path, LEDGER);
+  const claim = await createClaim(cluster, "l3", STUB);
+  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume");
+  await kill9(first);
+  cluster.faults.clear();
+  await cluster.client.delete(GVR.persistentVolumeClaims, "l3", { namespace: "default" });
+  startProcess(t, cluster, stub.server.path, LEDGER);
+  await until(() => stub.volumes.size === 0, "the volume was deleted", { timeoutMs: 30_000 });
+  await until(async () => (await recordedUids(cluster)).length === 0, "intent dropped");
+  assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
+});
+
+test("ledger, window 4: killed after the PV was saved, before the intent was dropped; restart drops it, nothing redone", async (t) => {
+  const cluster = await startCluster(t);
+  const stub = await startStub(t, cluster.dir);
+  await createClass(cluster, "sc", STUB);
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  stub.onCreate = () => released;
+  const first = startProcess(t, cluster, stub.server.path, LEDGER);
+  const claim = await createClaim(cluster, "l4", STUB);
+  await until(() => stub.creates.length >= 1, "CreateVolume in flight (intent recorded)");
+  cluster.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 100_000 });
+  release();
+  await waitForVolume(cluster, claim);
+  await until(() => cluster.faults.fired >= 1, "intent removal attempted");
+  await kill9(first);
+  cluster.faults.clear();
+  assert.deepEqual(await recordedUids(cluster), [claim.metadata?.uid]);
+  const creates = stub.creates.length;
+  startProcess(t, cluster, stub.server.path, LEDGER);
+  await until(async () => (await recordedUids(cluster)).length === 0, "intent dropped after the restart", {
+    timeoutMs: 30_000,
+  });
+  assert.equal(stub.creates.length, creates, "the PV settled it: no CreateVolume after the restart");
+  assert.equal(stub.volumes.size, 1);
+  assert.deepEqual(stub.deletes, []);
 });
