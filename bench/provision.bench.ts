@@ -48,6 +48,11 @@ const FLAGS: FlagSpecs = {
   },
   "worker-threads": { type: "int", default: "100", help: "--worker-threads of the provisioner." },
   runs: { type: "int", default: "3", help: "Runs per row (medians are printed)." },
+  "in-flight-record": {
+    type: "string",
+    default: "finalizer",
+    help: "--in-flight-record of csikit's provisioner (finalizer or ledger).",
+  },
   skip: {
     type: "strings",
     help: "Rows to skip: hostpath-default, hostpath-lifted, stub-default, stub-lifted, memory.",
@@ -505,8 +510,13 @@ function renderRows(rows: readonly Row[], runs: number): string {
   ].join("\n");
 }
 
-function implementations(): Impl[] {
-  const impls: Impl[] = [{ name: "csikit", spawn: (flags) => child(["provisioner", ...flags]) }];
+function implementations(record: string): Impl[] {
+  const impls: Impl[] = [
+    {
+      name: `csikit (${record})`,
+      spawn: (flags) => child(["provisioner", `--in-flight-record=${record}`, ...flags]),
+    },
+  ];
   const go = process.env["CSIKIT_BENCH_GO_PROVISIONER"];
   if (go) impls.push({ name: "upstream Go", spawn: (flags) => spawnBinary(go, flags) });
   return impls;
@@ -530,7 +540,7 @@ async function main(): Promise<void> {
   const skip = new Set(flags.strings("skip"));
   const dir = await mkdtemp(join(tmpdir(), "csikit-bench-provision-"));
   const fs = filesystemOf(dir);
-  const impls = implementations();
+  const impls = implementations(flags.string("in-flight-record"));
   process.stdout.write(
     `# bench:provision\n\ncores: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; node ${process.version}; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")}; state dir filesystem: ${fs}; worker-threads ${workers}; ${runs} run(s) per row` +
       `${impls.length === 1 ? "; upstream Go column skipped (set CSIKIT_BENCH_GO_PROVISIONER to a csi-provisioner binary)" : ""}\n\n`,
