@@ -542,7 +542,9 @@ async function main(): Promise<void> {
   const fs = filesystemOf(dir);
   const impls = implementations(flags.string("in-flight-record"));
   process.stdout.write(
-    `# bench:provision\n\ncores: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; node ${process.version}; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")}; state dir filesystem: ${fs}; worker-threads ${workers}; ${runs} run(s) per row` +
+    `# bench:provision\n\ncores: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; node ${process.version}; load average at start ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}; state dir filesystem: ${fs}; worker-threads ${workers}; ${runs} run(s) per row` +
       `${impls.length === 1 ? "; upstream Go column skipped (set CSIKIT_BENCH_GO_PROVISIONER to a csi-provisioner binary)" : ""}\n\n`,
   );
   const auditFile = join(dir, "audit.tsv");
@@ -609,7 +611,9 @@ async function main(): Promise<void> {
     }
     process.stdout.write(renderRows(rows, runs) + "\n");
     process.stdout.write(
-      `load average at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n\n` +
+      `load average at end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}\n\n` +
         "QPS bound = --kube-api-qps / API writes per volume (the burst of 10 is spent in the first seconds).\n" +
         "API writes/volume (revisions) = the server's revision delta minus the bench's claim creates (every\n" +
         "writer, the leader election lease included); the audit column counts the provisioner's own requests\n" +

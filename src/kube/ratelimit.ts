@@ -94,7 +94,7 @@ export class TokenBucket {
    * caller leaves the line (it held no token) and the promise rejects with the signal's reason.
    */
   acquire(priority: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     if (this.#line.length === 0 && this.tryAccept()) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = { priority, resolve, reject, signal, onAbort: undefined };
@@ -102,7 +102,7 @@ export class TokenBucket {
         waiter.onAbort = () => {
           const at = this.#line.indexOf(waiter);
           if (at >= 0) this.#line.splice(at, 1);
-          reject(signal.reason);
+          reject(abortReason(signal));
         };
         signal.addEventListener("abort", waiter.onAbort, { once: true });
       }
@@ -136,10 +136,16 @@ export class TokenBucket {
   }
 }
 
+/** The signal's reason as the Error it is (an abort's DOMException), else wrapped. */
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
 interface Waiter {
   priority: number;
   resolve: () => void;
-  reject: (reason: unknown) => void;
+  reject: (reason: Error) => void;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
 }

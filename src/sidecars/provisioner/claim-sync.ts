@@ -132,7 +132,13 @@ async function mark(
         },
       }
     : claim;
-  const marked = await addFinalizer(ctx.client, GVR.persistentVolumeClaims, base, IN_FLIGHT_FINALIZER, rc.signal);
+  const marked = await addFinalizer(
+    ctx.client,
+    GVR.persistentVolumeClaims,
+    base,
+    IN_FLIGHT_FINALIZER,
+    rc.signal,
+  );
   ctx.state.unmarked.delete(uid);
   return marked;
 }
@@ -201,8 +207,7 @@ export async function syncClaim(
     // OBSERVATION: provisioned (or bound by the PV controller): settle the mark, nothing else.
     const unsaved = ctx.state.unsaved.get(claim.metadata?.uid ?? "");
     if (unsaved) return saveVolume(ctx, claim, unsaved, rc);
-    if (marked)
-      await unmark(ctx, claim, rc);
+    if (marked) await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
     return;
   }
@@ -664,7 +669,11 @@ async function settleDeletedClaim(
  * recorded CreateVolume is asked again (idempotent: it returns what an earlier call made, or
  * makes it now) and what it returns is deleted, then the intent is dropped.
  */
-async function settleOrphan(ctx: ProvisionerContext, intent: InFlightIntent, rc: ReconcileContext): Promise<void> {
+async function settleOrphan(
+  ctx: ProvisionerContext,
+  intent: InFlightIntent,
+  rc: ReconcileContext,
+): Promise<void> {
   const pvName = intent.request.name ?? "";
   let pv: PersistentVolume | undefined = ctx.view.volume(pvName);
   if (!pv) {

@@ -163,7 +163,10 @@ async function loadLedger(parts: RunParts, signal: AbortSignal): Promise<InFligh
     logger,
   });
   const intents = await ledger.load(signal);
-  logger.info(2, "in-flight ledger loaded", { lease: `${ledger.namespace}/${ledger.name}`, intents: intents.length });
+  logger.info(2, "in-flight ledger loaded", {
+    lease: `${ledger.namespace}/${ledger.name}`,
+    intents: intents.length,
+  });
   return ledger;
 }
 

@@ -31,6 +31,8 @@ import { LEDGER_ANNOTATION } from "./ledger.ts";
 import { until } from "../../../test/harness/until.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+/** A spawned provisioner's start-up (Node, TypeScript, informers) on a busy machine. */
+const SPAWN = { timeoutMs: 90_000 };
 
 /** The provisioner's writes the server answered, in order. */
 function provisionerWrites(cluster: Cluster): AuditEvent[] {
@@ -67,7 +69,9 @@ test("no write that changes nothing: one mark and one unmark per claim, none ref
     "every ProvisioningSucceeded event",
   );
   await running.stop();
-  const patches = provisionerWrites(cluster).filter((e) => e.objectRef?.resource === "persistentvolumeclaims");
+  const patches = provisionerWrites(cluster).filter(
+    (e) => e.objectRef?.resource === "persistentvolumeclaims",
+  );
   assert.deepEqual(
     patches.filter((e) => e.responseStatus.code >= 300).map((e) => `${e.verb} ${e.objectRef?.name}`),
     [],
@@ -138,6 +142,7 @@ function startProcess(
 }
 
 async function kill9(proc: ChildProcess): Promise<void> {
+  assert.equal(proc.exitCode ?? proc.signalCode, null, "the provisioner was still running");
   const exited = new Promise((resolve) => proc.once("exit", resolve));
   proc.kill("SIGKILL");
   await exited;
@@ -163,7 +168,7 @@ test("window 1: killed after the mark, before the driver made anything; claim de
   };
   const first = startProcess(t, cluster, stub.server.path);
   const claim = await createClaim(cluster, "w1", STUB);
-  await until(() => stub.creates.length >= 1, "CreateVolume sent");
+  await until(() => stub.creates.length >= 1, "CreateVolume sent", SPAWN);
   assert.ok((await getClaim(cluster, "w1"))?.metadata?.finalizers?.includes(IN_FLIGHT_FINALIZER));
   await kill9(first);
   lost = false;
@@ -181,7 +186,7 @@ test("window 3: killed after CreateVolume returned, before the PV was saved; cla
   cluster.faults.failNext({ verb: "create", resource: "persistentvolumes", code: 500, count: 100_000 });
   const first = startProcess(t, cluster, stub.server.path);
   const claim = await createClaim(cluster, "w3", STUB);
-  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume");
+  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume", SPAWN);
   assert.equal(stub.volumes.size, 1);
   await kill9(first);
   cluster.faults.clear();
@@ -199,7 +204,7 @@ test("window 3, claim kept: the restart saves the PV for the volume already made
   cluster.faults.failNext({ verb: "create", resource: "persistentvolumes", code: 500, count: 100_000 });
   const first = startProcess(t, cluster, stub.server.path);
   const claim = await createClaim(cluster, "w3k", STUB);
-  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume");
+  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume", SPAWN);
   await kill9(first);
   cluster.faults.clear();
   startProcess(t, cluster, stub.server.path);
@@ -219,7 +224,7 @@ test("window 4: killed after the PV was saved, before the unmark; restart: unmar
   stub.onCreate = () => released;
   const first = startProcess(t, cluster, stub.server.path);
   const claim = await createClaim(cluster, "w4", STUB);
-  await until(() => stub.creates.length >= 1, "CreateVolume in flight (claim marked)");
+  await until(() => stub.creates.length >= 1, "CreateVolume in flight (claim marked)", SPAWN);
   // From now on every claim patch fails: the unmark cannot be written.
   cluster.faults.failNext({ verb: "patch", resource: "persistentvolumeclaims", code: 500, count: 100_000 });
   release();
@@ -262,11 +267,19 @@ test("ledger: many claims, few ledger writes, no claim write; every intent dropp
   await createClass(cluster, "sc", STUB);
   const names = Array.from({ length: 20 }, (_, i) => `g-${i}`);
   const claims = await Promise.all(names.map((name) => createClaim(cluster, name, STUB)));
-  const running = runProvisioner(t, cluster, stub.server.path, [...LEDGER, "--kube-api-qps=5", "--kube-api-burst=10"], {
-    env: { POD_NAMESPACE: "default" },
-  });
+  const running = runProvisioner(
+    t,
+    cluster,
+    stub.server.path,
+    [...LEDGER, "--kube-api-qps=5", "--kube-api-burst=10"],
+    {
+      env: { POD_NAMESPACE: "default" },
+    },
+  );
   for (const claim of claims) await waitForVolume(cluster, claim, 60_000);
-  await until(async () => (await recordedUids(cluster)).length === 0, "ledger emptied", { timeoutMs: 60_000 });
+  await until(async () => (await recordedUids(cluster)).length === 0, "ledger emptied", {
+    timeoutMs: 60_000,
+  });
   await running.stop();
   const writes = provisionerWrites(cluster);
   assert.deepEqual(
@@ -277,7 +290,10 @@ test("ledger: many claims, few ledger writes, no claim write; every intent dropp
   const ledgerWrites = (cluster.audit ?? []).filter(
     (e) => e.userAgent?.startsWith("csi-provisioner") && e.verb === "update" && e.objectRef?.name === LEASE,
   );
-  assert.ok(ledgerWrites.length < names.length, `group commit: ${ledgerWrites.length} ledger writes for ${names.length} claims`);
+  assert.ok(
+    ledgerWrites.length < names.length,
+    `group commit: ${ledgerWrites.length} ledger writes for ${names.length} claims`,
+  );
 });
 
 test("ledger, kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (external-provisioner#486)", async (t) => {
@@ -290,7 +306,7 @@ test("ledger, kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (e
   };
   const first = startProcess(t, cluster, stub.server.path, LEDGER);
   const claim = await createClaim(cluster, "l2", STUB);
-  await until(() => stub.creates.length >= 1, "CreateVolume in flight");
+  await until(() => stub.creates.length >= 1, "CreateVolume in flight", SPAWN);
   assert.deepEqual(await recordedUids(cluster), [claim.metadata?.uid], "intent recorded before CreateVolume");
   await kill9(first);
   // No finalizer on the claim in this mode: it is gone at once; the ledger remembers it.
@@ -298,7 +314,9 @@ test("ledger, kill -9 mid-CreateVolume, claim deleted, restart: nothing leaks (e
   assert.equal(await getClaim(cluster, "l2"), undefined);
   hang = false;
   startProcess(t, cluster, stub.server.path, LEDGER);
-  await until(() => stub.volumes.size === 0, "the volume created before the kill was deleted", { timeoutMs: 30_000 });
+  await until(() => stub.volumes.size === 0, "the volume created before the kill was deleted", {
+    timeoutMs: 30_000,
+  });
   await until(async () => (await recordedUids(cluster)).length === 0, "intent dropped");
   assert.deepEqual(stub.deletes, [`stub-${pvNameOf(claim)}`]);
   assert.equal(await getVolume(cluster, pvNameOf(claim)), undefined);
@@ -311,7 +329,7 @@ test("ledger, window 3: killed before the PV was saved, claim deleted, restart: 
   cluster.faults.failNext({ verb: "create", resource: "persistentvolumes", code: 500, count: 100_000 });
   const first = startProcess(t, cluster, stub.server.path, LEDGER);
   const claim = await createClaim(cluster, "l3", STUB);
-  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume");
+  await until(() => cluster.faults.fired >= 1, "PV create attempted after CreateVolume", SPAWN);
   await kill9(first);
   cluster.faults.clear();
   await cluster.client.delete(GVR.persistentVolumeClaims, "l3", { namespace: "default" });
@@ -330,7 +348,7 @@ test("ledger, window 4: killed after the PV was saved, before the intent was dro
   stub.onCreate = () => released;
   const first = startProcess(t, cluster, stub.server.path, LEDGER);
   const claim = await createClaim(cluster, "l4", STUB);
-  await until(() => stub.creates.length >= 1, "CreateVolume in flight (intent recorded)");
+  await until(() => stub.creates.length >= 1, "CreateVolume in flight (intent recorded)", SPAWN);
   cluster.faults.failNext({ verb: "update", resource: "leases", code: 500, count: 100_000 });
   release();
   await waitForVolume(cluster, claim);

@@ -79,7 +79,12 @@ export class InFlightLedger {
       if (!isNotFound(error)) throw error;
       lease = await this.#client.create(
         LEASES,
-        { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: this.name, namespace: this.namespace }, spec: {} },
+        {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name: this.name, namespace: this.namespace },
+          spec: {},
+        },
         signal,
       );
     }
