@@ -8,22 +8,28 @@
 // from the first claim to the last PV), p50/p99 claim-to-PV latency, API writes per volume
 // counted at the server (revision delta minus the bench's own claim creates), and for the
 // default-QPS rows the bound the QPS allows for those writes (qps / writes per volume).
+// Each row runs --runs times (fresh namespace, driver and provisioner each time) and prints the
+// medians. Writes are also counted per verb and resource from the API server's audit (every
+// request of a user agent containing "provisioner"), and the provisioner's CPU (user + system,
+// /proc) over the run is divided by the claims. With CSIKIT_BENCH_GO_PROVISIONER set to an
+// upstream csi-provisioner binary, every row also runs it with the same flags (its column is
+// skipped otherwise: no Go peer is assumed on the machine).
 // Memory: the provisioner's RSS after syncing 10,000 bound claims + PVs vs an empty cluster,
 // in KiB per volume. Prints Markdown tables, cores and the state dir's filesystem; asserts
 // nothing. The PV controller is not part of this branch, so claims are not bound here.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { createServer } from "node:net";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { GVR, type PersistentVolume, type PersistentVolumeClaim } from "../src/api/index.ts";
 import type { FlagSpecs } from "../src/base/index.ts";
 import { benchFlags } from "./cli.ts";
 import { serveCsi, type CsiServer } from "../src/csi/index.ts";
 import { KubeClient, loadKubeConfig } from "../src/kube/index.ts";
-import { startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
-import { percentile } from "./stats.ts";
+import { processCpuSeconds, startServerProcess, type ServerProcess } from "./apiserver/server-process.ts";
+import { median, percentile } from "./stats.ts";
 import { filesystemOf } from "./where.ts";
 
 const FLAGS: FlagSpecs = {
@@ -41,6 +47,12 @@ const FLAGS: FlagSpecs = {
     help: "Claims + PVs in the informers for the memory row.",
   },
   "worker-threads": { type: "int", default: "100", help: "--worker-threads of the provisioner." },
+  runs: { type: "int", default: "3", help: "Runs per row (medians are printed)." },
+  "in-flight-record": {
+    type: "string",
+    default: "finalizer",
+    help: "--in-flight-record of csikit's provisioner (finalizer or ledger).",
+  },
   skip: {
     type: "strings",
     help: "Rows to skip: hostpath-default, hostpath-lifted, stub-default, stub-lifted, memory.",
@@ -51,8 +63,38 @@ const MAIN = join(import.meta.dirname, "..", "src", "cli", "main.ts");
 const HOSTPATH = "hostpath.csi.k8s.io";
 const STUB = "stub.bench.csikit.io";
 
+/** A provisioner to measure: csikit's, or an upstream binary (CSIKIT_BENCH_GO_PROVISIONER). */
+interface Impl {
+  name: string;
+  /** Spawns the provisioner with the given upstream-style flags. */
+  spawn: (flags: string[]) => ChildProcess;
+}
+
+const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+
+/** Writes by `verb resource` of provisioner user agents in the audit file from `offset` on. */
+async function auditWrites(file: string, offset: number): Promise<Map<string, number>> {
+  const text = (await readFile(file)).subarray(offset).toString("utf8");
+  const counts = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const [agent, verb, resource] = line.split("\t");
+    if (!agent?.includes("provisioner") || !verb || !WRITE_VERBS.has(verb)) continue;
+    const key = `${verb} ${resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+async function fileSize(file: string): Promise<number> {
+  return stat(file).then(
+    (s) => s.size,
+    () => 0,
+  );
+}
+
 interface Row {
   label: string;
+  impl: string;
   claims: number;
   seconds: number;
   perSecond: number;
@@ -61,6 +103,10 @@ interface Row {
   p50: number;
   p99: number;
   writesPerVolume: number;
+  /** Audit-counted writes of the provisioner per volume, by `verb resource`. */
+  writesBy: Map<string, number>;
+  /** Provisioner CPU seconds (user + system) over the run, per volume, in ms. */
+  cpuMsPerVolume: number;
   bound?: number;
 }
 
@@ -179,14 +225,16 @@ async function runBounded(
   );
 }
 
-async function runScenario(
-  server: ServerProcess,
-  client: KubeClient,
-  dir: string,
-  index: number,
-  scenario: Scenario,
-  workers: number,
-): Promise<Row> {
+interface RunSetup {
+  server: ServerProcess;
+  client: KubeClient;
+  dir: string;
+  auditFile: string;
+  workers: number;
+}
+
+async function runScenario(setup: RunSetup, index: number, scenario: Scenario, impl: Impl): Promise<Row> {
+  const { server, client, dir, workers } = setup;
   const namespace = `bench-${index}`;
   const className = `sc-${index}`;
   const driverName = scenario.driver === "hostpath" ? HOSTPATH : STUB;
@@ -210,8 +258,7 @@ async function runScenario(
       "--enable-topology=false",
       `--allowed-path-roots=${dir}`,
     ]);
-  const provisioner = child([
-    "provisioner",
+  const provisioner = impl.spawn([
     `--csi-address=${socket}`,
     `--kubeconfig=${server.kubeconfigPath}`,
     `--kube-api-qps=${scenario.qps}`,
@@ -231,6 +278,8 @@ async function runScenario(
     );
     await new Promise((resolve) => setTimeout(resolve, 1500)); // the warm-up's trailing writes, and a refilled bucket
     const rev0 = await revision(client);
+    const auditOffset = await fileSize(setup.auditFile);
+    const cpu0 = processCpuSeconds(provisioner.pid);
     const created = new Map<string, number>();
     const seen = new Map<string, number>();
     const watchAbort = new AbortController();
@@ -284,11 +333,17 @@ async function runScenario(
     }
     watchAbort.abort();
     await watching;
+    const cpuSeconds = processCpuSeconds(provisioner.pid) - cpu0;
+    const audited = await auditWrites(setup.auditFile, auditOffset);
+    const writesBy = new Map([...audited].map(([key, count]) => [key, count / scenario.claims]));
     const latencies = [...created].map(([uid, at]) => seen.get(uid)! - at).sort((a, b) => a - b);
     const seconds = (last - started) / 1000;
     const writesPerVolume = (settled - rev0 - scenario.claims) / scenario.claims;
     return {
       label: scenario.label,
+      impl: impl.name,
+      writesBy,
+      cpuMsPerVolume: (cpuSeconds * 1000) / scenario.claims,
       claims: scenario.claims,
       seconds,
       perSecond: scenario.claims / seconds,
@@ -414,17 +469,63 @@ async function memoryRow(dir: string, volumes: number): Promise<string> {
   }
 }
 
-function renderRows(rows: readonly Row[]): string {
+/** The median of each measure over the runs of one row and implementation. */
+function medianRow(runs: readonly Row[]): Row {
+  const first = runs[0]!;
+  const keys = new Set(runs.flatMap((r) => [...r.writesBy.keys()]));
+  const pick = (f: (r: Row) => number): number => median(runs.map(f));
+  const bound = first.bound === undefined ? undefined : pick((r) => r.bound ?? Number.NaN);
+  return {
+    label: first.label,
+    impl: first.impl,
+    claims: first.claims,
+    seconds: pick((r) => r.seconds),
+    perSecond: pick((r) => r.perSecond),
+    settledPerSecond: pick((r) => r.settledPerSecond),
+    p50: pick((r) => r.p50),
+    p99: pick((r) => r.p99),
+    writesPerVolume: pick((r) => r.writesPerVolume),
+    writesBy: new Map([...keys].sort().map((k) => [k, pick((r) => r.writesBy.get(k) ?? 0)])),
+    cpuMsPerVolume: pick((r) => r.cpuMsPerVolume),
+    ...(bound === undefined ? {} : { bound }),
+  };
+}
+
+function renderRows(rows: readonly Row[], runs: number): string {
   const header =
-    "| row | claims | seconds | PV/s | p50 ms | p99 ms | volumes/s incl. trailing writes | API writes/volume | QPS bound PV/s | of bound |";
-  const rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
-  const body = rows.map(
-    (r) =>
-      `| ${r.label} | ${r.claims} | ${r.seconds.toFixed(1)} | ${r.perSecond.toFixed(1)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.settledPerSecond.toFixed(1)} | ${r.writesPerVolume.toFixed(2)} | ${r.bound?.toFixed(2) ?? "-"} | ${r.bound ? `${((r.settledPerSecond / r.bound) * 100).toFixed(0)}%` : "-"} |`,
-  );
-  return ["### Provisioning: claims (immediate binding) → PV created", "", header, rule, ...body, ""].join(
-    "\n",
-  );
+    "| row | provisioner | claims | seconds | PV/s | p50 ms | p99 ms | volumes/s incl. trailing writes | API writes/volume (revisions) | provisioner writes/volume by verb, resource (audit) | CPU ms/volume | QPS bound PV/s |";
+  const rule = "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|";
+  const body = rows.map((r) => {
+    const total = [...r.writesBy.values()].reduce((a, b) => a + b, 0);
+    const by = [...r.writesBy].map(([k, v]) => `${k} ${v.toFixed(2)}`).join("; ");
+    return `| ${r.label} | ${r.impl} | ${r.claims} | ${r.seconds.toFixed(1)} | ${r.perSecond.toFixed(2)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.settledPerSecond.toFixed(2)} | ${r.writesPerVolume.toFixed(2)} | ${total.toFixed(2)}: ${by} | ${r.cpuMsPerVolume.toFixed(1)} | ${r.bound?.toFixed(2) ?? "-"} |`;
+  });
+  return [
+    `### Provisioning: claims (immediate binding) → PV created (median of ${runs} run(s))`,
+    "",
+    header,
+    rule,
+    ...body,
+    "",
+  ].join("\n");
+}
+
+function implementations(record: string): Impl[] {
+  const impls: Impl[] = [
+    {
+      name: `csikit (${record})`,
+      spawn: (flags) => child(["provisioner", `--in-flight-record=${record}`, ...flags]),
+    },
+  ];
+  const go = process.env["CSIKIT_BENCH_GO_PROVISIONER"];
+  if (go) impls.push({ name: "upstream Go", spawn: (flags) => spawnBinary(go, flags) });
+  return impls;
+}
+
+function spawnBinary(path: string, flags: string[]): ChildProcess {
+  const proc = spawn(path, flags, { stdio: ["ignore", "ignore", "pipe"] });
+  proc.stderr?.resume();
+  return proc;
 }
 
 async function main(): Promise<void> {
@@ -435,13 +536,19 @@ async function main(): Promise<void> {
   const lifted = flags.number("lifted-qps");
   const memoryVolumes = quick && !flags.isSet("memory-volumes") ? 1000 : flags.number("memory-volumes");
   const workers = flags.number("worker-threads");
+  const runs = quick && !flags.isSet("runs") ? 1 : flags.number("runs");
   const skip = new Set(flags.strings("skip"));
   const dir = await mkdtemp(join(tmpdir(), "csikit-bench-provision-"));
   const fs = filesystemOf(dir);
+  const impls = implementations(flags.string("in-flight-record"));
   process.stdout.write(
-    `# bench:provision\n\ncores: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; node ${process.version}; state dir filesystem: ${fs}; worker-threads ${workers}\n\n`,
+    `# bench:provision\n\ncores: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; node ${process.version}; load average at start ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}; state dir filesystem: ${fs}; worker-threads ${workers}; ${runs} run(s) per row` +
+      `${impls.length === 1 ? "; upstream Go column skipped (set CSIKIT_BENCH_GO_PROVISIONER to a csi-provisioner binary)" : ""}\n\n`,
   );
-  const server = await startServerProcess({ stateDir: join(dir, "apiserver") });
+  const auditFile = join(dir, "audit.tsv");
+  const server = await startServerProcess({ stateDir: join(dir, "apiserver"), auditFile });
   const client = new KubeClient({
     kubeConfig: loadKubeConfig({ kubeconfig: server.kubeconfigPath }),
     qps: 1e6,
@@ -483,21 +590,36 @@ async function main(): Promise<void> {
         claims,
       },
     ];
+    const setup: RunSetup = { server, client, dir, auditFile, workers };
     let index = 0;
     for (const scenario of scenarios) {
-      index++;
       if (skip.has(scenario.key)) continue;
-      const row = await runScenario(server, client, dir, index, scenario, workers);
-      rows.push(row);
-      process.stdout.write(renderRows([row]) + "\n");
-      process.stderr.write(`done: ${row.label}: ${row.perSecond.toFixed(1)} PV/s\n`);
+      const byImpl = new Map<string, Row[]>(impls.map((impl) => [impl.name, []]));
+      // Alternating implementations run by run, so drift in load hits both alike.
+      for (let run = 0; run < runs; run++) {
+        for (const impl of impls) {
+          const row = await runScenario(setup, ++index, scenario, impl);
+          byImpl.get(impl.name)!.push(row);
+          process.stderr.write(
+            `done: ${row.label} [${impl.name}] run ${run + 1}: ${row.perSecond.toFixed(2)} PV/s, load ${loadavg()[0]!.toFixed(2)}\n`,
+          );
+        }
+      }
+      const medians = [...byImpl.values()].map(medianRow);
+      rows.push(...medians);
+      process.stdout.write(renderRows(medians, runs) + "\n");
     }
-    process.stdout.write(renderRows(rows) + "\n");
+    process.stdout.write(renderRows(rows, runs) + "\n");
     process.stdout.write(
-      "QPS bound = --kube-api-qps / API writes per volume (the burst of 10 is spent in the first seconds); 'of bound' compares\n" +
-        "the rate counted until every write was done (events lag behind PV creation when the client is throttled).\n" +
-        "Writes per volume: Provisioning event, in-flight finalizer added, PV create, finalizer removed, ProvisioningSucceeded event\n" +
-        "(events beyond the recorder's queue of 1000 are dropped, as upstream's; then fewer than 5).\n\n",
+      `load average at end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}\n\n` +
+        "QPS bound = --kube-api-qps / API writes per volume (the burst of 10 is spent in the first seconds).\n" +
+        "API writes/volume (revisions) = the server's revision delta minus the bench's claim creates (every\n" +
+        "writer, the leader election lease included); the audit column counts the provisioner's own requests\n" +
+        "(failed ones too) by verb and resource. csikit's writes per volume: Provisioning event, in-flight\n" +
+        "finalizer added, PV create, finalizer removed, ProvisioningSucceeded event (events beyond the\n" +
+        "recorder's queue of 1000 are dropped, as upstream's).\n\n",
     );
   } finally {
     client.close();

@@ -23,6 +23,8 @@ export interface ServerProcessOptions {
   stateDir: string;
   /** Write a V8 CPU profile of the server into this directory (node --cpu-prof). */
   cpuProfileDir?: string;
+  /** Append one line per authenticated request to this file (server-child.ts says the format). */
+  auditFile?: string;
 }
 
 const STARTUP_TIMEOUT_MS = 30_000;
@@ -38,7 +40,10 @@ export async function startServerProcess(options: ServerProcessOptions): Promise
   const child = spawn(
     process.execPath,
     [...profile, join(import.meta.dirname, "server-child.ts"), options.stateDir],
-    { stdio: ["pipe", "pipe", "pipe"] },
+    {
+      stdio: ["pipe", "pipe", "pipe"],
+      ...(options.auditFile ? { env: { ...process.env, CSIKIT_BENCH_AUDIT_FILE: options.auditFile } } : {}),
+    },
   );
   let stderr = "";
   child.stderr.setEncoding("utf8");

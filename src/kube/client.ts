@@ -20,6 +20,7 @@ import { KubeApiError, kubeApiErrorFromResponse } from "./errors.ts";
 import { loadKubeConfig, type ClientConfig, type Credentials, type TlsSettings } from "./kubeconfig.ts";
 
 export { loadKubeConfig, podNamespace, type LoadKubeConfigOptions } from "./kubeconfig.ts";
+import { requestPriority } from "./priority.ts";
 import { TokenBucket } from "./ratelimit.ts";
 import type { GroupVersionResource, KubeList, KubeObject, WatchEvent } from "./types.ts";
 
@@ -343,7 +344,7 @@ export class KubeClient {
   }
 
   async #send(options: SendOptions): Promise<IncomingMessage> {
-    await this.limiter.wait(options.signal);
+    await this.limiter.acquire(requestPriority(), options.signal);
     this.requestCount++;
     const url = new URL(this.server + options.path);
     for (const [key, value] of Object.entries(options.query ?? {})) {

@@ -6,6 +6,7 @@ export * from "./access-modes.ts";
 export * from "./csi-errors.ts";
 export * from "./secrets.ts";
 export * from "./ratelimit.ts";
+export * from "./priority.ts";
 export * from "./workqueue.ts";
 export * from "./workqueue-metrics.ts";
 export * from "./metrics.ts";

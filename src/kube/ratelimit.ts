@@ -5,6 +5,11 @@
 // caller takes a token at once, possibly driving the balance negative, and is told how long
 // to wait for its token to exist. So N callers arriving together are spaced 1/qps apart in the
 // order they asked, and a waiter that gives up (abort) returns its token.
+// `acquire(priority)` is the queued form the client uses: callers wait in line by priority
+// (higher first, FIFO within one), and each token that comes into existence goes to the head of
+// the line. With one priority it hands out tokens exactly as `wait` does; with several, a
+// controller's completion writes overtake its new work (the provisioner's PV creates go before
+// further in-flight marks) without raising the rate.
 //
 // Work-queue limiters (RateLimiter): `when(item)` says how long to wait before the item may be
 // processed again and records a failure; `forget(item)` clears an item's history;
@@ -80,11 +85,69 @@ export class TokenBucket {
     }
   }
 
+  /** The queued waiters of `acquire`, highest priority first, FIFO within a priority. */
+  readonly #line: Waiter[] = [];
+  #timer: (() => void) | undefined;
+
+  /**
+   * Waits in line for a token: higher `priority` first, FIFO within a priority. On abort the
+   * caller leaves the line (it held no token) and the promise rejects with the signal's reason.
+   */
+  acquire(priority: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (this.#line.length === 0 && this.tryAccept()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = { priority, resolve, reject, signal, onAbort: undefined };
+      if (signal) {
+        waiter.onAbort = () => {
+          const at = this.#line.indexOf(waiter);
+          if (at >= 0) this.#line.splice(at, 1);
+          reject(abortReason(signal));
+        };
+        signal.addEventListener("abort", waiter.onAbort, { once: true });
+      }
+      let at = this.#line.length;
+      while (at > 0 && this.#line[at - 1]!.priority < priority) at--;
+      this.#line.splice(at, 0, waiter);
+      this.#dispatch();
+    });
+  }
+
+  /** Hands the tokens that exist to the head of the line; sleeps until the next one exists. */
+  #dispatch(): void {
+    if (this.#timer) return;
+    while (this.#line.length > 0 && this.tryAccept()) {
+      const waiter = this.#line.shift()!;
+      if (waiter.onAbort) waiter.signal?.removeEventListener("abort", waiter.onAbort);
+      waiter.resolve();
+    }
+    if (this.#line.length === 0) return;
+    const ms = Math.max(1, Math.ceil(((1 - this.#tokens) * 1000) / this.qps));
+    this.#timer = this.#clock.setTimer(ms, () => {
+      this.#timer = undefined;
+      this.#dispatch();
+    });
+  }
+
   /** Tokens available now (may be negative while callers wait): for tests and metrics. */
   get tokens(): number {
     this.#refill();
     return this.#tokens;
   }
+}
+
+/** The signal's reason as the Error it is (an abort's DOMException), else wrapped. */
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
+interface Waiter {
+  priority: number;
+  resolve: () => void;
+  reject: (reason: Error) => void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
 }
 
 export interface RateLimiter<T> {

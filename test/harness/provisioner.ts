@@ -23,7 +23,12 @@ import {
   type PersistentVolumeClaim,
   type StorageClass,
 } from "../../src/api/index.ts";
-import { FaultInjector, startApiServer, type ApiServerHandle } from "../../src/apiserver/index.ts";
+import {
+  FaultInjector,
+  startApiServer,
+  type ApiServerHandle,
+  type AuditEvent,
+} from "../../src/apiserver/index.ts";
 import {
   CsiError,
   GrpcStatus,
@@ -51,6 +56,8 @@ export interface Cluster {
   kubeconfig: string;
   client: KubeClient;
   dir: string;
+  /** Every authenticated request the server answered, in order (startCluster's; others: none). */
+  audit?: AuditEvent[];
 }
 
 /** The API server without admission plugins (no pvc-protection: nothing here removes it). */
@@ -58,8 +65,16 @@ export async function startCluster(t: TestContext): Promise<Cluster> {
   const dir = await tempDir(t, "csikit-prov-");
   const controller = new AbortController();
   const faults = new FaultInjector();
+  const audit: AuditEvent[] = [];
   const server = await startApiServer(
-    { stateDir: join(dir, "apiserver"), port: 0, logger: silentLogger, faults, admission: [] },
+    {
+      stateDir: join(dir, "apiserver"),
+      port: 0,
+      logger: silentLogger,
+      faults,
+      admission: [],
+      audit: (event) => audit.push(event),
+    },
     controller.signal,
   );
   const client = new KubeClient({
@@ -72,7 +87,7 @@ export async function startCluster(t: TestContext): Promise<Cluster> {
     controller.abort();
     await server.stopped;
   });
-  return { server, faults, kubeconfig: server.kubeconfigPath, client, dir };
+  return { server, faults, kubeconfig: server.kubeconfigPath, client, dir, audit };
 }
 
 export async function startHostpath(

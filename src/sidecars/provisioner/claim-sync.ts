@@ -34,7 +34,9 @@ import {
   isAlreadyExists,
   isNotFound,
   objectReference,
+  REQUEST_PRIORITY,
   withMigratedCalls,
+  withRequestPriority,
   type ProcessResult,
   type ReconcileContext,
 } from "../../kube/index.ts";
@@ -50,6 +52,7 @@ import {
   removeFinalizer,
 } from "./finalizers.ts";
 import { FINALIZERS } from "../../api/index.ts";
+import type { InFlightIntent } from "./ledger.ts";
 import { volumeName } from "./names.ts";
 import { tryToOwnClaim } from "./node-deployment.ts";
 import { SELECTED_NODE, prepareProvision, readSecret, type PreparedProvision } from "./request.ts";
@@ -86,6 +89,76 @@ function event(
   ctx.events.event(objectReference(claim, CLAIM_TYPE), type, reason, message);
 }
 
+/**
+ * Removes the in-flight mark, unless this process already did and the cached copy is merely
+ * behind that write (a patch that would change nothing). Trailing priority: the user waits on
+ * no unmark, so PV creates and new marks get the client's tokens first.
+ */
+async function unmark(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  rc: ReconcileContext,
+): Promise<PersistentVolumeClaim> {
+  const uid = claim.metadata?.uid ?? "";
+  ctx.ledger?.settle(uid);
+  if (ctx.state.unmarked.has(uid) || !hasFinalizer(claim, IN_FLIGHT_FINALIZER)) return claim;
+  const current = await withRequestPriority(REQUEST_PRIORITY.trailing, () =>
+    removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal),
+  );
+  ctx.state.unmarked.add(uid);
+  return current;
+}
+
+/**
+ * Adds the in-flight mark. A cached copy that still shows a mark this process removed is stale:
+ * the patch is built as if the mark were absent (the uid test keeps it to the same claim).
+ */
+async function mark(
+  ctx: ProvisionerContext,
+  claim: PersistentVolumeClaim,
+  prepared: PreparedProvision,
+  rc: ReconcileContext,
+): Promise<PersistentVolumeClaim> {
+  const uid = claim.metadata?.uid ?? "";
+  // --in-flight-record=ledger: one group-committed write for the intents of the moment; the
+  // claim's own finalizer only when the ledger is full.
+  if (ctx.ledger && (await ctx.ledger.intend(intentOf(claim, prepared)))) return claim;
+  const base = ctx.state.unmarked.has(uid)
+    ? {
+        ...claim,
+        metadata: {
+          ...claim.metadata,
+          finalizers: (claim.metadata?.finalizers ?? []).filter((f) => f !== IN_FLIGHT_FINALIZER),
+        },
+      }
+    : claim;
+  const marked = await addFinalizer(
+    ctx.client,
+    GVR.persistentVolumeClaims,
+    base,
+    IN_FLIGHT_FINALIZER,
+    rc.signal,
+  );
+  ctx.state.unmarked.delete(uid);
+  return marked;
+}
+
+function intentOf(claim: PersistentVolumeClaim, prepared: PreparedProvision): InFlightIntent {
+  const { secrets: _secrets, ...request } = prepared.request;
+  return {
+    namespace: claim.metadata?.namespace ?? "",
+    name: claim.metadata?.name ?? "",
+    uid: claim.metadata?.uid ?? "",
+    request,
+    ...(prepared.provisionerSecret ? { secret: prepared.provisionerSecret } : {}),
+  };
+}
+
+/** The claim's in-flight intent is on record: its finalizer, or (ledger) its entry. */
+function isMarked(ctx: ProvisionerContext, claim: PersistentVolumeClaim): boolean {
+  return hasFinalizer(claim, IN_FLIGHT_FINALIZER) || ctx.ledger?.get(claim.metadata?.uid ?? "") !== undefined;
+}
+
 /** The PV this process or the cache knows for the claim (bound, created, or waiting to be saved). */
 function knownVolume(
   ctx: ProvisionerContext,
@@ -108,8 +181,13 @@ export async function syncClaim(
 ): Promise<ProcessResult | void> {
   const slash = key.indexOf("/");
   const claim = ctx.view.claim(key.slice(0, slash), key.slice(slash + 1));
+  // Ledger intents of a claim that is gone (or replaced by a new one of the same name).
+  for (const intent of ctx.ledger?.orphansOf(key, claim?.metadata?.uid) ?? [])
+    await settleOrphan(ctx, intent, rc);
   if (!claim) return;
-  const marked = hasFinalizer(claim, IN_FLIGHT_FINALIZER);
+  // The cache caught up with this process's unmark: nothing stale left to skip.
+  if (!hasFinalizer(claim, IN_FLIGHT_FINALIZER)) ctx.state.unmarked.delete(claim.metadata?.uid ?? "");
+  const marked = isMarked(ctx, claim);
   if (claim.metadata?.deletionTimestamp) {
     // OBSERVATION: claim being deleted. Only a marked claim can have a volume in flight.
     if (marked) await settleDeletedClaim(ctx, claim, rc);
@@ -129,8 +207,7 @@ export async function syncClaim(
     // OBSERVATION: provisioned (or bound by the PV controller): settle the mark, nothing else.
     const unsaved = ctx.state.unsaved.get(claim.metadata?.uid ?? "");
     if (unsaved) return saveVolume(ctx, claim, unsaved, rc);
-    if (marked)
-      await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    if (marked) await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
     return;
   }
@@ -253,7 +330,7 @@ async function provisionClaim(
       "ProvisioningFailed",
       `failed to provision volume with StorageClass ${JSON.stringify(className)}: ${errorMessage(error)}`,
     );
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, current, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, current, rc);
     ctx.state.inFlightRequests.delete(uid);
     throw error;
   }
@@ -291,7 +368,7 @@ async function markSourcesAndClaim(
   }
   await protectSnapshotSource(ctx, prepared.dataSource, rc);
   // The durable in-flight mark: written before the driver is asked for anything.
-  return addFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+  return mark(ctx, claim, prepared, rc);
 }
 
 /**
@@ -371,7 +448,10 @@ async function saveVolume(
 ): Promise<void> {
   const uid = claim.metadata?.uid ?? "";
   try {
-    await ctx.client.create(GVR.persistentVolumes, pv, rc.signal);
+    // Completion priority: a claim's PV goes before the next claim's mark (or any event).
+    await withRequestPriority(REQUEST_PRIORITY.completion, () =>
+      ctx.client.create(GVR.persistentVolumes, pv, rc.signal),
+    );
   } catch (error) {
     if (!isAlreadyExists(error)) {
       rc.logger.warn("failed to save PersistentVolume, will retry", {
@@ -395,7 +475,7 @@ async function saveVolume(
   ctx.state.inFlightRequests.delete(uid);
   ctx.state.provisioned.set(uid, pv.metadata?.name ?? "");
   try {
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, claim, rc);
   } catch (error) {
     // A changed claim (finalizer list reordered) or a gone one: the next run settles it.
     if (!isNotFound(error)) throw error;
@@ -441,13 +521,7 @@ async function handleCreateError(
   } else {
     // OBSERVATION: final answer: nothing exists; unmark (and reschedule if asked).
     ctx.state.inFlightRequests.delete(claim.metadata?.uid ?? "");
-    const current = await removeFinalizer(
-      ctx.client,
-      GVR.persistentVolumeClaims,
-      claim,
-      IN_FLIGHT_FINALIZER,
-      rc.signal,
-    );
+    const current = await unmark(ctx, claim, rc);
     const late =
       storageClass.volumeBindingMode === "WaitForFirstConsumer" || ctx.options.nodeDeployment.enabled;
     if (selectedNode !== "" && (state === "reschedule" || late)) {
@@ -472,7 +546,7 @@ function requestForGoneNode(
   rc: ReconcileContext,
 ): PreparedProvision | undefined {
   if (!(error instanceof ProvisionError) || !error.reschedule) return undefined;
-  if (!hasFinalizer(claim, IN_FLIGHT_FINALIZER)) return undefined;
+  if (!isMarked(ctx, claim)) return undefined;
   const previous = ctx.state.inFlightRequests.get(claim.metadata?.uid ?? "");
   if (previous)
     rc.logger.info(2, "selected node is gone; retrying the in-flight CreateVolume as it was sent", {
@@ -521,7 +595,7 @@ async function settleDeletedClaim(
   }
   if (pv && pv.spec?.claimRef?.uid === uid) {
     // OBSERVATION: the PV exists: its reclaim policy decides the volume's fate.
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(uid);
     return;
   }
@@ -570,7 +644,7 @@ async function settleDeletedClaim(
     const state = provisioningStateFromError(error, { topology: false, selectedNode: false });
     if (state === "inBackground") throw error;
     // OBSERVATION: the driver refuses for sure: nothing was created.
-    await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+    await unmark(ctx, claim, rc);
     ctx.state.inFlightRequests.delete(uid);
     return;
   }
@@ -586,6 +660,58 @@ async function settleDeletedClaim(
     });
   }
   ctx.state.unsaved.delete(uid);
-  await removeFinalizer(ctx.client, GVR.persistentVolumeClaims, claim, IN_FLIGHT_FINALIZER, rc.signal);
+  await unmark(ctx, claim, rc);
   ctx.state.inFlightRequests.delete(uid);
+}
+
+/**
+ * A ledger intent whose claim is gone: a PV recorded for it owns the volume; otherwise the
+ * recorded CreateVolume is asked again (idempotent: it returns what an earlier call made, or
+ * makes it now) and what it returns is deleted, then the intent is dropped.
+ */
+async function settleOrphan(
+  ctx: ProvisionerContext,
+  intent: InFlightIntent,
+  rc: ReconcileContext,
+): Promise<void> {
+  const pvName = intent.request.name ?? "";
+  let pv: PersistentVolume | undefined = ctx.view.volume(pvName);
+  if (!pv) {
+    try {
+      pv = await ctx.client.get<PersistentVolume>(GVR.persistentVolumes, pvName, {}, rc.signal);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+  if (pv?.spec?.claimRef?.uid === intent.uid) {
+    ctx.ledger?.settle(intent.uid);
+    return;
+  }
+  const secrets = await readSecret(ctx.view, intent.secret, rc.signal);
+  let volumeId: string;
+  try {
+    const response = await ctx.csi.controller.createVolume(
+      { ...intent.request, secrets },
+      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+    );
+    volumeId = response.volume?.volumeId ?? "";
+  } catch (error) {
+    const state = provisioningStateFromError(error, { topology: false, selectedNode: false });
+    if (state === "inBackground") throw error;
+    // The driver refuses for sure: nothing was created.
+    volumeId = "";
+  }
+  if (volumeId !== "") {
+    await ctx.csi.controller.deleteVolume(
+      { volumeId, secrets },
+      { timeoutMs: ctx.options.timeoutMs, signal: rc.signal },
+    );
+    rc.logger.info(1, "deleted the volume of a claim deleted while it was being provisioned", {
+      claim: `${intent.namespace}/${intent.name}`,
+      volumeId,
+    });
+  }
+  ctx.state.unsaved.delete(intent.uid);
+  ctx.state.inFlightRequests.delete(intent.uid);
+  ctx.ledger?.settle(intent.uid);
 }

@@ -13,6 +13,7 @@ import type { ProvisionerMetrics } from "./metrics.ts";
 import type { ProvisionerOptions } from "./options.ts";
 import type { PreparedProvision } from "./request.ts";
 import type { ClusterView } from "./view.ts";
+import type { InFlightLedger } from "./ledger.ts";
 
 export interface ProvisionerState {
   /** PVs whose create failed after CreateVolume succeeded, by claim UID: retried, never dropped. */
@@ -25,6 +26,12 @@ export interface ProvisionerState {
   inFlightRequests: Map<string, PreparedProvision>;
   /** Claim UID → PV name created by this process but perhaps not yet in the informer cache. */
   provisioned: Map<string, string>;
+  /**
+   * Claim UIDs whose in-flight mark this process removed while the informer may still show it:
+   * a stale cached copy then sends no removal that would change nothing (dropped once the
+   * cache shows the claim unmarked, or when this process marks it again).
+   */
+  unmarked: Set<string>;
   /** PV name → UID of PVs whose DeleteVolume succeeded (skip repeating it on stale caches). */
   deletedVolumes: Map<string, string>;
   /** Node deployment: failed attempts to own an immediate claim, by claim key. */
@@ -49,6 +56,8 @@ export interface ProvisionerContext {
   state: ProvisionerState;
   /** Early capacity re-polls after a provision or delete (a no-op without --enable-capacity). */
   capacityRefresh: CapacityRefresh;
+  /** --in-flight-record=ledger: the group-committed intents (ledger.ts); else undefined. */
+  ledger?: InFlightLedger;
 }
 
 export function newProvisionerState(): ProvisionerState {
@@ -56,6 +65,7 @@ export function newProvisionerState(): ProvisionerState {
     unsaved: new Map(),
     inFlightRequests: new Map(),
     provisioned: new Map(),
+    unmarked: new Set(),
     deletedVolumes: new Map(),
     ownAttempts: new Map(),
     ownNotBefore: new Map(),

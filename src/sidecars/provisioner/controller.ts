@@ -26,14 +26,18 @@ import {
   EventRecorder,
   ItemExponentialRateLimiter,
   PPROF_PREFIX,
+  REQUEST_PRIORITY,
   WorkQueue,
   deletedObject,
   kubeClientFromOptions,
   objectKey,
+  podNamespace,
   pprofRoute,
   runController,
+  sanitizeLeaseName,
   runSidecar,
   startsDeletion,
+  withRequestPriority,
   type SidecarParts,
   type KubeClient,
 } from "../../kube/index.ts";
@@ -43,6 +47,7 @@ import { syncClaim } from "./claim-sync.ts";
 import { cloneProtectionKeys, syncCloneSource } from "./clone-protection.ts";
 import { newProvisionerState, type ProvisionerContext } from "./context.ts";
 import { discoverDriver, type DriverInfo } from "./driver.ts";
+import { InFlightLedger } from "./ledger.ts";
 import { ProvisionerMetrics } from "./metrics.ts";
 import { provisionerIdentity } from "./names.ts";
 import { localTopologyView } from "./node-deployment.ts";
@@ -143,6 +148,27 @@ async function capacitySetup(
   };
 }
 
+/**
+ * The in-flight ledger, read before any worker runs (under leader election: once leading, so the
+ * new leader sees every intent of the previous one).
+ */
+async function loadLedger(parts: RunParts, signal: AbortSignal): Promise<InFlightLedger> {
+  const { options, driver, client, logger } = parts;
+  const nd = options.nodeDeployment;
+  const ledger = new InFlightLedger({
+    client,
+    namespace: options.leaderElection.namespace !== "" ? options.leaderElection.namespace : podNamespace(),
+    name: sanitizeLeaseName(`${driver.name}-in-flight${nd.enabled ? `-${nd.nodeName}` : ""}`),
+    logger,
+  });
+  const intents = await ledger.load(signal);
+  logger.info(2, "in-flight ledger loaded", {
+    lease: `${ledger.namespace}/${ledger.name}`,
+    intents: intents.length,
+  });
+  return ledger;
+}
+
 async function runControllers(parts: RunParts, signal: AbortSignal): Promise<void> {
   const { options, driver, client, csi, metrics, queueMetrics, registry, capacity, logger, clock, vacApi } =
     parts;
@@ -182,6 +208,7 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     random: Math.random,
     state: newProvisionerState(),
     capacityRefresh: new CapacityRefresh(),
+    ...(options.inFlightRecord === "ledger" ? { ledger: await loadLedger(parts, signal) } : {}),
   };
   const limiter = <T>() =>
     new ItemExponentialRateLimiter<T>({
@@ -221,8 +248,12 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     onDelete: (object) => {
       const claim = deletedObject(object);
       for (const key of cloneProtectionKeys(claim)) cloneQueue.add(key);
+      // A claim gone with its intent still recorded: settle what its CreateVolume may have made.
+      if (ctx.ledger?.get(claim.metadata?.uid ?? "")) claimQueue.add(objectKey(claim));
     },
   });
+  // Intents recorded by an earlier process (or leader): each claim is looked at again.
+  for (const intent of ctx.ledger?.all() ?? []) claimQueue.add(`${intent.namespace}/${intent.name}`);
   const onVolume = (pv: PersistentVolume): void => {
     volumeQueue.add(objectKey(pv));
     const ref = pv.spec?.claimRef;
@@ -286,7 +317,9 @@ async function runControllers(parts: RunParts, signal: AbortSignal): Promise<voi
     capacityRun,
     runSnapshotSweep(ctx, claims, options.snapshotOrphanSweepIntervalMs, signal),
     factory.start(signal),
-    events.start(signal),
+    // Events wait behind every other write of this client (client-go's broadcaster also
+    // writes them after the fact): the rate limit goes to PVs and marks first.
+    withRequestPriority(REQUEST_PRIORITY.trailing, () => events.start(signal)),
     runController(
       {
         name: "claims",

@@ -93,6 +93,11 @@ export const PROVISIONER_FLAGS: FlagSpecs = {
     default: "5m",
     help: "How often to sweep orphaned volumesnapshot-as-source-protection finalizers; 0 disables.",
   },
+  "in-flight-record": {
+    type: "string",
+    default: "finalizer",
+    help: "csikit: where the durable in-flight intent of a CreateVolume is kept. 'finalizer': a finalizer on each claim (added before CreateVolume, removed after: two claim writes per volume; a claim deleted meanwhile stays visible until settled). 'ledger': one Lease per provisioner in the leader-election namespace that group-commits the intents of a moment (one write for many claims; provisioning at the rate of the PV creates under --kube-api-qps; needs get/create/update on leases there).",
+  },
   "enable-capacity": {
     type: "bool",
     default: "false",
@@ -183,6 +188,7 @@ export function provisionerOptionsFromFlags(
     cloningProtectionThreads: flagAtLeast(flags, "cloning-protection-threads", 1),
     preventVolumeModeConversion: flags.bool("prevent-volume-mode-conversion"),
     snapshotOrphanSweepIntervalMs: flagAtLeast(flags, "snapshot-orphan-sweep-interval", 0),
+    inFlightRecord: inFlightRecord(flags.string("in-flight-record")),
     features: {
       topology: gates.Topology!,
       honorPVReclaimPolicy: gates.HonorPVReclaimPolicy!,
@@ -209,4 +215,9 @@ export function provisionerOptionsFromFlags(
       podName: env.POD_NAME ?? "",
     },
   };
+}
+
+function inFlightRecord(value: string): "finalizer" | "ledger" {
+  if (value === "finalizer" || value === "ledger") return value;
+  throw new FlagError(`--in-flight-record: want finalizer or ledger, got ${JSON.stringify(value)}`);
 }

@@ -98,6 +98,8 @@ export interface ProvisionerOptions extends CommonSidecarOptions {
   preventVolumeModeConversion: boolean;
   /** --snapshot-orphan-sweep-interval (5m). */
   snapshotOrphanSweepIntervalMs: number;
+  /** --in-flight-record (finalizer): claim finalizer, or the group-committed ledger (ledger.ts). */
+  inFlightRecord: "finalizer" | "ledger";
   features: ProvisionerFeatures;
   nodeDeployment: NodeDeploymentOptions;
   capacity: CapacityOptions;
