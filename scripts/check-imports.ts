@@ -42,6 +42,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   doctor: ["base", "api", "csi", "kube", "migration"],
   // `csikit why`: reads a cluster through kube's client and judges it; no component imports it.
   why: ["base", "api", "kube"],
+  // `csikit dashboard` and up's dashboard: watches through kube's client, why's read-only
+  // explanation of a stuck claim; never the components' memory.
+  dashboard: ["base", "api", "kube", "why"],
   cluster: [
     "base",
     "api",
@@ -54,6 +57,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "sidecars",
     "drivers",
     "faultproxy",
+    "dashboard",
   ],
   cli: [
     "base",
@@ -71,6 +75,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "faultproxy",
     "doctor",
     "why",
+    "dashboard",
   ],
 };
 
