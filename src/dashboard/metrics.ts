@@ -24,7 +24,7 @@ export interface ComponentRow {
 }
 
 export interface MethodSample {
-  /** component/method */
+  /** "component method" */
   key: string;
   component: string;
   method: string;
@@ -38,7 +38,7 @@ export interface MethodSample {
 export interface MetricsPoint {
   time: number;
   methods: MethodSample[];
-  /** component/queue → depth */
+  /** "component/queue" → depth */
   queues: Record<string, number>;
 }
 
@@ -133,7 +133,8 @@ export class MetricsScraper {
               queues[`${endpoint.instance}/${sample.labels.name}`] = sample.value;
             const method = sample.labels.method_name;
             if (!method || !sample.name.startsWith("csi_sidecar_operations_seconds_")) continue;
-            const key = `${endpoint.instance}/${method}`;
+            // "/csi.v1.Controller/CreateVolume" → "CreateVolume"
+            const key = `${endpoint.instance} ${method.slice(method.lastIndexOf("/") + 1)}`;
             const total = totals.get(key) ?? { count: 0, sum: 0, errors: 0 };
             if (sample.name.endsWith("_count")) {
               total.count += sample.value;
@@ -152,7 +153,7 @@ export class MetricsScraper {
     for (const [key, total] of totals) {
       const before = this.#previous.get(key) ?? (this.#previousTime === 0 ? total : { count: 0, sum: 0, errors: 0 });
       const calls = Math.max(0, total.count - before.count);
-      const [component, method] = [key.slice(0, key.lastIndexOf("/")), key.slice(key.lastIndexOf("/") + 1)];
+      const [component, method] = key.split(" ") as [string, string];
       methods.push({
         key,
         component,

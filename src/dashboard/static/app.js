@@ -176,6 +176,13 @@ function stepChip(step) {
 }
 
 function claimRow(row, index) {
+  const node = claimRowNode(row, index);
+  // CSSOM, not a style attribute: the page's CSP allows no inline styles.
+  node.style.top = `${index * ROW_HEIGHT}px`;
+  return node;
+}
+
+function claimRowNode(row, index) {
   const current = row.steps.find((s) => s.step === row.current);
   const note = current
     ? `${current.state === "failed" ? "✗ failed at" : "● waiting in"} ${LABEL[current.step] ?? current.step}${current.message ? `: ${current.message}` : ""}`
@@ -192,7 +199,6 @@ function claimRow(row, index) {
       "data-claim": row.key,
       "data-phase": row.phase,
       "data-current": row.current,
-      style: `top:${index * ROW_HEIGHT}px`,
     },
     el(
       "div",
@@ -420,11 +426,11 @@ function drawMetrics() {
   const table = el(
     "table",
     { id: "methods" },
-    el("thead", {}, el("tr", {}, ...["component/method", "calls", "errors", "ops/s", "mean ms"].map((t) => el("th", { scope: "col", text: t })))),
+    el("thead", {}, el("tr", {}, ...["component method", "calls", "errors", "ops/s", "mean ms"].map((t) => el("th", { scope: "col", text: t })))),
     el(
       "tbody",
       {},
-      ...last.methods.map((m) =>
+      ...last.methods.filter((m) => m.total > 1).sort((a, b) => b.total - a.total).slice(0, 15).map((m) =>
         el("tr", {}, el("th", { scope: "row", text: m.key }), el("td", { text: String(m.total) }), el("td", { text: String(m.errors) }), el("td", { text: m.opsPerSecond.toFixed(2) }), el("td", { text: m.meanMs.toFixed(1) })),
       ),
     ),
@@ -433,7 +439,7 @@ function drawMetrics() {
     el(
       "div",
       { class: "charts" },
-      svgChart("CSI operations per second (per component/method)", ops.length ? ops : [{ name: "no calls", values: [0], last: "0" }], "ops/s"),
+      svgChart("CSI operations per second (per component method)", ops.length ? ops : [{ name: "no calls", values: [0], last: "0" }], "ops/s"),
       svgChart("Mean latency (ms)", latency.length ? latency : [{ name: "no calls", values: [0], last: "0" }], "ms"),
       svgChart("Work-queue depth", queues.filter((q) => q.values.some((v) => v > 0)).slice(0, 8).concat(queues.length ? [] : [{ name: "no queues", values: [0], last: "0" }]), "items"),
     ),
