@@ -14,7 +14,9 @@ function endpointsOf(value: string): Endpoint[] {
     try {
       parsed = new URL(url);
     } catch {
-      throw new FlagError(`invalid value ${JSON.stringify(url)} for flag -metrics: want http(s)://HOST:PORT/metrics`);
+      throw new FlagError(
+        `invalid value ${JSON.stringify(url)} for flag -metrics: want http(s)://HOST:PORT/metrics`,
+      );
     }
     if (!/^https?:$/.test(parsed.protocol))
       throw new FlagError(`invalid value ${JSON.stringify(url)} for flag -metrics: want http or https`);
@@ -24,7 +26,8 @@ function endpointsOf(value: string): Endpoint[] {
 
 export const dashboardCommand: Command = {
   name: "dashboard",
-  summary: "Serve the live dashboard (claims' journeys, nodes, events, CSI metrics) for any cluster on loopback",
+  summary:
+    "Serve the live dashboard (claims' journeys, nodes, events, CSI metrics) for any cluster on loopback",
   usage: "csikit dashboard [--kubeconfig=FILE] [--listen=127.0.0.1:PORT] [--metrics=URL,...]",
   description:
     "Serves, over HTTPS on a loopback address with a self-signed certificate and a random token, the page\n" +
@@ -60,9 +63,13 @@ export const dashboardCommand: Command = {
     try {
       let dashboard;
       try {
-        dashboard = await startDashboard({ client, listen: flags.string("listen"), endpoints, logger }, signal);
+        dashboard = await startDashboard(
+          { client, listen: flags.string("listen"), endpoints, logger },
+          signal,
+        );
       } catch (error) {
-        if (error instanceof Error && /listen address|not loopback/.test(error.message)) throw new FlagError(error.message);
+        if (error instanceof Error && /listen address|not loopback/.test(error.message))
+          throw new FlagError(error.message);
         throw error;
       }
       stdout.write(`dashboard: ${dashboard.loginUrl}\n`);

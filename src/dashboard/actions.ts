@@ -13,11 +13,15 @@ const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/;
 const ACCESS_MODES = ["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany", "ReadWriteMany"];
 const VOLUME_MODES = ["Filesystem", "Block"];
 
-function field(input: Record<string, unknown>, name: string, pattern: RegExp | readonly string[], optional = false): string {
+function field(
+  input: Record<string, unknown>,
+  name: string,
+  pattern: RegExp | readonly string[],
+  optional = false,
+): string {
   const value = input[name];
   if ((value === undefined || value === "") && optional) return "";
-  if (typeof value !== "string" || value.length > 253)
-    throw new ActionError(`${name}: want a string`);
+  if (typeof value !== "string" || value.length > 253) throw new ActionError(`${name}: want a string`);
   const ok = Array.isArray(pattern) ? pattern.includes(value) : (pattern as RegExp).test(value);
   if (!ok)
     throw new ActionError(
@@ -109,7 +113,9 @@ export async function runAction(client: KubeClient, input: Record<string, unknow
       return `claim ${namespace}/${name} deleted${users.length > 0 ? ` with ${users.length} pod(s) using it` : ""}`;
     }
     default:
-      throw new ActionError(`action: want create, grow, modify, snapshot or delete, not ${JSON.stringify(action)}`);
+      throw new ActionError(
+        `action: want create, grow, modify, snapshot or delete, not ${JSON.stringify(action)}`,
+      );
   }
 }
 
@@ -128,5 +134,12 @@ export async function formOptions(client: KubeClient): Promise<Record<string, st
     names(GVR.volumeSnapshotClasses),
     names(GVR.namespaces),
   ]);
-  return { storageClasses, volumeAttributesClasses, snapshotClasses, namespaces, accessModes: ACCESS_MODES, volumeModes: VOLUME_MODES };
+  return {
+    storageClasses,
+    volumeAttributesClasses,
+    snapshotClasses,
+    namespaces,
+    accessModes: ACCESS_MODES,
+    volumeModes: VOLUME_MODES,
+  };
 }

@@ -4,12 +4,7 @@
 // (not reached) or skipped (does not apply: no attach for a driver without attachRequired).
 // `history` is what the dashboard saw before (a detach is known only by an attachment that was).
 
-import type {
-  PersistentVolume,
-  PersistentVolumeClaim,
-  Pod,
-  VolumeAttachment,
-} from "../api/index.ts";
+import type { PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from "../api/index.ts";
 import type { CoreEvent } from "../kube/index.ts";
 
 export const STEPS = [
@@ -237,7 +232,8 @@ export function journey(input: JourneyInput): ClaimRow {
   const detaching = input.attachments.find((va) => va.metadata?.deletionTimestamp);
   if (detaching?.status?.detachError)
     set("detach", "failed", detaching.status.detachError.message ?? "detach error");
-  else if (detaching) set("detach", "now", `waiting for ControllerUnpublishVolume on ${detaching.spec.nodeName}`);
+  else if (detaching)
+    set("detach", "now", `waiting for ControllerUnpublishVolume on ${detaching.spec.nodeName}`);
   else if (history.attached && input.attachments.length === 0) set("detach", "done");
 
   // delete
@@ -258,7 +254,11 @@ export function journey(input: JourneyInput): ClaimRow {
     key: `${namespace}/${name}`,
     namespace,
     name,
-    phase: input.deleted ? "Deleted" : claim.metadata?.deletionTimestamp ? "Terminating" : (claim.status?.phase ?? "Pending"),
+    phase: input.deleted
+      ? "Deleted"
+      : claim.metadata?.deletionTimestamp
+        ? "Terminating"
+        : (claim.status?.phase ?? "Pending"),
     storageClass: claim.spec?.storageClassName ?? "",
     size: claim.spec?.resources?.requests?.storage ?? "",
     capacity: claim.status?.capacity?.storage ?? "",

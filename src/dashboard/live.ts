@@ -76,7 +76,11 @@ const keyOf = (object: KubeObject): string =>
 
 function claimsOfPod(pod: Pod): string[] {
   return (pod.spec?.volumes ?? [])
-    .map((volume) => volume.persistentVolumeClaim?.claimName ?? (volume.ephemeral ? `${pod.metadata?.name}-${volume.name}` : undefined))
+    .map(
+      (volume) =>
+        volume.persistentVolumeClaim?.claimName ??
+        (volume.ephemeral ? `${pod.metadata?.name}-${volume.name}` : undefined),
+    )
     .filter((name): name is string => name !== undefined)
     .map((name) => `${pod.metadata?.namespace ?? ""}/${name}`);
 }
@@ -192,7 +196,9 @@ export class LiveModel {
         }),
       );
     } catch (error) {
-      this.#logger.info(2, "no VolumeSnapshots served: the snapshot step stays empty", { err: errorMessage(error) });
+      this.#logger.info(2, "no VolumeSnapshots served: the snapshot step stays empty", {
+        err: errorMessage(error),
+      });
     }
     void this.#factory.start(signal);
     await this.#factory.waitForCacheSync(signal);
@@ -255,7 +261,8 @@ export class LiveModel {
     this.#rows.set(key, row);
     this.#history.delete(key);
     this.#deleted.push(key);
-    const remove = this.#deleted.length > DELETED_KEPT ? this.#deleted.splice(0, this.#deleted.length - DELETED_KEPT) : [];
+    const remove =
+      this.#deleted.length > DELETED_KEPT ? this.#deleted.splice(0, this.#deleted.length - DELETED_KEPT) : [];
     for (const gone of remove) this.#rows.delete(gone);
     this.#emit({ type: "claims", upsert: [row], remove });
   }
@@ -299,11 +306,16 @@ export class LiveModel {
       .filter((event) => {
         const ref = event.involvedObject;
         if (ref.namespace !== namespace) return false;
-        return (ref.kind === "PersistentVolumeClaim" && ref.name === name) || (ref.kind === "Pod" && podNames.has(ref.name));
+        return (
+          (ref.kind === "PersistentVolumeClaim" && ref.name === name) ||
+          (ref.kind === "Pod" && podNames.has(ref.name))
+        );
       })
       .sort((a, b) => (a.lastTimestamp ?? "").localeCompare(b.lastTimestamp ?? ""));
     const snapshots: SnapshotRef[] = (this.#snapshots?.store.list() ?? [])
-      .filter((s) => s.metadata?.namespace === namespace && s.spec?.source?.persistentVolumeClaimName === name)
+      .filter(
+        (s) => s.metadata?.namespace === namespace && s.spec?.source?.persistentVolumeClaimName === name,
+      )
       .map((s) => ({
         name: s.metadata?.name ?? "",
         ready: s.status?.readyToUse === true,
@@ -353,7 +365,10 @@ export class LiveModel {
   leaseRows(now = Date.now()): LeaseRow[] {
     return this.leases.store
       .list()
-      .filter((lease) => lease.spec?.holderIdentity !== undefined && lease.metadata?.namespace !== "kube-node-lease")
+      .filter(
+        (lease) =>
+          lease.spec?.holderIdentity !== undefined && lease.metadata?.namespace !== "kube-node-lease",
+      )
       .map((lease) => {
         const renewed = lease.spec?.renewTime ?? "";
         const duration = (lease.spec?.leaseDurationSeconds ?? 15) * 1000;

@@ -68,13 +68,17 @@ function get(url: string, timeoutMs: number): Promise<{ status: number; body: st
     const secure = url.startsWith("https:");
     // A loopback secure port with an in-memory self-signed certificate (kube-controller-manager's
     // own): nothing to verify it against, and nothing secret is sent (no credentials).
-    const req = (secure ? httpsRequest : httpRequest)(url, { timeout: timeoutMs, rejectUnauthorized: false }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk.length + body.length > 4 << 20 ? "" : chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on("error", reject);
-    });
+    const req = (secure ? httpsRequest : httpRequest)(
+      url,
+      { timeout: timeoutMs, rejectUnauthorized: false },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk.length + body.length > 4 << 20 ? "" : chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      },
+    );
     req.on("timeout", () => req.destroy(new Error("timed out")));
     req.on("error", reject);
     req.end();
@@ -116,7 +120,13 @@ export class MetricsScraper {
     const queues: Record<string, number> = {};
     this.components = await Promise.all(
       this.#endpoints.map(async (endpoint): Promise<ComponentRow> => {
-        const row: ComponentRow = { instance: endpoint.instance, what: endpoint.what, health: "", healthy: false, scraped: false };
+        const row: ComponentRow = {
+          instance: endpoint.instance,
+          what: endpoint.what,
+          health: "",
+          healthy: false,
+          scraped: false,
+        };
         try {
           const health = await get(endpoint.url.replace(/\/metrics$/, "/healthz"), 2000);
           row.healthy = health.status === 200;
@@ -138,7 +148,8 @@ export class MetricsScraper {
             const total = totals.get(key) ?? { count: 0, sum: 0, errors: 0 };
             if (sample.name.endsWith("_count")) {
               total.count += sample.value;
-              if (sample.labels.grpc_status_code && sample.labels.grpc_status_code !== "OK") total.errors += sample.value;
+              if (sample.labels.grpc_status_code && sample.labels.grpc_status_code !== "OK")
+                total.errors += sample.value;
             } else if (sample.name.endsWith("_sum")) total.sum += sample.value;
             totals.set(key, total);
           }
@@ -151,7 +162,8 @@ export class MetricsScraper {
     const seconds = this.#previousTime === 0 ? 0 : (now - this.#previousTime) / 1000;
     const methods: MethodSample[] = [];
     for (const [key, total] of totals) {
-      const before = this.#previous.get(key) ?? (this.#previousTime === 0 ? total : { count: 0, sum: 0, errors: 0 });
+      const before =
+        this.#previous.get(key) ?? (this.#previousTime === 0 ? total : { count: 0, sum: 0, errors: 0 });
       const calls = Math.max(0, total.count - before.count);
       const [component, method] = key.split(" ") as [string, string];
       methods.push({

@@ -100,7 +100,8 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
     if (body.length > 64 << 10) throw new ActionError("request body too large");
   }
   const value: unknown = JSON.parse(body);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ActionError("want a JSON object");
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new ActionError("want a JSON object");
   return value as Record<string, unknown>;
 }
 
@@ -117,7 +118,8 @@ export async function startDashboard(options: DashboardOptions, signal: AbortSig
   const streams = new Set<ServerResponse>();
   await live.start(stopSignal);
 
-  const send = (res: ServerResponse, message: unknown): void => void res.write(`data: ${JSON.stringify(message)}\n\n`);
+  const send = (res: ServerResponse, message: unknown): void =>
+    void res.write(`data: ${JSON.stringify(message)}\n\n`);
   const broadcast = (message: unknown): void => {
     for (const res of streams) send(res, message);
   };
@@ -164,9 +166,18 @@ export async function startDashboard(options: DashboardOptions, signal: AbortSig
       return;
     }
     if (req.method === "GET" && path === "/live") {
-      res.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/event-stream", connection: "keep-alive" });
+      res.writeHead(200, {
+        ...SECURITY_HEADERS,
+        "content-type": "text/event-stream",
+        connection: "keep-alive",
+      });
       for (const message of live.snapshot()) send(res, message);
-      send(res, { type: "metrics", points: scraper.points, components: scraper.components, scraping: !scraper.empty });
+      send(res, {
+        type: "metrics",
+        points: scraper.points,
+        components: scraper.components,
+        scraping: !scraper.empty,
+      });
       streams.add(res);
       req.on("close", () => streams.delete(res));
       return;
@@ -187,14 +198,21 @@ export async function startDashboard(options: DashboardOptions, signal: AbortSig
       return;
     }
     if (req.method === "POST" && path === "/api/action") {
-      if (req.headers["x-csikit-dashboard"] !== "1" || !/^application\/json\b/.test(req.headers["content-type"] ?? "")) {
-        json(res, 403, { error: "actions need a JSON body and the X-Csikit-Dashboard header (the page sends both)" });
+      if (
+        req.headers["x-csikit-dashboard"] !== "1" ||
+        !/^application\/json\b/.test(req.headers["content-type"] ?? "")
+      ) {
+        json(res, 403, {
+          error: "actions need a JSON body and the X-Csikit-Dashboard header (the page sends both)",
+        });
         return;
       }
       try {
         json(res, 200, { message: await runAction(options.client, await readJson(req)) });
       } catch (error) {
-        json(res, error instanceof ActionError || error instanceof SyntaxError ? 400 : 502, { error: errorMessage(error) });
+        json(res, error instanceof ActionError || error instanceof SyntaxError ? 400 : 502, {
+          error: errorMessage(error),
+        });
       }
       return;
     }

@@ -108,11 +108,18 @@ describe("dashboard against a real API server", { skip: noBrowser ?? false }, ()
     });
     const va = await client.create<VolumeAttachment>(GVR.volumeAttachments, {
       metadata: { name: "dash-va" },
-      spec: { attacher: "fake.csi.example.com", nodeName: "node-x", source: { persistentVolumeName: "dash-pv" } },
+      spec: {
+        attacher: "fake.csi.example.com",
+        nodeName: "node-x",
+        source: { persistentVolumeName: "dash-pv" },
+      },
     });
     await client.updateStatus<VolumeAttachment>(GVR.volumeAttachments, {
       ...va,
-      status: { attached: false, attachError: { message: "rpc error: code = Internal desc = injected by the test" } },
+      status: {
+        attached: false,
+        attachError: { message: "rpc error: code = Internal desc = injected by the test" },
+      },
     });
     const page = await browser!.context.newPage();
     await page.goto(dashboard.loginUrl);
@@ -120,7 +127,10 @@ describe("dashboard against a real API server", { skip: noBrowser ?? false }, ()
     await step.and(page.locator('[data-state="failed"]')).waitFor({ timeout: PAGE_MS });
     assert.match((await step.textContent()) ?? "", /✗ attach failed/);
     const row = page.locator('[data-claim="default/dash-claim"]');
-    assert.match((await row.textContent()) ?? "", /failed at attach: rpc error: code = Internal desc = injected by the test/);
+    assert.match(
+      (await row.textContent()) ?? "",
+      /failed at attach: rpc error: code = Internal desc = injected by the test/,
+    );
     // Keyboard: the list takes focus, arrows select, Enter opens the claim's detail.
     await page.locator("#claim-list").focus();
     await page.keyboard.press("ArrowDown");
@@ -196,28 +206,35 @@ describe("dashboard of csikit up", { skip: noBrowser ?? SKIP }, () => {
     assert.match(up!.output(), /^dashboard: https:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{20,}$/m);
   });
 
-  test("a claim made with kubectl appears and walks to bound, attached and published live", { skip: hasKubectl ? false : "kubectl not found" }, async () => {
-    const page = await browser!.context.newPage();
-    await page.goto(loginUrl);
-    await page.getByText("live: connected").waitFor({ timeout: PAGE_MS });
-    await page.locator('#nodes [data-node="node-1"]').getByText("✓ Ready").waitFor({ timeout: STEP_MS });
-    const manifest = [
-      "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: kube-claim, namespace: default}",
-      "spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}",
-      "---",
-      "apiVersion: v1\nkind: Pod\nmetadata: {name: kube-pod, namespace: default}",
-      "spec:\n  containers: [{name: app, image: busybox, command: [sleep, '3600'], volumeMounts: [{name: d, mountPath: /data}]}]",
-      "  volumes: [{name: d, persistentVolumeClaim: {claimName: kube-claim}}]",
-    ].join("\n");
-    const applied = await kubectl(["apply", "-f", "-"], { kubeconfig: join(stateDir, "kubeconfig"), stdin: manifest });
-    assert.equal(applied.code, 0, applied.stderr);
-    const row = page.locator('[data-claim="default/kube-claim"]');
-    await row.waitFor({ timeout: STEP_MS });
-    for (const step of ["provision", "bind", "schedule", "attach", "publish"])
-      await row.locator(`[data-step="${step}"][data-state="done"]`).waitFor({ timeout: STEP_MS });
-    assert.equal(await row.getAttribute("data-phase"), "Bound");
-    await page.close();
-  });
+  test(
+    "a claim made with kubectl appears and walks to bound, attached and published live",
+    { skip: hasKubectl ? false : "kubectl not found" },
+    async () => {
+      const page = await browser!.context.newPage();
+      await page.goto(loginUrl);
+      await page.getByText("live: connected").waitFor({ timeout: PAGE_MS });
+      await page.locator('#nodes [data-node="node-1"]').getByText("✓ Ready").waitFor({ timeout: STEP_MS });
+      const manifest = [
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: kube-claim, namespace: default}",
+        "spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}",
+        "---",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: kube-pod, namespace: default}",
+        "spec:\n  containers: [{name: app, image: busybox, command: [sleep, '3600'], volumeMounts: [{name: d, mountPath: /data}]}]",
+        "  volumes: [{name: d, persistentVolumeClaim: {claimName: kube-claim}}]",
+      ].join("\n");
+      const applied = await kubectl(["apply", "-f", "-"], {
+        kubeconfig: join(stateDir, "kubeconfig"),
+        stdin: manifest,
+      });
+      assert.equal(applied.code, 0, applied.stderr);
+      const row = page.locator('[data-claim="default/kube-claim"]');
+      await row.waitFor({ timeout: STEP_MS });
+      for (const step of ["provision", "bind", "schedule", "attach", "publish"])
+        await row.locator(`[data-step="${step}"][data-state="done"]`).waitFor({ timeout: STEP_MS });
+      assert.equal(await row.getAttribute("data-phase"), "Bound");
+      await page.close();
+    },
+  );
 
   test("the create-claim form (behind a confirmation) produces a Running pod", async () => {
     const page = await browser!.context.newPage();
@@ -228,11 +245,16 @@ describe("dashboard of csikit up", { skip: noBrowser ?? SKIP }, () => {
     await page.locator('#create-form [name="name"]').fill("form-claim");
     await page.locator("#create-submit").click();
     await page.locator("#confirm-dialog[open]").waitFor({ timeout: STEP_MS });
-    assert.match((await page.locator("#confirm-text").textContent()) ?? "", /Create claim default\/form-claim/);
+    assert.match(
+      (await page.locator("#confirm-text").textContent()) ?? "",
+      /Create claim default\/form-claim/,
+    );
     await page.locator("#confirm-ok").click();
     await until(
       async () => {
-        const pod = await client.get<Pod>(GVR.pods, "form-claim-pod", { namespace: "default" }).catch(() => undefined);
+        const pod = await client
+          .get<Pod>(GVR.pods, "form-claim-pod", { namespace: "default" })
+          .catch(() => undefined);
         return pod?.status?.phase === "Running" ? pod : undefined;
       },
       "the form's pod to run",

@@ -13,12 +13,14 @@ export const CHROMIUM = "/usr/bin/chromium";
 
 /** Why the browser tests cannot run here, or undefined when they can. */
 export function browserUnavailable(): string | undefined {
-  if (!existsSync(CHROMIUM)) return `${CHROMIUM} is absent (install Debian's chromium: npm run setup, as root)`;
+  if (!existsSync(CHROMIUM))
+    return `${CHROMIUM} is absent (install Debian's chromium: npm run setup, as root)`;
   const probe = spawnSync(CHROMIUM, ["--headless", "--no-sandbox", "--disable-gpu", "--version"], {
     timeout: 20_000,
     encoding: "utf8",
   });
-  if (probe.status !== 0) return `${CHROMIUM} does not start here: ${(probe.stderr || probe.error?.message || "").trim().slice(0, 200)}`;
+  if (probe.status !== 0)
+    return `${CHROMIUM} does not start here: ${(probe.stderr || probe.error?.message || "").trim().slice(0, 200)}`;
   return undefined;
 }
 

@@ -2,10 +2,28 @@
 // claims list is virtualised (only the rows in view exist in the DOM), drawing is batched per
 // animation frame. State is always said in text and an icon, never by colour alone.
 
-const STEPS = ["provision", "bind", "schedule", "attach", "publish", "expand", "modify", "snapshot", "unpublish", "detach", "delete"];
+const STEPS = [
+  "provision",
+  "bind",
+  "schedule",
+  "attach",
+  "publish",
+  "expand",
+  "modify",
+  "snapshot",
+  "unpublish",
+  "detach",
+  "delete",
+];
 const LABEL = { publish: "stage/publish", unpublish: "unpublish/unstage" };
 const ICON = { done: "✓", now: "●", failed: "✗", idle: "○", skipped: "–" };
-const STATE_TEXT = { done: "done", now: "waiting", failed: "failed", idle: "not reached", skipped: "does not apply" };
+const STATE_TEXT = {
+  done: "done",
+  now: "waiting",
+  failed: "failed",
+  idle: "not reached",
+  skipped: "does not apply",
+};
 const ROW_HEIGHT = 64;
 const OVERSCAN = 6;
 
@@ -205,7 +223,10 @@ function claimRowNode(row, index) {
       { class: "vhead" },
       el("strong", { text: row.key }),
       el("span", { class: "phase", text: ` ${row.phase}` }),
-      el("span", { class: "dim", text: ` ${row.size}${row.capacity && row.capacity !== row.size ? ` (has ${row.capacity})` : ""} ${row.storageClass}${row.node ? ` on ${row.node}` : ""}` }),
+      el("span", {
+        class: "dim",
+        text: ` ${row.size}${row.capacity && row.capacity !== row.size ? ` (has ${row.capacity})` : ""} ${row.storageClass}${row.node ? ` on ${row.node}` : ""}`,
+      }),
       el("span", { class: `note${row.failed ? " bad" : ""}`, text: ` — ${note}` }),
     ),
     el("ol", { class: "steps", "aria-label": "journey" }, ...row.steps.map(stepChip)),
@@ -219,7 +240,10 @@ function drawClaims() {
   const space = list.firstElementChild;
   space.style.height = `${visible.length * ROW_HEIGHT}px`;
   const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(visible.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + OVERSCAN);
+  const last = Math.min(
+    visible.length,
+    Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + OVERSCAN,
+  );
   const rows = [];
   for (let i = first; i < last; i++) rows.push(claimRow(claims.get(visible[i]), i));
   list.replaceChildren(space, ...rows);
@@ -232,7 +256,8 @@ function select(index) {
   const list = $("claim-list");
   const top = selected * ROW_HEIGHT;
   if (top < list.scrollTop) list.scrollTop = top;
-  else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+  else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight)
+    list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
   schedule("claims");
 }
 
@@ -296,7 +321,11 @@ function drawDetail() {
     ),
   );
   const size = el("input", { "aria-label": "new size", value: row.size, size: "6" });
-  const vac = el("input", { "aria-label": "VolumeAttributesClass", value: row.volumeAttributesClass, size: "12" });
+  const vac = el("input", {
+    "aria-label": "VolumeAttributesClass",
+    value: row.volumeAttributesClass,
+    size: "12",
+  });
   const why = el("pre", { class: "why", "data-why": row.key });
   const button = (text, onClick) => {
     const b = el("button", { type: "button", text });
@@ -313,20 +342,30 @@ function drawDetail() {
       "div",
       { class: "actions" },
       size,
-      button("Grow…", () => confirmThen(`Grow ${row.key} to ${size.value}?`, () => post({ action: "grow", namespace, name, size: size.value }))),
+      button("Grow…", () =>
+        confirmThen(`Grow ${row.key} to ${size.value}?`, () =>
+          post({ action: "grow", namespace, name, size: size.value }),
+        ),
+      ),
       vac,
       button("Change class…", () =>
         confirmThen(`Move ${row.key} to VolumeAttributesClass ${vac.value}?`, () =>
           post({ action: "modify", namespace, name, volumeAttributesClass: vac.value }),
         ),
       ),
-      button("Snapshot…", () => confirmThen(`Snapshot ${row.key}?`, () => post({ action: "snapshot", namespace, name }))),
+      button("Snapshot…", () =>
+        confirmThen(`Snapshot ${row.key}?`, () => post({ action: "snapshot", namespace, name })),
+      ),
       button("Delete…", () =>
-        confirmThen(`Delete ${row.key} and the pods using it?`, () => post({ action: "delete", namespace, name })),
+        confirmThen(`Delete ${row.key} and the pods using it?`, () =>
+          post({ action: "delete", namespace, name }),
+        ),
       ),
       button("Why?", async () => {
         why.textContent = "asking…";
-        const response = await fetch(`/api/why?namespace=${encodeURIComponent(namespace)}&name=${encodeURIComponent(name)}`);
+        const response = await fetch(
+          `/api/why?namespace=${encodeURIComponent(namespace)}&name=${encodeURIComponent(name)}`,
+        );
         const answer = await response.json();
         why.textContent = answer.text ?? answer.error;
       }),
@@ -345,7 +384,10 @@ function drawDetail() {
 function drawEvents() {
   const object = $("event-object").value.trim();
   const type = $("event-type").value;
-  const shown = events.filter((e) => (!type || e.type === type) && (!object || e.object.includes(object))).slice(-200).reverse();
+  const shown = events
+    .filter((e) => (!type || e.type === type) && (!object || e.object.includes(object)))
+    .slice(-200)
+    .reverse();
   $("events").replaceChildren(
     ...shown.map((e) =>
       el(
@@ -374,7 +416,9 @@ function svgChart(title, series, unit) {
   const dashes = ["", "4 2", "1 2", "6 2 1 2"];
   series.forEach((s, i) => {
     const n = s.values.length;
-    const points = s.values.map((v, j) => `${(j / Math.max(1, n - 1)) * width},${height - (v / max) * height}`).join(" ");
+    const points = s.values
+      .map((v, j) => `${(j / Math.max(1, n - 1)) * width},${height - (v / max) * height}`)
+      .join(" ");
     const line = document.createElementNS(SVG, "polyline");
     line.setAttribute("points", points);
     line.setAttribute("class", `series s${i % 6}`);
@@ -391,7 +435,13 @@ function svgChart(title, series, unit) {
     {},
     el("figcaption", { text: title }),
     svg,
-    el("ul", { class: "keys" }, ...series.map((s, i) => el("li", { class: `s${i % 6}`, text: `${["━", "╍", "┈", "┉"][i % 4]} ${s.name}: ${s.last}` }))),
+    el(
+      "ul",
+      { class: "keys" },
+      ...series.map((s, i) =>
+        el("li", { class: `s${i % 6}`, text: `${["━", "╍", "┈", "┉"][i % 4]} ${s.name}: ${s.last}` }),
+      ),
+    ),
   );
 }
 
@@ -400,11 +450,18 @@ function drawMetrics() {
   const components = metrics.components ?? [];
   $("components").tBodies[0].replaceChildren(
     ...components.map((c) =>
-      el("tr", { "data-component": c.instance }, el("th", { scope: "row", text: c.what }), el("td", {}, yesNo(c.healthy, "healthy", c.health))),
+      el(
+        "tr",
+        { "data-component": c.instance },
+        el("th", { scope: "row", text: c.what }),
+        el("td", {}, yesNo(c.healthy, "healthy", c.health)),
+      ),
     ),
   );
   if (!metrics.scraping) {
-    box.replaceChildren(el("p", { text: "no component metrics endpoints known (csikit dashboard against another cluster)" }));
+    box.replaceChildren(
+      el("p", { text: "no component metrics endpoints known (csikit dashboard against another cluster)" }),
+    );
     return;
   }
   const points = metrics.points;
@@ -426,22 +483,59 @@ function drawMetrics() {
   const table = el(
     "table",
     { id: "methods" },
-    el("thead", {}, el("tr", {}, ...["component method", "calls", "errors", "ops/s", "mean ms"].map((t) => el("th", { scope: "col", text: t })))),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        ...["component method", "calls", "errors", "ops/s", "mean ms"].map((t) =>
+          el("th", { scope: "col", text: t }),
+        ),
+      ),
+    ),
     el(
       "tbody",
       {},
-      ...last.methods.filter((m) => m.total > 1).sort((a, b) => b.total - a.total).slice(0, 15).map((m) =>
-        el("tr", {}, el("th", { scope: "row", text: m.key }), el("td", { text: String(m.total) }), el("td", { text: String(m.errors) }), el("td", { text: m.opsPerSecond.toFixed(2) }), el("td", { text: m.meanMs.toFixed(1) })),
-      ),
+      ...last.methods
+        .filter((m) => m.total > 1)
+        .sort((a, b) => b.total - a.total)
+        .slice(0, 15)
+        .map((m) =>
+          el(
+            "tr",
+            {},
+            el("th", { scope: "row", text: m.key }),
+            el("td", { text: String(m.total) }),
+            el("td", { text: String(m.errors) }),
+            el("td", { text: m.opsPerSecond.toFixed(2) }),
+            el("td", { text: m.meanMs.toFixed(1) }),
+          ),
+        ),
     ),
   );
   box.replaceChildren(
     el(
       "div",
       { class: "charts" },
-      svgChart("CSI operations per second (per component method)", ops.length ? ops : [{ name: "no calls", values: [0], last: "0" }], "ops/s"),
-      svgChart("Mean latency (ms)", latency.length ? latency : [{ name: "no calls", values: [0], last: "0" }], "ms"),
-      svgChart("Work-queue depth", queues.filter((q) => q.values.some((v) => v > 0)).slice(0, 8).concat(queues.length ? [] : [{ name: "no queues", values: [0], last: "0" }]), "items"),
+      svgChart(
+        "CSI operations per second (per component method)",
+        ops.length ? ops : [{ name: "no calls", values: [0], last: "0" }],
+        "ops/s",
+      ),
+      svgChart(
+        "Mean latency (ms)",
+        latency.length ? latency : [{ name: "no calls", values: [0], last: "0" }],
+        "ms",
+      ),
+      svgChart(
+        "Work-queue depth",
+        queues
+          .filter((q) => q.values.some((v) => v > 0))
+          .slice(0, 8)
+          .concat(queues.length ? [] : [{ name: "no queues", values: [0], last: "0" }]),
+        "items",
+      ),
     ),
     table,
   );
@@ -493,8 +587,9 @@ function init() {
   $("create-dialog").addEventListener("close", () => {
     if ($("create-dialog").returnValue !== "ok") return;
     const data = Object.fromEntries(new FormData($("create-form")));
-    confirmThen(`Create claim ${data.namespace}/${data.name} (${data.size}, ${data.accessMode}, ${data.volumeMode}, class ${data.storageClass}) and pod ${data.name}-pod?`, () =>
-      post({ action: "create", ...data }),
+    confirmThen(
+      `Create claim ${data.namespace}/${data.name} (${data.size}, ${data.accessMode}, ${data.volumeMode}, class ${data.storageClass}) and pod ${data.name}-pod?`,
+      () => post({ action: "create", ...data }),
     );
   });
   connect();
