@@ -66,9 +66,7 @@ try {
     firstRender.push(performance.now() - started);
     for (let u = 0; u < updates; u++) {
       const name = `bench-${String((u * 37) % claims).padStart(5, "0")}`;
-      const before = await page.evaluate(
-        () => (globalThis as unknown as { csikitDashboard: { renders: number } }).csikitDashboard.renders,
-      );
+      const before = Number(await page.evaluate("window.csikitDashboard.renders"));
       const sent = performance.now();
       await client.patch(
         GVR.persistentVolumeClaims,
@@ -76,20 +74,11 @@ try {
         { metadata: { labels: { rep: `${rep}-${u}` } } },
         { namespace: "default" },
       );
-      await page.waitForFunction(
-        (n) =>
-          (globalThis as unknown as { csikitDashboard: { renders: number } }).csikitDashboard.renders > n,
-        before,
-        { timeout: 60_000 },
-      );
+      await page.waitForFunction(`window.csikitDashboard.renders > ${before}`, undefined, {
+        timeout: 60_000,
+      });
       updateToDraw.push(performance.now() - sent);
-      drawMs.push(
-        await page.evaluate(
-          () =>
-            (globalThis as unknown as { csikitDashboard: { lastRenderMs: number } }).csikitDashboard
-              .lastRenderMs,
-        ),
-      );
+      drawMs.push(Number(await page.evaluate("window.csikitDashboard.lastRenderMs")));
     }
     await page.close();
   }

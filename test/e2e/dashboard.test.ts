@@ -160,7 +160,9 @@ describe("dashboard against a real API server", { skip: noBrowser ?? false }, ()
     await page.getByText("(1000 of").waitFor({ timeout: PAGE_MS });
     const inDom = await page.locator("#claim-list [data-claim]").count();
     assert.ok(inDom < 100, `only the rows in view exist in the DOM (${inDom})`);
-    await page.locator("#claim-list").evaluate((list) => (list.scrollTop = list.scrollHeight));
+    await page.locator("#claim-list").evaluate((list) => {
+      list.scrollTop = list.scrollHeight;
+    });
     await page.locator('[data-claim="default/bulk-0999"]').waitFor({ timeout: STEP_MS });
     await page.locator("#claim-list").focus();
     await page.keyboard.press("Home");
