@@ -3,7 +3,13 @@ import tseslint from "typescript-eslint";
 
 export default tseslint.config(
   {
-    ignores: ["node_modules/**", "src/csi/generated/**", "src/apiserver/encoding/generated/**", ".csikit/**"],
+    ignores: [
+      "node_modules/**",
+      "src/csi/generated/**",
+      "src/apiserver/encoding/generated/**",
+      ".csikit/**",
+      "src/dashboard/static/**",
+    ],
   },
   ...tseslint.configs.recommendedTypeChecked,
   {

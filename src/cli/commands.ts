@@ -35,6 +35,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import("./csi.ts")).csiCommand,
   },
   {
+    name: "dashboard",
+    summary: "Serve the live dashboard (claims' journeys, nodes, events, CSI metrics) for any cluster on loopback",
+    load: async () => (await import("./dashboard.ts")).dashboardCommand,
+  },
+  {
     name: "doctor",
     summary:
       "Find what is left over or stuck (leaked volumes, stuck finalizers, stale attachments, orphan mounts) and fix it on request",

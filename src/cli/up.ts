@@ -58,7 +58,7 @@ export const upCommand: Command = {
   name: "up",
   summary: "Run the whole CSI cluster on one machine: API server, controllers, nodes, driver and sidecars",
   usage:
-    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD] [--distributed] [--driver-fault-proxy]",
+    "csikit up [--state-dir=.csikit] [--nodes=3] [--walkthrough[=expand] [--exit]] [--driver-name=NAME] [--feature-gates=K=V,...] [--driver-socket=PATH | --driver-command=CMD] [--distributed] [--driver-fault-proxy] [--dashboard=false]",
   description:
     "Starts, each as its own supervised process with its own identity (RBAC from deploy/rbac/): the API server,\n" +
     "the controllers, the driver's controller instance with the provisioner and attacher, and per virtual node\n" +
@@ -132,6 +132,13 @@ export const upCommand: Command = {
       help: "Tear down and exit once ready (after --walkthrough, if given).",
     },
     "component-v": { type: "int", default: "2", help: "-v of every component (their logs)." },
+    dashboard: {
+      type: "bool",
+      default: "true",
+      help:
+        "Serve the live dashboard on loopback (HTTPS with the API server's certificate, a random token) and print " +
+        "its address: dashboard: https://127.0.0.1:<port>/?token=… (docs: README, Dashboard).",
+    },
     "pod-processes": {
       type: "bool",
       default: "true",
@@ -218,6 +225,7 @@ export const upCommand: Command = {
           ? { afterReady: (cluster, inner) => runWalkthrough(cluster, { print, which: walkthrough }, inner) }
           : {}),
         exit: flags.bool("exit"),
+        dashboard: flags.bool("dashboard"),
       },
       signal,
     );

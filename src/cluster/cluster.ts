@@ -6,7 +6,7 @@
 // torn down first (drain.ts), then the processes in STOP_ORDER. A second run on the same state
 // dir resumes the cluster (same port, tokens and objects).
 
-import { access, mkdir } from "node:fs/promises";
+import { access, mkdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -57,6 +57,7 @@ import { runSecretAccess } from "./secret-access.ts";
 import { killLeftovers, Supervisor } from "./supervisor.ts";
 import { pollUntil } from "./poll.ts";
 import { watchVolumeEvents } from "./volume-events.ts";
+import { startDashboard, type Dashboard } from "../dashboard/index.ts";
 
 export const DEFAULT_DRIVER_NAME = "hostpath.csi.k8s.io";
 export const STORAGE_CLASS = "csi-hostpath";
@@ -107,6 +108,11 @@ export interface UpOptions {
   afterReady?: (cluster: RunningCluster, signal: AbortSignal) => Promise<void>;
   /** Tear down after afterReady instead of waiting for SIGINT/SIGTERM. */
   exit?: boolean;
+  /**
+   * Serve the dashboard (src/dashboard) on loopback once the API server answers and print its
+   * address (`dashboard: https://127.0.0.1:<port>/?token=…`). Default true.
+   */
+  dashboard?: boolean;
   /** Bounds of start-up and teardown waits, ms. Default 120000 / 120000. */
   readyTimeoutMs?: number;
   drainTimeoutMs?: number;
@@ -387,6 +393,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
   let exitCode = 0;
   const volumeEvents = new AbortController();
   let secretAccess: Promise<void> | undefined;
+  let dashboard: Dashboard | undefined;
   const stages = new Map<string, Stage>();
   const spawnComponent = (instance: ComponentInstance): void => {
     stages.set(instance.name, instance.stage);
@@ -457,6 +464,26 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
     print(
       `✓ CRDs from deploy/crds/ (${crds.created.length} created, ${crds.updated.length} updated, ${crds.unchanged.length} unchanged) (${elapsed()})`,
     );
+    // After the CRDs: the dashboard watches VolumeSnapshots where they are served.
+    if (options.dashboard !== false) {
+      // The API server's serving certificate (signed by the cluster's CA, naming 127.0.0.1):
+      // a browser that trusts the kubeconfig's CA trusts the dashboard too.
+      const pki = join(layout.stateDir, "pki");
+      const [certPem, keyPem] = await Promise.all([
+        readFile(join(pki, "apiserver.crt"), "utf8"),
+        readFile(join(pki, "apiserver.key"), "utf8"),
+      ]);
+      dashboard = await startDashboard(
+        {
+          client,
+          tls: { certPem, keyPem },
+          endpoints: metricsEndpoints(plan),
+          logger,
+        },
+        AbortSignal.any([signal, volumeEvents.signal]),
+      );
+      print(`dashboard: ${dashboard.loginUrl}`);
+    }
 
     // RBAC first: the identities below mean nothing without their bindings.
     // Distributed: no attacher, as upstream's distributed deployment (its CSIDriver says so too).
@@ -600,6 +627,7 @@ export async function runCluster(options: UpOptions, signal: AbortSignal): Promi
       exitCode = 1;
     });
     volumeEvents.abort();
+    await dashboard?.close();
     await secretAccess;
     admin?.close();
   }
