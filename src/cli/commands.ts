@@ -36,7 +36,8 @@ export const commands: readonly CommandEntry[] = [
   },
   {
     name: "dashboard",
-    summary: "Serve the live dashboard (claims' journeys, nodes, events, CSI metrics) for any cluster on loopback",
+    summary:
+      "Serve the live dashboard (claims' journeys, nodes, events, CSI metrics) for any cluster on loopback",
     load: async () => (await import("./dashboard.ts")).dashboardCommand,
   },
   {
