@@ -70,9 +70,20 @@ export const BUG_TABLE: readonly BugRow[] = [
 
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** The focus regex selecting exactly these tests. */
+/** The focus regex selecting exactly these tests (upstream's tags may follow the title). */
 export function focusOf(tests: readonly TestRef[]): string {
-  return tests.map((t) => `\\[Testpattern: ${escape(t.pattern)}\\] ${escape(t.test)}$`).join("|");
+  return tests
+    .map((t) => `\\[Testpattern: ${escape(t.pattern)}\\] ${escape(t.test)}( \\[[^\\]]*\\])*$`)
+    .join("|");
+}
+
+/** A test's outcome in the JUnit report: "passed", "failed", "skipped", or "missing". */
+export function outcomeIn(xml: string, ref: TestRef): string {
+  const name = `[Testpattern: ${ref.pattern}] ${ref.test}`.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
+  const found = new RegExp(`${escape(name)}(?: \\[[^\\]"]*\\])*" classname="[^"]*" status="(\\w+)"`).exec(
+    xml,
+  );
+  return found?.[1] ?? "missing";
 }
 
 export interface RowResult {
@@ -129,12 +140,7 @@ export async function runRow(
     options.signal?.removeEventListener("abort", stop);
     const xml = await readFile(junit, "utf8").catch(() => "");
     const outcomes = new Map<TestRef, string>();
-    for (const ref of tests) {
-      const name = `[Testpattern: ${ref.pattern}] ${ref.test}`;
-      const at = xml.indexOf(`${name.replace(/&/g, "&amp;").replace(/"/g, "&quot;")}"`);
-      const status = at < 0 ? "missing" : (/status="(\w+)"/.exec(xml.slice(at))?.[1] ?? "missing");
-      outcomes.set(ref, status);
-    }
+    for (const ref of tests) outcomes.set(ref, outcomeIn(xml, ref));
     const ok =
       row.caughtBy.every((ref) => outcomes.get(ref) === "failed") &&
       row.controls.every((ref) => outcomes.get(ref) === "passed");

@@ -53,13 +53,20 @@ export async function startVacProtectionController(
   signal: AbortSignal,
 ): Promise<void> {
   const logger = (options.logger ?? silentLogger).with({ controller: CONTROLLER });
-  const served = await firstServedVersion(
-    options.client,
-    ["v1", "v1beta1"].map((version): GroupVersionKindResource =>
-      Object.freeze({ ...GVR.volumeAttributesClasses, version }),
-    ),
-    signal,
-  );
+  let served: GroupVersionKindResource | undefined;
+  try {
+    served = await firstServedVersion(
+      options.client,
+      ["v1", "v1beta1"].map((version): GroupVersionKindResource =>
+        Object.freeze({ ...GVR.volumeAttributesClasses, version }),
+      ),
+      signal,
+    );
+  } catch (error) {
+    // Stopped while asking: a stop, not a failure of the loop.
+    if (signal.aborted) return;
+    throw error;
+  }
   if (served === undefined) {
     logger.info(0, "VolumeAttributesClass is not served: nothing to protect", {});
     return;
