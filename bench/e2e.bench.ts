@@ -1,4 +1,4 @@
-// `npm run bench:e2e`: the whole of `csikit e2e` on csikit's hostpath (deploy/e2e/test-driver.yaml),
+// `npm run bench:e2e`: the whole of `csikit e2e` on csikit's hostpath (src/e2e/hostpath/test-driver.yaml),
 // timed: the cluster's start, the run's wall time against the issue's target (10 minutes on 2
 // cores), and per suite the tests run, their outcomes, the sum and median of their times (tests
 // of a suite run beside others' with --nodes, so a suite has no wall time of its own). Prints

@@ -40,7 +40,7 @@ for (const program of PROGRAMS) {
 
     const bad = run(program, "--no-such-flag");
     assert.equal(bad.status, 2, `${bad.stdout}\n${bad.stderr}`);
-    assert.match(bad.stderr, /^[a-z:-]+: flag provided but not defined: -no-such-flag \(see --help\)\n$/);
+    assert.match(bad.stderr, /^[a-z0-9:-]+: flag provided but not defined: -no-such-flag \(see --help\)\n$/);
     assert.equal(bad.stdout, "");
   });
 }

@@ -15,15 +15,8 @@ import {
 import type { Command } from "./command.ts";
 
 const CLI_MAIN = join(import.meta.dirname, "main.ts");
-/** csikit hostpath's test driver definition (deploy/e2e/), used without --test-driver. */
-export const HOSTPATH_TEST_DRIVER = join(
-  import.meta.dirname,
-  "..",
-  "..",
-  "deploy",
-  "e2e",
-  "test-driver.yaml",
-);
+/** csikit hostpath's test driver definition (src/e2e/hostpath/), used without --test-driver. */
+export const HOSTPATH_TEST_DRIVER = join(import.meta.dirname, "..", "e2e", "hostpath", "test-driver.yaml");
 
 function regexFlag(flags: Flags, name: string): RegExp | undefined {
   const value = flags.string(name);

@@ -23,7 +23,7 @@ const FOCUS =
   "\\[Testpattern: Dynamic PV \\(default fs\\)\\] (provisioning should provision storage with mount options|volumes )";
 
 test(
-  "csikit e2e on hostpath (its deploy/e2e test driver), provisioning and volumes of the default fs pattern: every test passes, matrix and junit",
+  "csikit e2e on hostpath (its src/e2e/hostpath test driver), provisioning and volumes of the default fs pattern: every test passes, matrix and junit",
   {
     skip: SKIP || (noSandbox !== undefined ? `pods run no commands here: ${noSandbox}` : false),
     timeout: RUN_MS + 60_000,

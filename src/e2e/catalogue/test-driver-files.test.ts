@@ -1,5 +1,5 @@
 // A class manifest a test driver file names by a relative path is looked for next to that file
-// (so `csikit e2e` finds deploy/e2e's from any working directory); an absolute path is kept.
+// (so `csikit e2e` finds src/e2e/hostpath's from any working directory); an absolute path is kept.
 
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
