@@ -11,17 +11,9 @@ import { CsikitError } from "../base/index.ts";
 import { ClusterLayout, pollUntil } from "../cluster/index.ts";
 import type { KubeClient } from "../kube/index.ts";
 import type { NodeProcesses } from "./suite.ts";
+import { alive } from "./up-process.ts";
 
 const RESTART_MS = 120_000;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export class UpNodeProcesses implements NodeProcesses {
   readonly #pidsFile: string;

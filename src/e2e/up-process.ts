@@ -42,7 +42,8 @@ function canUnshare(): boolean {
   return process.getuid?.() === 0 && spawnSync("unshare", ["--version"], { stdio: "ignore" }).status === 0;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid is running (signal 0 probes without signalling). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
